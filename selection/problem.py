@@ -1,0 +1,123 @@
+"""One round's cardinality-constrained selection problem.
+
+A :class:`SelectionProblem` holds the arrays every solver needs (utilities, per-domain
+utilities, Fisher z-scores, label divergences, cosines) for the N clients of one round,
+plus the cardinality K. Build it with :meth:`SelectionProblem.from_stats`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from selection.errors import SelectionError, StatsError
+from selection.schema import domain_columns, read_stats, validate_stats
+
+__all__ = ["SelectionProblem"]
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionProblem:
+    """Choose exactly ``k`` of ``n`` clients of one round.
+
+    Attributes:
+        ids: client ids, shape (N,).
+        client_domains: each client's own domain, shape (N,).
+        domains: names of the D evaluation domains (from the ``U_<domain>`` columns).
+        U: pooled update utility, accuracy %, shape (N,).
+        Ud: per-domain update utility, accuracy %, shape (N, D).
+        F: empirical Fisher trace, shape (N,).
+        F_z: z-score of log F within the round, shape (N,).
+        B: JS divergence of the label distribution, nats, shape (N,).
+        cos_g: cosine of the update with the mean update, shape (N,).
+        n_samples: client training-set sizes, shape (N,).
+        k: cardinality K.
+        round: the round the statistics were taken at.
+    """
+
+    ids: np.ndarray
+    client_domains: np.ndarray
+    domains: tuple[str, ...]
+    U: np.ndarray
+    Ud: np.ndarray
+    F: np.ndarray
+    F_z: np.ndarray
+    B: np.ndarray
+    cos_g: np.ndarray
+    n_samples: np.ndarray
+    k: int
+    round: int
+    table: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def n(self) -> int:
+        return int(self.U.shape[0])
+
+    @property
+    def d(self) -> int:
+        return len(self.domains)
+
+    @classmethod
+    def from_stats(
+        cls,
+        stats: pd.DataFrame | str | os.PathLike,
+        k: int,
+        round: int | None = None,  # noqa: A002 - the maths calls it the round
+    ) -> SelectionProblem:
+        """Build the problem of one round.
+
+        Args:
+            stats: a round-stats DataFrame or a path to a CSV/Parquet file.
+            k: number of clients to select, 1 <= k <= N.
+            round: round to take; default the last round in the table.
+
+        Raises:
+            StatsError: the table violates the contract.
+            SelectionError: k or round is invalid.
+        """
+        df = validate_stats(stats) if isinstance(stats, pd.DataFrame) else read_stats(stats)
+        rounds = sorted(int(r) for r in df["round"].unique())
+        r = rounds[-1] if round is None else int(round)
+        if r not in rounds:
+            raise SelectionError(f"round {r} is not in the stats table (rounds {rounds[0]}..{rounds[-1]})")
+        part = df[df["round"] == r].reset_index(drop=True)
+        n = len(part)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise SelectionError(f"k must be an integer, got {k!r}")
+        if k <= 0:
+            raise SelectionError(f"k={k} must be at least 1")
+        if k > n:
+            raise SelectionError(f"k={k} exceeds the {n} clients of round {r}")
+        dcols = domain_columns(part)
+        F = part["F"].to_numpy(dtype=float)
+        logF = np.log(F)
+        sd = logF.std()
+        F_z = (logF - logF.mean()) / sd if sd > 0 else np.zeros(n)
+        return cls(
+            ids=part["client_id"].to_numpy(dtype=str),
+            client_domains=part["domain"].to_numpy(dtype=str),
+            domains=tuple(c[2:] for c in dcols),
+            U=part["U"].to_numpy(dtype=float),
+            Ud=part[dcols].to_numpy(dtype=float),
+            F=F,
+            F_z=F_z,
+            B=part["B"].to_numpy(dtype=float),
+            cos_g=part["cos_g"].to_numpy(dtype=float),
+            n_samples=part["n_samples"].to_numpy(dtype=np.int64),
+            k=int(k),
+            round=r,
+            table=part,
+        )
+
+    def with_k(self, k: int) -> SelectionProblem:
+        """The same round with another cardinality."""
+        if self.table is None:
+            raise StatsError("problem was built without its table")
+        return SelectionProblem.from_stats(self.table, k, self.round)
+
+    def ids_of(self, idx) -> list[str]:
+        """Client ids of the selected indices, in index order."""
+        return [str(self.ids[i]) for i in sorted(int(j) for j in idx)]
