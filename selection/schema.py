@@ -24,6 +24,7 @@ __all__ = [
     "read_stats",
     "validate_stats",
     "write_table_atomic",
+    "write_text_atomic",
 ]
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("round", "client_id", "domain", "n_samples", "U", "F", "B", "cos_g")
@@ -149,6 +150,20 @@ def write_table_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:
             df.to_parquet(tmp, index=False)
         else:
             df.to_csv(tmp, index=False)
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return p
+
+
+def write_text_atomic(text: str, path: str | os.PathLike) -> Path:
+    """Write a text file (HTML, JSON, Markdown) through a temp file and an atomic rename."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, p)
     finally:
         if tmp.exists():
