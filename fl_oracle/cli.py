@@ -13,7 +13,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-import click
+import typer
+from typer.exceptions import TyperException
 
 from selection.cli import app
 
@@ -50,16 +51,18 @@ def _fail(message: str, code: int = 2) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI; input errors exit with code 2 and one line on stderr."""
-    cli = typer_main = build_app()
-    del typer_main
+    cli = build_app()
     try:
         cli(args=list(argv) if argv is not None else None, standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         _fail("aborted", 130)
-    except click.ClickException as exc:  # usage errors: bad option, missing argument
-        _fail(exc.format_message(), exc.exit_code if exc.exit_code else 2)
+    except TyperException as exc:  # usage errors: bad option, missing argument
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            print(exc.format_message())
+            sys.exit(0)
+        _fail(exc.format_message(), exc.exit_code or 2)
     except (ValueError, OSError, KeyError) as exc:  # SelectionError, StatsError, DataError, ... subclass ValueError
         msg = str(exc)
         if isinstance(exc, KeyError):

@@ -16,3 +16,16 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+@app.callback()
+def _root() -> None:
+    """Fair client selection in federated learning as multi-objective optimization."""
+
+
+@app.command("version")
+def version() -> None:
+    """Print fedsel's version."""
+    from importlib.metadata import version as _v
+
+    print(_v("fedsel"))
