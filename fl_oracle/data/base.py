@@ -1,0 +1,101 @@
+"""Shared vocabulary of the data layer: domain names, the error type, the result dataclass.
+
+Kept free of torch at import time so that readers and generators can be tested and used
+(e.g. by the preview command) without paying torch's import cost where it is not needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+__all__ = ["DOMAINS", "SPLITS", "DataError", "DomainData", "domain_index", "check_images"]
+
+DOMAINS: tuple[str, ...] = ("mnist", "usps", "svhn", "syn")
+SPLITS: tuple[str, ...] = ("train", "test")
+
+
+class DataError(ValueError):
+    """Bad or missing data: the one-line message names the file, folder or domain at fault."""
+
+
+@dataclass(frozen=True)
+class DomainData:
+    """One split of one digit domain.
+
+    Attributes:
+        name: domain name, one of :data:`DOMAINS`.
+        split: ``"train"`` or ``"test"``.
+        images: float32 tensor of shape (N, 3, 32, 32); standardized per image (zero mean,
+            unit std over its 3·32·32 values) if requested, otherwise in [0, 1].
+        labels: int64 tensor of shape (N,) with values in 0..9.
+        source: ``"real"`` (read from the user's files) or ``"generated"`` (stand-in).
+        path: the file or folder the real data came from; empty for generated stand-ins.
+    """
+
+    name: str
+    split: str
+    images: torch.Tensor
+    labels: torch.Tensor
+    source: str
+    path: str = ""
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"DomainData(name={self.name!r}, split={self.split!r}, n={len(self)}, "
+            f"source={self.source!r})"
+        )
+
+
+def domain_index(name: str) -> int:
+    """Position of ``name`` in :data:`DOMAINS`; raises DataError for an unknown domain."""
+    try:
+        return DOMAINS.index(name)
+    except ValueError:
+        raise DataError(f"unknown domain {name!r}; expected one of {', '.join(DOMAINS)}") from None
+
+
+def split_index(split: str) -> int:
+    """Position of ``split`` in :data:`SPLITS`; raises DataError for an unknown split."""
+    try:
+        return SPLITS.index(split)
+    except ValueError:
+        raise DataError(f"unknown split {split!r}; expected 'train' or 'test'") from None
+
+
+def check_images(images: Any, labels: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a reader's output: uint8 (N, 32, 32, 3) images, int64 labels in 0..9.
+
+    Args:
+        images: array of shape (N, 32, 32, 3), dtype uint8.
+        labels: array of shape (N,), integer.
+        where: file or folder named in error messages.
+
+    Returns:
+        The arrays, labels cast to int64.
+    """
+    images = np.asarray(images)
+    labels = np.asarray(labels)
+    if images.ndim != 4 or images.shape[1:] != (32, 32, 3) or images.dtype != np.uint8:
+        raise DataError(
+            f"{where}: images have shape {images.shape} {images.dtype}, "
+            "expected (N, 32, 32, 3) uint8"
+        )
+    if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
+        raise DataError(
+            f"{where}: {labels.shape[0] if labels.ndim else 0} labels for {images.shape[0]} images"
+        )
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise DataError(f"{where}: labels have dtype {labels.dtype}, expected integers")
+    if labels.size and (labels.min() < 0 or labels.max() > 9):
+        bad = int(labels[(labels < 0) | (labels > 9)][0])
+        raise DataError(f"{where}: label {bad} outside 0..9")
+    return images, labels.astype(np.int64)
