@@ -1,0 +1,249 @@
+"""Sweeps over ε, δ and weights, returned as front tables (one row per solved point).
+
+Every table has the columns of :data:`FRONT_COLUMNS` plus ``U_<domain>`` per domain:
+``selected`` holds the client ids joined by ``;`` ("" when no selection was found) and the
+objective columns are NaN then. An infeasible point is a row with status ``infeasible``.
+
+* :func:`sweep_eps` — a grid of ε (percentage points), or ``complete=True``: start without a
+  gap constraint, then put the next ε just below the last gap found (gap − ``step``) until
+  infeasible. Because every ε point is Pareto-optimal (lexicographic second stage) and each
+  next ε excludes exactly the points already found, the complete sweep returns the whole
+  (U, gap) front, unsupported points included (two front points whose gaps differ by less
+  than ``step`` are the limit of its resolution).
+* :func:`sweep_delta` — a grid of δ for the max-min formulation.
+* :func:`sweep_weighted` — one weighted-sum point per weight vector.
+
+Grid points may run in parallel threads (``n_jobs``): the grid is cut into ``n_jobs``
+contiguous parts, each solved by its own solver with its own persistent model. A complete
+sweep is sequential by construction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+
+from selection.problem import SelectionProblem
+from selection.solvers._milp_params import as_float_list, check_int, check_nonneg
+from selection.solvers.base import SolveResult, make_solver
+
+__all__ = ["FRONT_COLUMNS", "results_to_frame", "sweep_eps", "sweep_delta", "sweep_weighted"]
+
+FRONT_COLUMNS = (
+    "method",
+    "param",
+    "utility",
+    "gap",
+    "worst",
+    "selected",
+    "status",
+    "seconds",
+    "backend",
+)
+_EXTRA = ("mean_minus_worst", "var_d", "sum_B", "sum_Fz", "sum_cos")
+DEFAULT_STEP = 1e-6
+MAX_POINTS = 100_000
+
+
+def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) -> pd.DataFrame:
+    """One row per result: FRONT_COLUMNS, ``U_<domain>`` per domain, the other objectives,
+    ``n_selected`` and ``message``.
+
+    Args:
+        problem: the problem the results belong to (its domains name the U_<d> columns).
+        results: solve results in the order the rows should have.
+    """
+    dcols = [f"U_{d}" for d in problem.domains]
+    names = ["utility", "gap", "worst", *dcols, *_EXTRA]
+    rows = []
+    for r in results:
+        row = {
+            "method": r.method,
+            "param": r.param,
+            "status": str(r.status),
+            "selected": ";".join(r.ids),
+            "seconds": float(r.seconds),
+            "backend": r.backend,
+            "n_selected": len(r.selected),
+            "message": r.message,
+        }
+        for name in names:
+            row[name] = float(r.objectives[name]) if name in r.objectives else math.nan
+        rows.append(row)
+    order = [*FRONT_COLUMNS, *dcols, *_EXTRA, "n_selected", "message"]
+    return pd.DataFrame(rows, columns=order)
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool, total: int | None, label: str):
+    """A rich progress bar (or nothing); yields ``advance(n=1)``."""
+    if not enabled:
+        yield lambda n=1: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    cols = [
+        SpinnerColumn(),
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    ]
+    with Progress(*cols, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n=1: bar.advance(task, n)
+
+
+def _run_grid(
+    make: Callable[[], object],
+    problem: SelectionProblem,
+    grid: list[float],
+    n_jobs: int,
+    progress: bool,
+    label: str,
+) -> list[SolveResult]:
+    """Solve ``make().with_param(v)`` for each grid value, in ``n_jobs`` threads."""
+    with _progress(progress and len(grid) > 1, len(grid), label) as advance:
+
+        def run(part: list[float]) -> list[SolveResult]:
+            solver = make()
+            out = []
+            for v in part:
+                out.append(solver.with_param(v).solve(problem))
+                advance()
+            return out
+
+        if n_jobs <= 1 or len(grid) <= 1:
+            return run(grid)
+        parts = [list(p) for p in np.array_split(np.array(grid, dtype=float), n_jobs) if len(p)]
+        with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+            chunks = list(pool.map(run, parts))
+        return [r for c in chunks for r in c]
+
+
+def sweep_eps(
+    problem: SelectionProblem,
+    eps: Sequence[float] | None = None,
+    *,
+    complete: bool = False,
+    backend: str = "auto",
+    n_jobs: int = 1,
+    time_limit: float | None = None,
+    f_min: float | None = None,
+    b_max: float | None = None,
+    step: float = DEFAULT_STEP,
+    seed: int = 0,
+    progress: bool = False,
+    max_points: int = MAX_POINTS,
+) -> pd.DataFrame:
+    """ε-constraint points over a grid, or the complete (U, gap) front.
+
+    Args:
+        problem: the round's selection problem.
+        eps: ε values, percentage points (>= 0; ``inf`` = unconstrained). Not with ``complete``.
+        complete: sweep ε downwards from the unconstrained optimum until infeasible.
+        backend: ``auto``, ``enum``, ``highs``, ``cbc`` or ``cpsat`` (see EpsSolver).
+        n_jobs: threads for grid points (ignored by the complete sweep).
+        time_limit: seconds per point; a point stopped by it keeps its incumbent.
+        f_min, b_max: optional Σ F_z >= f_min and Σ B <= b_max on every point.
+        step: the complete sweep's next ε is the last gap minus ``step`` (points).
+        seed: solver seed.
+        progress: show a rich progress bar.
+        max_points: safety cap on the complete sweep's number of points.
+
+    Returns:
+        The front table (see :func:`results_to_frame`), rows in solve order.
+    """
+    if complete and eps is not None:
+        raise ValueError("sweep_eps: give an eps grid or complete=True, not both")
+    if not complete and eps is None:
+        raise ValueError("sweep_eps: give an eps grid or complete=True")
+    n_jobs = check_int("n_jobs", n_jobs)
+    step = check_nonneg("step", step, allow_none=False)
+    if step <= 0:
+        raise ValueError(f"step={step!r} must be > 0")
+
+    def make():
+        return make_solver(
+            "eps", backend=backend, time_limit=time_limit, f_min=f_min, b_max=b_max, seed=seed
+        )
+
+    if not complete:
+        grid = as_float_list("eps", eps)
+        return results_to_frame(
+            problem, _run_grid(make, problem, grid, n_jobs, progress, "ε sweep")
+        )
+    solver = make()
+    results: list[SolveResult] = []
+    e: float | None = None
+    repeats = 0
+    with _progress(progress, None, "complete ε sweep") as advance:
+        while len(results) < max_points:
+            r = solver.with_param(e).solve(problem)
+            results.append(r)
+            advance()
+            if not r.ok:
+                break
+            # a backend tolerance may return the last point again: step further each time
+            same = len(results) > 1 and r.selected == results[-2].selected
+            repeats = repeats + 1 if same else 0
+            nxt = solver.model_gap(problem, r.selected) - step * 10**repeats
+            if e is not None:
+                nxt = min(nxt, e - step * 10**repeats)
+            if nxt < 0:
+                break
+            e = nxt
+    return results_to_frame(problem, results)
+
+
+def sweep_delta(
+    problem: SelectionProblem,
+    delta: Sequence[float],
+    *,
+    backend: str = "auto",
+    n_jobs: int = 1,
+    time_limit: float | None = None,
+    seed: int = 0,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Max-min points (max worst s.t. U >= U* − δ) for each δ of a grid (percentage points)."""
+    grid = as_float_list("delta", delta)
+    n_jobs = check_int("n_jobs", n_jobs)
+
+    def make():
+        return make_solver("maxmin", backend=backend, time_limit=time_limit, seed=seed)
+
+    return results_to_frame(problem, _run_grid(make, problem, grid, n_jobs, progress, "δ sweep"))
+
+
+def sweep_weighted(
+    problem: SelectionProblem,
+    weights: Sequence[Sequence[float]],
+    *,
+    composite: bool = False,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """One weighted-sum point per weight vector (w_U, w_R, w_F, w_cos, w_B), or per (α, β, γ)
+    of the composite score when ``composite`` is true."""
+    if len(weights) == 0:
+        raise ValueError("sweep_weighted: the weight list is empty")
+    key = "composite" if composite else "weights"
+    solvers = [make_solver("weighted", **{key: w}) for w in weights]
+    results = []
+    with _progress(progress and len(solvers) > 50, len(solvers), "weighted sweep") as advance:
+        for s in solvers:
+            results.append(s.solve(problem))
+            advance()
+    return results_to_frame(problem, results)

@@ -1,0 +1,125 @@
+"""HiGHS backend through highspy's array API: one persistent model, bounds change per point.
+
+Columns and the CSR rows are passed in two calls (``addCols``/``addRows``), so building the
+model at N=5000 takes milliseconds. Options: ``mip_rel_gap = 0`` and ``mip_abs_gap = 1e-9``
+(exact optimum, HiGHS defaults to 1e-4), feasibility tolerances 1e-9 (at the default 1e-6,
+x_i = 1 − 1e-6 times utilities of ~100 let a selection exceed an ε row by ~1e-4 sum units, so
+the complete sweep met the same point again), ``output_flag = False``, ``random_seed`` from the
+solver's seed, ``time_limit`` per stage from what is left of the solve's limit.
+
+This is the only HiGHS build fedsel loads: PuLP serves CBC only and OR-Tools CP-SAT only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+from selection.solvers._milp_model import INF, LexBackend
+
+__all__ = ["HighsBackend", "new_highs"]
+
+_banner_lock = threading.Lock()
+_banner_done = False
+
+
+def new_highs():
+    """A silent ``highspy.Highs``; the one-time copyright banner is kept off stdout.
+
+    HiGHS prints its banner on fd 1 when the first instance of a process is created, which
+    would corrupt ``fedsel solve``'s JSON on stdout; it is sent to stderr instead.
+    """
+    global _banner_done
+    import highspy
+
+    with _banner_lock:
+        if _banner_done:
+            h = highspy.Highs()
+        else:
+            sys.stdout.flush()
+            saved = os.dup(1)
+            try:
+                os.dup2(2, 1)
+                h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+            _banner_done = True
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+class HighsBackend(LexBackend):
+    """The lexicographic MILP in HiGHS."""
+
+    name = "highs"
+
+    def _build(self) -> None:
+        import highspy
+
+        spec = self.spec
+        h = new_highs()
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.setOptionValue("mip_abs_gap", 1e-9)
+        h.setOptionValue("mip_feasibility_tolerance", 1e-9)
+        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+        h.setOptionValue("random_seed", self.seed % 2147483647)
+        inf = highspy.kHighsInf
+        n = spec.n_col
+        lo = np.where(np.isinf(spec.col_lo), -inf, spec.col_lo)
+        up = np.where(np.isinf(spec.col_up), inf, spec.col_up)
+        empty_i = np.zeros(0, dtype=np.int32)
+        h.addCols(n, np.zeros(n), lo, up, 0, empty_i, empty_i, np.zeros(0))
+        A = spec.A
+        h.addRows(
+            A.shape[0],
+            self._clip(spec.row_lo),
+            self._clip(spec.row_up),
+            int(A.nnz),
+            A.indptr[:-1].astype(np.int32),
+            A.indices.astype(np.int32),
+            A.data.astype(float),
+        )
+        idx = np.arange(spec.n_x, dtype=np.int32)
+        h.changeColsIntegrality(
+            spec.n_x, idx, np.full(spec.n_x, int(highspy.HighsVarType.kInteger), dtype=np.uint8)
+        )
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self._h = h
+        self._hs = highspy
+        self._all = np.arange(n, dtype=np.int32)
+
+    @staticmethod
+    def _clip(v: np.ndarray) -> np.ndarray:
+        import highspy
+
+        return np.clip(np.asarray(v, dtype=float), -highspy.kHighsInf, highspy.kHighsInf)
+
+    def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
+        inf = self._hs.kHighsInf
+        self._h.changeRowBounds(row, max(lo, -inf), min(up, inf) if up != INF else inf)
+
+    def _optimize(self, c, time_limit, hint):
+        hs, h = self._hs, self._h
+        h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
+        h.setOptionValue("time_limit", float(time_limit) if time_limit is not None else INF)
+        if hint is not None:
+            sol = hs.HighsSolution()
+            sol.col_value = list(np.asarray(hint, dtype=float))
+            h.setSolution(sol)
+        h.run()
+        st = h.getModelStatus()
+        has_sol = h.getInfo().primal_solution_status == 2  # kSolutionStatusFeasible
+        v = np.array(h.getSolution().col_value) if has_sol else None
+        obj = float(h.getInfo().objective_function_value) if has_sol else float("nan")
+        M = hs.HighsModelStatus
+        if st == M.kOptimal:
+            return "optimal", v, obj
+        if st in (M.kInfeasible, M.kUnboundedOrInfeasible):
+            return "infeasible", None, obj
+        if st in (M.kTimeLimit, M.kInterrupt, M.kSolutionLimit, M.kIterationLimit):
+            return "limit", v, obj
+        return f"error:HiGHS model status {h.modelStatusToString(st)}", None, obj

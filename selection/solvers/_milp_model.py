@@ -1,0 +1,221 @@
+"""A backend-neutral lexicographic MILP over the selection vector, and its solve loop.
+
+The ε-constraint and max-min formulations are both "binary x (N) plus a few continuous
+auxiliary columns, a handful of dense rows, two objectives maximized lexicographically".
+:class:`MilpSpec` holds such a model as arrays (CSR matrix, bounds); a backend
+(:mod:`._milp_highs`, :mod:`._milp_cbc`, :mod:`._milp_cpsat`) builds it once and then only
+changes row bounds between sweep points (one persistent model per problem).
+
+Lexicographic stages: stage j maximizes ``objectives[j]``; before stage j+1 a dedicated row
+``obj<j>`` (same coefficients) gets the lower bound ``opt_j - tol`` so later stages cannot
+lose what earlier ones won. ``tol`` is 0 for CP-SAT (integer data) and
+``1e-6 + 1e-9·|opt_j|`` in the model's units for HiGHS/CBC (their feasibility tolerances are
+1e-7..1e-6). The result is Pareto-optimal in the stage objectives up to that tolerance.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from selection.solvers.base import Status
+
+__all__ = ["MilpSpec", "LexBackend", "LexOutcome", "INF", "make_backend", "MILP_BACKENDS"]
+
+INF = float("inf")
+MILP_BACKENDS = ("highs", "cbc", "cpsat")
+
+
+@dataclass
+class MilpSpec:
+    """A maximization MILP whose first ``n_x`` columns are the binary selection vector.
+
+    Attributes:
+        n_x: number of binary columns (the clients), N.
+        k: cardinality K (the row ``card`` fixes sum(x) = K).
+        col_lo, col_up: column bounds, shape (n_col,).
+        A: constraint matrix, CSR, shape (n_row, n_col).
+        row_lo, row_up: row bounds (±inf allowed), shape (n_row,).
+        row_index: row name -> row position.
+        objectives: lexicographic objectives to maximize, each shape (n_col,).
+        stage_values: for every objective but the last, the exact value the selection x
+            (0/1, shape (N,)) attains; the next stage's bound is taken from it, not from the
+            backend's rounded solution report.
+    """
+
+    n_x: int
+    k: int
+    col_lo: np.ndarray
+    col_up: np.ndarray
+    A: sp.csr_matrix
+    row_lo: np.ndarray
+    row_up: np.ndarray
+    row_index: dict[str, int]
+    objectives: list[np.ndarray]
+    stage_values: list[Callable[[np.ndarray], float]] = field(default_factory=list)
+
+    @property
+    def n_col(self) -> int:
+        return int(self.col_lo.shape[0])
+
+    @classmethod
+    def build(
+        cls,
+        n_x: int,
+        k: int,
+        aux_bounds: list[tuple[float, float]],
+        rows: list[tuple[str, np.ndarray, float, float]],
+        objectives: list[np.ndarray],
+        stage_values: list[Callable[[np.ndarray], float]] | None = None,
+    ) -> MilpSpec:
+        """Assemble a spec from dense rows (one numpy row per constraint; N·D entries at most).
+
+        Every objective but the last also becomes a row ``obj<j>`` (free until fixed).
+        """
+        n_col = n_x + len(aux_bounds)
+        rows = list(rows) + [(f"obj{j}", c, -INF, INF) for j, c in enumerate(objectives[:-1])]
+        dense = np.vstack([r[1] for r in rows]) if rows else np.zeros((0, n_col))
+        if dense.shape[1] != n_col:
+            raise ValueError(f"rows have {dense.shape[1]} columns, the model has {n_col}")
+        lo = np.array([0.0] * n_x + [b[0] for b in aux_bounds])
+        up = np.array([1.0] * n_x + [b[1] for b in aux_bounds])
+        return cls(
+            n_x=n_x,
+            k=k,
+            col_lo=lo,
+            col_up=up,
+            A=sp.csr_matrix(dense),
+            row_lo=np.array([r[2] for r in rows], dtype=float),
+            row_up=np.array([r[3] for r in rows], dtype=float),
+            row_index={r[0]: i for i, r in enumerate(rows)},
+            objectives=[np.asarray(c, dtype=float) for c in objectives],
+            stage_values=list(stage_values or []),
+        )
+
+
+@dataclass(frozen=True)
+class LexOutcome:
+    """Selected indices (empty if none), normalized status and a message."""
+
+    selected: tuple[int, ...]
+    status: Status
+    message: str = ""
+
+
+class LexBackend(ABC):
+    """One persistent model: change row bounds, then :meth:`solve` lexicographically."""
+
+    name = ""
+    exact_tol = False  # True when stage values are integers (no tolerance needed)
+
+    def __init__(self, spec: MilpSpec, *, seed: int = 0, threads: int | None = None) -> None:
+        self.spec = spec
+        self.seed = int(seed)
+        self.threads = threads
+        t0 = time.perf_counter()
+        self._build()
+        self.build_seconds = time.perf_counter() - t0
+
+    # -- primitives each backend writes --------------------------------------------------
+    @abstractmethod
+    def _build(self) -> None:
+        """Create the backend model from ``self.spec``."""
+
+    @abstractmethod
+    def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
+        """Change the bounds of one row (±inf allowed)."""
+
+    @abstractmethod
+    def _optimize(
+        self, c: np.ndarray, time_limit: float | None, hint: np.ndarray | None
+    ) -> tuple[str, np.ndarray | None, float]:
+        """Maximize ``c·v``; return (kind, full column vector or None, objective value).
+
+        ``kind`` is one of ``optimal``, ``infeasible``, ``limit`` (stopped by the time
+        limit, the vector is the incumbent or None) or ``error:<text>``.
+        """
+
+    # -- shared loop ------------------------------------------------------------------
+    def set_row_bounds(self, name: str, lo: float, up: float) -> None:
+        """Set the bounds of a named row of the spec."""
+        self._set_row_bounds(self.spec.row_index[name], float(lo), float(up))
+
+    def _selection(self, v: np.ndarray) -> tuple[int, ...]:
+        x = np.asarray(v[: self.spec.n_x])
+        return tuple(int(i) for i in np.flatnonzero(x > 0.5))
+
+    def solve(self, time_limit: float | None = None) -> LexOutcome:
+        """Maximize the objectives lexicographically under the current row bounds."""
+        t0 = time.perf_counter()
+        spec = self.spec
+        best: np.ndarray | None = None
+        fixed: list[int] = []
+        try:
+            for j, c in enumerate(spec.objectives):
+                left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+                if left is not None and left <= 0:
+                    return self._limited(best, f"time limit reached before stage {j + 1}")
+                kind, v, obj = self._optimize(c, left, best)
+                if kind == "infeasible":
+                    if j == 0:
+                        return LexOutcome(
+                            (), Status.INFEASIBLE, "no selection satisfies the constraints"
+                        )
+                    return self._limited(best, f"stage {j + 1} reported infeasible; kept stage {j}")
+                if kind.startswith("error"):
+                    return LexOutcome((), Status.ERROR, kind.partition(":")[2])
+                if kind == "limit":
+                    return self._limited(
+                        v if v is not None else best, f"time limit in stage {j + 1}"
+                    )
+                best = v
+                if j < len(spec.objectives) - 1:
+                    if j < len(spec.stage_values):
+                        x = np.zeros(spec.n_x)
+                        x[list(self._selection(v))] = 1.0
+                        obj = float(spec.stage_values[j](x))
+                    tol = 0.0 if self.exact_tol else 1e-6 + 1e-9 * abs(obj)
+                    row = spec.row_index[f"obj{j}"]
+                    self._set_row_bounds(row, obj - tol, INF)
+                    fixed.append(row)
+        finally:
+            for row in fixed:
+                self._set_row_bounds(row, -INF, INF)
+        sel = self._selection(best)
+        if len(sel) != spec.k:
+            return LexOutcome(
+                (), Status.ERROR, f"{self.name} returned {len(sel)} clients, k={spec.k}"
+            )
+        return LexOutcome(sel, Status.OPTIMAL, "")
+
+    def _limited(self, v: np.ndarray | None, msg: str) -> LexOutcome:
+        if v is None:
+            return LexOutcome((), Status.TIME_LIMIT, msg + "; no incumbent")
+        sel = self._selection(v)
+        if len(sel) != self.spec.k:
+            return LexOutcome((), Status.TIME_LIMIT, msg + "; incumbent unusable")
+        return LexOutcome(sel, Status.TIME_LIMIT, msg + "; returned the incumbent")
+
+
+def make_backend(
+    name: str, spec: MilpSpec, *, seed: int = 0, threads: int | None = None, **options
+) -> LexBackend:
+    """Build the persistent model of ``spec`` in backend ``name`` (highs, cbc, cpsat)."""
+    if name == "highs":
+        from selection.solvers._milp_highs import HighsBackend
+
+        return HighsBackend(spec, seed=seed, threads=threads)
+    if name == "cbc":
+        from selection.solvers._milp_cbc import CbcBackend
+
+        return CbcBackend(spec, seed=seed, threads=threads)
+    if name == "cpsat":
+        from selection.solvers._milp_cpsat import CpSatBackend
+
+        return CpSatBackend(spec, seed=seed, threads=threads, **options)
+    raise ValueError(f"unknown MILP backend {name!r}; choose one of {', '.join(MILP_BACKENDS)}")

@@ -1,0 +1,158 @@
+"""Shared pieces of the exact routes: argument checks, backend choice, the two MILP models.
+
+Both models are written in *sum* units (sum_i x_i U_id rather than the mean) so that the
+CP-SAT backend can scale every utility row by one factor; ε and δ (percentage points of a
+mean) become K·ε and K·δ on the rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from selection.problem import SelectionProblem
+from selection.solvers._milp_model import INF, MILP_BACKENDS, MilpSpec
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_ENUM_LIMIT",
+    "check_backend",
+    "check_nonneg",
+    "check_time_limit",
+    "fmt_param",
+    "model_data",
+    "eps_spec",
+    "maxmin_spec",
+]
+
+BACKENDS = ("auto", "enum", *MILP_BACKENDS)
+DEFAULT_ENUM_LIMIT = 200_000
+
+
+def check_nonneg(name: str, value: float | None, *, allow_none: bool = True) -> float | None:
+    """``value`` as a float >= 0 (``inf`` allowed), or None; ValueError naming it otherwise."""
+    if value is None:
+        if allow_none:
+            return None
+        raise ValueError(f"{name} is required")
+    if isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} must be a number")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} must be a number") from None
+    if math.isnan(v) or v < 0:
+        raise ValueError(f"{name}={value!r} must be >= 0 (percentage points)")
+    return v
+
+
+def check_finite(name: str, value: float | None) -> float | None:
+    """``value`` as a finite float, or None."""
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} must be a number") from None
+    if not math.isfinite(v) or isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} must be a finite number")
+    return v
+
+
+def check_time_limit(value: float | None) -> float | None:
+    """A time limit in seconds (> 0) or None."""
+    if value is None:
+        return None
+    v = check_finite("time_limit", value)
+    if v <= 0:
+        raise ValueError(f"time_limit={value!r} must be > 0 seconds")
+    return v
+
+
+def check_backend(backend: str) -> str:
+    """One of :data:`BACKENDS`."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    return backend
+
+
+def check_int(name: str, value: int | None, lo: int = 1) -> int | None:
+    """An integer >= lo, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"{name}={value!r} must be an integer >= {lo}")
+    return int(value)
+
+
+def fmt_param(name: str, value: float | None) -> str:
+    """``eps=5``, ``delta=0.5``, ``eps=inf`` (None means unconstrained)."""
+    return f"{name}={'inf' if value is None or math.isinf(value) else format(value, '.10g')}"
+
+
+def model_data(problem: SelectionProblem, backend: str, scale: int) -> dict[str, np.ndarray]:
+    """The data a backend solves with: the true floats, or for CP-SAT rounded to 1/scale."""
+    data = {"U": problem.U, "Ud": problem.Ud, "F_z": problem.F_z, "B": problem.B}
+    if backend == "cpsat":
+        from selection.solvers._milp_cpsat import round_data
+
+        data = {k: round_data(v, scale) for k, v in data.items()}
+    return data
+
+
+def eps_spec(
+    data: dict[str, np.ndarray], k: int, f_min: float | None, b_max: float | None
+) -> MilpSpec:
+    """max sum U_i x_i, then min (hi - lo), s.t. sum x = K, lo <= sum_i U_id x_i <= hi ∀d.
+
+    Columns: x (N binaries), hi, lo (sum units). The row ``gap`` (hi - lo <= K·ε) starts free;
+    optional rows ``fmin`` (sum F_z x >= F_min) and ``bmax`` (sum B x <= b).
+    """
+    U, Ud = data["U"], data["Ud"]
+    n, D = Ud.shape
+    top = 100.0 * k
+    z = np.zeros(n)
+    rows = [("card", np.r_[np.ones(n), 0.0, 0.0], float(k), float(k))]
+    rows += [(f"hi{d}", np.r_[Ud[:, d], -1.0, 0.0], -INF, 0.0) for d in range(D)]
+    rows += [(f"lo{d}", np.r_[Ud[:, d], 0.0, -1.0], 0.0, INF) for d in range(D)]
+    rows.append(("gap", np.r_[z, 1.0, -1.0], -INF, INF))
+    if f_min is not None:
+        rows.append(("fmin", np.r_[data["F_z"], 0.0, 0.0], float(f_min), INF))
+    if b_max is not None:
+        rows.append(("bmax", np.r_[data["B"], 0.0, 0.0], -INF, float(b_max)))
+    objectives = [np.r_[U, 0.0, 0.0], np.r_[z, -1.0, 1.0]]
+    return MilpSpec.build(
+        n, k, [(0.0, top), (0.0, top)], rows, objectives, [lambda x: float(x @ U)]
+    )
+
+
+def maxmin_spec(data: dict[str, np.ndarray], k: int) -> MilpSpec:
+    """max t, then max sum U_i x_i, s.t. sum x = K, t <= sum_i U_id x_i ∀d, row ``floor`` free.
+
+    Columns: x (N binaries), t (sum units). The row ``floor`` (sum U x >= K·(U* - δ)) is set
+    per δ.
+    """
+    U, Ud = data["U"], data["Ud"]
+    n, D = Ud.shape
+    rows = [("card", np.r_[np.ones(n), 0.0], float(k), float(k))]
+    rows += [(f"w{d}", np.r_[Ud[:, d], -1.0], 0.0, INF) for d in range(D)]
+    rows.append(("floor", np.r_[U, 0.0], -INF, INF))
+    objectives = [np.r_[np.zeros(n), 1.0], np.r_[U, 0.0]]
+    return MilpSpec.build(
+        n, k, [(0.0, 100.0 * k)], rows, objectives, [lambda x: float((x @ Ud).min())]
+    )
+
+
+def top_k_sum(values: np.ndarray, k: int) -> float:
+    """Sum of the k largest values (K·U* for the utilities)."""
+    return float(np.sort(np.asarray(values))[::-1][:k].sum())
+
+
+def as_float_list(name: str, values: Sequence[float]) -> list[float]:
+    """A non-empty list of floats >= 0 (a sweep grid)."""
+    out = [check_nonneg(name, v, allow_none=False) for v in values]
+    if not out:
+        raise ValueError(f"{name} grid is empty")
+    return out

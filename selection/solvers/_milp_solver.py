@@ -1,0 +1,124 @@
+"""Common machinery of the ε-constraint and max-min solvers.
+
+An :class:`ExactSolver` picks its route per problem (``auto``: enumeration when C(N, K) is at
+most ``enum_limit``, else HiGHS), keeps one persistent backend model per problem (weakly keyed,
+shared by the copies :meth:`ExactSolver.with_param` makes for the points of a sweep) and only
+changes row bounds between points.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import weakref
+from abc import abstractmethod
+
+import numpy as np
+
+from selection.problem import SelectionProblem
+from selection.solvers._milp_cpsat import DEFAULT_SCALE
+from selection.solvers._milp_model import LexBackend, make_backend
+from selection.solvers._milp_params import (
+    DEFAULT_ENUM_LIMIT,
+    check_backend,
+    check_int,
+    check_time_limit,
+    model_data,
+)
+from selection.solvers.base import Solver, _Raw
+
+__all__ = ["ExactSolver"]
+
+
+class ExactSolver(Solver):
+    """Base of ``eps`` and ``maxmin``: backend options and the model cache.
+
+    Args:
+        backend: ``auto`` (enumeration if C(N, K) <= enum_limit, else ``highs``), ``enum``,
+            ``highs``, ``cbc`` or ``cpsat``.
+        time_limit: seconds per point (both lexicographic stages together); on expiry the
+            incumbent is returned with status ``time_limit``. Ignored by enumeration.
+        seed: seeds HiGHS (``random_seed``) and CP-SAT (``random_seed``).
+        threads: CBC threads / CP-SAT workers (default 1, deterministic).
+        scale: CP-SAT integer scaling of the utilities (default 1000: 0.001 % resolution).
+        enum_limit: largest C(N, K) that ``auto`` enumerates.
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: str = "auto",
+        time_limit: float | None = None,
+        seed: int = 0,
+        threads: int | None = None,
+        scale: int = DEFAULT_SCALE,
+        enum_limit: int = DEFAULT_ENUM_LIMIT,
+    ) -> None:
+        self.backend = check_backend(backend)
+        self.time_limit = check_time_limit(time_limit)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed={seed!r} must be an integer >= 0")
+        self.seed = int(seed)
+        self.threads = check_int("threads", threads)
+        self.scale = check_int("scale", scale)
+        self.enum_limit = check_int("enum_limit", enum_limit, lo=0)
+        self._models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def route(self, problem: SelectionProblem) -> str:
+        """The backend this solver uses on ``problem`` (``auto`` resolved)."""
+        if self.backend != "auto":
+            return self.backend
+        return "enum" if math.comb(problem.n, problem.k) <= self.enum_limit else "highs"
+
+    def model(self, problem: SelectionProblem) -> LexBackend:
+        """The persistent backend model of ``problem`` (built on first use)."""
+        route = self.route(problem)
+        if route == "enum":
+            raise ValueError("the enum route has no MILP model")
+        models = self._models.setdefault(problem, {})
+        if route not in models:
+            spec = self._spec(model_data(problem, route, self.scale), problem)
+            options = {"scale": self.scale} if route == "cpsat" else {}
+            models[route] = make_backend(
+                route, spec, seed=self.seed, threads=self.threads, **options
+            )
+        return models[route]
+
+    def model_data(self, problem: SelectionProblem) -> dict[str, np.ndarray]:
+        """The data the route solves with (CP-SAT: rounded to 1/scale; others: exact)."""
+        return model_data(problem, self.route(problem), self.scale)
+
+    def with_param(self, value: float | None) -> ExactSolver:
+        """A copy for another ε/δ that shares this solver's persistent models."""
+        other = copy.copy(self)
+        other._set_param(value)
+        return other
+
+    def _solve(self, problem: SelectionProblem) -> _Raw:
+        route = self.route(problem)
+        if route == "enum":
+            return self._solve_enum(problem)
+        model = self.model(problem)
+        self._apply(model, problem)
+        out = model.solve(self.time_limit)
+        return _Raw(out.selected, out.status, route, out.message, self._param())
+
+    @abstractmethod
+    def _set_param(self, value: float | None) -> None:
+        """Validate and store the sweep parameter (ε or δ)."""
+
+    @abstractmethod
+    def _param(self) -> str:
+        """The parameter as text for ``SolveResult.param``."""
+
+    @abstractmethod
+    def _spec(self, data: dict[str, np.ndarray], problem: SelectionProblem):
+        """The MILP of this formulation on ``data``."""
+
+    @abstractmethod
+    def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
+        """Set the parameter's row bounds on the persistent model."""
+
+    @abstractmethod
+    def _solve_enum(self, problem: SelectionProblem) -> _Raw:
+        """Answer by enumeration."""

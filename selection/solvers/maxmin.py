@@ -1,0 +1,93 @@
+"""Max-min with an average floor: max worst(S) s.t. U(S) >= U* − δ, |S| = K.
+
+Model (sum units, see :func:`selection.solvers._milp_params.maxmin_spec`): binaries x_i and
+one continuous t <= Σ_i x_i U_id for every domain d; the row ``floor`` is
+Σ x_i U_i >= K·(U* − δ) − 1e-7 (U* = mean of the K largest U of the data the route solves
+with; on CP-SAT the rounded data, so δ = 0 stays feasible).
+
+Ties go to higher U by a **lexicographic second stage**: stage 1 maximizes t (= K·worst),
+stage 2 fixes t >= opt − tol and maximizes Σ x_i U_i, so each point is Pareto-optimal in
+(U, worst). An infeasible δ cannot occur (δ >= 0 admits the U* selection); the status
+vocabulary is the same as ``eps``.
+"""
+
+from __future__ import annotations
+
+from selection.problem import SelectionProblem
+from selection.solvers._milp_cpsat import DEFAULT_SCALE
+from selection.solvers._milp_model import INF, LexBackend
+from selection.solvers._milp_params import (
+    DEFAULT_ENUM_LIMIT,
+    check_nonneg,
+    fmt_param,
+    maxmin_spec,
+    top_k_sum,
+)
+from selection.solvers._milp_solver import ExactSolver
+from selection.solvers.base import Status, _Raw, register
+from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta
+
+__all__ = ["MaxminSolver"]
+
+
+@register
+class MaxminSolver(ExactSolver):
+    """max worst(S) s.t. U(S) >= U* − delta, then max U (lexicographic).
+
+    Args:
+        delta: allowed loss of average utility below U*, percentage points, >= 0 (default 0).
+        backend, time_limit, seed, threads, scale, enum_limit: see
+            :class:`selection.solvers._milp_solver.ExactSolver`.
+    """
+
+    name = "maxmin"
+
+    def __init__(
+        self,
+        *,
+        delta: float = 0.0,
+        backend: str = "auto",
+        time_limit: float | None = None,
+        seed: int = 0,
+        threads: int | None = None,
+        scale: int = DEFAULT_SCALE,
+        enum_limit: int = DEFAULT_ENUM_LIMIT,
+    ) -> None:
+        super().__init__(
+            backend=backend,
+            time_limit=time_limit,
+            seed=seed,
+            threads=threads,
+            scale=scale,
+            enum_limit=enum_limit,
+        )
+        self._set_param(delta)
+
+    def _set_param(self, value: float | None) -> None:
+        self.delta = check_nonneg("delta", value, allow_none=False)
+
+    def _param(self) -> str:
+        return fmt_param("delta", self.delta)
+
+    def _spec(self, data, problem: SelectionProblem):
+        return maxmin_spec(data, problem.k)
+
+    def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
+        k = problem.k
+        top = top_k_sum(self.model_data(problem)["U"], k)
+        lo = -INF if self.delta == INF else top - k * self.delta
+        if self.route(problem) != "cpsat":
+            lo -= 1e-7
+        model.set_row_bounds("floor", lo, INF)
+
+    def _solve_enum(self, problem: SelectionProblem) -> _Raw:
+        sel = best_delta(problem, self.delta, max_count=DEFAULT_MAX_COUNT)
+        if not sel:
+            return _Raw(
+                (),
+                Status.INFEASIBLE,
+                "enum",
+                "no selection satisfies the constraints",
+                self._param(),
+            )
+        return _Raw(sel, Status.OPTIMAL, "enum", "", self._param())
