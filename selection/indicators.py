@@ -1,0 +1,228 @@
+"""Quality indicators of approximate Pareto fronts: non-dominance, hypervolume, IGD.
+
+Every computation goes through moocore; this module only fixes the conventions so that all
+methods are judged the same way:
+
+* **Objective senses.** ``OBJECTIVE_SENSE`` says whether each objective of
+  :mod:`selection.objectives` is maximized or minimized (``utility``/``worst``/``sum_Fz``/
+  ``sum_cos`` up, ``gap``/``mean_minus_worst``/``var_d``/``sum_B`` down). A point is a row of
+  objective values in their natural units (accuracy %, percentage points, ...).
+* **One normalization.** :class:`Normalization` maps each objective linearly onto a
+  minimization scale where 0 is the ideal and 1 the nadir value. Ideal and nadir come from the
+  payoff table, which for a Pareto front is read off the front's extremes: each objective's best
+  value over the front is its individual optimum, and its worst value over the front is what the
+  other objectives' (lexicographic) optima concede. :meth:`Normalization.from_front` therefore
+  takes them from the *reference front*, and every method is measured with that one mapping.
+* **One reference point**: ``REF_POINT = 1.1`` in every normalized coordinate.
+* **Reference front**: the exact front when exhaustive enumeration is feasible, otherwise the
+  non-dominated union of every method's points (:func:`reference_front`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import moocore
+import numpy as np
+
+from selection.errors import SelectionError
+
+__all__ = [
+    "OBJECTIVE_SENSE",
+    "REF_POINT",
+    "Normalization",
+    "maximise_mask",
+    "nondominated_mask",
+    "nondominated",
+    "reference_front",
+    "hypervolume",
+    "hypervolume_ratio",
+    "igd",
+    "on_front_count",
+]
+
+OBJECTIVE_SENSE: dict[str, str] = {
+    "utility": "max",
+    "gap": "min",
+    "worst": "max",
+    "mean_minus_worst": "min",
+    "var_d": "min",
+    "sum_B": "min",
+    "sum_Fz": "max",
+    "sum_cos": "max",
+}
+REF_POINT = 1.1
+DEFAULT_OBJECTIVES: tuple[str, ...] = ("utility", "gap")
+
+
+def maximise_mask(objectives: Sequence[str]) -> np.ndarray:
+    """Boolean vector, True where the objective is maximized.
+
+    Raises:
+        SelectionError: an objective name is unknown.
+    """
+    out = []
+    for name in objectives:
+        if name not in OBJECTIVE_SENSE:
+            raise SelectionError(
+                f"unknown objective {name!r}; choose from {', '.join(OBJECTIVE_SENSE)}"
+            )
+        out.append(OBJECTIVE_SENSE[name] == "max")
+    return np.array(out, dtype=bool)
+
+
+def _points(points, m: int) -> np.ndarray:
+    P = np.asarray(points, dtype=float)
+    if P.ndim == 1:
+        P = P.reshape(-1, m) if P.size else np.empty((0, m))
+    if P.ndim != 2 or P.shape[1] != m:
+        raise SelectionError(f"points must have shape (n, {m}), got {P.shape}")
+    if not np.isfinite(P).all():
+        raise SelectionError("points contain NaN or inf")
+    return P
+
+
+def nondominated_mask(points, objectives: Sequence[str] = DEFAULT_OBJECTIVES) -> np.ndarray:
+    """True for rows no other row dominates (first copy of duplicates only), shape (n,)."""
+    mx = maximise_mask(objectives)
+    P = _points(points, len(mx))
+    if len(P) == 0:
+        return np.zeros(0, dtype=bool)
+    return np.asarray(moocore.is_nondominated(P, maximise=mx, keep_weakly=False), dtype=bool)
+
+
+def nondominated(points, objectives: Sequence[str] = DEFAULT_OBJECTIVES) -> np.ndarray:
+    """The non-dominated rows of ``points`` (duplicates removed), shape (n', m)."""
+    P = _points(points, len(objectives))
+    return P[nondominated_mask(P, objectives)]
+
+
+def reference_front(
+    point_sets: Sequence[np.ndarray],
+    objectives: Sequence[str] = DEFAULT_OBJECTIVES,
+    exact=None,
+) -> np.ndarray:
+    """The front every method is measured against.
+
+    Args:
+        point_sets: each method's points, shapes (n_j, m).
+        objectives: names of the m columns.
+        exact: the exact front when it is known (exhaustive enumeration), shape (n, m).
+
+    Returns:
+        ``exact`` (filtered) when given, else the non-dominated union of ``point_sets``.
+    """
+    m = len(objectives)
+    if exact is not None and len(exact):
+        return nondominated(exact, objectives)
+    sets = [_points(s, m) for s in point_sets if len(s)]
+    if not sets:
+        raise SelectionError("no points to build a reference front from")
+    return nondominated(np.vstack(sets), objectives)
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """Linear map onto a minimization scale: ideal -> 0, nadir -> 1 in every coordinate.
+
+    Attributes:
+        objectives: the objective names of the columns.
+        ideal: best value of each objective, natural units, shape (m,).
+        nadir: worst value of each objective on the front, natural units, shape (m,).
+    """
+
+    objectives: tuple[str, ...]
+    ideal: np.ndarray
+    nadir: np.ndarray
+
+    @classmethod
+    def from_front(cls, front, objectives: Sequence[str] = DEFAULT_OBJECTIVES) -> Normalization:
+        """Ideal and nadir read off a (reference) front's extremes (the payoff table)."""
+        mx = maximise_mask(objectives)
+        F = nondominated(front, objectives)
+        if len(F) == 0:
+            raise SelectionError("cannot normalize with an empty front")
+        ideal = np.where(mx, F.max(axis=0), F.min(axis=0))
+        nadir = np.where(mx, F.min(axis=0), F.max(axis=0))
+        return cls(tuple(objectives), ideal, nadir)
+
+    def apply(self, points) -> np.ndarray:
+        """Normalized minimization coordinates of ``points``, shape (n, m).
+
+        An objective that is constant on the front (ideal == nadir) is scaled by 1 unit.
+        """
+        P = _points(points, len(self.objectives))
+        span = np.abs(self.nadir - self.ideal)
+        span = np.where(span > 1e-12, span, 1.0)
+        mx = maximise_mask(self.objectives)
+        return np.where(mx, self.ideal - P, P - self.ideal) / span
+
+
+def hypervolume(points, norm: Normalization, ref: float = REF_POINT) -> float:
+    """Hypervolume of ``points`` in ``norm``'s space w.r.t. the point (ref, ..., ref)."""
+    Z = norm.apply(points)
+    if len(Z) == 0:
+        return 0.0
+    return float(moocore.hypervolume(Z, ref=np.full(Z.shape[1], ref)))
+
+
+def hypervolume_ratio(
+    points,
+    reference,
+    objectives: Sequence[str] = DEFAULT_OBJECTIVES,
+    *,
+    norm: Normalization | None = None,
+    ref: float = REF_POINT,
+) -> float:
+    """HV(points) / HV(reference front), both in one normalization (default: from ``reference``).
+
+    Args:
+        points: a method's points in natural units, shape (n, m).
+        reference: the reference front, shape (r, m).
+        objectives: column names; senses from ``OBJECTIVE_SENSE``.
+        norm: normalization to use; default ``Normalization.from_front(reference)``.
+        ref: reference point coordinate in normalized space.
+
+    Returns:
+        The ratio, 1.0 when ``points`` cover the reference front; may exceed 1 only if
+        ``points`` dominate part of the reference front (then it was not exact).
+    """
+    norm = norm or Normalization.from_front(reference, objectives)
+    hv_ref = hypervolume(reference, norm, ref)
+    if hv_ref <= 0:
+        raise SelectionError("reference front has zero hypervolume")
+    return hypervolume(points, norm, ref) / hv_ref
+
+
+def igd(
+    points,
+    reference,
+    objectives: Sequence[str] = DEFAULT_OBJECTIVES,
+    *,
+    norm: Normalization | None = None,
+) -> float:
+    """Inverted generational distance of ``points`` to ``reference`` in normalized space.
+
+    Mean over reference points of the Euclidean distance to the nearest of ``points``
+    (moocore's IGD); 0 when every reference point is found; inf when ``points`` is empty.
+    """
+    norm = norm or Normalization.from_front(reference, objectives)
+    Z = norm.apply(points)
+    if len(Z) == 0:
+        return float("inf")
+    return float(moocore.igd(Z, ref=norm.apply(reference)))
+
+
+def on_front_count(points, reference, *, tol: float = 1e-6) -> int:
+    """How many distinct rows of ``points`` coincide with a reference-front point.
+
+    Two points coincide when every coordinate differs by at most ``tol`` (natural units).
+    """
+    P = np.asarray(points, dtype=float)
+    R = np.asarray(reference, dtype=float)
+    if len(P) == 0 or len(R) == 0:
+        return 0
+    P = np.unique(np.round(P / tol) * tol, axis=0) if tol > 0 else np.unique(P, axis=0)
+    close = np.all(np.abs(P[:, None, :] - R[None, :, :]) <= 1.5 * tol, axis=2)
+    return int(close.any(axis=1).sum())

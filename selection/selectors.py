@@ -1,0 +1,272 @@
+"""Selectors: the library API live training calls once per round.
+
+A selector is built from a spec string by :func:`make_selector` and called as
+``selector(round_stats, k) -> list[str]``: it takes the round-stats table (when the table holds
+several rounds, the last one is used), chooses ``k`` clients and returns their ids in table
+order. Specs:
+
+=====================  ==========================================================================
+``eps:E``              ε-constraint: max U s.t. gap <= E percentage points (exact, ``eps`` solver)
+``maxmin:D``           max worst-domain utility s.t. U >= U* − D points (exact, ``maxmin`` solver)
+``weighted:a,b,...``   top-K by the weighted score (w_U, w_R, w_F, w_cos, w_B) of ``weighted``
+``composite:a,b,c``    top-K by the seed's score α·log(1+F) + β·cos_g + γ·R
+``nsga2[:PICK]``       NSGA-II front member, PICK in knee (default), max-utility, min-gap
+``fisher-topk``        the K clients with the largest Fisher trace F
+``random``             K clients uniformly at random
+``all``                every client of the round (full participation; ignores k)
+``proportional``       K clients drawn ∝ n_samples without replacement
+``power-of-choice:d``  d candidates drawn ∝ n_samples without replacement, keep the K with the
+                       highest ``loss`` (lowest U when the table has no ``loss`` column), d >= K
+``qffl:q``             K clients uniformly at random; the trainer reweights the aggregation with
+                       q (exposed as ``aggregation_q``)
+=====================  ==========================================================================
+
+After each call a selector exposes:
+
+* ``last`` — the :class:`~selection.solvers.base.SolveResult` of the committed selection: its
+  ``objectives`` are the predicted values of :mod:`selection.objectives` (``utility``, ``gap``,
+  ``worst``, ``U_<domain>``, ...), ``seconds`` the time spent choosing, ``status`` the solver's;
+* ``fallback`` — "" normally; a message when the solve found no selection (an ε below the
+  smallest achievable gap) and the **smallest-gap point** was committed instead: the ε is
+  relaxed by bisection to the smallest feasible gap (within 1e-6 points), and the ε solver's
+  answer there (highest U among the selections with that gap) is taken;
+* ``aggregation_q`` — the q of ``qffl:q``, None for every other selector.
+
+Randomness is per selector: each owns ``np.random.default_rng(seed)``; NSGA-II draws its run
+seed from it, so successive rounds differ but the whole sequence repeats for the same seed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from selection.errors import SelectionError
+from selection.objectives import evaluate
+from selection.problem import SelectionProblem
+from selection.solvers.base import Solver, SolveResult, Status, make_solver
+
+__all__ = ["Selector", "make_selector", "SPEC_FORMS", "min_gap_point"]
+
+SPEC_FORMS = (
+    "eps:E",
+    "maxmin:D",
+    "weighted:w_U,w_R,w_F,w_cos,w_B",
+    "composite:alpha,beta,gamma",
+    "nsga2[:knee|max-utility|min-gap]",
+    "fisher-topk",
+    "random",
+    "all",
+    "proportional",
+    "power-of-choice:d",
+    "qffl:q",
+)
+_BISECT_TOL = 1e-6
+
+
+def min_gap_point(problem: SelectionProblem, infeasible_eps: float = 0.0) -> SolveResult:
+    """The smallest-gap selection (highest U among ties), by bisection over ε.
+
+    Args:
+        problem: the round's problem.
+        infeasible_eps: an ε known to be infeasible (a lower bound on the smallest gap).
+
+    Returns:
+        The ε solver's result at the smallest feasible ε found (within 1e-6 points).
+    """
+    solver = make_solver("eps")
+    best = solver.solve(problem)  # unconstrained: the U* selection, always feasible
+    lo, hi = float(infeasible_eps), float(best.objectives["gap"])
+    for _ in range(64):
+        if hi - lo <= _BISECT_TOL:
+            break
+        mid = 0.5 * (lo + hi)
+        r = solver.with_param(mid).solve(problem)
+        if r.ok:
+            best, hi = r, min(mid, float(r.objectives["gap"]))
+        else:
+            lo = mid
+    return best
+
+
+def _result(problem: SelectionProblem, idx, method: str, param: str, t0: float) -> SolveResult:
+    sel = tuple(sorted(int(i) for i in idx))
+    return SolveResult(
+        method=method,
+        status=Status.FEASIBLE,
+        selected=sel,
+        ids=tuple(problem.ids_of(sel)),
+        objectives=evaluate(problem, sel),
+        seconds=time.perf_counter() - t0,
+        param=param,
+        backend="heuristic",
+    )
+
+
+class Selector:
+    """Callable ``(round_stats, k) -> ids``; see the module docstring for the attributes."""
+
+    def __init__(self, spec: str, *, seed: int = 0, aggregation_q: float | None = None) -> None:
+        self.spec = spec
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.aggregation_q = aggregation_q
+        self.last: SolveResult | None = None
+        self.fallback: str = ""
+
+    def __repr__(self) -> str:
+        return f"Selector({self.spec!r}, seed={self.seed})"
+
+    def __call__(self, round_stats: pd.DataFrame, k: int) -> list[str]:
+        """Choose ``k`` clients of the last round of ``round_stats``; return their ids."""
+        problem = SelectionProblem.from_stats(round_stats, k)
+        self.fallback = ""
+        result = self._choose(problem)
+        if not result.ok:
+            t0 = time.perf_counter()
+            eps = getattr(self, "_eps", 0.0) or 0.0
+            point = min_gap_point(problem, eps)
+            self.fallback = (
+                f"{self.spec}: {result.status} ({result.message or 'no selection'}); fell back to "
+                f"the smallest-gap point (gap {point.objectives['gap']:.4f} pp, "
+                f"U {point.objectives['utility']:.2f}%)"
+            )
+            seconds = result.seconds + time.perf_counter() - t0
+            result = replace(point, seconds=seconds, message=self.fallback)
+        self.last = result
+        return list(result.ids)
+
+    def _choose(self, problem: SelectionProblem) -> SolveResult:
+        raise NotImplementedError
+
+
+class _SolverSelector(Selector):
+    def __init__(
+        self, spec: str, make: Callable[[int], Solver], *, seed: int = 0, eps: float | None = None
+    ) -> None:
+        super().__init__(spec, seed=seed)
+        self._make = make
+        self._eps = eps
+        make(0)  # validate the parameters now
+
+    def _choose(self, problem: SelectionProblem) -> SolveResult:
+        return self._make(int(self.rng.integers(2**31 - 1))).solve(problem)
+
+
+class _RuleSelector(Selector):
+    def __init__(
+        self, spec: str, rule: str, *, seed: int = 0, d: int | None = None, q: float | None = None
+    ) -> None:
+        super().__init__(spec, seed=seed, aggregation_q=q)
+        self.rule = rule
+        self.d = d
+
+    def _choose(self, problem: SelectionProblem) -> SolveResult:
+        t0 = time.perf_counter()
+        n, k = problem.n, problem.k
+        p = problem.n_samples / problem.n_samples.sum()
+        if self.rule == "fisher-topk":
+            idx = np.argsort(-problem.F, kind="stable")[:k]
+        elif self.rule in ("random", "qffl"):
+            idx = self.rng.choice(n, k, replace=False)
+        elif self.rule == "all":
+            idx = np.arange(n)
+        elif self.rule == "proportional":
+            idx = self.rng.choice(n, k, replace=False, p=p)
+        else:  # power-of-choice
+            if self.d < k:
+                raise SelectionError(f"{self.spec}: d={self.d} must be at least k={k}")
+            cand = self.rng.choice(n, min(self.d, n), replace=False, p=p)
+            table = problem.table
+            if table is not None and "loss" in table.columns:
+                loss = pd.to_numeric(table["loss"], errors="coerce").to_numpy(dtype=float)
+                if not np.isfinite(loss[cand]).all():
+                    bad = cand[~np.isfinite(loss[cand])][0]
+                    raise SelectionError(
+                        f"{self.spec}: column loss of client {problem.ids[bad]} is {loss[bad]!r}"
+                    )
+                key = -loss[cand]
+            else:
+                key = problem.U[cand]
+            idx = cand[np.argsort(key, kind="stable")[:k]]
+        return _result(problem, idx, self.rule, self.spec, t0)
+
+
+def _bad(spec: str, why: str) -> SelectionError:
+    return SelectionError(
+        f"bad selector spec {spec!r}: {why}; valid forms: {', '.join(SPEC_FORMS)}"
+    )
+
+
+def _number(spec: str, text: str, *, integer: bool = False) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise _bad(spec, f"{text!r} is not a number") from None
+    if not np.isfinite(v) or v < 0 or (integer and v != int(v)):
+        raise _bad(spec, f"{text!r} must be a finite {'integer' if integer else 'number'} >= 0")
+    return v
+
+
+def make_selector(spec: str, *, seed: int = 0) -> Selector:
+    """Build a selector from its spec string (see the module docstring).
+
+    Args:
+        spec: e.g. ``eps:5``, ``maxmin:2``, ``weighted:1,0,0``, ``nsga2:knee``, ``random``.
+        seed: seed of the selector's own random generator.
+
+    Raises:
+        SelectionError: unknown or malformed spec (the message lists the valid forms).
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise _bad(str(spec), "empty")
+    spec = spec.strip()
+    name, _, arg = spec.partition(":")
+    has_arg = ":" in spec
+    try:
+        if name == "eps":
+            if not has_arg:
+                raise _bad(spec, "eps needs a value, e.g. eps:5")
+            e = _number(spec, arg)
+            return _SolverSelector(
+                spec, lambda s: make_solver("eps", eps=e, seed=s), seed=seed, eps=e
+            )
+        if name == "maxmin":
+            dl = _number(spec, arg) if has_arg else 0.0
+            return _SolverSelector(
+                spec, lambda s: make_solver("maxmin", delta=dl, seed=s), seed=seed
+            )
+        if name in ("weighted", "composite"):
+            if not has_arg:
+                raise _bad(spec, f"{name} needs comma-separated weights, e.g. {name}:1,0,0")
+            key = "weights" if name == "weighted" else "composite"
+            return _SolverSelector(spec, lambda s: make_solver("weighted", **{key: arg}), seed=seed)
+        if name == "nsga2":
+            pick = arg if has_arg else "knee"
+            return _SolverSelector(
+                spec, lambda s: make_solver("nsga2", pick=pick, seed=s), seed=seed
+            )
+        if name in ("fisher-topk", "random", "all", "proportional") and not has_arg:
+            return _RuleSelector(spec, name, seed=seed)
+        if name == "power-of-choice" and has_arg:
+            d = int(_number(spec, arg, integer=True))
+            if d < 1:
+                raise _bad(spec, "d must be at least 1")
+            return _RuleSelector(spec, name, seed=seed, d=d)
+        if name == "qffl" and has_arg:
+            return _RuleSelector(spec, "qffl", seed=seed, q=_number(spec, arg))
+    except SelectionError as exc:
+        if str(exc).startswith("bad selector spec"):
+            raise
+        raise _bad(spec, str(exc)) from None
+    except ValueError as exc:
+        raise _bad(spec, str(exc)) from None
+    if name in ("fisher-topk", "random", "all", "proportional"):
+        raise _bad(spec, f"{name} takes no argument")
+    if name in ("power-of-choice", "qffl"):
+        raise _bad(spec, f"{name} needs a value, e.g. {name}:{10 if name[0] == 'p' else 1}")
+    raise _bad(spec, f"unknown selector {name!r}")
