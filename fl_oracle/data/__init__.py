@@ -4,12 +4,19 @@ Public API::
 
     DOMAINS, DataError, DomainData, load_domain, load_digits, describe_sources
 
-Importing this package imports torch (the loaders return tensors); the ``fedsel data``
-command module (:mod:`fl_oracle.data.cli`) does not import it at module level.
+The loaders return torch tensors, so they are imported lazily (PEP 562): importing this
+package, or the ``fedsel data`` command module :mod:`fl_oracle.data.cli`, does not import
+torch until a loader is first used.
 """
 
-from .api import DEFAULT_N, MODES, describe_sources, load_digits, load_domain
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .base import DOMAINS, SPLITS, DataError, DomainData
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .api import DEFAULT_N, MODES, describe_sources, load_digits, load_domain
 
 __all__ = [
     "DEFAULT_N",
@@ -22,3 +29,13 @@ __all__ = [
     "load_digits",
     "load_domain",
 ]
+
+_LAZY = {"DEFAULT_N", "MODES", "describe_sources", "load_digits", "load_domain"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -44,15 +44,16 @@ def cache_path(root: Path, domain: str, split: str, n: int, seed: int) -> Path:
 def read_cached(
     root: Path, domain: str, split: str, n: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The first ``n`` images from the smallest cached file holding at least ``n``, or None.
+    """Cached images of (domain, split, seed): the first ``n``, or fewer if no file holds ``n``.
+
+    Returns the first ``n`` images of the smallest file holding at least ``n``; failing that,
+    all images of the largest file (a prefix the caller extends); None if nothing is cached.
 
     A corrupt or unreadable cache file is ignored (it will be regenerated and overwritten).
     """
-    if not root.is_dir():
-        return None
-    pat = re.compile(rf"{re.escape(_stem(domain, split, seed))}-n(\d+)-s{seed}\.npz")
-    sizes = sorted(int(m.group(1)) for p in root.iterdir() if (m := pat.fullmatch(p.name)))
-    for size in (s for s in sizes if s >= n):
+    sizes = _cached_sizes(root, domain, split, seed)
+    # the smallest file holding n images, else the largest (a prefix to extend)
+    for size in [s for s in sizes if s >= n] + [s for s in reversed(sizes) if s < n]:
         try:
             with np.load(cache_path(root, domain, split, size, seed)) as z:
                 x, y = z["images"], z["labels"]
@@ -61,6 +62,13 @@ def read_cached(
         if x.shape == (size, 32, 32, 3) and x.dtype == np.uint8 and y.shape == (size,):
             return x[:n].copy(), y[:n].astype(np.int64)
     return None
+
+
+def _cached_sizes(root: Path, domain: str, split: str, seed: int) -> list[int]:
+    if not root.is_dir():
+        return []
+    pat = re.compile(rf"{re.escape(_stem(domain, split, seed))}-n(\d+)-s{seed}\.npz")
+    return sorted(int(m.group(1)) for p in root.iterdir() if (m := pat.fullmatch(p.name)))
 
 
 def write_cached(
@@ -77,4 +85,7 @@ def write_cached(
     finally:
         if tmp.exists():
             tmp.unlink()
+    for size in _cached_sizes(root, domain, split, seed):  # smaller files are prefixes of this one
+        if size < len(labels):
+            cache_path(root, domain, split, size, seed).unlink(missing_ok=True)
     return path
