@@ -7,7 +7,14 @@ every input error into one line on stderr and exit code 2.
 
 from __future__ import annotations
 
+import json
+import math
+import sys
+from pathlib import Path
+
 import typer
+
+from selection.errors import SelectionError
 
 app = typer.Typer(
     name="fedsel",
@@ -16,6 +23,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+SOLVE_METHODS = ("eps", "maxmin", "weighted", "nsga2", "exhaustive")
+SWEEP_METHODS = ("weighted", "eps", "maxmin", "nsga2", "exhaustive")
 
 
 @app.callback()
@@ -29,3 +39,228 @@ def version() -> None:
     from importlib.metadata import version as _v
 
     print(_v("fedsel"))
+
+
+def parse_floats(option: str, text: str | None) -> list[float] | None:
+    """``"0,2,5,10"`` -> [0.0, 2.0, 5.0, 10.0]; SelectionError naming the option and the item."""
+    if text is None:
+        return None
+    items = [t.strip() for t in str(text).split(",")]
+    out = []
+    for t in items:
+        try:
+            v = float(t)
+        except ValueError:
+            raise SelectionError(f"{option}: {t!r} in {text!r} is not a number") from None
+        if math.isnan(v) or v < 0:
+            raise SelectionError(f"{option}: {t!r} in {text!r} must be a number >= 0")
+        out.append(v)
+    return out
+
+
+def parse_weight_grid(text: str | None) -> list[tuple[float, ...]] | None:
+    """``"1,0;0.5,0.5;0,1"`` -> weight vectors (``;`` between vectors, ``,`` inside)."""
+    if text is None:
+        return None
+    from selection.solvers.weighted import parse_weights
+
+    try:
+        return [parse_weights(part) for part in str(text).split(";") if part.strip()]
+    except ValueError as exc:
+        raise SelectionError(f"--weights: {exc}") from None
+
+
+def _problem(stats: Path, k: int, round_: int | None):
+    from selection.problem import SelectionProblem
+
+    return SelectionProblem.from_stats(stats, k, round_)
+
+
+def _check_method(method: str, allowed: tuple[str, ...]) -> str:
+    if method not in allowed:
+        raise SelectionError(f"unknown method {method!r}; choose one of {', '.join(allowed)}")
+    return method
+
+
+def _only(method: str, **given) -> None:
+    """Reject options that do not apply to ``method`` (name -> (value, methods))."""
+    for name, (value, methods) in given.items():
+        if value is not None and value is not False and method not in methods:
+            raise SelectionError(f"--{name} does not apply to method {method!r}")
+
+
+_STATS = typer.Option(..., "--stats", help="Round-stats table (CSV or Parquet).")
+_K = typer.Option(..., "--k", help="Number of clients to select.")
+_ROUND = typer.Option(None, "--round", help="Round to take (default: the last in the file).")
+_SEED = typer.Option(0, "--seed", help="Seed of NSGA-II and the MILP solvers.")
+_BACKEND = typer.Option("auto", "--backend", help="auto, enum, highs, cbc or cpsat.")
+_TL = typer.Option(None, "--time-limit", help="Seconds per MILP solve (keeps the incumbent).")
+
+
+@app.command("solve")
+def solve(
+    stats: Path = _STATS,
+    k: int = _K,
+    method: str = typer.Option(..., "--method", help=f"One of {', '.join(SOLVE_METHODS)}."),
+    eps: float | None = typer.Option(None, "--eps", help="Largest gap, percentage points."),
+    delta: float | None = typer.Option(None, "--delta", help="Allowed U loss below U*, points."),
+    weights: str | None = typer.Option(None, "--weights", help="w_U,w_R,w_F,w_cos,w_B."),
+    pick: str = typer.Option("knee", "--pick", help="NSGA-II: knee, max-utility or min-gap."),
+    backend: str = _BACKEND,
+    round_: int | None = _ROUND,
+    seed: int = _SEED,
+    time_limit: float | None = _TL,
+    json_only: bool = typer.Option(False, "--json", help="Print only the JSON (no summary line)."),
+) -> None:
+    """Solve one selection problem; print it as JSON (stdout) and a summary line (stderr)."""
+    from selection.solvers.base import make_solver
+
+    _check_method(method, SOLVE_METHODS)
+    milp = ("eps", "maxmin")
+    _only(
+        method,
+        eps=(eps, ("eps", "exhaustive")),
+        delta=(delta, ("maxmin", "exhaustive")),
+        weights=(weights, ("weighted",)),
+        backend=(None if backend == "auto" else backend, milp),
+        time_limit=(time_limit, milp),
+    )
+    if method in milp:
+        kw = {"backend": backend, "time_limit": time_limit, "seed": seed}
+        kw.update({"eps": eps} if method == "eps" else {"delta": 0.0 if delta is None else delta})
+    elif method == "weighted":
+        kw = {"weights": weights if weights is not None else "1"}
+    elif method == "nsga2":
+        kw = {"seed": seed, "pick": pick}
+    else:
+        kw = {"eps": eps, "delta": delta}
+    solver = make_solver(method, **kw)
+    problem = _problem(stats, k, round_)
+    r = solver.solve(problem)
+    out = {
+        "method": r.method,
+        "param": r.param,
+        "status": str(r.status),
+        "round": problem.round,
+        "k": problem.k,
+        "selected": list(r.ids),
+        "objectives": r.objectives,
+        "seconds": r.seconds,
+        "backend": r.backend,
+        "message": r.message,
+    }
+    print(json.dumps(out, indent=2))
+    if not json_only:
+        line = f"{r.method} {r.param}: {r.status}".replace("  ", " ")
+        if r.objectives:
+            o = r.objectives
+            line += f", U={o['utility']:.3f}% gap={o['gap']:.3f}pp worst={o['worst']:.3f}%"
+        print(f"{line}, {r.seconds:.3f}s: {';'.join(r.ids) or '-'}", file=sys.stderr)
+
+
+@app.command("sweep")
+def sweep(
+    stats: Path = _STATS,
+    k: int = _K,
+    method: str = typer.Option(..., "--method", help=f"One of {', '.join(SWEEP_METHODS)}."),
+    out: Path = typer.Option(..., "--out", help="Output folder for front.csv and front.html."),
+    eps: str | None = typer.Option(None, "--eps", help="ε grid, e.g. 0,2,5,10 (points)."),
+    complete: bool = typer.Option(False, "--complete", help="ε: the whole front (default)."),
+    delta: str | None = typer.Option(None, "--delta", help="δ grid, e.g. 0,1,2,5 (points)."),
+    weights: str | None = typer.Option(None, "--weights", help="Weight vectors, e.g. '1,0;0,1'."),
+    round_: int | None = _ROUND,
+    backend: str = _BACKEND,
+    jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
+    seed: int = _SEED,
+    time_limit: float | None = _TL,
+) -> None:
+    """Sweep one formulation; write DIR/front.csv and DIR/front.html."""
+    from selection.compare import DEFAULT_DELTA, run_method
+    from selection.report import render_front_html
+    from selection.schema import write_table_atomic, write_text_atomic
+
+    _check_method(method, SWEEP_METHODS)
+    _only(
+        method,
+        eps=(eps, ("eps",)),
+        complete=(complete, ("eps",)),
+        delta=(delta, ("maxmin",)),
+        weights=(weights, ("weighted",)),
+    )
+    if eps is not None and complete:
+        raise SelectionError("give --eps or --complete, not both")
+    eps_grid = parse_floats("--eps", eps)
+    delta_grid = parse_floats("--delta", delta)
+    w_grid = parse_weight_grid(weights)
+    problem = _problem(stats, k, round_)
+    front = run_method(
+        problem,
+        method,
+        eps=eps_grid,
+        delta=DEFAULT_DELTA if delta_grid is None else delta_grid,
+        weights=w_grid,
+        backend=backend,
+        n_jobs=jobs,
+        time_limit=time_limit,
+        seed=seed,
+        progress=True,
+    )
+    title = f"fedsel sweep: {method} on {stats.name}, round {problem.round}, K={problem.k}"
+    page = render_front_html(front, title)
+    write_table_atomic(front, Path(out) / "front.csv")
+    write_text_atomic(page, Path(out) / "front.html")
+    n_ok = int(front["status"].isin(["optimal", "feasible", "time_limit"]).sum())
+    print(
+        f"{method}: {len(front)} points ({n_ok} feasible) -> {Path(out) / 'front.csv'}",
+        file=sys.stderr,
+    )
+
+
+@app.command("compare")
+def compare(
+    stats: Path = _STATS,
+    k: int = _K,
+    out: Path = typer.Option(..., "--out", help="Output folder for compare.csv/.html, fronts.csv."),
+    round_: int | None = _ROUND,
+    seed: int = _SEED,
+    eps: str | None = typer.Option(None, "--eps", help="ε grid (default: the complete sweep)."),
+    delta: str | None = typer.Option(None, "--delta", help="δ grid for max-min (points)."),
+    backend: str = _BACKEND,
+    jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
+    time_limit: float | None = _TL,
+) -> None:
+    """Every formulation on the same round: points, exact-front hits, hypervolume, IGD, time."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from selection.compare import DEFAULT_DELTA, compare_methods
+    from selection.report import render_compare_html
+    from selection.schema import write_table_atomic, write_text_atomic
+
+    eps_grid = parse_floats("--eps", eps)
+    delta_grid = parse_floats("--delta", delta)
+    problem = _problem(stats, k, round_)
+    c = compare_methods(
+        problem,
+        eps=eps_grid,
+        delta=DEFAULT_DELTA if delta_grid is None else delta_grid,
+        backend=backend,
+        n_jobs=jobs,
+        time_limit=time_limit,
+        seed=seed,
+        progress=True,
+    )
+    title = f"fedsel compare on {stats.name}, round {problem.round}, K={problem.k}"
+    page = render_compare_html(c.table, c.fronts, c.reference, title)
+    out = Path(out)
+    write_table_atomic(c.fronts, out / "fronts.csv")
+    write_text_atomic(page, out / "compare.html")
+    write_table_atomic(c.table, out / "compare.csv")
+    ref = "the exact front" if c.exact else "the non-dominated union of all methods"
+    table = Table(title=f"{title} (reference: {ref}, {len(c.reference)} points)")
+    for col in c.table.columns:
+        just = "left" if col in ("method", "reference") else "right"
+        table.add_column(col, justify=just, no_wrap=True, min_width=len(col))
+    for row in c.table.itertuples(index=False):
+        table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in row))
+    Console(width=max(Console().width, 110)).print(table)
