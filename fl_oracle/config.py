@@ -1,0 +1,251 @@
+"""The oracle's configuration: one frozen, keyword-only dataclass validated at construction.
+
+Every field is checked in ``__post_init__``; a bad value raises :class:`ConfigError` naming the
+field. ``to_toml``/``from_toml`` round-trip the configuration exactly (the run folder keeps it
+as ``config.toml``, and ``--resume`` refuses a folder written with another configuration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from fl_oracle.errors import ConfigError
+
+__all__ = ["OracleConfig", "DEFAULT_SAMPLES_PER_CLIENT", "MODELS"]
+
+# 1% of each real training set (FedHEAL's Digits-4): mnist 60000, usps 7291, svhn 73257, syn 10000.
+DEFAULT_SAMPLES_PER_CLIENT: dict[str, int] = {"mnist": 600, "usps": 72, "svhn": 732, "syn": 100}
+MODELS: tuple[str, ...] = ("cnn", "cnn-small", "cnn-large")
+_DATA_MODES = ("auto", "real", "generated")
+_DEVICES = ("auto", "cpu", "cuda")
+_AGGREGATIONS = ("samples", "uniform")
+
+
+def _err(name: str, value: Any, why: str) -> ConfigError:
+    return ConfigError(f"config field {name}={value!r}: {why}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OracleConfig:
+    """Settings of one federated simulation (see issue 4 and ``DESIGN.md``).
+
+    Attributes:
+        seed: seed of the partition, the initial model and every local training stream.
+        data_seed: seed of the generated stand-in data (fixed so that runs share one dataset).
+        domains: domain names, a subset of the data module's ``DOMAINS``.
+        clients_per_domain: clients drawn from each domain (disjoint samples).
+        samples_per_client: training samples per client, by domain (default 1% of each set).
+        dirichlet_alpha: Dirichlet(alpha) label skew within each domain; None = iid draw.
+        val_per_domain: validation samples per domain (held out from the training split).
+        test_per_domain: test samples per domain; None = the full test split.
+        data_root: folder with the real dataset files; None = generated stand-ins only.
+        data_mode: ``auto`` | ``real`` | ``generated``.
+        model: architecture name, one of ``MODELS``.
+        lr: local SGD step size.
+        batch_size: local mini-batch size (a client smaller than it uses its whole set).
+        local_epochs: local epoch budget of every client (fractions allowed).
+        epoch_budgets: per-client (``"svhn-3"``) or per-domain (``"svhn"``) epoch budgets that
+            override ``local_epochs`` (stragglers); a client id wins over its domain.
+        mu: proximal coefficient of FedProx (0 = FedAvg).
+        adaptive_mu: +0.1 when the global loss rises, -0.1 after 5 consecutive drops.
+        gamma: gamma-inexact stop when ||grad h|| <= gamma ||grad h(w_t)||; 0 disables it.
+        k: clients per round for ``fedsel oracle`` (None = all).
+        aggregation: ``samples`` (weights proportional to n_samples) or ``uniform``.
+        fisher_samples: per-client probe-set size for F, loss and gradients (None = all).
+        device: ``auto`` (cuda when available) | ``cpu`` | ``cuda``.
+        threads: torch intra-op threads (None = leave torch's default).
+    """
+
+    seed: int = 0
+    data_seed: int = 0
+    domains: tuple[str, ...] = ("mnist", "usps", "svhn", "syn")
+    clients_per_domain: int = 5
+    samples_per_client: Mapping[str, int] | None = None
+    dirichlet_alpha: float | None = None
+    val_per_domain: int = 500
+    test_per_domain: int | None = None
+    data_root: str | None = None
+    data_mode: str = "auto"
+    model: str = "cnn"
+    lr: float = 0.05
+    batch_size: int = 32
+    local_epochs: float = 1.0
+    epoch_budgets: Mapping[str, float] | None = None
+    mu: float = 0.0
+    adaptive_mu: bool = False
+    gamma: float = 0.0
+    k: int | None = None
+    aggregation: str = "samples"
+    fisher_samples: int | None = 64
+    device: str = "auto"
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        for name in ("seed", "data_seed"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise _err(name, v, "must be an integer >= 0")
+        doms = tuple(self.domains) if not isinstance(self.domains, str) else (self.domains,)
+        if not doms or any(not isinstance(d, str) or not d for d in doms):
+            raise _err("domains", self.domains, "must be a non-empty list of domain names")
+        if len(set(doms)) != len(doms):
+            raise _err("domains", self.domains, "lists a domain twice")
+        set_(self, "domains", doms)
+        self._check_int("clients_per_domain", 1)
+        self._check_int("val_per_domain", 1)
+        self._check_int("batch_size", 1)
+        for name in ("test_per_domain", "fisher_samples", "k", "threads"):
+            if getattr(self, name) is not None:
+                self._check_int(name, 1)
+        if self.k is not None and self.k > len(doms) * self.clients_per_domain:
+            raise _err("k", self.k, f"exceeds the {len(doms) * self.clients_per_domain} clients")
+        sizes = dict(DEFAULT_SAMPLES_PER_CLIENT)
+        if self.samples_per_client is not None:
+            if not isinstance(self.samples_per_client, Mapping):
+                raise _err("samples_per_client", self.samples_per_client, "must map domain -> int")
+            sizes.update(self.samples_per_client)
+        for d in doms:
+            n = sizes.get(d)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise _err(
+                    "samples_per_client",
+                    self.samples_per_client,
+                    f"domain {d!r} needs a sample count >= 1, got {n!r}",
+                )
+        set_(self, "samples_per_client", {d: int(sizes[d]) for d in doms})
+        self._check_pos("lr")
+        self._check_pos("local_epochs")
+        self._check_nonneg("mu")
+        self._check_nonneg("gamma")
+        if self.dirichlet_alpha is not None:
+            self._check_pos("dirichlet_alpha")
+        budgets = dict(self.epoch_budgets or {})
+        ids = {f"{d}-{i}" for d in doms for i in range(self.clients_per_domain)}
+        for key, b in budgets.items():
+            if key not in ids and key not in doms:
+                raise _err("epoch_budgets", key, "is neither a client id nor a domain")
+            if (
+                isinstance(b, bool)
+                or not isinstance(b, int | float)
+                or not (b > 0 and math.isfinite(b))
+            ):
+                raise _err("epoch_budgets", {key: b}, "budgets must be finite epochs > 0")
+        set_(self, "epoch_budgets", {k: float(v) for k, v in budgets.items()} or None)
+        for name, allowed in (
+            ("data_mode", _DATA_MODES),
+            ("device", _DEVICES),
+            ("aggregation", _AGGREGATIONS),
+            ("model", MODELS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise _err(name, getattr(self, name), f"must be one of {', '.join(allowed)}")
+        if not isinstance(self.adaptive_mu, bool):
+            raise _err("adaptive_mu", self.adaptive_mu, "must be true or false")
+        if self.data_root is not None and not isinstance(self.data_root, str):
+            set_(self, "data_root", str(self.data_root))
+        for name in ("lr", "local_epochs", "mu", "gamma"):
+            set_(self, name, float(getattr(self, name)))
+
+    def _check_int(self, name: str, lo: int) -> None:
+        v = getattr(self, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise _err(name, v, f"must be an integer >= {lo}")
+
+    def _check_pos(self, name: str) -> None:
+        v = getattr(self, name)
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or not (v > 0 and math.isfinite(v))
+        ):
+            raise _err(name, v, "must be a finite number > 0")
+
+    def _check_nonneg(self, name: str) -> None:
+        v = getattr(self, name)
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or not (v >= 0 and math.isfinite(v))
+        ):
+            raise _err(name, v, "must be a finite number >= 0")
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def client_ids(self) -> tuple[str, ...]:
+        """Client ids ``<domain>-<i>`` in federation order (domain-major)."""
+        return tuple(f"{d}-{i}" for d in self.domains for i in range(self.clients_per_domain))
+
+    def budget(self, client_id: str) -> float:
+        """Local epoch budget of one client (client id beats domain beats ``local_epochs``)."""
+        b = self.epoch_budgets or {}
+        if client_id in b:
+            return b[client_id]
+        return b.get(client_id.rsplit("-", 1)[0], self.local_epochs)
+
+    def replace(self, **changes: Any) -> OracleConfig:
+        """A validated copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    # ------------------------------------------------------------------ TOML
+    def to_toml(self) -> str:
+        """The configuration as TOML text (``None`` fields listed under ``unset``)."""
+        lines: list[str] = []
+        tables: list[str] = []
+        unset: list[str] = []
+        for f in fields(self):
+            if f.name.startswith("_"):
+                continue
+            v = getattr(self, f.name)
+            if v is None:
+                unset.append(f.name)
+            elif isinstance(v, Mapping):
+                body = "\n".join(f"{_key(k)} = {_value(x)}" for k, x in v.items())
+                tables.append(f"[{f.name}]\n{body}\n")
+            else:
+                lines.append(f"{f.name} = {_value(v)}")
+        lines.append(f"unset = {_value(tuple(unset))}")
+        return "\n".join(lines) + "\n\n" + "\n".join(tables)
+
+    @classmethod
+    def from_toml(cls, text: str) -> OracleConfig:
+        """Parse TOML written by :meth:`to_toml` (or by hand) into a validated config."""
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config TOML is malformed: {exc}") from exc
+        unset = raw.pop("unset", [])
+        names = {f.name for f in fields(cls) if not f.name.startswith("_")}
+        unknown = sorted(set(raw) - names)
+        if unknown:
+            raise ConfigError(f"config TOML has unknown field(s): {', '.join(unknown)}")
+        for name in unset:
+            if name not in names:
+                raise ConfigError(f"config TOML unsets unknown field {name!r}")
+            raw[name] = None
+        if "domains" in raw:
+            raw["domains"] = tuple(raw["domains"])
+        return cls(**raw)
+
+
+def _key(k: str) -> str:
+    return k if k.replace("-", "").replace("_", "").isalnum() else f'"{k}"'
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, tuple | list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    raise ConfigError(f"cannot write {v!r} to TOML")

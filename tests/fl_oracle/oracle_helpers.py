@@ -1,0 +1,53 @@
+"""Tiny injected Digits-like data and configurations shared by the oracle tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fl_oracle.config import OracleConfig
+
+DOMAINS = ("mnist", "usps", "svhn", "syn")
+
+
+@dataclass(frozen=True)
+class TinySplit:
+    """Duck-typed stand-in for ``fl_oracle.data.DomainData``."""
+
+    name: str
+    split: str
+    images: np.ndarray
+    labels: np.ndarray
+    source: str = "generated"
+
+
+def tiny_data(n_train: int = 120, n_test: int = 40, seed: int = 0) -> dict:
+    """Learnable random data: each class has a fixed pattern per domain, plus noise."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for j, d in enumerate(DOMAINS):
+        proto = rng.normal(0, 1, (10, 3, 32, 32)).astype(np.float32)
+        splits = {}
+        for split, n in (("train", n_train), ("test", n_test)):
+            y = rng.integers(0, 10, n)
+            x = proto[y] * (0.5 + 0.2 * j) + rng.normal(0, 1, (n, 3, 32, 32)).astype(np.float32)
+            splits[split] = TinySplit(d, split, x.astype(np.float32), y.astype(np.int64))
+        out[d] = splits
+    return out
+
+
+def tiny_config(**changes) -> OracleConfig:
+    """Two clients per domain, a handful of samples each, the smallest model."""
+    base = dict(
+        seed=0,
+        clients_per_domain=2,
+        samples_per_client={"mnist": 20, "usps": 8, "svhn": 24, "syn": 10},
+        val_per_domain=30,
+        model="cnn-small",
+        batch_size=8,
+        fisher_samples=8,
+        device="cpu",
+    )
+    base.update(changes)
+    return OracleConfig(**base)
