@@ -1,0 +1,152 @@
+"""Selectors built from spec strings: valid ids, fallbacks, errors, randomness per selector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from selection.errors import SelectionError
+from selection.problem import SelectionProblem
+from selection.selectors import SPEC_FORMS, make_selector
+from selection.solvers.exhaustive import exact_front
+from selection.synthetic import synthetic_stats
+
+K = 5
+SPECS = [
+    "eps:30",
+    "maxmin:2",
+    "weighted:1,0,0",
+    "composite:1,1,1",
+    "nsga2:knee",
+    "nsga2:min-gap",
+    "fisher-topk",
+    "random",
+    "proportional",
+    "power-of-choice:10",
+    "qffl:1",
+]
+
+
+@pytest.fixture(scope="module")
+def stats() -> pd.DataFrame:
+    return synthetic_stats(20, seed=15, rounds=3)
+
+
+@pytest.fixture(scope="module")
+def last_round(stats) -> pd.DataFrame:
+    return stats[stats["round"] == 2].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_each_spec_returns_k_distinct_ids_of_the_last_round(spec, stats, last_round):
+    sel = make_selector(spec, seed=1)
+    ids = sel(stats, K)
+    assert len(ids) == K == len(set(ids))
+    assert set(ids) <= set(last_round["client_id"])
+    assert ids == [c for c in last_round["client_id"] if c in ids]  # table order
+    assert sel.last is not None and sel.last.ok and tuple(ids) == sel.last.ids
+    assert sel.last.seconds >= 0 and {"utility", "gap", "worst"} <= set(sel.last.objectives)
+    assert sel.fallback == ""
+
+
+def test_all_returns_every_client(stats, last_round):
+    assert make_selector("all")(stats, K) == list(last_round["client_id"])
+
+
+def test_fisher_topk_takes_the_k_largest_f(last_round):
+    ids = make_selector("fisher-topk")(last_round, K)
+    assert set(ids) == set(last_round.nlargest(K, "F")["client_id"])
+
+
+def test_weighted_u_only_takes_the_top_k_by_u(last_round):
+    ids = make_selector("weighted:1")(last_round, K)
+    assert set(ids) == set(last_round.nlargest(K, "U")["client_id"])
+
+
+def test_power_of_choice_keeps_the_highest_loss(last_round):
+    ids = make_selector("power-of-choice:20")(last_round, K)  # d = N: every client a candidate
+    assert set(ids) == set(last_round.nlargest(K, "loss")["client_id"])
+    no_loss = last_round.drop(columns="loss")
+    ids = make_selector("power-of-choice:20")(no_loss, K)
+    assert set(ids) == set(no_loss.nsmallest(K, "U")["client_id"])
+    with pytest.raises(SelectionError, match="d=3 must be at least k=5"):
+        make_selector("power-of-choice:3")(last_round, K)
+
+
+def test_proportional_favours_large_clients(last_round):
+    big = last_round.copy()
+    big.loc[3, "n_samples"] = 10_000_000
+    sel = make_selector("proportional", seed=0)
+    assert all(big.loc[3, "client_id"] in sel(big, K) for _ in range(10))
+
+
+def test_qffl_exposes_q_and_others_do_not(last_round):
+    assert make_selector("qffl:2.5").aggregation_q == 2.5
+    assert make_selector("random").aggregation_q is None
+
+
+def test_infeasible_eps_falls_back_to_the_smallest_gap_point(last_round):
+    problem = SelectionProblem.from_stats(last_round, K)
+    front = exact_front(problem)
+    best = front.sort_values(["gap", "utility"], ascending=[True, False]).iloc[0]
+    sel = make_selector("eps:0")
+    ids = sel(last_round, K)
+    assert "fell back to the smallest-gap point" in sel.fallback and "eps:0" in sel.fallback
+    assert sel.last.objectives["gap"] == pytest.approx(best["gap"], abs=1e-6)
+    assert sel.last.objectives["utility"] == pytest.approx(best["utility"], abs=1e-6)
+    assert ";".join(ids) == best["selected"]
+    # a later feasible call clears the message
+    sel2 = make_selector("eps:100")
+    sel2(last_round, K)
+    assert sel2.fallback == ""
+
+
+def test_randomness_is_per_selector_and_seeded(last_round):
+    a = make_selector("random", seed=4)
+    b = make_selector("random", seed=4)
+    c = make_selector("random", seed=5)
+    seq_a = [tuple(a(last_round, K)) for _ in range(5)]
+    assert seq_a == [tuple(b(last_round, K)) for _ in range(5)]
+    assert seq_a != [tuple(c(last_round, K)) for _ in range(5)]
+    assert len(set(seq_a)) > 1  # successive rounds differ
+
+
+@pytest.mark.parametrize(
+    "spec,fragment",
+    [
+        ("", "empty"),
+        ("eps", "eps needs a value"),
+        ("eps:x", "'x' is not a number"),
+        ("eps:-1", ">= 0"),
+        ("maxmin:nan", ">= 0"),
+        ("weighted", "needs comma-separated weights"),
+        ("weighted:1,a", "'a'"),
+        ("weighted:0,0", "all zero"),
+        ("nsga2:middle", "pick='middle'"),
+        ("random:3", "random takes no argument"),
+        ("power-of-choice", "needs a value"),
+        ("power-of-choice:2.5", "integer"),
+        ("qffl", "needs a value"),
+        ("bogus", "unknown selector 'bogus'"),
+    ],
+)
+def test_bad_specs_raise_naming_spec_and_forms(spec, fragment):
+    with pytest.raises(SelectionError) as info:
+        make_selector(spec)
+    msg = str(info.value)
+    assert fragment in msg and f"{spec!r}" in msg and "valid forms" in msg
+    assert all(form in msg for form in SPEC_FORMS)
+    assert "\n" not in msg
+
+
+def test_bad_k_raises(last_round):
+    with pytest.raises(SelectionError, match="k=21 exceeds the 20 clients"):
+        make_selector("random")(last_round, 21)
+
+
+def test_nsga2_selector_repeats_for_the_same_seed(last_round):
+    a = make_selector("nsga2:knee", seed=2)
+    b = make_selector("nsga2:knee", seed=2)
+    assert a(last_round, K) == b(last_round, K)
+    assert np.isfinite(a.last.objectives["gap"])
