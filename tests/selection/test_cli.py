@@ -1,0 +1,195 @@
+"""The selection commands through the console script, in process: bad input and happy paths."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fl_oracle.cli import main
+from selection.synthetic import synthetic_stats
+
+K = 5
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    """Run ``fedsel argv``; return (exit code, stdout, stderr)."""
+    try:
+        main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return synthetic_stats(20, seed=15, rounds=2)
+
+
+@pytest.fixture()
+def stats(tmp_path, table) -> Path:
+    path = tmp_path / "stats.csv"
+    table.to_csv(path, index=False)
+    return path
+
+
+def _write(tmp_path: Path, df: pd.DataFrame, name: str = "bad.csv") -> Path:
+    path = tmp_path / name
+    df.to_csv(path, index=False)
+    return path
+
+
+def _edit(table: pd.DataFrame, col: str, value) -> pd.DataFrame:
+    df = table.copy()
+    df.loc[23, col] = value  # row 23: round 1, client syn-0 ... in table order
+    return df
+
+
+BAD_TABLES = {
+    "missing_column": (lambda t: t.drop(columns="F"), "missing column(s): F"),
+    "nan": (lambda t: _edit(t, "U", math.nan), "column U: row 23"),
+    "inf": (lambda t: _edit(t, "F", math.inf), "column F: row 23"),
+    "u_range": (lambda t: _edit(t, "U", 120.0), "[0, 100]"),
+    "u_domain_range": (lambda t: _edit(t, "U_svhn", -3.0), "column U_svhn: row 23"),
+    "f_nonpositive": (lambda t: _edit(t, "F", 0.0), "F must be > 0"),
+    "b_range": (lambda t: _edit(t, "B", 0.9), "[0, ln 2]"),
+    "cos_range": (lambda t: _edit(t, "cos_g", 1.5), "[-1, 1]"),
+    "duplicate_ids": (
+        lambda t: t.assign(client_id=t["client_id"].where(t.index != 21, t.loc[20, "client_id"])),
+        "duplicate id",
+    ),
+}
+
+
+def _assert_clean_failure(code: int, err: str, fragment: str, out_dir: Path) -> None:
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("fedsel: error: ") and fragment in lines[0], lines[0]
+    assert "Traceback" not in err
+    assert not (out_dir / "front.csv").exists()
+    assert not out_dir.exists() or not list(out_dir.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TABLES))
+def test_bad_table_is_one_line_exit_2_and_no_front(case, table, tmp_path, capsys):
+    make, fragment = BAD_TABLES[case]
+    path = _write(tmp_path, make(table))
+    out = tmp_path / "out"
+    code, _, err = run(
+        ["sweep", "--stats", path, "--k", K, "--method", "eps", "--out", out], capsys
+    )
+    _assert_clean_failure(code, err, fragment, out)
+
+
+@pytest.mark.parametrize(
+    "extra,fragment",
+    [
+        (["--k", 0, "--method", "eps"], "k=0 must be at least 1"),
+        (["--k", 21, "--method", "eps"], "k=21 exceeds the 20 clients"),
+        (["--k", K, "--method", "simplex"], "unknown method 'simplex'"),
+        (["--k", K, "--method", "eps", "--eps", "0,x,5"], "--eps: 'x' in '0,x,5' is not a number"),
+        (["--k", K, "--method", "eps", "--eps", "0,-2"], "--eps: '-2'"),
+        (["--k", K, "--method", "maxmin", "--delta", "1,,2"], "--delta: ''"),
+        (["--k", K, "--method", "maxmin", "--eps", "1"], "--eps does not apply to method"),
+        (["--k", K, "--method", "eps", "--round", 7], "round 7 is not in the stats table"),
+        (["--k", K, "--method", "eps", "--backend", "gurobi"], "unknown backend 'gurobi'"),
+    ],
+)
+def test_bad_arguments(extra, fragment, stats, tmp_path, capsys):
+    out = tmp_path / "out"
+    code, _, err = run(["sweep", "--stats", stats, *extra, "--out", out], capsys)
+    _assert_clean_failure(code, err, fragment, out)
+
+
+def test_missing_stats_file(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["sweep", "--stats", tmp_path / "nope.csv", "--k", K, "--method", "eps", "--out", out]
+    code, _, err = run(argv, capsys)
+    _assert_clean_failure(code, err, "stats file not found", out)
+
+
+def test_unreadable_stats_file(tmp_path, capsys):
+    bad = tmp_path / "stats.parquet"
+    bad.write_bytes(b"\x00\x01 this is not parquet")
+    out = tmp_path / "out"
+    code, _, err = run(["sweep", "--stats", bad, "--k", K, "--method", "eps", "--out", out], capsys)
+    _assert_clean_failure(code, err, "cannot read stats file", out)
+
+
+def test_failed_run_keeps_an_earlier_front(stats, table, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["sweep", "--stats", stats, "--k", K, "--method", "eps", "--eps", "5,20", "--out", out]
+    assert run(argv, capsys)[0] == 0
+    before = (out / "front.csv").read_bytes()
+    bad = _write(tmp_path, _edit(table, "B", 0.9))
+    code, _, err = run(["sweep", "--stats", bad, "--k", K, "--method", "eps", "--out", out], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert (out / "front.csv").read_bytes() == before
+
+
+def test_sweep_eps_grid_writes_front_csv_and_html(stats, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["sweep", "--stats", stats, "--k", K, "--method", "eps", "--eps", "0,5,15,40"]
+    code, _, err = run([*argv, "--out", out], capsys)
+    assert code == 0, err
+    front = pd.read_csv(out / "front.csv", dtype={"selected": str})
+    required = ["method", "param", "utility", "gap", "worst", "selected", "status", "seconds"]
+    assert set(required) <= set(front.columns) and len(front) == 4
+    ok = front[front["status"] == "optimal"]
+    assert len(ok) >= 2 and (ok["gap"] <= ok["param"].str[4:].astype(float) + 1e-9).all()
+    assert (ok["selected"].str.split(";").map(lambda s: len(set(s))) == K).all()
+    assert (front.loc[front["status"] != "optimal", "status"] == "infeasible").all()
+    page = (out / "front.html").read_text()
+    assert '"name":"eps"' in page and "<script src=" not in page
+
+
+@pytest.mark.parametrize("method", ["weighted", "maxmin", "nsga2", "exhaustive"])
+def test_sweep_other_methods(method, stats, tmp_path, capsys):
+    out = tmp_path / method
+    code, _, err = run(
+        ["sweep", "--stats", stats, "--k", K, "--method", method, "--out", out], capsys
+    )
+    assert code == 0, err
+    front = pd.read_csv(out / "front.csv")
+    assert (front["method"] == method).all() and len(front) >= 1
+    assert f'"name":"{method}"' in (out / "front.html").read_text()
+
+
+def test_solve_prints_json_and_a_summary(stats, capsys):
+    argv = ["solve", "--stats", stats, "--k", K, "--method", "maxmin", "--delta", "2"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["method"] == "maxmin" and res["status"] == "optimal" and res["round"] == 1
+    assert len(res["selected"]) == K and res["param"] == "delta=2"
+    assert err.strip().startswith("maxmin delta=2: optimal, U=")
+    code, out, err = run([*argv, "--json"], capsys)
+    assert json.loads(out)["selected"] == res["selected"] and err == ""
+
+
+def test_solve_infeasible_is_a_status_not_an_error(stats, capsys):
+    code, out, _ = run(
+        ["solve", "--stats", stats, "--k", K, "--method", "eps", "--eps", "0"], capsys
+    )
+    assert code == 0 and json.loads(out)["status"] == "infeasible"
+
+
+def test_compare_writes_table_fronts_and_html(stats, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    code, printed, err = run(["compare", "--stats", stats, "--k", K, "--out", out], capsys)
+    assert code == 0, err
+    table = pd.read_csv(out / "compare.csv")
+    assert table["method"].tolist() == ["weighted", "eps", "maxmin", "nsga2", "exhaustive"]
+    assert table["hv_ratio"].between(0, 1 + 1e-9).all() and (table["igd"] >= 0).all()
+    assert (table["on_front"] <= table["points"]).all()
+    assert table.set_index("method").loc["eps", "hv_ratio"] == pytest.approx(1.0)
+    fronts = pd.read_csv(out / "fronts.csv")
+    assert set(fronts["method"]) == set(table["method"])
+    assert "hv_ratio" in printed and "exhaustive" in printed
+    assert '"name":"reference front"' in (out / "compare.html").read_text()

@@ -1,0 +1,73 @@
+"""Plot data of front.html / compare.html and the self-contained rendering."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from selection.pareto import results_to_frame
+from selection.problem import SelectionProblem
+from selection.report import (
+    PLOT_COLUMNS,
+    compare_plot_data,
+    front_plot_data,
+    render_compare_html,
+    render_front_html,
+)
+from selection.solvers.base import make_solver
+from selection.synthetic import synthetic_stats
+
+
+@pytest.fixture(scope="module")
+def problem() -> SelectionProblem:
+    return SelectionProblem.from_stats(synthetic_stats(12, seed=3), 3)
+
+
+@pytest.fixture(scope="module")
+def front(problem) -> pd.DataFrame:
+    results = [make_solver("eps", eps=e).solve(problem) for e in (100.0, 20.0, 0.0)]
+    results.append(make_solver("maxmin", delta=1.0).solve(problem))
+    return results_to_frame(problem, results)
+
+
+def test_plot_data_keeps_feasible_points_sorted_by_method_then_gap(front):
+    data = front_plot_data(front)
+    ok = front[front["status"] != "infeasible"]
+    assert len(data) == len(ok) and (front["status"] == "infeasible").any()
+    assert list(data.columns[: len(PLOT_COLUMNS)]) == list(PLOT_COLUMNS)
+    assert data["method"].tolist() == ["eps"] * (len(ok) - 1) + ["maxmin"]
+    eps = data[data["method"] == "eps"]
+    assert np.all(np.diff(eps["gap"].to_numpy()) >= 0)
+
+
+def test_hover_names_ids_and_domain_utilities(problem, front):
+    data = front_plot_data(front)
+    row = data.iloc[0]
+    for cid in row["selected"].split(";"):
+        assert cid in row["hover"]
+    for d in problem.domains:
+        assert f"U_{d} = {row[f'U_{d}']:.2f}" in row["hover"]
+    assert f"U = {row['utility']:.3f} %" in row["hover"]
+
+
+def test_compare_plot_data_adds_the_reference_front(front):
+    ref = pd.DataFrame({"utility": [60.0, 55.0], "gap": [9.0, 4.0]})
+    data = compare_plot_data(front, ref)
+    part = data[data["method"] == "reference front"]
+    assert part["gap"].tolist() == [4.0, 9.0]
+    assert len(data) == len(front_plot_data(front)) + 2
+
+
+def test_html_is_self_contained_and_names_the_methods(front):
+    page = render_front_html(front, "t <1>")
+    assert "<script src=" not in page and "Plotly" in page and len(page) > 1_000_000
+    assert '"name":"eps"' in page and '"name":"maxmin"' in page
+    assert "t &lt;1&gt;" in page and "infeasible/failed" in page
+    table = pd.DataFrame(
+        {"method": ["eps"], "points": [2], "hv_ratio": [0.5], "igd": [0.1], "seconds": [0.01]}
+    )
+    ref = pd.DataFrame({"utility": [60.0], "gap": [4.0]})
+    page = render_compare_html(table, front, ref)
+    assert "<script src=" not in page and '"name":"reference front"' in page
+    assert "<td>0.5000</td>" in page
