@@ -1,25 +1,17 @@
-"""Tiny injected Digits-like data and configurations shared by the oracle tests."""
+"""Tiny injected Digits-like data and configurations shared by the oracle tests.
+
+Loaded by the test modules through ``importlib`` (the suite runs with ``--import-mode=importlib``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+import torch
 
 from fl_oracle.config import OracleConfig
+from fl_oracle.data import DomainData
 
 DOMAINS = ("mnist", "usps", "svhn", "syn")
-
-
-@dataclass(frozen=True)
-class TinySplit:
-    """Duck-typed stand-in for ``fl_oracle.data.DomainData``."""
-
-    name: str
-    split: str
-    images: np.ndarray
-    labels: np.ndarray
-    source: str = "generated"
 
 
 def tiny_data(n_train: int = 120, n_test: int = 40, seed: int = 0) -> dict:
@@ -31,8 +23,14 @@ def tiny_data(n_train: int = 120, n_test: int = 40, seed: int = 0) -> dict:
         splits = {}
         for split, n in (("train", n_train), ("test", n_test)):
             y = rng.integers(0, 10, n)
-            x = proto[y] * (0.5 + 0.2 * j) + rng.normal(0, 1, (n, 3, 32, 32)).astype(np.float32)
-            splits[split] = TinySplit(d, split, x.astype(np.float32), y.astype(np.int64))
+            x = proto[y] * (0.5 + 0.2 * j) + rng.normal(0, 1, (n, 3, 32, 32))
+            splits[split] = DomainData(
+                d,
+                split,
+                torch.as_tensor(x, dtype=torch.float32),
+                torch.as_tensor(y, dtype=torch.int64),
+                "generated",
+            )
         out[d] = splits
     return out
 
