@@ -63,7 +63,7 @@ def partial_spearman(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> float:
     rxz = st.spearmanr(x, z).statistic
     ryz = st.spearmanr(y, z).statistic
     den = math.sqrt(max((1 - rxz**2) * (1 - ryz**2), 0.0))
-    if not np.isfinite([rxy, rxz, ryz]).all() or den == 0:
+    if not np.isfinite([rxy, rxz, ryz]).all() or den < 1e-12:
         return float("nan")
     return float((rxy - rxz * ryz) / den)
 

@@ -111,7 +111,7 @@ def test_step_is_fedavg_of_plain_sgd_and_advances():
             opt.step()
         deltas.append(p.detach() - w0)
         ns.append(n)
-    expect = w0 + sum(n * d for n, d in zip(ns, deltas)) / sum(ns)
+    expect = w0 + sum(n * d for n, d in zip(ns, deltas, strict=True)) / sum(ns)
     out = o.step(sel)
     torch.testing.assert_close(o.params, expect, atol=1e-5, rtol=1e-4)
     assert o.round == 1 and out["round"] == 1 and out["mu"] == 0.0

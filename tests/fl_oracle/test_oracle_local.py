@@ -19,7 +19,7 @@ def _clients(M=2, n=12, seed=0):
 def _train(w, xs, ys, *, mu, gamma=0.0, steps=4, batch=5, lr=0.1, check=1):
     streams = [SampleStream(len(y), 100 + i, torch.device("cpu")) for i, y in enumerate(ys)]
     px, py = torch.stack([x[:6] for x in xs]), torch.stack([y[:6] for y in ys])
-    g0 = torch.stack([_grad(w, x[:6], y[:6]) for x, y in zip(xs, ys)]).norm(dim=1)
+    g0 = torch.stack([_grad(w, x[:6], y[:6]) for x, y in zip(xs, ys, strict=True)]).norm(dim=1)
     return train_group(
         ARCH,
         w,
@@ -48,7 +48,7 @@ def test_mu_zero_equals_plain_sgd():
     w = init_params(ARCH, torch.Generator().manual_seed(0))
     xs, ys = _clients()
     res = _train(w, xs, ys, mu=0.0)
-    for i, (x, y) in enumerate(zip(xs, ys)):
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
         p = torch.nn.Parameter(w.clone())
         opt = torch.optim.SGD([p], lr=0.1)
         stream = SampleStream(len(y), 100 + i, torch.device("cpu"))

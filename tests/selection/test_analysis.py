@@ -1,0 +1,91 @@
+"""selection.analysis: correlations equal scipy's, the partial formula, weights, figure data."""
+
+import json
+import math
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from selection.analysis import (
+    analyze_stats,
+    correlations,
+    partial_spearman,
+    sample_weights,
+    scatter_data,
+    scatter_figure,
+    write_analysis,
+)
+from selection.errors import StatsError
+from selection.synthetic import synthetic_stats
+
+
+@pytest.fixture(scope="module")
+def table():
+    return synthetic_stats(24, rounds=3, seed=4)
+
+
+def test_correlations_match_scipy(table):
+    c = correlations(table).set_index("round")
+    assert list(c.index) == ["0", "1", "2", "pooled"]
+    for label, df in [*((str(r), g) for r, g in table.groupby("round")), ("pooled", table)]:
+        assert c.loc[label, "rho_FU"] == pytest.approx(st.spearmanr(df["F"], df["U"]).statistic)
+        assert c.loc[label, "rho_FB"] == pytest.approx(st.spearmanr(df["F"], df["B"]).statistic)
+        assert c.loc[label, "n"] == len(df)
+    # partial rank correlation = Pearson correlation of rank residuals after regressing on B
+    rf, ru, rb = (st.rankdata(table[c_]) for c_ in ("F", "U", "B"))
+    res = [a - np.polyval(np.polyfit(rb, a, 1), rb) for a in (rf, ru)]
+    assert c.loc["pooled", "rho_FU_given_B"] == pytest.approx(np.corrcoef(*res)[0, 1])
+    assert c.loc["pooled", "rho_FU"] < 0  # synthetic tables are built with rho(F,U) < 0
+
+
+def test_partial_spearman_hand_case():
+    x = np.array([1.0, 2, 3, 4, 5])
+    assert partial_spearman(x, x, np.array([5.0, 3, 1, 2, 4])) == pytest.approx(1.0)
+    assert math.isnan(partial_spearman(x, x, x))
+
+
+def test_sample_weights_table(table):
+    w = sample_weights(table).set_index("domain")
+    last = table.drop_duplicates("client_id", keep="last")
+    for d in ("mnist", "usps", "svhn", "syn"):
+        n = last.loc[last.domain == d, "n_samples"].sum()
+        assert w.loc[d, "n_samples"] == n
+        assert w.loc[d, "weight_samples_pct"] == pytest.approx(100 * n / last["n_samples"].sum())
+        assert w.loc[d, "weight_uniform_pct"] == pytest.approx(25.0)
+
+
+def test_scatter_data_and_figure(table):
+    pts = scatter_data(table)
+    np.testing.assert_allclose(pts["log_F"], np.log(table["F"]))
+    fig = scatter_figure(pts, analyze_stats(table).correlations.iloc[-1].to_dict())
+    assert len(fig.data) == 1 and len(fig.data[0].x) == len(table)
+    assert "ρ(F,U)" in fig.layout.title.text
+
+
+def test_write_analysis_files(table, tmp_path):
+    res = write_analysis(table, tmp_path)
+    saved = pd.read_csv(tmp_path / "analysis.csv", dtype={"round": str})
+    np.testing.assert_allclose(saved["rho_FU"], res.correlations["rho_FU"])
+    js = json.loads((tmp_path / "analysis.json").read_text())
+    assert js["pooled"]["rho_FU"] == pytest.approx(res.correlations["rho_FU"].iloc[-1])
+    assert len(js["per_round"]) == 3 and len(js["sample_weights"]) == 4
+    html = (tmp_path / "analysis.html").read_text()
+    assert "plotly" in html.lower() and len(html) > 1_000_000  # plotly.js embedded
+
+
+def test_analysis_module_is_torch_free():
+    import subprocess
+
+    code = "import sys, selection.analysis; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_invalid_table_is_rejected(table):
+    bad = table.copy()
+    bad.loc[3, "B"] = 5.0
+    with pytest.raises(StatsError, match="column B"):
+        analyze_stats(bad)
