@@ -50,6 +50,8 @@ from selection.solvers.base import Solver, SolveResult, Status, _Raw, register
 __all__ = ["NSGA2Solver", "PICKS", "knee_index"]
 
 PICKS = ("knee", "max-utility", "min-gap")
+_DESCENT_BUDGET = 4_000_000  # matrix entries per seeding descent
+_PLS_BUDGET = 20_000_000  # matrix entries for the final Pareto local search
 _ALIASES = {"U": "utility", "var": "var_d", "mmw": "mean_minus_worst"}
 
 
@@ -123,15 +125,24 @@ def _weight_grid(m: int) -> np.ndarray:
     return np.array(W)
 
 
-def _swap_descent(mop, x, w, lo, span, rng, max_steps: int = 200) -> np.ndarray:
-    """Best-improvement one-swap descent on sum_j w_j (F_j - lo_j) / span_j from selection x."""
+def _swap_descent(
+    mop, x, w, lo, span, rng, budget: int = _DESCENT_BUDGET, max_steps: int = 200
+) -> np.ndarray:
+    """Best-improvement one-swap descent on sum_j w_j (F_j - lo_j) / span_j from selection x.
+
+    Stops at a local optimum, after ``max_steps`` moves, or when ``budget`` matrix entries
+    (neighbours x N) have been evaluated; neighbourhoods above 200,000 / N are sampled.
+    """
     x = x.copy()
-    cap = max(50, 2_000_000 // x.size)
+    cap = max(50, 200_000 // x.size)
     best = float(
         (((mop.evaluate(x[None, :].astype(float), return_values_of=["F"]) - lo) / span) @ w)[0]
     )
     for _ in range(max_steps):
+        if budget <= 0:
+            break
         Y = _swap_neighbours(x[None, :], rng, cap)
+        budget -= Y.size
         vals = ((mop.evaluate(Y.astype(float), return_values_of=["F"]) - lo) / span) @ w
         j = int(np.argmin(vals))
         if vals[j] >= best - 1e-12:
@@ -219,6 +230,8 @@ def _swap_neighbours(
             B = np.array(list(combinations(off, swaps)))
             ia, ib = np.meshgrid(np.arange(len(A)), np.arange(len(B)), indexing="ij")
             A, B = A[ia.ravel()], B[ib.ravel()]
+        elif swaps == 1:
+            A, B = rng.choice(on, (cap, 1)), rng.choice(off, (cap, 1))
         else:
             A = on[np.argsort(rng.random((cap, len(on))), axis=1)[:, :swaps]]
             B = off[np.argsort(rng.random((cap, len(off))), axis=1)[:, :swaps]]
@@ -231,28 +244,38 @@ def _swap_neighbours(
 
 
 def pareto_local_search(
-    mop: Problem, X: np.ndarray, F: np.ndarray, *, seed: int, max_rounds: int = 50
+    mop: Problem,
+    X: np.ndarray,
+    F: np.ndarray,
+    *,
+    seed: int,
+    max_rounds: int = 50,
+    budget: int = _PLS_BUDGET,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Polish a front by Pareto local search.
 
     Evaluates the one-swap neighbours of newly found front members and keeps the non-dominated
     union until nothing new appears; then tries the two-swap neighbourhood of every member
     (only where a member has at most 2,000 of them) and, if that finds new members, resumes.
-    Large neighbourhoods are sampled with a seeded generator (about 5 million matrix entries
-    per round), so the result is deterministic for a given seed.
+    Large neighbourhoods are sampled with a seeded generator (about 1 million matrix entries
+    per round), so the result is deterministic for a given seed; the search stops once
+    ``budget`` matrix entries (neighbours x N, default 20 million) have been evaluated.
     """
     rng = np.random.default_rng(seed)
     n = X.shape[1]
     X, F = _nondominated(X, F)
     frontier, swaps = X, 1
     for _ in range(max_rounds):
+        if budget <= 0:
+            break
         if swaps == 1:
-            cap = max(50, 5_000_000 // (n * max(1, len(frontier))))
+            cap = max(20, 1_000_000 // (n * max(1, len(frontier))))
             Y = _swap_neighbours(frontier, rng, cap, 1)
         else:
             small = [x for x in X if comb(int(x.sum()), 2) * comb(n - int(x.sum()), 2) <= 2000]
             Y = _swap_neighbours(np.array(small).reshape(-1, n), rng, 2000, 2)
         seen = {r.tobytes() for r in np.packbits(X, axis=1)}
+        budget -= Y.size
         if len(Y):
             G = mop.evaluate(Y.astype(float), return_values_of=["F"])
             X, F = _nondominated(np.vstack([X, Y]), np.vstack([F, G]))
