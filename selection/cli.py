@@ -105,6 +105,9 @@ def solve(
     eps: float | None = typer.Option(None, "--eps", help="Largest gap, percentage points."),
     delta: float | None = typer.Option(None, "--delta", help="Allowed U loss below U*, points."),
     weights: str | None = typer.Option(None, "--weights", help="w_U,w_R,w_F,w_cos,w_B."),
+    composite: str | None = typer.Option(
+        None, "--composite", help="weighted: α,β,γ of S_i = α·log(1+F)+β·cos_g+γ·R instead."
+    ),
     pick: str = typer.Option("knee", "--pick", help="NSGA-II: knee, max-utility or min-gap."),
     backend: str = _BACKEND,
     round_: int | None = _ROUND,
@@ -122,6 +125,8 @@ def solve(
         eps=(eps, ("eps", "exhaustive")),
         delta=(delta, ("maxmin", "exhaustive")),
         weights=(weights, ("weighted",)),
+        composite=(composite, ("weighted",)),
+        pick=(None if pick == "knee" else pick, ("nsga2",)),
         backend=(None if backend == "auto" else backend, milp),
         time_limit=(time_limit, milp),
     )
@@ -129,7 +134,9 @@ def solve(
         kw = {"backend": backend, "time_limit": time_limit, "seed": seed}
         kw.update({"eps": eps} if method == "eps" else {"delta": 0.0 if delta is None else delta})
     elif method == "weighted":
-        kw = {"weights": weights if weights is not None else "1"}
+        kw = {"weights": weights} if composite is None else {"composite": composite}
+        if weights is not None and composite is not None:
+            raise SelectionError("give --weights or --composite, not both")
     elif method == "nsga2":
         kw = {"seed": seed, "pick": pick}
     else:
@@ -165,9 +172,18 @@ def sweep(
     method: str = typer.Option(..., "--method", help=f"One of {', '.join(SWEEP_METHODS)}."),
     out: Path = typer.Option(..., "--out", help="Output folder for front.csv and front.html."),
     eps: str | None = typer.Option(None, "--eps", help="ε grid, e.g. 0,2,5,10 (points)."),
-    complete: bool = typer.Option(False, "--complete", help="ε: the whole front (default)."),
-    delta: str | None = typer.Option(None, "--delta", help="δ grid, e.g. 0,1,2,5 (points)."),
-    weights: str | None = typer.Option(None, "--weights", help="Weight vectors, e.g. '1,0;0,1'."),
+    complete: bool = typer.Option(
+        False, "--complete", help="ε: the whole front (the default when --eps is not given)."
+    ),
+    delta: str | None = typer.Option(
+        None, "--delta", help="δ grid, e.g. 0,1,2,5 (points; default 0,0.5,1,2,3,5,8,12)."
+    ),
+    weights: str | None = typer.Option(
+        None,
+        "--weights",
+        help="Weight vectors (w_U,w_R,w_F,w_cos,w_B) separated by ';', e.g. '1,0;0.5,0.5;0,1' "
+        "(default: 11 (w_U, w_R) pairs from (1,0) to (0,1)).",
+    ),
     round_: int | None = _ROUND,
     backend: str = _BACKEND,
     jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),

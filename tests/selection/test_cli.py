@@ -98,6 +98,7 @@ def test_bad_table_is_one_line_exit_2_and_no_front(case, table, tmp_path, capsys
         (["--k", K, "--method", "maxmin", "--delta", "1,,2"], "--delta: ''"),
         (["--k", K, "--method", "maxmin", "--eps", "1"], "--eps does not apply to method"),
         (["--k", K, "--method", "eps", "--round", 7], "round 7 is not in the stats table"),
+        (["--k", K, "--method", "eps", "--eps", "5", "--complete"], "not both"),
         (["--k", K, "--method", "eps", "--backend", "gurobi"], "unknown backend 'gurobi'"),
     ],
 )
@@ -171,6 +172,17 @@ def test_solve_prints_json_and_a_summary(stats, capsys):
     assert err.strip().startswith("maxmin delta=2: optimal, U=")
     code, out, err = run([*argv, "--json"], capsys)
     assert json.loads(out)["selected"] == res["selected"] and err == ""
+
+
+def test_solve_weighted_composite(stats, table, capsys):
+    argv = ["solve", "--stats", stats, "--k", K, "--method", "weighted", "--json"]
+    code, out, _ = run([*argv, "--composite", "0,0,1"], capsys)
+    assert code == 0
+    last = table[table["round"] == 1]
+    top_r = last.nlargest(K, last[[c for c in last if c.startswith("U_")]].mean().idxmin())
+    assert set(json.loads(out)["selected"]) == set(top_r["client_id"])
+    code, _, err = run([*argv, "--weights", "1", "--composite", "1,1,1"], capsys)
+    assert code == 2 and "not both" in err
 
 
 def test_solve_infeasible_is_a_status_not_an_error(stats, capsys):
