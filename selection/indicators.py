@@ -9,10 +9,12 @@ methods are judged the same way:
   objective values in their natural units (accuracy %, percentage points, ...).
 * **One normalization.** :class:`Normalization` maps each objective linearly onto a
   minimization scale where 0 is the ideal and 1 the nadir value. Ideal and nadir come from the
-  payoff table, which for a Pareto front is read off the front's extremes: each objective's best
-  value over the front is its individual optimum, and its worst value over the front is what the
-  other objectives' (lexicographic) optima concede. :meth:`Normalization.from_front` therefore
-  takes them from the *reference front*, and every method is measured with that one mapping.
+  payoff table, read off the *reference front*'s extremes: with two objectives the front's two
+  end points are the lexicographic individual optima, so each objective's best value over the
+  front is its optimum (ideal) and its worst value over the front is what the other objective's
+  optimum concedes (nadir) — exactly the payoff table. With three or more objectives the front's
+  worst values are used as the nadir (at least as wide as the payoff table's). Every method of
+  a comparison is measured with that one mapping (:meth:`Normalization.from_front`).
 * **One reference point**: ``REF_POINT = 1.1`` in every normalized coordinate.
 * **Reference front**: the exact front when exhaustive enumeration is feasible, otherwise the
   non-dominated union of every method's points (:func:`reference_front`).
