@@ -86,7 +86,7 @@ class CbcBackend(LexBackend):
                 var.setInitialValue(float(val))
         cmd = pulp.PULP_CBC_CMD(
             msg=False,
-            gapRel=0.0,
+            gapRel=self.mip_gap,
             gapAbs=1e-9,
             timeLimit=None if time_limit is None else max(float(time_limit), 0.01),
             threads=self.threads,

@@ -44,10 +44,11 @@ class CpSatBackend(LexBackend):
         *,
         seed: int = 0,
         threads: int | None = None,
+        mip_gap: float = 0.0,
         scale: int = DEFAULT_SCALE,
     ) -> None:
         self.scale = int(scale)
-        super().__init__(spec, seed=seed, threads=threads)
+        super().__init__(spec, seed=seed, threads=threads, mip_gap=mip_gap)
 
     def _col_factor(self) -> np.ndarray:
         f = np.full(self.spec.n_col, float(self.scale))
@@ -115,7 +116,7 @@ class CpSatBackend(LexBackend):
         p = solver.parameters
         p.num_workers = int(self.threads or 1)
         p.random_seed = self.seed % 2147483647
-        p.relative_gap_limit = 0.0
+        p.relative_gap_limit = self.mip_gap
         p.absolute_gap_limit = 0.0
         if time_limit is not None:
             p.max_time_in_seconds = max(float(time_limit), 1e-3)

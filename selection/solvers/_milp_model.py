@@ -11,6 +11,8 @@ Lexicographic stages: stage j maximizes ``objectives[j]``; before stage j+1 a de
 lose what earlier ones won. ``tol`` is 0 for CP-SAT (integer data) and
 ``1e-6 + 1e-9·|opt_j|`` in the model's units for HiGHS/CBC (their feasibility tolerances are
 1e-7..1e-6). The result is Pareto-optimal in the stage objectives up to that tolerance.
+With ``mip_gap > 0`` (relative MIP gap, default 0) each stage stops within that gap and the
+status is ``feasible`` rather than ``optimal``.
 """
 
 from __future__ import annotations
@@ -113,10 +115,13 @@ class LexBackend(ABC):
     name = ""
     exact_tol = False  # True when stage values are integers (no tolerance needed)
 
-    def __init__(self, spec: MilpSpec, *, seed: int = 0, threads: int | None = None) -> None:
+    def __init__(
+        self, spec: MilpSpec, *, seed: int = 0, threads: int | None = None, mip_gap: float = 0.0
+    ) -> None:
         self.spec = spec
         self.seed = int(seed)
         self.threads = threads
+        self.mip_gap = float(mip_gap)
         t0 = time.perf_counter()
         self._build()
         self.build_seconds = time.perf_counter() - t0
@@ -191,6 +196,8 @@ class LexBackend(ABC):
             return LexOutcome(
                 (), Status.ERROR, f"{self.name} returned {len(sel)} clients, k={spec.k}"
             )
+        if self.mip_gap > 0:
+            return LexOutcome(sel, Status.FEASIBLE, f"optimal within relative gap {self.mip_gap:g}")
         return LexOutcome(sel, Status.OPTIMAL, "")
 
     def _limited(self, v: np.ndarray | None, msg: str) -> LexOutcome:
@@ -203,19 +210,26 @@ class LexBackend(ABC):
 
 
 def make_backend(
-    name: str, spec: MilpSpec, *, seed: int = 0, threads: int | None = None, **options
+    name: str,
+    spec: MilpSpec,
+    *,
+    seed: int = 0,
+    threads: int | None = None,
+    mip_gap: float = 0.0,
+    **options,
 ) -> LexBackend:
     """Build the persistent model of ``spec`` in backend ``name`` (highs, cbc, cpsat)."""
+    kw = dict(seed=seed, threads=threads, mip_gap=mip_gap)
     if name == "highs":
         from selection.solvers._milp_highs import HighsBackend
 
-        return HighsBackend(spec, seed=seed, threads=threads)
+        return HighsBackend(spec, **kw)
     if name == "cbc":
         from selection.solvers._milp_cbc import CbcBackend
 
-        return CbcBackend(spec, seed=seed, threads=threads)
+        return CbcBackend(spec, **kw)
     if name == "cpsat":
         from selection.solvers._milp_cpsat import CpSatBackend
 
-        return CpSatBackend(spec, seed=seed, threads=threads, **options)
+        return CpSatBackend(spec, **kw, **options)
     raise ValueError(f"unknown MILP backend {name!r}; choose one of {', '.join(MILP_BACKENDS)}")

@@ -22,6 +22,7 @@ from selection.solvers._milp_params import (
     DEFAULT_ENUM_LIMIT,
     check_backend,
     check_int,
+    check_nonneg,
     check_time_limit,
     model_data,
 )
@@ -42,6 +43,8 @@ class ExactSolver(Solver):
         threads: CBC threads / CP-SAT workers (default 1, deterministic).
         scale: CP-SAT integer scaling of the utilities (default 1000: 0.001 % resolution).
         enum_limit: largest C(N, K) that ``auto`` enumerates.
+        mip_gap: relative MIP gap per stage (default 0: proven optimal). Above 0 the status
+            is ``feasible`` (optimal within the gap), useful on large N.
     """
 
     def __init__(
@@ -53,7 +56,11 @@ class ExactSolver(Solver):
         threads: int | None = None,
         scale: int = DEFAULT_SCALE,
         enum_limit: int = DEFAULT_ENUM_LIMIT,
+        mip_gap: float = 0.0,
     ) -> None:
+        self.mip_gap = check_nonneg("mip_gap", mip_gap, allow_none=False)
+        if self.mip_gap >= 1:
+            raise ValueError(f"mip_gap={mip_gap!r} must be a relative gap in [0, 1)")
         self.backend = check_backend(backend)
         self.time_limit = check_time_limit(time_limit)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -80,7 +87,7 @@ class ExactSolver(Solver):
             spec = self._spec(model_data(problem, route, self.scale), problem)
             options = {"scale": self.scale} if route == "cpsat" else {}
             models[route] = make_backend(
-                route, spec, seed=self.seed, threads=self.threads, **options
+                route, spec, seed=self.seed, threads=self.threads, mip_gap=self.mip_gap, **options
             )
         return models[route]
 

@@ -42,7 +42,7 @@ class EpsSolver(ExactSolver):
         eps: largest admissible gap, percentage points, >= 0; None or inf: unconstrained.
         f_min: require Σ_{i∈S} F_z,i >= f_min (sum of Fisher z-scores), optional.
         b_max: require Σ_{i∈S} B_i <= b_max (nats), optional.
-        backend, time_limit, seed, threads, scale, enum_limit: see
+        backend, time_limit, seed, threads, scale, enum_limit, mip_gap: see
             :class:`selection.solvers._milp_solver.ExactSolver`.
     """
 
@@ -60,6 +60,7 @@ class EpsSolver(ExactSolver):
         threads: int | None = None,
         scale: int = DEFAULT_SCALE,
         enum_limit: int = DEFAULT_ENUM_LIMIT,
+        mip_gap: float = 0.0,
     ) -> None:
         super().__init__(
             backend=backend,
@@ -68,6 +69,7 @@ class EpsSolver(ExactSolver):
             threads=threads,
             scale=scale,
             enum_limit=enum_limit,
+            mip_gap=mip_gap,
         )
         self._set_param(eps)
         self.f_min = check_finite("f_min", f_min)

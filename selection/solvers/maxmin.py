@@ -36,7 +36,7 @@ class MaxminSolver(ExactSolver):
 
     Args:
         delta: allowed loss of average utility below U*, percentage points, >= 0 (default 0).
-        backend, time_limit, seed, threads, scale, enum_limit: see
+        backend, time_limit, seed, threads, scale, enum_limit, mip_gap: see
             :class:`selection.solvers._milp_solver.ExactSolver`.
     """
 
@@ -52,6 +52,7 @@ class MaxminSolver(ExactSolver):
         threads: int | None = None,
         scale: int = DEFAULT_SCALE,
         enum_limit: int = DEFAULT_ENUM_LIMIT,
+        mip_gap: float = 0.0,
     ) -> None:
         super().__init__(
             backend=backend,
@@ -60,6 +61,7 @@ class MaxminSolver(ExactSolver):
             threads=threads,
             scale=scale,
             enum_limit=enum_limit,
+            mip_gap=mip_gap,
         )
         self._set_param(delta)
 
