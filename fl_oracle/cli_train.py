@@ -21,16 +21,11 @@ def make_config(seed: int, **overrides: Any):
     return OracleConfig(seed=int(seed), **{k: v for k, v in overrides.items() if v is not None})
 
 
-def load_shared_data(config) -> dict | None:
-    """Load the federation's domain data once so several oracles (seeds, runs) share it.
+def load_shared_data(config) -> dict:
+    """Load the federation's domain data once so that several oracles (seeds, runs) share it."""
+    from fl_oracle.oracle import load_federation_data
 
-    Returns ``None`` (each oracle loads its own) when the oracle offers no shared loader.
-    """
-    try:
-        from fl_oracle.oracle import load_data
-    except ImportError:
-        return None
-    return load_data(config)
+    return load_federation_data(config, progress=True)
 
 
 def make_oracle(config, data: dict | None = None):

@@ -10,7 +10,8 @@ updates (w_{t+1}) and the round is logged:
   ``acc_avg`` (mean over domains), ``acc_worst`` (their minimum), ``acc_gap`` (max - min),
   ``pred_utility``/``pred_gap``/``pred_worst`` (the linear model of :mod:`selection.objectives`
   on the round's statistics), ``solve_seconds``, ``fallback`` (empty unless the selector failed
-  and a fallback point was committed), ``round_seconds``.
+  and a fallback point was committed), ``round_seconds``, and the oracle's ``global_loss``,
+  ``B_dissimilarity`` and ``mu`` of the new model when it reports them.
 * ``stats``: every round's statistics table (the round-stats contract) plus ``measured_round``
   (the round at which that row was measured: older than ``round`` for stale rows) and
   ``chosen`` (whether the selector picked the client that round).
@@ -52,6 +53,8 @@ __all__ = [
 ]
 
 STATS_MODES = ("fresh", "stale")
+# Global statistics of the new model copied from ``oracle.step`` into the history when present.
+GLOBAL_KEYS = ("global_loss", "B_dissimilarity", "mu")
 Selector = Callable[[pd.DataFrame, int], list[str]]
 
 
@@ -258,9 +261,9 @@ def run_training(
         problem = SelectionProblem.from_stats(table, k)
         ids, solve_seconds, fallback = _select(selector, table, k)
         unknown = sorted(set(ids) - set(problem.ids))
-        if unknown or len(set(ids)) != k:
+        if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, problem.n):
             raise SelectionError(
-                f"selector {name} returned {len(set(ids))} distinct ids (unknown: "
+                f"selector {name} returned {len(ids)} ids, {len(set(ids))} distinct (unknown: "
                 f"{', '.join(unknown) or 'none'}) for k={k} in round {t}"
             )
         weights = qffl_weights(table, ids, float(q)) if q is not None else None
@@ -281,6 +284,7 @@ def run_training(
             "solve_seconds": float(solve_seconds),
             "fallback": fallback,
             "round_seconds": time.perf_counter() - t0,
+            **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
         }
         table = table.assign(chosen=table["client_id"].isin(ids))
         history.append(row)

@@ -47,6 +47,7 @@ def test_history_columns_and_domain_metrics():
         "solve_seconds",
         "fallback",
         "round_seconds",
+        "global_loss",
     ]
     assert list(h.columns) == expected
     assert list(h["round"]) == [0, 1] and o.round == 2
@@ -157,3 +158,141 @@ def test_bad_arguments_raise():
         run_training(fake.FakeOracle(), lambda df, k: ["nobody"], rounds=1, k=1, name="x")
     with pytest.raises(ValueError, match="acc_syn"):
         domain_metrics({"acc_mnist": 1.0}, ["mnist", "syn"])
+
+
+# ---------------------------------------------------------------- the real oracle, tiny federation
+def _tiny_data(seed: int = 0) -> dict:
+    """Learnable random 32x32 images: one pattern per (domain, class) plus noise."""
+    import torch
+
+    from fl_oracle.data.base import DomainData
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for j, d in enumerate(DOMAINS):
+        proto = rng.normal(0, 1, (10, 3, 32, 32)).astype(np.float32)
+        out[d] = {}
+        for split, n in (("train", 80), ("test", 24)):
+            y = rng.integers(0, 10, n)
+            x = proto[y] * (0.5 + 0.2 * j) + rng.normal(0, 1, (n, 3, 32, 32))
+            out[d][split] = DomainData(
+                d, split, torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y), "generated"
+            )
+    return out
+
+
+def _tiny_config(seed: int = 0, **changes):
+    from fl_oracle.config import OracleConfig
+
+    base = dict(
+        clients_per_domain=2,
+        samples_per_client={"mnist": 16, "usps": 6, "svhn": 16, "syn": 8},
+        val_per_domain=20,
+        model="cnn-small",
+        batch_size=8,
+        fisher_samples=6,
+        device="cpu",
+    )
+    base.update({k: v for k, v in changes.items() if v is not None})
+    return OracleConfig(seed=int(seed), **base)
+
+
+@pytest.fixture(scope="module")
+def tiny_cli(tmp_path_factory):
+    """Run ``fedsel train`` in-process with the tiny federation injected."""
+    pytest.importorskip("fl_oracle.oracle")
+    import fl_oracle.cli_train as cli_train
+    from fl_oracle.cli import main
+    from fl_oracle.oracle import Oracle
+
+    data = _tiny_data()
+    mp = pytest.MonkeyPatch()
+    keep = ("mu", "gamma", "k")
+    mp.setattr(
+        cli_train,
+        "make_config",
+        lambda seed, **kw: _tiny_config(seed, **{a: kw.get(a) for a in keep}),
+    )
+    mp.setattr(cli_train, "make_oracle", lambda config, data_=None: Oracle(config, data=data))
+
+    def run(*args: str) -> Path:
+        out = tmp_path_factory.mktemp("train")
+        try:
+            main(["train", *args, "--out", str(out)])
+        except SystemExit as exc:
+            assert exc.code in (0, None), f"fedsel train {' '.join(args)} exited {exc.code}"
+        return out
+
+    yield run
+    mp.undo()
+
+
+# One spec per selector family in the default run; the other forms under the slow marker.
+FAMILIES = [
+    "proportional",  # samplers
+    "maxmin:2",  # exact MILP routes (eps: see the fallback test)
+    "nsga2:knee",  # evolutionary
+    "qffl:1",  # aggregation reweighting
+    pytest.param("power-of-choice:4", marks=pytest.mark.slow),
+    pytest.param("weighted:1,0,0,0,0", marks=pytest.mark.slow),
+    pytest.param("all", marks=pytest.mark.slow),
+    pytest.param("fisher-topk", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("spec", FAMILIES)
+def test_fedsel_train_two_rounds_per_selector_family(tiny_cli, spec):
+    out = tiny_cli("--selector", spec, "--k", "3", "--rounds", "2", "--seed", "1")
+    h = pd.read_csv(out / "history.csv", keep_default_na=False)
+    st = pd.read_parquet(out / "stats.parquet")
+    assert len(h) == 2 and list(h["round"]) == [0, 1] and (h["selector"] == spec).all()
+    acc = h[[f"acc_{d}" for d in DOMAINS]].to_numpy()
+    np.testing.assert_allclose(h["acc_worst"], acc.min(axis=1))
+    np.testing.assert_allclose(h["acc_avg"], acc.mean(axis=1))
+    assert ((acc >= 0) & (acc <= 100)).all()
+    n_sel = 8 if spec == "all" else 3
+    assert all(len(s.split(";")) == n_sel for s in h["selected"])
+    validate_stats(st)
+    assert len(st) == 2 * 8 and st.groupby("round")["chosen"].sum().tolist() == [n_sel, n_sel]
+    for t in (0, 1):  # the history's selection is the one marked in that round's stats
+        chosen = set(st[(st["round"] == t) & st["chosen"]]["client_id"])
+        assert chosen == set(h["selected"].iloc[t].split(";"))
+    assert (out / "config.toml").is_file()
+
+
+def test_fedsel_train_infeasible_eps_falls_back_in_the_log(tiny_cli):
+    out = tiny_cli("--selector", "eps:0", "--k", "3", "--rounds", "2")
+    h = pd.read_csv(out / "history.csv", keep_default_na=False)
+    assert h["fallback"].str.contains("fell back to the smallest-gap point").all()
+    assert (h["pred_gap"] > 0).all()
+
+
+def test_fedsel_train_stale_remeasures_only_selected(tiny_cli):
+    out = tiny_cli("--selector", "random", "--k", "3", "--rounds", "3", "--stats", "stale")
+    h = pd.read_csv(out / "history.csv", keep_default_na=False)
+    st = pd.read_parquet(out / "stats.parquet")
+    for t in (1, 2):
+        now = st[st["round"] == t].set_index("client_id")
+        fresh = set(now.index[now["measured_round"] == t])
+        assert fresh == set(h["selected"].iloc[t - 1].split(";"))
+        before = st[st["round"] == t - 1].set_index("client_id")
+        others = sorted(set(now.index) - fresh)
+        pd.testing.assert_frame_equal(
+            now.loc[others, ["U", "F", "loss"]], before.loc[others, ["U", "F", "loss"]]
+        )
+
+
+def test_fedsel_train_bad_input_is_one_line(tiny_cli, tmp_path, capsys):
+    from fl_oracle.cli import main
+
+    for args, needle in (
+        (["--selector", "eps:x", "--k", "3"], "bad selector spec 'eps:x'"),
+        (["--selector", "random", "--k", "3", "--stats", "old"], "old"),
+        (["--selector", "random", "--k", "99"], "k=99"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(["train", *args, "--out", str(tmp_path / "x")])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x" / "history.csv").exists()
