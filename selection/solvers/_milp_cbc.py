@@ -14,6 +14,7 @@ Only ``PULP_CBC_CMD`` is used: PuLP's HiGHS interfaces would load a second HiGHS
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -35,9 +36,9 @@ class CbcBackend(LexBackend):
         spec = self.spec
         self._pulp = pulp
         prob = pulp.LpProblem("fedsel", pulp.LpMaximize)
-        xs = [pulp.LpVariable(f"x{i}", cat=pulp.LpBinary) for i in range(spec.n_x)]
+        xs = [prob.add_variable(f"x{i}", 0, 1, cat=pulp.LpBinary) for i in range(spec.n_x)]
         aux = [
-            pulp.LpVariable(
+            prob.add_variable(
                 f"a{j}",
                 lowBound=None if math.isinf(lo) else float(lo),
                 upBound=None if math.isinf(up) else float(up),
@@ -84,15 +85,17 @@ class CbcBackend(LexBackend):
         if hint is not None:
             for var, val in zip(self._vars, hint, strict=True):
                 var.setInitialValue(float(val))
-        cmd = pulp.PULP_CBC_CMD(
-            msg=False,
-            gapRel=self.mip_gap,
-            gapAbs=1e-9,
-            timeLimit=None if time_limit is None else max(float(time_limit), 0.01),
-            threads=self.threads,
-            warmStart=hint is not None,
-            options=["integerTolerance 1e-9", "primalTolerance 1e-9"],
-        )
+        with warnings.catch_warnings():  # PuLP 3.3 flags PULP_CBC_CMD for its 4.0 API
+            warnings.simplefilter("ignore", DeprecationWarning)
+            cmd = pulp.PULP_CBC_CMD(
+                msg=False,
+                gapRel=self.mip_gap,
+                gapAbs=1e-9,
+                timeLimit=None if time_limit is None else max(float(time_limit), 0.01),
+                threads=self.threads,
+                warmStart=hint is not None,
+                options=["integerTolerance 1e-9", "primalTolerance 1e-9"],
+            )
         try:
             prob.solve(cmd)
         except pulp.PulpSolverError as exc:

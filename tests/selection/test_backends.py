@@ -1,0 +1,162 @@
+"""MILP backends: agreement, the persistent model, status mapping, time limits, stdout."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from selection.solvers._milp_model import LexBackend, MilpSpec
+from selection.solvers._milp_params import eps_spec, model_data
+from selection.solvers.base import Status
+from selection.solvers.eps import EpsSolver
+from selection.solvers.maxmin import MaxminSolver
+
+BACKENDS = ("highs", "cbc", "cpsat", "enum")
+
+
+@pytest.mark.parametrize("kind", ["synthetic", "random"])
+def test_backends_agree_on_objectives(make_problem, kind):
+    p = make_problem(16, 4, seed=21, kind=kind, decimals=3)
+    for e in (None, 20.0, 10.0, 5.0, 2.0):
+        rows = [EpsSolver(eps=e, backend=b).solve(p) for b in BACKENDS]
+        assert len({r.status for r in rows}) == 1, [r.status for r in rows]
+        for r in rows[1:]:
+            for key in ("utility", "gap", "worst"):
+                assert r.objectives.get(key) == pytest.approx(rows[0].objectives.get(key), abs=1e-6)
+    for d in (0.0, 1.0, 4.0):
+        rows = [MaxminSolver(delta=d, backend=b).solve(p) for b in BACKENDS]
+        for r in rows[1:]:
+            for key in ("utility", "gap", "worst"):
+                assert r.objectives[key] == pytest.approx(rows[0].objectives[key], abs=1e-6)
+
+
+def test_highs_model_builds_fast_at_n5000(make_problem):
+    p = make_problem(5000, 500, seed=0)
+    m = EpsSolver(backend="highs").model(p)
+    assert m.build_seconds < 1.0  # milliseconds when the machine is idle
+    assert m._h.getNumCol() == 5002 and m._h.getNumRow() == 1 + 2 * 4 + 1 + 1
+    assert 45_000 <= m._h.getNumNz() <= 5000 + 2 * 4 * 5001 + 2 + 5000  # zeros are not stored
+
+
+def test_eps_row_bounds_change_in_place(make_problem):
+    p = make_problem(12, 3, seed=2)
+    s = EpsSolver(backend="highs")
+    m = s.model(p)
+    s.with_param(7.5).solve(p)
+    lp = m._h.getLp()
+    row = m.spec.row_index["gap"]
+    assert lp.row_upper_[row] == pytest.approx(3 * 7.5)
+    assert lp.row_lower_[m.spec.row_index["obj0"]] < -1e20  # stage row freed again
+
+
+def test_highs_banner_stays_off_stdout():
+    code = (
+        "from selection.solvers._milp_highs import new_highs\n"
+        "h = new_highs(); h.run(); new_highs()\n"
+        "print('clean')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "clean\n"
+
+
+class _Scripted(LexBackend):
+    """A backend whose stage outcomes are scripted, to test the lexicographic loop."""
+
+    name = "scripted"
+
+    def __init__(self, spec, outcomes):
+        self.outcomes = list(outcomes)
+        self.bounds = {}
+        super().__init__(spec)
+
+    def _build(self):
+        pass
+
+    def _set_row_bounds(self, row, lo, up):
+        self.bounds[row] = (lo, up)
+
+    def _optimize(self, c, time_limit, hint):
+        return self.outcomes.pop(0)
+
+
+@pytest.fixture
+def spec(make_problem):
+    p = make_problem(6, 2, seed=1)
+    return eps_spec(model_data(p, "highs", 1000), 2, None, None)
+
+
+def _vec(spec: MilpSpec, sel):
+    v = np.zeros(spec.n_col)
+    v[list(sel)] = 1.0
+    return v
+
+
+def test_lex_loop_limit_in_stage_two_keeps_stage_one(spec):
+    b = _Scripted(spec, [("optimal", _vec(spec, (1, 4)), 100.0), ("limit", None, np.nan)])
+    out = b.solve(time_limit=5.0)
+    assert out.status == Status.TIME_LIMIT and out.selected == (1, 4)
+    assert "incumbent" in out.message
+    assert b.bounds[spec.row_index["obj0"]][0] == -np.inf  # freed after the solve
+
+
+def test_lex_loop_statuses(spec):
+    assert _Scripted(spec, [("infeasible", None, np.nan)]).solve().status == Status.INFEASIBLE
+    out = _Scripted(spec, [("limit", None, np.nan)]).solve(1.0)
+    assert out.status == Status.TIME_LIMIT and out.selected == ()
+    out = _Scripted(spec, [("error:boom", None, np.nan)]).solve()
+    assert out.status == Status.ERROR and out.message == "boom"
+    two = [("optimal", _vec(spec, (0, 2)), 1.0), ("optimal", _vec(spec, (0, 3)), -1.0)]
+    out = _Scripted(spec, two).solve()
+    assert out.status == Status.OPTIMAL and out.selected == (0, 3)
+    bad = [("optimal", _vec(spec, (0,)), 1.0), ("optimal", _vec(spec, (0,)), 1.0)]
+    assert _Scripted(spec, bad).solve().status == Status.ERROR
+
+
+def test_lex_loop_fixes_stage_one_at_the_exact_value(spec):
+    b = _Scripted(
+        spec, [("optimal", _vec(spec, (1, 4)), 123.0), ("optimal", _vec(spec, (1, 4)), 0)]
+    )
+    seen = []
+    orig = b._set_row_bounds
+
+    def record(row, lo, up):
+        seen.append((row, lo, up))
+        orig(row, lo, up)
+
+    b._set_row_bounds = record
+    b.solve()
+    U = spec.objectives[0][: spec.n_x]
+    row, lo, _ = seen[0]
+    assert row == spec.row_index["obj0"]
+    exact = U[1] + U[4]
+    assert lo == pytest.approx(exact - 1e-6 - 1e-9 * exact, abs=1e-12)  # not the reported 123
+
+
+def test_cbc_reports_time_limit_when_pulp_says_optimal(make_problem, monkeypatch):
+    import pulp
+
+    p = make_problem(8, 2, seed=3)
+    s = EpsSolver(backend="cbc", time_limit=5.0)
+    m = s.model(p)
+
+    def fake_solve(cmd):
+        for i, v in enumerate(m._vars):
+            v.varValue = 1.0 if i in (0, 5) else 0.0
+        m._prob.status = pulp.LpStatusOptimal  # what PuLP reports on a limit with a solution
+        m._prob.sol_status = pulp.LpSolutionIntegerFeasible
+        return 1
+
+    monkeypatch.setattr(m._prob, "solve", fake_solve)
+    r = s.solve(p)
+    assert r.status == "time_limit" and r.selected == (0, 5)
+
+
+def test_real_time_limit_returns_a_valid_status(make_problem):
+    p = make_problem(400, 40, seed=1)
+    r = EpsSolver(eps=2.0, backend="highs", time_limit=0.05).solve(p)
+    assert r.status in ("time_limit", "optimal", "infeasible")
+    assert len(r.selected) in (0, 40)
+    assert r.seconds < 5.0
