@@ -280,3 +280,5 @@ def compare(
     for row in c.table.itertuples(index=False):
         table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in row))
     Console(width=max(Console().width, 110)).print(table)
+    for note in c.notes:
+        print(note, file=sys.stderr)

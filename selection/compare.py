@@ -128,12 +128,14 @@ class Comparison:
         fronts: every row every method produced (front-table columns).
         reference: the reference front, columns ``utility``, ``gap``.
         exact: whether the reference is the exact front.
+        notes: why a requested method has no row (e.g. enumeration refused as too large).
     """
 
     table: pd.DataFrame
     fronts: pd.DataFrame
     reference: pd.DataFrame
     exact: bool
+    notes: tuple[str, ...] = ()
 
 
 def _points(df: pd.DataFrame) -> np.ndarray:
@@ -165,6 +167,7 @@ def compare_methods(
     if bad or not methods:
         raise ValueError(f"unknown method(s) {bad}; choose from {', '.join(METHODS)}")
     frames: dict[str, pd.DataFrame] = {}
+    notes: list[str] = []
     seconds: dict[str, float] = {}
     kw = dict(
         eps=eps,
@@ -181,9 +184,10 @@ def compare_methods(
             t0 = time.perf_counter()
             try:
                 frames[m] = run_method(problem, m, progress=False, **kw)
-            except TooLargeError:
+            except TooLargeError as exc:
                 if m != "exhaustive":
                     raise
+                notes.append(f"exhaustive skipped: {exc}")
             seconds[m] = time.perf_counter() - t0
             advance(m)
     exact = "exhaustive" in frames
@@ -208,7 +212,7 @@ def compare_methods(
     table = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
     fronts = pd.concat(list(frames.values()), ignore_index=True)
     reference = pd.DataFrame(ref, columns=list(_OBJ)).sort_values("gap", ignore_index=True)
-    return Comparison(table, fronts, reference, exact)
+    return Comparison(table, fronts, reference, exact, tuple(notes))
 
 
 class _bar:

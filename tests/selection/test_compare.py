@@ -29,7 +29,7 @@ def test_one_row_per_method_with_values_in_range(comparison):
     assert (t["front_points"] <= t["points"]).all()
     assert ((t["hv_ratio"] > 0) & (t["hv_ratio"] <= 1 + 1e-9)).all()
     assert (t["igd"] >= 0).all() and (t["seconds"] > 0).all()
-    assert (t["reference"] == "exact").all() and comparison.exact
+    assert (t["reference"] == "exact").all() and comparison.exact and comparison.notes == ()
 
 
 def test_exact_routes_reach_the_whole_exact_front(problem, comparison):
@@ -62,6 +62,7 @@ def test_without_enumeration_the_reference_is_the_union(problem):
     assert not c.exact
     assert c.table["method"].tolist() == ["weighted", "eps"]  # exhaustive refused: no row
     assert (c.table["reference"] == "union").all()
+    assert len(c.notes) == 1 and c.notes[0].startswith("exhaustive skipped: ")
     # the complete eps sweep is the exact front, so it spans the whole union
     assert c.table.set_index("method").loc["eps", "hv_ratio"] == pytest.approx(1.0)
 
