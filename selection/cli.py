@@ -70,6 +70,21 @@ def parse_weight_grid(text: str | None) -> list[tuple[float, ...]] | None:
         raise SelectionError(f"--weights: {exc}") from None
 
 
+def parse_objectives(text: str | None) -> tuple[str, ...]:
+    """``"utility,worst"`` -> ("utility", "worst"); at least two distinct known objectives."""
+    from selection.indicators import OBJECTIVE_SENSE
+
+    if text is None:
+        return ("utility", "gap")
+    objs = tuple(t.strip() for t in str(text).split(","))
+    bad = [o for o in objs if o not in OBJECTIVE_SENSE]
+    if bad or len(objs) < 2 or len(set(objs)) != len(objs):
+        raise SelectionError(
+            f"--objectives {text!r}: need two or more distinct of {', '.join(OBJECTIVE_SENSE)}"
+        )
+    return objs
+
+
 def _problem(stats: Path, k: int, round_: int | None):
     from selection.problem import SelectionProblem
 
@@ -184,6 +199,12 @@ def sweep(
         help="Weight vectors (w_U,w_R,w_F,w_cos,w_B) separated by ';', e.g. '1,0;0.5,0.5;0,1' "
         "(default: 11 (w_U, w_R) pairs from (1,0) to (0,1)).",
     ),
+    objectives: str | None = typer.Option(
+        None,
+        "--objectives",
+        help="nsga2/exhaustive: objectives, first plotted vertically, e.g. utility,worst "
+        "(default utility,gap; also mean_minus_worst, var_d, sum_B, sum_Fz, sum_cos).",
+    ),
     round_: int | None = _ROUND,
     backend: str = _BACKEND,
     jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
@@ -202,12 +223,14 @@ def sweep(
         complete=(complete, ("eps",)),
         delta=(delta, ("maxmin",)),
         weights=(weights, ("weighted",)),
+        objectives=(objectives, ("nsga2", "exhaustive")),
     )
     if eps is not None and complete:
         raise SelectionError("give --eps or --complete, not both")
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
     w_grid = parse_weight_grid(weights)
+    objs = parse_objectives(objectives)
     problem = _problem(stats, k, round_)
     front = run_method(
         problem,
@@ -220,9 +243,10 @@ def sweep(
         time_limit=time_limit,
         seed=seed,
         progress=True,
+        objectives=objs,
     )
     title = f"fedsel sweep: {method} on {stats.name}, round {problem.round}, K={problem.k}"
-    page = render_front_html(front, title)
+    page = render_front_html(front, title, x=objs[1], y=objs[0])
     write_table_atomic(front, Path(out) / "front.csv")
     write_text_atomic(page, Path(out) / "front.html")
     n_ok = int(front["status"].isin(["optimal", "feasible", "time_limit"]).sum())

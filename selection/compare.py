@@ -74,6 +74,7 @@ def run_method(
     seed: int = 0,
     max_count: int = DEFAULT_MAX_COUNT,
     progress: bool = False,
+    objectives: Sequence[str] = _OBJ,
 ) -> pd.DataFrame:
     """One method's front table (:func:`selection.pareto.results_to_frame` rows).
 
@@ -87,6 +88,8 @@ def run_method(
         seed: NSGA-II and MILP seed.
         max_count: enumeration limit of ``exhaustive`` (TooLargeError above it).
         progress: rich progress bars in the sweeps.
+        objectives: the objectives of ``nsga2`` and ``exhaustive`` (default utility, gap); the
+            other methods have theirs fixed by their formulation.
     """
     if method == "weighted":
         grid = default_weight_grid() if weights is None else list(weights)
@@ -109,9 +112,10 @@ def run_method(
             progress=progress,
         )
     if method == "nsga2":
-        return results_to_frame(problem, make_solver("nsga2", seed=seed).front(problem))
+        solver = make_solver("nsga2", seed=seed, objectives=tuple(objectives))
+        return results_to_frame(problem, solver.front(problem))
     if method == "exhaustive":
-        return exact_front(problem, _OBJ, max_count=max_count)
+        return exact_front(problem, tuple(objectives), max_count=max_count)
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 

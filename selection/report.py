@@ -26,41 +26,58 @@ __all__ = [
 
 PLOT_COLUMNS = ("method", "param", "utility", "gap", "worst", "selected", "hover")
 _OK = ("optimal", "feasible", "time_limit")
+AXIS_LABELS = {
+    "utility": "U(S) (accuracy %, higher is better)",
+    "gap": "gap(S) = max_d U_d − min_d U_d (percentage points, lower is fairer)",
+    "worst": "worst(S) = min_d U_d (accuracy %, higher is better)",
+    "mean_minus_worst": "mean_d U_d − min_d U_d (percentage points, lower is better)",
+    "var_d": "Var_d U_d(S) (%², lower is better)",
+    "sum_B": "Σ B (nats)",
+    "sum_Fz": "Σ F_z (Fisher z-scores)",
+    "sum_cos": "Σ cos_g",
+}
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
 
 
-def _hover(row: pd.Series, dcols: list[str]) -> str:
+def _hover(row: pd.Series, dcols: list[str], extra: list[str]) -> str:
     e = html.escape
     head = f"<b>{e(str(row['method']))}</b> {e(str(row['param']))}".rstrip()
-    return "<br>".join(
-        [
-            head,
-            f"U = {row['utility']:.3f} %, gap = {row['gap']:.3f} pp, worst = {row['worst']:.3f} %",
-            ", ".join(f"{e(c)} = {row[c]:.2f}" for c in dcols),
-            "selected: " + e(str(row["selected"]).replace(";", ", ")),
-        ]
-    )
+    lines = [
+        head,
+        f"U = {row['utility']:.3f} %, gap = {row['gap']:.3f} pp, worst = {row['worst']:.3f} %",
+        ", ".join(f"{e(c)} = {row[c]:.2f}" for c in dcols),
+    ]
+    if extra:
+        lines.append(", ".join(f"{e(c)} = {row[c]:.4g}" for c in extra))
+    lines.append("selected: " + e(str(row["selected"]).replace(";", ", ")))
+    return "<br>".join(lines)
 
 
-def front_plot_data(front: pd.DataFrame) -> pd.DataFrame:
-    """Plottable rows of a front table: feasible points only, sorted by method then gap.
+def front_plot_data(front: pd.DataFrame, x: str = "gap", y: str = "utility") -> pd.DataFrame:
+    """Plottable rows of a front table: feasible points only, sorted by method then ``x``.
 
     Args:
         front: a front table (``method, param, utility, gap, worst, selected, status``,
             ``U_<domain>`` ...).
+        x, y: the objective columns on the horizontal and vertical axes.
 
     Returns:
-        DataFrame with :data:`PLOT_COLUMNS` plus the ``U_<domain>`` columns; ``hover`` is the
-        tooltip text (HTML) naming the selected ids and per-domain utilities.
+        DataFrame with :data:`PLOT_COLUMNS`, the ``U_<domain>`` columns and ``x``/``y`` when
+        they are other objectives; ``hover`` is the tooltip text (HTML) naming the selected ids,
+        the objectives and the per-domain utilities.
     """
+    for axis in (x, y):
+        if axis not in front.columns:
+            raise ValueError(f"front table has no column {axis!r} to plot")
     dcols = [c for c in front.columns if c.startswith("U_")]
+    extra = [c for c in dict.fromkeys((x, y)) if c not in PLOT_COLUMNS]
     ok = front[front["status"].astype(str).isin(_OK)].copy()
-    ok = ok.dropna(subset=["utility", "gap"])
+    ok = ok.dropna(subset=["utility", "gap", x, y])
     ok["param"] = ok["param"].fillna("").astype(str)
-    ok["hover"] = [_hover(r, dcols) for _, r in ok.iterrows()]
+    ok["hover"] = [_hover(r, dcols, extra) for _, r in ok.iterrows()]
     order = {m: i for i, m in enumerate(dict.fromkeys(ok["method"]))}
-    ok = ok.assign(_m=ok["method"].map(order)).sort_values(["_m", "gap", "utility"])
-    return ok[[*PLOT_COLUMNS, *dcols]].reset_index(drop=True)
+    ok = ok.assign(_m=ok["method"].map(order)).sort_values(["_m", x, y])
+    return ok[[*PLOT_COLUMNS, *dcols, *extra]].reset_index(drop=True)
 
 
 def compare_plot_data(fronts: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
@@ -79,7 +96,7 @@ def compare_plot_data(fronts: pd.DataFrame, reference: pd.DataFrame) -> pd.DataF
     return pd.concat([ref, data], ignore_index=True)[list(data.columns)]
 
 
-def _figure(data: pd.DataFrame, title: str):
+def _figure(data: pd.DataFrame, title: str, x: str = "gap", y: str = "utility"):
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -89,8 +106,8 @@ def _figure(data: pd.DataFrame, title: str):
         is_ref = m == "reference front"
         fig.add_trace(
             go.Scatter(
-                x=part["gap"],
-                y=part["utility"],
+                x=part[x],
+                y=part[y],
                 mode="lines" if is_ref else "markers",
                 name=m,
                 text=part["hover"],
@@ -108,8 +125,8 @@ def _figure(data: pd.DataFrame, title: str):
         )
     fig.update_layout(
         title=title,
-        xaxis_title="gap(S) = max_d U_d − min_d U_d (percentage points, lower is fairer)",
-        yaxis_title="U(S) (accuracy %, higher is better)",
+        xaxis_title=AXIS_LABELS.get(x, x),
+        yaxis_title=AXIS_LABELS.get(y, y),
         template="plotly_white",
         legend_title="method",
         height=620,
@@ -127,10 +144,12 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def render_front_html(front: pd.DataFrame, title: str = "fedsel front") -> str:
-    """Self-contained HTML page plotting a front table (one colour per method)."""
-    data = front_plot_data(front)
-    fig = _figure(data, title)
+def render_front_html(
+    front: pd.DataFrame, title: str = "fedsel front", x: str = "gap", y: str = "utility"
+) -> str:
+    """Self-contained HTML page plotting a front table (one colour per method), ``y`` vs ``x``."""
+    data = front_plot_data(front, x, y)
+    fig = _figure(data, title, x, y)
     n_bad = int((~front["status"].astype(str).isin(_OK)).sum())
     note = f"<p>{len(data)} feasible points" + (f", {n_bad} infeasible/failed" if n_bad else "")
     note += " (not plotted).</p>" if n_bad else ".</p>"

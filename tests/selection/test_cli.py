@@ -99,6 +99,8 @@ def test_bad_table_is_one_line_exit_2_and_no_front(case, table, tmp_path, capsys
         (["--k", K, "--method", "maxmin", "--eps", "1"], "--eps does not apply to method"),
         (["--k", K, "--method", "eps", "--round", 7], "round 7 is not in the stats table"),
         (["--k", K, "--method", "eps", "--eps", "5", "--complete"], "not both"),
+        (["--k", K, "--method", "nsga2", "--objectives", "utility,fun"], "--objectives"),
+        (["--k", K, "--method", "eps", "--objectives", "utility,worst"], "does not apply"),
         (["--k", K, "--method", "eps", "--backend", "gurobi"], "unknown backend 'gurobi'"),
     ],
 )
@@ -160,6 +162,17 @@ def test_sweep_other_methods(method, stats, tmp_path, capsys):
     front = pd.read_csv(out / "front.csv")
     assert (front["method"] == method).all() and len(front) >= 1
     assert f'"name":"{method}"' in (out / "front.html").read_text()
+
+
+def test_sweep_exhaustive_other_objectives(stats, tmp_path, capsys):
+    out = tmp_path / "uw"
+    argv = ["sweep", "--stats", stats, "--k", K, "--method", "exhaustive"]
+    code, _, err = run([*argv, "--objectives", "utility,worst", "--out", out], capsys)
+    assert code == 0, err
+    front = pd.read_csv(out / "front.csv").sort_values("utility", ascending=False)
+    assert (front["param"] == "utility,worst").all()
+    assert (front["worst"].diff().dropna() > 0).all()  # higher U costs worst-domain utility
+    assert "worst(S) = min_d U_d" in (out / "front.html").read_text()
 
 
 def test_solve_prints_json_and_a_summary(stats, capsys):

@@ -51,6 +51,15 @@ def test_hover_names_ids_and_domain_utilities(problem, front):
     assert f"U = {row['utility']:.3f} %" in row["hover"]
 
 
+def test_plot_data_on_other_axes(front):
+    data = front_plot_data(front, x="var_d", y="worst")
+    assert "var_d" in data.columns and "var_d = " in data["hover"].iloc[0]
+    eps = data[data["method"] == "eps"]
+    assert np.all(np.diff(eps["var_d"].to_numpy()) >= 0)
+    with pytest.raises(ValueError, match="no column 'nope'"):
+        front_plot_data(front, x="nope")
+
+
 def test_compare_plot_data_adds_the_reference_front(front):
     ref = pd.DataFrame({"utility": [60.0, 55.0], "gap": [9.0, 4.0]})
     data = compare_plot_data(front, ref)
