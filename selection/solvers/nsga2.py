@@ -4,14 +4,23 @@ The genome is a boolean vector of length N. Three operators keep the cardinality
 repair and no constraint handling are needed:
 
 * :class:`KSubsetSampling` — seeds the population with the top-K clients by pooled utility and
-  by each per-domain utility (the corners of the front), fills the rest with random K-subsets;
+  by each per-domain utility (the corners of the front), plants a few one-swap descents on
+  weighted sums of the objectives (both ends of the front, including the min-gap end random
+  search reaches slowly) and fills the rest with random K-subsets;
 * :class:`KSubsetCrossover` — two parents give two children that keep the clients both parents
   share and split the symmetric difference at random between them;
 * :class:`SwapMutation` — swaps one (sometimes two) selected clients for unselected ones.
 
+After the last generation, :func:`pareto_local_search` (``polish=True``, the default) explores
+the one- and two-swap neighbourhoods of the final non-dominated set and keeps every new
+non-dominated selection; both the seeding descents and this search work within fixed budgets of
+evaluated matrix entries, so large N stays fast (N=1000, K=100: a few seconds).
+
 Every operator draws from the ``random_state`` pymoo 0.6.2 hands it (a generator seeded from the
-solver's ``seed``), so the same seed gives the same front. Objectives are evaluated for the whole
-population at once through :mod:`selection.objectives`.
+solver's ``seed``) and the local search from ``np.random.default_rng(seed)``, so the same seed
+gives the same front; nothing touches ``np.random``'s global state. Objectives are evaluated
+for the whole population at once through :mod:`selection.objectives`; duplicates are removed by
+hashing the packed 0/1 rows.
 
 ``solve`` returns one front member chosen by ``pick``:
 
@@ -351,6 +360,8 @@ class NSGA2Solver(Solver):
             raise SelectionError(f"nsga2: n_gen={n_gen} / n_evals={n_evals} too small")
         if pick not in PICKS:
             raise SelectionError(f"nsga2: pick={pick!r} must be one of {', '.join(PICKS)}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise SelectionError(f"nsga2: seed={seed!r} must be an integer >= 0")
         self.pop_size = int(pop_size)
         self.n_gen = int(n_gen)
         self.n_evals = None if n_evals is None else int(n_evals)

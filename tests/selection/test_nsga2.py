@@ -148,6 +148,8 @@ def test_k_equal_n_and_k_one():
         {"objectives": ("gap", "gap")},
         {"pop_size": 2},
         {"n_gen": 0},
+        {"seed": -1},
+        {"seed": 1.5},
     ],
 )
 def test_invalid_arguments_raise(kwargs):
