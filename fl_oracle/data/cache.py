@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = ["GENERATOR_VERSION", "cache_root", "cache_path", "read_cached", "write_cached"]
 
-GENERATOR_VERSION = 1  # bump whenever a generator's output changes
+GENERATOR_VERSION = 2  # bump whenever a generator's output changes
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:

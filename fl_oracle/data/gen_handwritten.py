@@ -112,7 +112,7 @@ def _bbox(x: np.ndarray) -> np.ndarray:
 
 
 def _mnist_image(src: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    x = _warp(src, rng, rot=15.0, slant=0.35, scale=0.12, alpha=2.5)
+    x = _warp(src, rng, rot=12.0, slant=0.3, scale=0.1, alpha=1.8)
     x = _bbox(_stroke(x, rng, 0.35, 0.7, dilate_p=0.1))
     h, w = x.shape
     s = 20.0 / max(h, w)

@@ -68,7 +68,7 @@ def _text_mask(
 
 
 def _syn_image(rng: np.random.Generator, label: int) -> np.ndarray:
-    mask = _text_mask(rng, label, size_range=(26, 40), max_digits=3, spacing=(0.0, 0.15))
+    mask = _text_mask(rng, label, size_range=(40, 58), max_digits=3, spacing=(0.0, 0.15))
     mask = mask.rotate(
         rng.uniform(-12, 12), resample=Image.Resampling.BILINEAR, center=(_C / 2, _C / 2)
     )
@@ -91,12 +91,12 @@ def _background(rng: np.random.Generator) -> np.ndarray:
         w = (t - t.min()) / max(float(t.max() - t.min()), 1e-6)
     else:  # stripes (brick rows, siding, tiles)
         w = 0.5 + 0.5 * np.sign(np.sin(2 * np.pi * rng.uniform(2, 7) * t + rng.uniform(0, 6.3)))
-        w = 0.5 * w + 0.5 * rng.uniform(0.3, 0.7)
+        w = rng.uniform(0.15, 0.5) * w + rng.uniform(0.0, 0.5)
     return a * (1 - w[..., None]) + b * w[..., None]
 
 
 def _svhn_image(rng: np.random.Generator, label: int) -> np.ndarray:
-    mask = _text_mask(rng, label, size_range=(40, 58), max_digits=3, spacing=(-0.05, 0.08))
+    mask = _text_mask(rng, label, size_range=(46, 64), max_digits=3, spacing=(-0.05, 0.08))
     mask = mask.rotate(
         rng.uniform(-8, 8), resample=Image.Resampling.BILINEAR, center=(_C / 2, _C / 2)
     )
@@ -109,18 +109,18 @@ def _svhn_image(rng: np.random.Generator, label: int) -> np.ndarray:
         fg = rng.uniform(0, 255, size=3)
     canvas = Image.fromarray(np.clip(bg, 0, 255).astype(np.uint8))
     draw = ImageDraw.Draw(canvas)
-    for _ in range(int(rng.integers(1, 5))):  # clutter: lines and boxes
+    for _ in range(int(rng.integers(0, 4))):  # clutter: lines and boxes
         col = tuple(int(v) for v in rng.integers(0, 256, size=3))
         p = rng.uniform(0, _C, size=4)
         if rng.random() < 0.5:
-            draw.line(list(p), fill=col, width=int(rng.integers(1, 5)))
+            draw.line(list(p), fill=col, width=int(rng.integers(1, 4)))
         else:
             x1, x2 = sorted(p[:2])
             y1, y2 = sorted(p[2:])
             draw.rectangle([x1, y1, x2, y2], outline=col, width=int(rng.integers(1, 4)))
     img = np.asarray(canvas, np.float32)
     m = np.asarray(mask, np.float32)[..., None] / 255.0
-    if rng.random() < 0.6:  # drop shadow
+    if rng.random() < 0.5:  # drop shadow
         dx, dy = rng.integers(-4, 5, size=2)
         sh = np.asarray(mask.filter(ImageFilter.GaussianBlur(2.0)), np.float32) / 255.0
         sh = np.roll(sh, (int(dy), int(dx)), axis=(0, 1))[..., None] * rng.uniform(0.3, 0.7)
@@ -138,10 +138,10 @@ def _svhn_image(rng: np.random.Generator, label: int) -> np.ndarray:
     th = rng.uniform(0, 2 * np.pi)
     ramp = np.cos(th) * (xx - 0.5) + np.sin(th) * (yy - 0.5)
     x = x * (rng.uniform(0.65, 1.1) + rng.uniform(0.0, 0.6) * ramp)[..., None]
-    x = x + rng.normal(0, rng.uniform(2, 9), size=x.shape)
+    x = x + rng.normal(0, rng.uniform(1, 7), size=x.shape)
     buf = io.BytesIO()
     Image.fromarray(np.clip(x, 0, 255).astype(np.uint8)).save(
-        buf, format="JPEG", quality=int(rng.integers(25, 80))
+        buf, format="JPEG", quality=int(rng.integers(30, 90))
     )
     buf.seek(0)
     return np.asarray(Image.open(buf).convert("RGB"))
