@@ -6,12 +6,13 @@ Thin: parse, build the oracle and the selector, call :mod:`fl_oracle.train` /
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import typer
 
-__all__ = ["register", "make_config", "make_oracle", "load_shared_data"]
+__all__ = ["register", "make_config", "make_oracle", "demo_factory", "DEMO_ORACLE"]
 
 
 def make_config(seed: int, **overrides: Any):
@@ -19,13 +20,6 @@ def make_config(seed: int, **overrides: Any):
     from fl_oracle.config import OracleConfig
 
     return OracleConfig(seed=int(seed), **{k: v for k, v in overrides.items() if v is not None})
-
-
-def load_shared_data(config) -> dict:
-    """Load the federation's domain data once so that several oracles (seeds, runs) share it."""
-    from fl_oracle.oracle import load_federation_data
-
-    return load_federation_data(config, progress=True)
 
 
 def make_oracle(config, data: dict | None = None):
@@ -137,6 +131,13 @@ def train(
     )
 
 
+def demo_factory(overrides: dict[str, Any]):
+    """The picklable ``seed -> Oracle`` factory of the demo (tests inject tiny data here)."""
+    from fl_oracle.demo_workers import OracleFactory
+
+    return OracleFactory(overrides)
+
+
 def demo(
     out: Path = typer.Option(Path("results/demo"), "--out", help="Output folder."),
     rounds: int | None = typer.Option(None, "--rounds", min=1, help="Rounds per run."),
@@ -151,6 +152,9 @@ def demo(
     data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
     front_round: int | None = typer.Option(
         None, "--front-round", min=0, help="Round of the fronts (default rounds // 2)."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Parallel run processes (default: CPU count, at most 8)."
     ),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
 ) -> None:
@@ -167,26 +171,29 @@ def demo(
             make_selector(spec, seed=0)  # bad spec -> one-line error before any training
         kw["selectors"] = specs
     settings = DemoSettings(**{a: v for a, v in kw.items() if v is not None})
-    overrides = dict(
-        k=settings.k,
-        data_root=None if data_root is None else str(data_root),
-        data_mode=data,
-        device=device,
-        **DEMO_ORACLE,
+    overrides = {**DEMO_ORACLE, "k": settings.k, "data_mode": data, "device": device}
+    overrides["data_root"] = None if data_root is None else str(data_root)
+    overrides = {a: v for a, v in overrides.items() if v is not None}
+    make_config(0, **overrides)  # bad value -> one-line error before any process starts
+    runs = settings.seeds * len(settings.selectors)
+    n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
+    result = run_demo(
+        demo_factory(overrides), make_selector, settings, workers=n_workers, progress=True
     )
-    shared = load_shared_data(make_config(0, **overrides))
-
-    def oracle_for(seed: int):
-        return make_oracle(make_config(seed, **overrides), shared)
-
-    result = run_demo(oracle_for, make_selector, settings, progress=True)
     paths = write_outputs(result, out)
     print(result.summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print("wrote " + ", ".join(str(p) for p in paths))
 
 
-# Oracle settings of the demo's embedded default (kept small so `make demo` fits 15 min, 2 cores).
-DEMO_ORACLE: dict[str, Any] = {}
+# Oracle settings of the demo's embedded default: the Digits-4 federation (5 clients per domain,
+# 1% of each training set) with smaller evaluation sets and Fisher probes, one torch thread per
+# run process, so that `make demo` fits in 15 minutes on 2 CPU cores.
+DEMO_ORACLE: dict[str, Any] = {
+    "val_per_domain": 200,
+    "test_per_domain": 500,
+    "fisher_samples": 32,
+    "threads": 1,
+}
 
 
 def register(app: typer.Typer) -> None:

@@ -10,22 +10,21 @@ statistics are computed on the reference runs' statistics (all clients measured 
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from fl_oracle.train import OracleLike, TrainResult, domain_metrics, run_training
-from selection.problem import SelectionProblem
+from fl_oracle.demo_fronts import front_points
+from fl_oracle.demo_workers import RunTask, run_all
+from fl_oracle.train import OracleLike, TrainResult
 
 __all__ = [
     "DEFAULT_SELECTORS",
     "DemoSettings",
     "DemoResult",
     "run_demo",
-    "front_points",
     "summarize",
 ]
 
@@ -39,7 +38,6 @@ DEFAULT_SELECTORS: tuple[str, ...] = (
     "maxmin:2",
     "nsga2:knee",
 )
-_OK = ("optimal", "feasible", "time_limit")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,63 +103,6 @@ class DemoResult:
     setup: dict = field(default_factory=dict)
 
 
-def _realize(oracle: OracleLike, ids: list[str], domains: Sequence[str]) -> tuple[dict, str]:
-    """Realized accuracies of aggregating ``ids``: validation split if the oracle has one."""
-    try:
-        return oracle.evaluate(ids, split="val"), "val"
-    except (ValueError, KeyError, TypeError):
-        return oracle.evaluate(ids, split="test"), "test"
-
-
-def front_points(oracle: OracleLike, k: int, delta: Sequence[float]) -> pd.DataFrame:
-    """The ε and δ fronts at the oracle's current round, predicted next to realized.
-
-    Args:
-        oracle: positioned at the round to sweep (its state is not changed).
-        k: cardinality K.
-        delta: δ grid of the max-min sweep, percentage points.
-
-    Returns:
-        One row per feasible sweep point: the sweep's columns (``method, param, utility, gap,
-        worst, selected, status, ...``) renamed ``pred_*`` for the three objectives, plus
-        ``real_utility`` (pooled accuracy %), ``real_gap``, ``real_worst``, ``real_<domain>``,
-        ``err_utility``/``err_gap``/``err_worst`` (realized - predicted, pp), ``split``.
-    """
-    from selection.pareto import sweep_delta, sweep_eps
-
-    stats = oracle.round_stats()
-    problem = SelectionProblem.from_stats(stats, k)
-    parts = [sweep_eps(problem, complete=True), sweep_delta(problem, list(delta))]
-    front = pd.concat(parts, ignore_index=True)
-    front = front[front["status"].isin(_OK)].reset_index(drop=True)
-    domains = list(oracle.domains)
-    cache: dict[str, dict] = {}
-    rows = []
-    for rec in front.to_dict("records"):
-        key = str(rec["selected"])
-        if key not in cache:
-            metrics, split = _realize(oracle, [s for s in key.split(";") if s], domains)
-            real = domain_metrics(metrics, domains)
-            pooled = float(metrics.get("acc_pooled", real["acc_avg"]))
-            cache[key] = {
-                "real_utility": pooled,
-                "real_gap": real["acc_gap"],
-                "real_worst": real["acc_worst"],
-                **{f"real_{d}": real[f"acc_{d}"] for d in domains},
-                "split": split,
-            }
-        rows.append({**rec, **cache[key]})
-    out = pd.DataFrame(rows).rename(
-        columns={"utility": "pred_utility", "gap": "pred_gap", "worst": "pred_worst"}
-    )
-    if out.empty:
-        return out
-    out.insert(0, "round", int(problem.round))
-    for obj in ("utility", "gap", "worst"):
-        out[f"err_{obj}"] = out[f"real_{obj}"] - out[f"pred_{obj}"]
-    return out
-
-
 def summarize(history: pd.DataFrame) -> pd.DataFrame:
     """Per selector, the final round's metrics: mean and std over seeds.
 
@@ -205,127 +146,78 @@ def run_demo(
     make_selector: Callable[..., Callable],
     settings: DemoSettings,
     *,
+    workers: int = 1,
     progress: bool = False,
 ) -> DemoResult:
     """Run every selector on every seed's federation, then sweep the fronts.
 
     Args:
-        make_oracle: seed -> a fresh oracle at round 0 (share the loaded data across calls).
+        make_oracle: seed -> a fresh oracle at round 0 (picklable when ``workers > 1``, e.g.
+            :class:`fl_oracle.demo_workers.OracleFactory`).
         make_selector: ``selection.selectors.make_selector`` (spec, seed=...) -> selector.
         settings: what to run.
+        workers: processes running runs in parallel (1 = this process).
         progress: show a rich progress bar over all rounds.
     """
     s = settings
-    histories, stats, fronts = [], [], pd.DataFrame()
-    setup: dict = {}
+    ref = s.selectors[0]
+    tasks = [
+        RunTask(
+            spec,
+            seed,
+            s.rounds,
+            s.k,
+            s.stats_mode,
+            s.chosen_round if (spec == ref and seed == 0) else None,
+        )
+        for seed in range(s.seeds)
+        for spec in s.selectors
+    ]
+    runs: dict[tuple[str, int], TrainResult] = {}
+    snapshot, setup = None, {}
     bar = _progress_bar() if progress else nullcontext()
     with bar as prog:
-        tick = _Ticker(prog, s.seeds * len(s.selectors) * s.rounds)
-        for seed in range(s.seeds):
-            oracle = make_oracle(seed)
-            setup = setup or describe_setup(oracle, s)
-            runs, snap = _run_seed(oracle, make_selector, s, seed, tick)
-            histories += [r.history for r in runs]
-            stats.append(runs[0].stats.assign(seed=seed))
-            if seed == 0:
-                tick.describe(f"fronts at round {s.chosen_round}")
-                oracle.load_state_dict(snap)
-                fronts = front_points(oracle, s.k, s.front_delta)
-    history = pd.concat(histories, ignore_index=True)
+        task_id = prog.add_task("demo runs", total=len(tasks) * s.rounds + 1) if prog else None
+
+        def tick() -> None:
+            if prog is not None:
+                prog.advance(task_id)
+
+        cache: dict = {}
+        done = run_all(make_oracle, make_selector, tasks, workers=workers, cache=cache, tick=tick)
+        for task, (res, snap, fed) in done:
+            runs[(task.spec, task.seed)] = res
+            snapshot = snap if snap is not None else snapshot
+            setup = setup or fed
+        if prog is not None:
+            prog.update(task_id, description=f"fronts at round {s.chosen_round}")
+        oracle = cache[0][0] if 0 in cache else make_oracle(0)
+        oracle.load_state_dict(snapshot)
+        fronts = front_points(oracle, s.k, s.front_delta)
+        tick()
+    history = pd.concat([runs[(t.spec, t.seed)].history for t in tasks], ignore_index=True)
+    stats = pd.concat(
+        [runs[(ref, seed)].stats.assign(seed=seed) for seed in range(s.seeds)], ignore_index=True
+    )
+    setup = {
+        **setup,
+        "k": s.k,
+        "rounds": s.rounds,
+        "seeds": s.seeds,
+        "stats_mode": s.stats_mode,
+        "front_round": s.chosen_round,
+        "selectors": list(s.selectors),
+        "workers": workers,
+    }
     return DemoResult(
         settings=s,
         domains=tuple(setup.get("domains", ())),
         history=history,
-        stats=pd.concat(stats, ignore_index=True),
+        stats=stats,
         fronts=fronts,
         summary=summarize(history),
         setup=setup,
     )
-
-
-class _Ticker:
-    """A rich progress task, or nothing."""
-
-    def __init__(self, prog, total: int) -> None:
-        self.prog = prog
-        self.task = prog.add_task("demo", total=total) if prog is not None else None
-
-    def describe(self, text: str) -> None:
-        if self.prog is not None:
-            self.prog.update(self.task, description=text)
-
-    def advance(self) -> None:
-        if self.prog is not None:
-            self.prog.advance(self.task)
-
-
-def _run_seed(
-    oracle: OracleLike,
-    make_selector: Callable[..., Callable],
-    s: DemoSettings,
-    seed: int,
-    tick: _Ticker,
-) -> tuple[list[TrainResult], dict]:
-    """Every selector on one federation from the same round-0 state.
-
-    Returns:
-        The runs (in selector order) and the reference run's oracle state at the front round.
-    """
-    init = copy.deepcopy(oracle.state_dict())
-    snap = {0: init} if s.chosen_round == 0 else {}
-    runs = []
-    for j, spec in enumerate(s.selectors):
-        oracle.load_state_dict(copy.deepcopy(init))
-        selector = make_selector(spec, seed=seed)
-        tick.describe(f"seed {seed} {spec}")
-
-        def on_round(row: dict, table: pd.DataFrame, _ref: bool = j == 0) -> None:
-            if _ref and oracle.round == s.chosen_round and oracle.round not in snap:
-                snap[oracle.round] = copy.deepcopy(oracle.state_dict())
-            tick.advance()
-
-        runs.append(
-            run_training(
-                oracle,
-                selector,
-                rounds=s.rounds,
-                k=s.k,
-                name=spec,
-                seed=seed,
-                stats_mode=s.stats_mode,
-                on_round=on_round,
-            )
-        )
-    return runs, snap[s.chosen_round]
-
-
-def describe_setup(oracle: OracleLike, settings: DemoSettings) -> dict:
-    """The federation as the report's set-up section shows it."""
-    clients = getattr(oracle, "clients", None)
-    sources = dict(getattr(oracle, "sources", {}) or {})
-    config = getattr(oracle, "config", None)
-    setup: dict = {
-        "domains": list(oracle.domains),
-        "sources": {d: sources.get(d, "unknown") for d in oracle.domains},
-        "k": settings.k,
-        "rounds": settings.rounds,
-        "seeds": settings.seeds,
-        "stats_mode": settings.stats_mode,
-        "front_round": settings.chosen_round,
-        "selectors": list(settings.selectors),
-    }
-    if clients is not None:
-        per = clients.groupby("domain", sort=False)["n_samples"].agg(["count", "sum", "mean"])
-        setup["clients"] = {
-            d: {"clients": int(r["count"]), "samples": int(r["sum"]), "mean": float(r["mean"])}
-            for d, r in per.iterrows()
-        }
-        setup["n_clients"] = int(len(clients))
-    for key in ("mu", "gamma", "model", "lr", "local_epochs", "batch_size", "aggregation"):
-        if config is not None and hasattr(config, key):
-            v = getattr(config, key)
-            setup[key] = v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
-    return setup
 
 
 def _progress_bar():

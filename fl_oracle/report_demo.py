@@ -15,10 +15,10 @@ from pathlib import Path
 import moocore
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from fl_oracle.demo import DemoResult
 from fl_oracle.report_demo_html import render_html
+from selection.analysis import correlations, scatter_data
 from selection.schema import write_table_atomic, write_text_atomic
 
 __all__ = [
@@ -115,42 +115,34 @@ def surrogate_error(fronts: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _partial(r_xy: float, r_xz: float, r_yz: float) -> float:
-    den = np.sqrt((1 - r_xz**2) * (1 - r_yz**2))
-    return float((r_xy - r_xz * r_yz) / den) if den > 0 else float("nan")
-
-
-def _rhos(df: pd.DataFrame) -> dict[str, float]:
-    F, U, B = (df[c].to_numpy(dtype=float) for c in ("F", "U", "B"))
-    r_fu = float(sps.spearmanr(F, U).statistic)
-    r_fb = float(sps.spearmanr(F, B).statistic)
-    r_ub = float(sps.spearmanr(U, B).statistic)
-    return {
-        "rho_FU": r_fu,
-        "rho_FU_given_B": _partial(r_fu, r_fb, r_ub),
-        "rho_FB": r_fb,
-        "n": len(df),
-    }
-
-
 def seed_statistics(stats: pd.DataFrame) -> dict:
-    """The seed's correlations on the reference runs' statistics (scipy Spearman).
+    """The seed's correlations on the reference runs' statistics (:mod:`selection.analysis`).
 
-    ρ(F,U|B) is the partial Spearman correlation: the partial correlation of the ranks.
+    ρ(F,U|B) is the partial Spearman correlation (the partial correlation of the ranks).
+
+    Args:
+        stats: round-stats rows of several seeds (a ``seed`` column tells them apart).
 
     Returns:
-        ``pooled`` (dict: rho_FU, rho_FU_given_B, rho_FB, n over every row), ``per_round``
-        (DataFrame: seed, round and the same three), ``scatter`` (DataFrame: client_id,
-        domain, seed, round, log_F, U, B).
+        ``pooled`` (dict: n, rho_FU, p_FU, rho_FU_given_B, rho_FB, p_FB, rho_UB over every
+        row), ``per_round`` (DataFrame: seed, round and the same columns per (seed, round)
+        table), ``scatter`` (DataFrame: seed, round, client_id, domain, log_F, U, B).
     """
-    per = [
-        {"seed": int(s), "round": int(r), **_rhos(part)}
-        for (s, r), part in stats.groupby(["seed", "round"])
-        if len(part) >= 3
-    ]
-    scatter = stats[["client_id", "domain", "seed", "round", "U", "B"]].copy()
-    scatter.insert(4, "log_F", np.log(stats["F"].to_numpy(dtype=float)))
-    return {"pooled": _rhos(stats), "per_round": pd.DataFrame(per), "scatter": scatter}
+    pooled = correlations(stats).set_index("round").loc["pooled"].to_dict()
+    per, scatter = [], []
+    for seed, part in stats.groupby("seed", sort=True):
+        c = correlations(part)
+        per.append(c[c["round"] != "pooled"].assign(seed=int(seed)))
+        scatter.append(scatter_data(part).assign(seed=int(seed)))
+    per_round = pd.concat(per, ignore_index=True) if per else pd.DataFrame()
+    if not per_round.empty:
+        per_round["round"] = per_round["round"].astype(int)
+        per_round = per_round[["seed", *[c for c in per_round.columns if c != "seed"]]]
+    return {
+        "pooled": {k: (int(v) if k == "n" else float(v)) for k, v in pooled.items()},
+        "per_round": per_round,
+        "scatter": pd.concat(scatter, ignore_index=True) if scatter else pd.DataFrame(),
+    }
 
 
 def report_data(result: DemoResult) -> dict:

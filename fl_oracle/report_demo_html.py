@@ -13,6 +13,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from selection.analysis import scatter_figure
+
 __all__ = ["render_html"]
 
 _CSS = """
@@ -177,27 +179,9 @@ def _fig_fronts(fronts: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def _fig_scatter(scatter: pd.DataFrame) -> go.Figure:
-    fig = go.Figure(
-        go.Scatter(
-            x=scatter["log_F"],
-            y=scatter["U"],
-            mode="markers",
-            marker={
-                "color": scatter["B"],
-                "colorscale": "Viridis",
-                "showscale": True,
-                "size": 6,
-                "colorbar": {"title": "B (nats)"},
-            },
-            hovertext=scatter["client_id"]
-            + " seed "
-            + scatter["seed"].astype(str)
-            + " round "
-            + scatter["round"].astype(str),
-        )
-    )
-    fig.update_layout(height=430, xaxis_title="log F (Fisher trace)", yaxis_title="U %")
+def _fig_scatter(scatter: pd.DataFrame, pooled: dict) -> go.Figure:
+    fig = scatter_figure(scatter, pooled)
+    fig.update_layout(height=450)
     return fig
 
 
@@ -301,7 +285,7 @@ def render_html(data: dict) -> str:
         f"over {len(per)} (seed, round) tables.</p>"
         if len(per)
         else "",
-        fig_html(_fig_scatter(ss["scatter"])),
+        fig_html(_fig_scatter(ss["scatter"], ss["pooled"])),
         "<h2>5. Set-up</h2>",
         _setup(setup),
         "</body></html>",

@@ -3,7 +3,8 @@
 The "model" is a vector of per-domain accuracies s (%, shape (D,)). Client i's update moves it
 by Δ_i = affinity[d_i] * quality_i * (100 - s) * 0.3 + noise(seed, round, i); statistics follow
 the round-stats contract. It records which clients every ``round_stats`` call measured.
-Load it with ``importlib`` (tests use importlib import mode).
+Load it with ``importlib`` (tests use importlib import mode). ``tiny_data`` and
+``tiny_overrides`` describe a tiny federation for the real oracle.
 """
 
 from __future__ import annotations
@@ -113,3 +114,38 @@ class FakeOracle:
     def load_state_dict(self, d: dict) -> None:
         self._s = np.array(d["s"], dtype=float)
         self.round = int(d["round"])
+
+
+# ---------------------------------------------------------------- a tiny real federation
+def tiny_data(seed: int = 0) -> dict:
+    """Learnable random 32x32 images for the real oracle: one pattern per (domain, class)."""
+    import torch
+
+    from fl_oracle.data.base import DomainData
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for j, d in enumerate(DOMAINS):
+        proto = rng.normal(0, 1, (10, 3, 32, 32)).astype(np.float32)
+        out[d] = {}
+        for split, n in (("train", 80), ("test", 24)):
+            y = rng.integers(0, 10, n)
+            x = proto[y] * (0.5 + 0.2 * j) + rng.normal(0, 1, (n, 3, 32, 32))
+            out[d][split] = DomainData(
+                d, split, torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y), "generated"
+            )
+    return out
+
+
+def tiny_overrides() -> dict:
+    """OracleConfig fields (besides seed) of the tiny federation: 2 clients per domain."""
+    return dict(
+        clients_per_domain=2,
+        samples_per_client={"mnist": 16, "usps": 6, "svhn": 16, "syn": 8},
+        val_per_domain=20,
+        model="cnn-small",
+        batch_size=8,
+        fisher_samples=6,
+        device="cpu",
+        threads=1,  # tiny tensors: thread hand-offs cost more than they save on busy cores
+    )

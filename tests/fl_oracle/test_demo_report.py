@@ -189,3 +189,61 @@ def test_summarize_counts_fallback_rounds():
     s = summarize(h).iloc[0]
     assert s["avg_mean"] == pytest.approx(3.0) and s["avg_std"] == pytest.approx(np.sqrt(2.0))
     assert s["solve_seconds_mean"] == pytest.approx(0.2) and s["fallback_rounds"] == 1
+
+
+# ---------------------------------------------------------------- fedsel demo on the real oracle
+def _demo_cli(monkeypatch, tmp_path, *args: str) -> Path:
+    pytest.importorskip("fl_oracle.oracle")
+    import fl_oracle.cli_train as cli_train
+    from fl_oracle.cli import main
+    from fl_oracle.demo_workers import OracleFactory
+
+    data = fake.tiny_data()
+    monkeypatch.setattr(
+        cli_train, "demo_factory", lambda overrides: OracleFactory(fake.tiny_overrides(), data)
+    )
+    out = tmp_path / "demo"
+    try:
+        main(["demo", "--out", str(out), *args])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    return out
+
+
+def test_fedsel_demo_tiny_writes_report_and_tables(monkeypatch, tmp_path):
+    out = _demo_cli(
+        monkeypatch,
+        tmp_path,
+        "--rounds",
+        "2",
+        "--seeds",
+        "2",
+        "--k",
+        "3",
+        "--workers",
+        "1",
+        "--selectors",
+        "proportional,eps:0,maxmin:2",
+    )
+    s = pd.read_csv(out / "summary.csv")
+    h = pd.read_csv(out / "history.csv", keep_default_na=False)
+    f = pd.read_csv(out / "fronts.csv")
+    assert list(s["selector"]) == ["proportional", "eps:0", "maxmin:2"]
+    assert (s["n_seeds"] == 2).all() and len(h) == 3 * 2 * 2
+    assert s.set_index("selector").loc["eps:0", "fallback_rounds"] == 4  # eps=0 never feasible
+    assert h[h["selector"] == "eps:0"]["fallback"].str.contains("fell back").all()
+    assert not f.empty and (f["round"] == 1).all() and (f["split"] == "val").all()
+    np.testing.assert_allclose(f["err_utility"], f["real_utility"] - f["pred_utility"])
+    text = (out / "report.html").read_text()
+    assert text.count("plotly.js v") == 1 and "Generated stand-ins" in text
+
+
+@pytest.mark.slow
+def test_fedsel_demo_workers_match_sequential(monkeypatch, tmp_path):
+    args = ("--rounds", "2", "--seeds", "2", "--k", "3", "--selectors", "random,maxmin:2")
+    one = _demo_cli(monkeypatch, tmp_path / "a", *args, "--workers", "1")
+    two = _demo_cli(monkeypatch, tmp_path / "b", *args, "--workers", "2")
+    cols = ["selector", "seed", "round", "selected", "acc_avg", "acc_worst", "pred_utility"]
+    pd.testing.assert_frame_equal(
+        pd.read_csv(one / "history.csv")[cols], pd.read_csv(two / "history.csv")[cols]
+    )

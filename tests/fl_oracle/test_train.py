@@ -161,38 +161,10 @@ def test_bad_arguments_raise():
 
 
 # ---------------------------------------------------------------- the real oracle, tiny federation
-def _tiny_data(seed: int = 0) -> dict:
-    """Learnable random 32x32 images: one pattern per (domain, class) plus noise."""
-    import torch
-
-    from fl_oracle.data.base import DomainData
-
-    rng = np.random.default_rng(seed)
-    out = {}
-    for j, d in enumerate(DOMAINS):
-        proto = rng.normal(0, 1, (10, 3, 32, 32)).astype(np.float32)
-        out[d] = {}
-        for split, n in (("train", 80), ("test", 24)):
-            y = rng.integers(0, 10, n)
-            x = proto[y] * (0.5 + 0.2 * j) + rng.normal(0, 1, (n, 3, 32, 32))
-            out[d][split] = DomainData(
-                d, split, torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y), "generated"
-            )
-    return out
-
-
 def _tiny_config(seed: int = 0, **changes):
     from fl_oracle.config import OracleConfig
 
-    base = dict(
-        clients_per_domain=2,
-        samples_per_client={"mnist": 16, "usps": 6, "svhn": 16, "syn": 8},
-        val_per_domain=20,
-        model="cnn-small",
-        batch_size=8,
-        fisher_samples=6,
-        device="cpu",
-    )
+    base = fake.tiny_overrides()
     base.update({k: v for k, v in changes.items() if v is not None})
     return OracleConfig(seed=int(seed), **base)
 
@@ -205,7 +177,7 @@ def tiny_cli(tmp_path_factory):
     from fl_oracle.cli import main
     from fl_oracle.oracle import Oracle
 
-    data = _tiny_data()
+    data = fake.tiny_data()
     mp = pytest.MonkeyPatch()
     keep = ("mu", "gamma", "k")
     mp.setattr(
