@@ -85,21 +85,41 @@ def iter_blocks(problem: SelectionProblem, chunk: int = CHUNK) -> Iterator[np.nd
         yield flat.reshape(-1, problem.k)
 
 
-def block_objectives(problem: SelectionProblem, idx: np.ndarray) -> dict[str, np.ndarray]:
-    """Every objective of :data:`SENSES` for an index block (M, K); arrays of shape (M,)."""
+def block_objectives(
+    problem: SelectionProblem, idx: np.ndarray, names: Sequence[str] | None = None
+) -> dict[str, np.ndarray]:
+    """Objectives of :data:`SENSES` (all, or ``names``) for an index block (M, K); each (M,)."""
+    names = tuple(SENSES) if names is None else tuple(names)
     k = problem.k
-    Ud = problem.Ud[idx].sum(axis=1) / k  # (M, D)
-    mx, mn = Ud.max(axis=1), Ud.min(axis=1)
-    return {
-        "utility": problem.U[idx].sum(axis=1) / k,
-        "gap": mx - mn,
-        "worst": mn,
-        "mean_minus_worst": Ud.mean(axis=1) - mn,
-        "var_d": Ud.var(axis=1),
-        "sum_B": problem.B[idx].sum(axis=1),
-        "sum_Fz": problem.F_z[idx].sum(axis=1),
-        "sum_cos": problem.cos_g[idx].sum(axis=1),
+    out: dict[str, np.ndarray] = {}
+    if {"gap", "worst", "mean_minus_worst", "var_d"} & set(names):
+        Ud = problem.Ud[idx[:, 0]].copy()
+        for j in range(1, k):  # K gathers of (M, D) beat one (M, K, D) gather
+            Ud += problem.Ud[idx[:, j]]
+        Ud /= k
+        mn = Ud.min(axis=1)
+        out.update(gap=Ud.max(axis=1) - mn, worst=mn)
+        if "mean_minus_worst" in names:
+            out["mean_minus_worst"] = Ud.mean(axis=1) - mn
+        if "var_d" in names:
+            out["var_d"] = Ud.var(axis=1)
+    sums = {
+        "utility": problem.U,
+        "sum_B": problem.B,
+        "sum_Fz": problem.F_z,
+        "sum_cos": problem.cos_g,
     }
+    for name in set(names) & set(sums):
+        out[name] = problem_sum(sums[name], idx) / (k if name == "utility" else 1)
+    return {name: out[name] for name in names}
+
+
+def problem_sum(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """sum_j v[idx[:, j]] for an index block (M, K), shape (M,)."""
+    return v[idx].sum(axis=1)
+
+
+_CORE = ("utility", "gap", "worst", "sum_Fz", "sum_B")
 
 
 def enumerate_table(problem: SelectionProblem) -> dict[str, np.ndarray]:
@@ -110,35 +130,48 @@ def enumerate_table(problem: SelectionProblem) -> dict[str, np.ndarray]:
     if problem in _cache:
         return _cache[problem]
     check_count(problem, CACHE_LIMIT)
-    parts = [dict(idx=idx, **block_objectives(problem, idx)) for idx in iter_blocks(problem)]
-    table = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    idx = np.concatenate(list(iter_blocks(problem, chunk=CACHE_LIMIT)))
+    table = {"idx": idx, **block_objectives(problem, idx, _CORE)}
     _cache[problem] = table
     return table
 
 
-def _blocks(problem: SelectionProblem, max_count: int) -> Iterator[dict[str, np.ndarray]]:
-    """The cached table as one block, or a stream of blocks for larger counts."""
+def _with(problem: SelectionProblem, block: dict, names: Sequence[str]) -> dict:
+    """The block with the objectives ``names`` added where missing (kept in the cache)."""
+    missing = [n for n in names if n not in block]
+    if missing:
+        block.update(block_objectives(problem, block["idx"], missing))
+    return block
+
+
+def _blocks(
+    problem: SelectionProblem, max_count: int, names: Sequence[str] = _CORE
+) -> Iterator[dict[str, np.ndarray]]:
+    """The cached table as one block, or a stream of blocks for larger counts, each holding
+    ``idx`` and at least the objectives ``names``."""
     count = check_count(problem, max_count)
     if count <= CACHE_LIMIT:
-        yield enumerate_table(problem)
+        yield _with(problem, enumerate_table(problem), names)
         return
     for idx in iter_blocks(problem):
-        yield dict(idx=idx, **block_objectives(problem, idx))
+        yield dict(idx=idx, **block_objectives(problem, idx, names))
 
 
 def _pick(blocks: Iterator[dict[str, np.ndarray]], mask_fn, keys) -> tuple[int, ...]:
     """Best selection under a lexicographic key (maximize each of ``keys``), first on ties."""
     best_key, best_idx = None, ()
     for b in blocks:
-        ok = np.flatnonzero(mask_fn(b))
-        if ok.size == 0:
+        cand = np.flatnonzero(mask_fn(b))
+        if cand.size == 0:
             continue
-        cols = [np.round(b[name][ok], _R) * sign for name, sign in keys]
-        order = np.lexsort([np.arange(ok.size)] + [-c for c in cols[::-1]])
-        j = order[0]
-        key = tuple(float(c[j]) for c in cols)
+        key = []
+        for name, sign in keys:  # narrow to the best value of each key in turn
+            v = np.round(b[name][cand], _R) * sign
+            key.append(float(v.max()))
+            cand = cand[v == key[-1]]
+        key = tuple(key)
         if best_key is None or key > best_key:
-            best_key, best_idx = key, tuple(int(i) for i in b["idx"][ok[j]])
+            best_key, best_idx = key, tuple(int(i) for i in b["idx"][cand[0]])
     return best_idx
 
 
@@ -221,7 +254,7 @@ def exact_front(
     sign = np.array([-1.0 if SENSES[o] else 1.0 for o in objectives])
     front_idx = np.zeros((0, problem.k), dtype=np.int32)
     front_pts = np.zeros((0, len(objectives)))
-    for b in _blocks(problem, max_count):
+    for b in _blocks(problem, max_count, objectives):
         pts = np.column_stack([b[o] for o in objectives]) * sign
         keep = _front_filter(pts)
         idx = np.vstack([front_idx, b["idx"][keep]])
