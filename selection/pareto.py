@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,7 +31,7 @@ import pandas as pd
 
 from selection.problem import SelectionProblem
 from selection.solvers._milp_params import as_float_list, check_int, check_nonneg
-from selection.solvers.base import SolveResult, make_solver
+from selection.solvers.base import SolveResult, Status, make_solver
 
 __all__ = ["FRONT_COLUMNS", "results_to_frame", "sweep_eps", "sweep_delta", "sweep_weighted"]
 
@@ -147,6 +148,7 @@ def sweep_eps(
     seed: int = 0,
     progress: bool = False,
     max_points: int = MAX_POINTS,
+    max_seconds: float | None = None,
 ) -> pd.DataFrame:
     """ε-constraint points over a grid, or the complete (U, gap) front.
 
@@ -162,9 +164,12 @@ def sweep_eps(
         seed: solver seed.
         progress: show a rich progress bar.
         max_points: safety cap on the complete sweep's number of points.
+        max_seconds: stop the complete sweep once this much wall time has passed.
 
     Returns:
-        The front table (see :func:`results_to_frame`), rows in solve order.
+        The front table (see :func:`results_to_frame`), rows in solve order. For a complete
+        sweep ``attrs["complete"]`` says whether it reached its end (infeasible, or gap 0)
+        rather than a cap.
     """
     if complete and eps is not None:
         raise ValueError("sweep_eps: give an eps grid or complete=True, not both")
@@ -189,12 +194,15 @@ def sweep_eps(
     results: list[SolveResult] = []
     e: float | None = None
     repeats = 0
+    finished = False
+    t0 = time.perf_counter()
     with _progress(progress, None, "complete ε sweep") as advance:
         while len(results) < max_points:
             r = solver.with_param(e).solve(problem)
             results.append(r)
             advance()
             if not r.ok:
+                finished = r.status == Status.INFEASIBLE
                 break
             # a backend tolerance may return the last point again: step further each time
             same = len(results) > 1 and r.selected == results[-2].selected
@@ -203,9 +211,14 @@ def sweep_eps(
             if e is not None:
                 nxt = min(nxt, e - step * 10**repeats)
             if nxt < 0:
+                finished = True
+                break
+            if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
                 break
             e = nxt
-    return results_to_frame(problem, results)
+    df = results_to_frame(problem, results)
+    df.attrs["complete"] = finished
+    return df
 
 
 def sweep_delta(
