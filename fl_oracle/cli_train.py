@@ -45,7 +45,10 @@ def train(
     selector: str = typer.Option(
         ...,
         "--selector",
-        help="Selector spec: all, random, proportional, power-of-choice:d, fisher-topk, weighted:..., eps:ε, maxmin:δ, nsga2:knee, qffl:q.",
+        help=(
+            "Selector spec: all, random, proportional, power-of-choice:d, fisher-topk, "
+            "weighted:..., eps:ε, maxmin:δ, nsga2:knee, qffl:q."
+        ),
     ),
     k: int = typer.Option(..., "--k", min=1, help="Clients selected per round."),
     rounds: int = typer.Option(10, "--rounds", min=1, help="Training rounds."),

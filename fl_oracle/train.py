@@ -10,15 +10,19 @@ updates (w_{t+1}) and the round is logged:
   ``acc_avg`` (mean over domains), ``acc_worst`` (their minimum), ``acc_gap`` (max - min),
   ``pred_utility``/``pred_gap``/``pred_worst`` (the linear model of :mod:`selection.objectives`
   on the round's statistics), ``solve_seconds``, ``fallback`` (empty unless the selector failed
-  and a fallback point was committed), ``round_seconds``, and the oracle's ``global_loss``,
-  ``B_dissimilarity`` and ``mu`` of the new model when it reports them.
+  and a fallback point was committed), ``round_seconds`` (wall), ``round_cpu_seconds`` (CPU
+  time of this process: about the wall time the round takes alone on a core with one torch
+  thread), and the oracle's ``global_loss``, ``B_dissimilarity`` and ``mu`` of the new model
+  when it reports them.
 * ``stats``: every round's statistics table (the round-stats contract) plus ``measured_round``
   (the round at which that row was measured: older than ``round`` for stale rows) and
   ``chosen`` (whether the selector picked the client that round).
 
 Freshness: ``fresh`` measures every client every round; ``stale`` measures every client in the
 first round and afterwards only the clients selected in the previous round (they are the ones
-that reported back, as in a deployment); the others keep their last values.
+that reported back, as in a deployment); the others keep their last values. A re-measured
+client's ``cos_g`` is then taken against the mean update of the re-measured clients only (the
+oracle's reference set is the clients of the call).
 
 Aggregation: the oracle's rule (sample-weighted by default) for every selector except q-FFL
 (``qffl:q``), whose selector carries ``aggregation_q``: the selected updates are then weighted
@@ -254,7 +258,7 @@ def run_training(
     last: pd.DataFrame | None = None
     previous: list[str] = []
     for _ in range(int(rounds)):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         t = int(oracle.round)
         table = _measure(oracle, stats_mode, last, previous)
         table = validate_stats(table)
@@ -284,6 +288,7 @@ def run_training(
             "solve_seconds": float(solve_seconds),
             "fallback": fallback,
             "round_seconds": time.perf_counter() - t0,
+            "round_cpu_seconds": time.process_time() - c0,
             **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
         }
         table = table.assign(chosen=table["client_id"].isin(ids))

@@ -47,6 +47,7 @@ def test_history_columns_and_domain_metrics():
         "solve_seconds",
         "fallback",
         "round_seconds",
+        "round_cpu_seconds",
         "global_loss",
     ]
     assert list(h.columns) == expected
@@ -199,16 +200,16 @@ def tiny_cli(tmp_path_factory):
     mp.undo()
 
 
-# One spec per selector family in the default run; the other forms under the slow marker.
+# One two-round run per selector family (and per sampler).
 FAMILIES = [
-    "proportional",  # samplers
+    "proportional",
+    "power-of-choice:4",
+    "fisher-topk",
+    "all",
+    "weighted:1,0,0,0,0",
     "maxmin:2",  # exact MILP routes (eps: see the fallback test)
-    "nsga2:knee",  # evolutionary
+    "nsga2:knee",
     "qffl:1",  # aggregation reweighting
-    pytest.param("power-of-choice:4", marks=pytest.mark.slow),
-    pytest.param("weighted:1,0,0,0,0", marks=pytest.mark.slow),
-    pytest.param("all", marks=pytest.mark.slow),
-    pytest.param("fisher-topk", marks=pytest.mark.slow),
 ]
 
 
