@@ -60,6 +60,7 @@ __all__ = ["NSGA2Solver", "PICKS", "knee_index"]
 
 PICKS = ("knee", "max-utility", "min-gap")
 _DESCENT_BUDGET = 4_000_000  # matrix entries per seeding descent
+_DESCENT_STARTS = 3  # descents per weight vector (best row, then random rows)
 _PLS_BUDGET = 20_000_000  # matrix entries for the final Pareto local search
 _ALIASES = {"U": "utility", "var": "var_d", "mmw": "mean_minus_worst"}
 
@@ -116,11 +117,16 @@ class KSubsetSampling(Sampling):
         F = problem.evaluate(X.astype(float), return_values_of=["F"])
         lo, span = F.min(axis=0), np.ptp(F, axis=0)
         span = np.where(span > 1e-12, span, 1.0)
+        # Each weight: one descent from the best row for it, then from random rows (multi-start:
+        # the min-gap landscape has many local optima far apart in selection space).
         weights = _weight_grid(F.shape[1])
-        slots = np.arange(n_samples - 1, max(n_seed, n_samples - len(weights)) - 1, -1)
-        for w, slot in zip(weights, slots, strict=False):
-            start = X[np.argmin(((F - lo) / span) @ w)]
-            X[slot] = _swap_descent(problem, start, w, lo, span, random_state)
+        jobs = [(w, int(np.argmin(((F - lo) / span) @ w))) for w in weights]
+        for _ in range(_DESCENT_STARTS - 1):
+            jobs += [(w, int(random_state.integers(n_seed, n_samples))) for w in weights]
+        slots = range(n_samples - 1, n_seed - 1, -1)
+        starts = X.copy()
+        for (w, row), slot in zip(jobs, slots, strict=False):
+            X[slot] = _swap_descent(problem, starts[row], w, lo, span, random_state)
         return X
 
 
@@ -342,7 +348,7 @@ class NSGA2Solver(Solver):
         self,
         *,
         pop_size: int = 60,
-        n_gen: int = 60,
+        n_gen: int = 100,
         n_evals: int | None = None,
         seed: int = 0,
         objectives: Sequence[str] = ("utility", "gap"),
