@@ -34,7 +34,7 @@ DEFAULT_SELECTORS: tuple[str, ...] = (
     "power-of-choice:10",
     "fisher-topk",
     "qffl:1",
-    "eps:10",
+    "eps:5",
     "maxmin:2",
     "nsga2:knee",
 )

@@ -253,7 +253,7 @@ def render_html(data: dict) -> str:
     parts = [
         f"<html><head><meta charset='utf-8'><title>fedsel demo</title><style>{_CSS}</style>",
         "</head><body><h1>fedsel demo: client selectors compared in live training</h1>",
-        f"<p class='note'>{setup.get('seeds')} seeds × {len(data['selectors'])} selectors, "
+        f"<p class='note'>{setup.get('seeds')} seed(s) × {len(data['selectors'])} selectors, "
         f"{setup.get('rounds')} rounds, K = {setup.get('k')} of {setup.get('n_clients', '?')} "
         "clients. Values are mean ± std over seeds; the best value per column is marked.</p>",
         "<h2>1. Accuracy per round and final table</h2>",

@@ -247,3 +247,23 @@ def test_fedsel_demo_workers_match_sequential(monkeypatch, tmp_path):
     pd.testing.assert_frame_equal(
         pd.read_csv(one / "history.csv")[cols], pd.read_csv(two / "history.csv")[cols]
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--selectors", "random,bogus"], "bad selector spec 'bogus'"),
+        (["--selectors", "random,random"], "duplicate selector"),
+        (["--rounds", "2", "--front-round", "2"], "front_round=2"),
+        (["--data", "nope"], "nope"),
+    ],
+)
+def test_fedsel_demo_bad_input_is_one_line(args, needle, tmp_path, capsys):
+    from fl_oracle.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--out", str(tmp_path / "d"), *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "d").exists()
