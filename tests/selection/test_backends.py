@@ -160,3 +160,10 @@ def test_real_time_limit_returns_a_valid_status(make_problem):
     assert r.status in ("time_limit", "optimal", "infeasible")
     assert len(r.selected) in (0, 40)
     assert r.seconds < 5.0
+
+
+def test_highs_thread_count_can_change_between_solvers(make_problem):
+    p = make_problem(20, 4, seed=6)
+    runs = [EpsSolver(eps=8.0, backend="highs", threads=t).solve(p) for t in (1, 2, 1)]
+    assert [r.status for r in runs] == ["optimal"] * 3
+    assert len({r.selected for r in runs}) == 1
