@@ -41,7 +41,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from selection.errors import SelectionError
+from selection.errors import InfeasibleError, SelectionError
 from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
 from selection.schema import validate_stats
@@ -140,50 +140,35 @@ def qffl_weights(stats: pd.DataFrame, selected: Sequence[str], q: float) -> dict
 
 
 def fallback_selection(problem: SelectionProblem) -> tuple[list[str], str]:
-    """The best feasible point when a selector fails: the smallest-gap point of the ε front.
+    """The best feasible point when a selector fails: the smallest-gap selection.
 
-    An infeasible ε (below the smallest achievable gap) is relaxed to that smallest gap; among
-    selections reaching it the one of highest U (the last point of the complete ε sweep).
-    Without the sweep (selection/pareto.py absent) the top-K by U (U*) is used.
+    The same rule as :class:`selection.selectors.Selector`'s own fallback: an infeasible ε
+    (below the smallest achievable gap) is relaxed to that smallest gap, and among the
+    selections reaching it the one of highest U is taken.
 
     Returns:
         The selected ids and a description of the point that was taken.
     """
-    try:
-        from selection.pareto import sweep_eps
-    except ImportError:
-        idx = np.argsort(-problem.U, kind="stable")[: problem.k]
-        return problem.ids_of(idx), "top-K by U (no ε sweep available)"
-    front = sweep_eps(problem, complete=True)
-    ok = front[front["status"].isin(["optimal", "feasible", "time_limit"])]
-    if ok.empty:
-        idx = np.argsort(-problem.U, kind="stable")[: problem.k]
-        return problem.ids_of(idx), "top-K by U (the ε sweep found no point)"
-    best = ok.sort_values(["gap", "utility"], ascending=[True, False]).iloc[0]
-    ids = [s for s in str(best["selected"]).split(";") if s]
-    return ids, f"smallest-gap front point (gap {best['gap']:.2f} pp, U {best['utility']:.2f}%)"
+    from selection.selectors import min_gap_point
+
+    point = min_gap_point(problem)
+    obj = point.objectives
+    return list(
+        point.ids
+    ), f"the smallest-gap point (gap {obj['gap']:.4f} pp, U {obj['utility']:.2f}%)"
 
 
 def _last_solve_info(selector: Any) -> tuple[float | None, str]:
-    """(solve seconds, fallback message) from whatever the selector exposes about its last solve."""
-    last = None
-    for name in ("last", "last_solve", "last_result", "result"):
-        last = getattr(selector, name, None)
-        if last is not None:
-            break
-    seconds, message = None, ""
-    for src in (last, selector):
-        if src is None:
-            continue
-        get = src.get if isinstance(src, Mapping) else lambda k, s=src: getattr(s, k, None)
-        if seconds is None:
-            v = get("seconds")
-            seconds = float(v) if isinstance(v, (int, float, np.floating)) else None
-        for key in ("fallback", "fallback_message"):
-            v = get(key)
-            if isinstance(v, str) and v and not message:
-                message = v
-    return seconds, message
+    """(solve seconds, fallback message) of the selector's last call, where it exposes them.
+
+    :class:`selection.selectors.Selector` keeps ``last`` (a SolveResult with ``seconds``) and
+    ``fallback`` (a message, "" when the solve succeeded).
+    """
+    last = getattr(selector, "last", None)
+    seconds = getattr(last, "seconds", None)
+    message = getattr(selector, "fallback", "")
+    seconds = float(seconds) if isinstance(seconds, (int, float, np.floating)) else None
+    return seconds, message if isinstance(message, str) else ""
 
 
 def _measure(
@@ -207,13 +192,13 @@ def _measure(
 
 
 def _select(selector: Selector, table: pd.DataFrame, k: int) -> tuple[list[str], float, str]:
-    """Run the selector; on a selection error fall back to the best feasible point."""
+    """Run the selector; if it raises InfeasibleError fall back to the best feasible point."""
     t0 = time.perf_counter()
     try:
         ids = [str(c) for c in selector(table, k)]
         seconds, message = _last_solve_info(selector)
         return ids, (time.perf_counter() - t0) if seconds is None else seconds, message
-    except SelectionError as exc:
+    except InfeasibleError as exc:
         problem = SelectionProblem.from_stats(table, k)
         ids, what = fallback_selection(problem)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

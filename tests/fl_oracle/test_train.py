@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -114,18 +115,34 @@ def test_failing_selector_falls_back_and_says_so():
     assert res.history["fallback"].str.contains("selector failed").all()
     assert res.history["fallback"].str.contains("eps=0").all()
     assert [len(s) for s, _ in o.steps] == [3, 3]
+    # the committed point is the smallest-gap selection of the round (exhaustive check)
+    from itertools import combinations
+
+    first = res.stats[res.stats["round"] == 0]
+    ud = first[[f"U_{d}" for d in DOMAINS]].to_numpy()
+    gaps = [np.ptp(ud[list(c)].mean(axis=0)) for c in combinations(range(len(first)), 3)]
+    assert res.history["pred_gap"].iloc[0] == pytest.approx(min(gaps), abs=1e-5)
 
 
 def test_selector_fallback_message_is_logged():
     class Sel:
-        last = {"seconds": 0.25, "fallback": "eps=0.1 infeasible; took the smallest gap"}
+        last = SimpleNamespace(seconds=0.25)
+        fallback = "eps=0.1 infeasible; took the smallest gap"
 
         def __call__(self, df, k):
             return top_u(df, k)
 
     res = run_training(fake.FakeOracle(), Sel(), rounds=1, k=2, name="eps:0.1")
-    assert res.history["fallback"].iloc[0] == Sel.last["fallback"]
+    assert res.history["fallback"].iloc[0] == Sel.fallback
     assert res.history["solve_seconds"].iloc[0] == 0.25
+
+
+def test_other_selector_errors_are_not_swallowed():
+    def broken(df, k):
+        raise SelectionError("power-of-choice:2: d=2 must be at least k=3")
+
+    with pytest.raises(SelectionError, match="d=2"):
+        run_training(fake.FakeOracle(), broken, rounds=1, k=3, name="power-of-choice:2")
 
 
 def test_qffl_weights_follow_loss_power():
