@@ -173,9 +173,11 @@ def load_digits(
         DataError: as :func:`load_domain`; with ``mode="real"`` one message lists every
             missing file set.
     """
+    if isinstance(domains, str):
+        domains = [domains]
     domains = list(domains)
-    if isinstance(domains, str) or not domains:
-        raise DataError("domains must be a non-empty sequence of domain names")
+    if not domains:
+        raise DataError("domains is empty; expected domain names such as 'mnist'")
     for d in domains:
         domain_index(d)
     if len(set(domains)) != len(domains):

@@ -1,11 +1,12 @@
-"""On-disk cache of generated stand-ins: one ``.npz`` (uint8 images, int64 labels) per request.
+"""On-disk cache of generated stand-ins: one ``.npz`` (uint8 images, int64 labels) per key.
 
 The folder is ``cache_dir`` if given, else ``$FEDSEL_CACHE``, else ``$XDG_CACHE_HOME/fedsel``,
 else ``~/.cache/fedsel``. Files are keyed by (domain, split, n, seed, generator version) and
-named as generated stand-ins (``gen-v1-mnist-train-n6000-s0.npz``) so nobody mistakes them for
-the real datasets. Because image ``i`` depends only on (seed, domain, split, i), a request for
-n images is also served from any cached file of the same key with more images (its prefix).
-Writes go through a temp file and an atomic rename.
+named as generated stand-ins (``generated-standin-v3-mnist-train-n5000-s0.npz``) so nobody
+mistakes them for the real datasets. Because image ``i`` depends only on (seed, domain, split,
+i), a request for n images is served from the prefix of a cached file with more images, and a
+cached file with fewer is extended (the generator resumes at its end, then the smaller file is
+removed). Writes go through a temp file and an atomic rename.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 __all__ = ["GENERATOR_VERSION", "cache_root", "cache_path", "read_cached", "write_cached"]
 
-GENERATOR_VERSION = 2  # bump whenever a generator's output changes
+GENERATOR_VERSION = 3  # bump whenever a generator's output changes
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -33,7 +34,7 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def _stem(domain: str, split: str, seed: int) -> str:
-    return f"gen-v{GENERATOR_VERSION}-{domain}-{split}"
+    return f"generated-standin-v{GENERATOR_VERSION}-{domain}-{split}"
 
 
 def cache_path(root: Path, domain: str, split: str, n: int, seed: int) -> Path:

@@ -18,7 +18,14 @@ import matplotlib
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-__all__ = ["PILLOW_DEFAULT", "candidate_fonts", "digit_fonts", "font_renders_digits", "load_font"]
+__all__ = [
+    "PILLOW_DEFAULT",
+    "bold_digit_fonts",
+    "candidate_fonts",
+    "digit_fonts",
+    "font_renders_digits",
+    "load_font",
+]
 
 PILLOW_DEFAULT = "pillow:default"
 _DIGITS = "0123456789"
@@ -95,3 +102,21 @@ def digit_fonts() -> tuple[str, ...]:
     if not fonts:
         raise RuntimeError("no installed font renders the digits 0-9")
     return fonts
+
+
+@functools.lru_cache(maxsize=1)
+def bold_digit_fonts() -> tuple[str, ...]:
+    """The accepted bold (and plain sans) fonts: the heavy faces of house-number plates.
+
+    Pillow's default and DejaVu Sans plus every accepted face whose file name says bold
+    (``Bold``, ``Bol``, ``cmb``); falls back to all accepted fonts if none qualifies.
+    """
+    fonts = digit_fonts()
+    heavy = tuple(
+        f
+        for f in fonts
+        if f == PILLOW_DEFAULT
+        or Path(f).name in ("DejaVuSans.ttf",)
+        or any(k in Path(f).name for k in ("Bold", "Bol", "cmb"))
+    )
+    return heavy or fonts

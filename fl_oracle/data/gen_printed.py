@@ -17,9 +17,9 @@ from __future__ import annotations
 import io
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFilter
+from PIL import Image, ImageChops, ImageDraw, ImageFilter
 
-from .fonts import digit_fonts, load_font
+from .fonts import bold_digit_fonts, digit_fonts, load_font
 
 __all__ = ["generate_printed"]
 
@@ -27,14 +27,22 @@ _C = 96  # working canvas (pixels); the labelled digit is centred on it
 _OUT = 64  # crop size before the final reduction to 32x32
 
 
+_LUMA = np.array([0.299, 0.587, 0.114], np.float32)
+_YY, _XX = (g.astype(np.float32) / _C for g in np.mgrid[0:_C, 0:_C])
+_Y32, _X32 = (g.astype(np.float32) / 31.0 - 0.5 for g in np.mgrid[0:32, 0:32])
+
+
+def _rgb(c: np.ndarray) -> tuple[int, int, int]:
+    return tuple(int(v) for v in np.clip(c, 0, 255))  # type: ignore[return-value]
+
+
 def _colour_pair(rng: np.random.Generator, min_contrast: float) -> tuple[np.ndarray, np.ndarray]:
     """Background and text colours (RGB in 0..255) whose luminances differ enough."""
-    w = np.array([0.299, 0.587, 0.114])
     for _ in range(50):
-        bg, fg = rng.uniform(0, 255, size=(2, 3))
-        if abs(float(w @ bg) - float(w @ fg)) >= min_contrast:
+        bg, fg = rng.uniform(0, 255, size=(2, 3)).astype(np.float32)
+        if abs(float(_LUMA @ bg) - float(_LUMA @ fg)) >= min_contrast:
             return bg, fg
-    return np.zeros(3), np.full(3, 255.0)
+    return np.zeros(3, np.float32), np.full(3, 255.0, np.float32)
 
 
 def _text_mask(
@@ -44,9 +52,9 @@ def _text_mask(
     size_range: tuple[int, int],
     max_digits: int,
     spacing: tuple[float, float],
+    fonts: tuple[str, ...],
 ) -> Image.Image:
     """An 'L' mask of a 1..max_digits number with the labelled digit centred on the canvas."""
-    fonts = digit_fonts()
     font = load_font(fonts[int(rng.integers(len(fonts)))], int(rng.integers(*size_range)))
     k = int(rng.integers(1, max_digits + 1))
     j = int(rng.integers(k))
@@ -68,46 +76,64 @@ def _text_mask(
 
 
 def _syn_image(rng: np.random.Generator, label: int) -> np.ndarray:
-    mask = _text_mask(rng, label, size_range=(40, 58), max_digits=3, spacing=(0.0, 0.15))
+    mask = _text_mask(
+        rng, label, size_range=(38, 56), max_digits=3, spacing=(0.0, 0.2), fonts=digit_fonts()
+    )
     mask = mask.rotate(
         rng.uniform(-12, 12), resample=Image.Resampling.BILINEAR, center=(_C / 2, _C / 2)
     )
     bg, fg = _colour_pair(rng, 70.0)
-    m = np.asarray(mask, np.float32)[..., None] / 255.0
-    img = bg * (1 - m) + fg * m
     lo = (_C - _OUT) // 2
-    pil = Image.fromarray(img.astype(np.uint8)).crop((lo, lo, lo + _OUT, lo + _OUT))
-    pil = pil.filter(ImageFilter.GaussianBlur(rng.uniform(0.0, 1.6)))
+    box = (lo, lo, lo + _OUT, lo + _OUT)
+    pil = Image.composite(
+        Image.new("RGB", (_OUT, _OUT), _rgb(fg)),
+        Image.new("RGB", (_OUT, _OUT), _rgb(bg)),
+        mask.crop(box),
+    )
+    pil = pil.filter(ImageFilter.GaussianBlur(rng.uniform(0.0, 1.2)))
     return np.asarray(pil.resize((32, 32), Image.Resampling.BOX))
 
 
-def _background(rng: np.random.Generator) -> np.ndarray:
-    """Gradient or striped background, float (C, C, 3)."""
-    yy, xx = np.mgrid[0:_C, 0:_C].astype(np.float32) / _C
+def _muted(rng: np.random.Generator) -> np.ndarray:
+    """A photographic colour: a random RGB pulled 30-80 % of the way to its own grey."""
+    c = rng.uniform(0, 255, size=3).astype(np.float32)
+    grey = np.float32(_LUMA @ c)
+    return grey + np.float32(rng.uniform(0.2, 0.7)) * (c - grey)
+
+
+def _background(rng: np.random.Generator) -> Image.Image:
+    """Gradient or striped background of the working canvas."""
     th = rng.uniform(0, 2 * np.pi)
-    t = np.cos(th) * xx + np.sin(th) * yy
-    a, b = rng.uniform(0, 255, size=(2, 3))
+    t = np.float32(np.cos(th)) * _XX + np.float32(np.sin(th)) * _YY
+    a, b = _muted(rng), _muted(rng)
     if rng.random() < 0.5:
         w = (t - t.min()) / max(float(t.max() - t.min()), 1e-6)
     else:  # stripes (brick rows, siding, tiles)
-        w = 0.5 + 0.5 * np.sign(np.sin(2 * np.pi * rng.uniform(2, 7) * t + rng.uniform(0, 6.3)))
-        w = rng.uniform(0.15, 0.5) * w + rng.uniform(0.0, 0.5)
-    return a * (1 - w[..., None]) + b * w[..., None]
+        w = np.sin(np.float32(2 * np.pi * rng.uniform(2, 7)) * t + np.float32(rng.uniform(0, 6.3)))
+        w = np.float32(rng.uniform(0.15, 0.5)) * (w > 0) + np.float32(rng.uniform(0.0, 0.5))
+    img = a + (b - a) * w[..., None]
+    return Image.fromarray(np.clip(img, 0, 255).astype(np.uint8))
 
 
 def _svhn_image(rng: np.random.Generator, label: int) -> np.ndarray:
-    mask = _text_mask(rng, label, size_range=(46, 64), max_digits=3, spacing=(-0.05, 0.08))
+    mask = _text_mask(
+        rng,
+        label,
+        size_range=(46, 64),
+        max_digits=3,
+        spacing=(-0.05, 0.08),
+        fonts=bold_digit_fonts(),
+    )
     mask = mask.rotate(
         rng.uniform(-8, 8), resample=Image.Resampling.BILINEAR, center=(_C / 2, _C / 2)
     )
-    bg = _background(rng)
-    _, fg = _colour_pair(rng, 0.0)
-    bgl = float(np.array([0.299, 0.587, 0.114]) @ bg.reshape(-1, 3).mean(0))
+    canvas = _background(rng)
+    bgl = float(_LUMA @ np.asarray(canvas.resize((1, 1), Image.Resampling.BOX), np.float32)[0, 0])
+    fg = _muted(rng)
     for _ in range(20):  # text must stand out from the mean background
-        if abs(float(np.array([0.299, 0.587, 0.114]) @ fg) - bgl) >= 60:
+        if abs(float(_LUMA @ fg) - bgl) >= 60:
             break
-        fg = rng.uniform(0, 255, size=3)
-    canvas = Image.fromarray(np.clip(bg, 0, 255).astype(np.uint8))
+        fg = _muted(rng)
     draw = ImageDraw.Draw(canvas)
     for _ in range(int(rng.integers(0, 4))):  # clutter: lines and boxes
         col = tuple(int(v) for v in rng.integers(0, 256, size=3))
@@ -118,27 +144,26 @@ def _svhn_image(rng: np.random.Generator, label: int) -> np.ndarray:
             x1, x2 = sorted(p[:2])
             y1, y2 = sorted(p[2:])
             draw.rectangle([x1, y1, x2, y2], outline=col, width=int(rng.integers(1, 4)))
-    img = np.asarray(canvas, np.float32)
-    m = np.asarray(mask, np.float32)[..., None] / 255.0
     if rng.random() < 0.5:  # drop shadow
-        dx, dy = rng.integers(-4, 5, size=2)
-        sh = np.asarray(mask.filter(ImageFilter.GaussianBlur(2.0)), np.float32) / 255.0
-        sh = np.roll(sh, (int(dy), int(dx)), axis=(0, 1))[..., None] * rng.uniform(0.3, 0.7)
-        img = img * (1 - sh)
-    img = img * (1 - m) + fg * m
+        dx, dy = (int(v) for v in rng.integers(-4, 5, size=2))
+        alpha = rng.uniform(0.3, 0.7)
+        sh = ImageChops.offset(mask.filter(ImageFilter.GaussianBlur(2.0)), dx, dy)
+        sh = sh.point(lambda v: int(v * alpha))
+        canvas = Image.composite(Image.new("RGB", canvas.size, 0), canvas, sh)
+    canvas = Image.composite(Image.new("RGB", canvas.size, _rgb(fg)), canvas, mask)
     # perspective-jittered crop of the central region
     lo, hi = (_C - _OUT) / 2, (_C + _OUT) / 2
     quad = np.array([lo, lo, lo, hi, hi, hi, hi, lo]) + rng.normal(0, 4.0, size=8)
-    pil = Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).transform(
+    pil = canvas.transform(
         (_OUT, _OUT), Image.Transform.QUAD, tuple(quad.tolist()), Image.Resampling.BILINEAR
     )
     pil = pil.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.5)))
     x = np.asarray(pil.resize((32, 32), Image.Resampling.BOX), np.float32)
-    yy, xx = np.mgrid[0:32, 0:32].astype(np.float32) / 31.0
     th = rng.uniform(0, 2 * np.pi)
-    ramp = np.cos(th) * (xx - 0.5) + np.sin(th) * (yy - 0.5)
-    x = x * (rng.uniform(0.65, 1.1) + rng.uniform(0.0, 0.6) * ramp)[..., None]
-    x = x + rng.normal(0, rng.uniform(1, 7), size=x.shape)
+    ramp = np.float32(np.cos(th)) * _X32 + np.float32(np.sin(th)) * _Y32
+    gain = np.float32(rng.uniform(0.65, 1.1)) + np.float32(rng.uniform(0.0, 0.6)) * ramp
+    x = x * gain[..., None]
+    x += rng.normal(0, rng.uniform(1, 7), size=x.shape).astype(np.float32)
     buf = io.BytesIO()
     Image.fromarray(np.clip(x, 0, 255).astype(np.uint8)).save(
         buf, format="JPEG", quality=int(rng.integers(30, 90))

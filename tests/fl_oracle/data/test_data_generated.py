@@ -62,7 +62,7 @@ def test_load_digits_shapes_labels_and_standardization(tmp_path):
 def test_cache_written_atomically_and_reused_as_prefix(tmp_path):
     d1 = load_domain("usps", "train", n=40, seed=2, cache_dir=tmp_path, standardize=False)
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == [f"gen-v{GENERATOR_VERSION}-usps-train-n40-s2.npz"]
+    assert files == [f"generated-standin-v{GENERATOR_VERSION}-usps-train-n40-s2.npz"]
     d2 = load_domain("usps", "train", n=25, seed=2, cache_dir=tmp_path, standardize=False)
     assert torch.equal(d2.images, d1.images[:25])
     d3 = load_domain("usps", "train", n=60, seed=2, cache_dir=tmp_path, standardize=False)
@@ -72,7 +72,7 @@ def test_cache_written_atomically_and_reused_as_prefix(tmp_path):
     )
     assert torch.equal(fresh.images, d3.images)  # extending the cache == generating at once
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
-        f"gen-v{GENERATOR_VERSION}-usps-train-n60-s2.npz"
+        f"generated-standin-v{GENERATOR_VERSION}-usps-train-n60-s2.npz"
     ]
 
 
