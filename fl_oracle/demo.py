@@ -54,7 +54,7 @@ class DemoSettings:
         stats_mode: ``fresh`` or ``stale`` statistics during training.
     """
 
-    rounds: int = 8
+    rounds: int = 10
     seeds: int = 3
     k: int = 5
     selectors: tuple[str, ...] = DEFAULT_SELECTORS
