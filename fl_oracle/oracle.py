@@ -15,6 +15,7 @@ Randomness is a pure function of (seed, round, client): the partition and probe 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -26,7 +27,14 @@ from fl_oracle.errors import CheckpointError, OracleError, UnknownClientError
 from fl_oracle.local import SampleStream, plan_steps, train_group
 from fl_oracle.model import get_arch, init_params
 from fl_oracle.partition import build_federation
-from fl_oracle.stats import ProbeStats, b_dissimilarity, correct_stacked, cosine_to, js_divergence
+from fl_oracle.stats import (
+    ProbeStats,
+    b_dissimilarity,
+    correct_stacked,
+    cosine_to,
+    js_divergence,
+    probe_stats,
+)
 from selection.schema import validate_stats
 
 __all__ = ["Oracle", "resolve_device", "load_federation_data"]
@@ -121,6 +129,8 @@ class Oracle:
         self._drops = 0
         self._updates: dict[int, tuple[torch.Tensor, int, float]] = {}
         self._probe: ProbeStats | None = None
+        #: seconds spent per phase since construction: fisher, local, eval, test
+        self.timings: dict[str, float] = {"fisher": 0.0, "local": 0.0, "eval": 0.0, "test": 0.0}
 
     # ------------------------------------------------------------------ selection helpers
     def _resolve(self, clients: Sequence[str] | None, what: str = "clients") -> list[int]:
@@ -165,11 +175,11 @@ class Oracle:
     # ------------------------------------------------------------------ cached computations
     def _probe_stats(self) -> ProbeStats:
         if self._probe is None:
-            from fl_oracle.stats import probe_stats
-
+            t0 = time.perf_counter()
             self._probe = probe_stats(
                 self.arch, self._w, self._probe_x, self._probe_y, self._probe_seg, len(self._index)
             )
+            self.timings["fisher"] += time.perf_counter() - t0
         return self._probe
 
     def _ensure_updates(self, idx: list[int], callback: Callable[[int, int], None] | None = None):
@@ -178,6 +188,7 @@ class Oracle:
             return
         fed, cfg = self._fed, self.config
         probe = self._probe_stats()
+        t0 = time.perf_counter()
         g0 = probe.grad.norm(dim=1)
         groups: dict[tuple[int, int, int], list[int]] = {}
         for i in missing:
@@ -225,6 +236,7 @@ class Oracle:
                         int(res.steps[j]),
                         float(res.gamma_achieved[j]),
                     )
+        self.timings["local"] += time.perf_counter() - t0
 
     def _stream_seed(self, i: int) -> int:
         ss = np.random.SeedSequence([self.config.seed, self.round, i, 0xB47C])
@@ -232,8 +244,10 @@ class Oracle:
 
     def _accuracies(self, W: torch.Tensor, split: str) -> tuple[np.ndarray, np.ndarray]:
         """(M, D) correct counts and (D,) sizes of models W (M, P) on a split."""
+        t0 = time.perf_counter()
         sets = self._fed.val if split == "val" else self._fed.test
         hits = [correct_stacked(self.arch, W, *sets[d]).cpu().numpy() for d in self.domains]
+        self.timings["eval" if split == "val" else "test"] += time.perf_counter() - t0
         return np.stack(hits, axis=1), np.array([len(sets[d][1]) for d in self.domains])
 
     def _metrics(self, w: torch.Tensor, split: str) -> dict[str, float]:

@@ -31,3 +31,13 @@ def test_init_is_seeded():
     # conv0 weight bound 1/sqrt(fan_in)
     w = unflatten(arch, a)["conv0.weight"]
     assert w.abs().max() <= 1 / (3 * 9) ** 0.5
+
+
+def test_pool_paths_agree_with_max_pool2d():
+    from fl_oracle.model import _pool2
+
+    x = torch.randn(2, 3, 9, 7)
+    ref = torch.nn.functional.max_pool2d(x, 2)
+    assert torch.equal(_pool2(x), ref)  # strided-maximum path (no autograd)
+    xg = x.clone().requires_grad_(True)
+    assert torch.equal(_pool2(xg), ref)  # max_pool2d path (autograd)

@@ -8,7 +8,13 @@ import torch
 import torch.nn.functional as F
 
 from fl_oracle.model import ARCHS, forward, init_params, unflatten
-from fl_oracle.stats import b_dissimilarity, cosine_to, js_divergence, probe_stats
+from fl_oracle.stats import (
+    b_dissimilarity,
+    cosine_to,
+    js_divergence,
+    probe_stats,
+    probe_stats_vmap,
+)
 
 ARCH = ARCHS["cnn-small"]
 
@@ -62,3 +68,18 @@ def test_b_dissimilarity_and_cosine():
         torch.tensor([[1.0, 0.0], [0.0, 2.0], [-3.0, 0.0], [0.0, 0.0]]), torch.tensor([2.0, 0.0])
     )
     assert cos.tolist() == [1.0, 0.0, -1.0, 0.0]
+
+
+@pytest.mark.parametrize("name", ["cnn", "cnn-large"])
+def test_fast_probe_stats_equal_torch_func_vmap(name):
+    arch = ARCHS[name]
+    g = torch.Generator().manual_seed(1)
+    w = init_params(arch, g)
+    x = torch.randn(10, 3, 32, 32, generator=g)
+    y = torch.randint(0, 10, (10,), generator=g)
+    seg = torch.tensor([2, 2, 0, 0, 0, 1, 1, 1, 1, 2])  # unsorted segments
+    fast = probe_stats(arch, w, x, y, seg, 3, chunk=4)
+    ref = probe_stats_vmap(arch, w, x, y, seg, 3)
+    torch.testing.assert_close(fast.fisher, ref.fisher, rtol=1e-5, atol=0)
+    torch.testing.assert_close(fast.loss, ref.loss, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(fast.grad, ref.grad, rtol=1e-4, atol=1e-6)
