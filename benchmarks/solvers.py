@@ -224,7 +224,33 @@ def to_markdown(df: pd.DataFrame, command: str, seconds: float) -> str:
         "Instances: `synthetic_stats(N, seed=0)`, D = 4. ε grid: 0.9/0.7/0.5/0.35/0.2 of the way "
         "from the smallest gap to the top-K-by-U gap. Times in seconds; `front_*` is the complete ε sweep (exact front).\n\n"
     )
-    return head + "\n".join(lines) + "\n"
+    return head + "\n".join(lines) + "\n\n" + targets(df)
+
+
+def _cell(df: pd.DataFrame, n: int, route: str, col: str) -> float:
+    hit = df[(df.N == n) & (df.route == route)]
+    return float(hit[col].iloc[0]) if len(hit) and pd.notna(hit[col].iloc[0]) else math.nan
+
+
+def targets(df: pd.DataFrame) -> str:
+    """The issue's targets against this run's numbers."""
+    checks = [
+        ("complete exact front, N=20 (auto: enumeration)", _cell(df, 20, "enum", "front_s"), 0.1),
+        ("complete exact front, N=100 K=10 (highs)", _cell(df, 100, "highs", "front_s"), 60.0),
+        ("complete exact front, N=100 K=10 (cbc)", _cell(df, 100, "cbc", "front_s"), 60.0),
+        ("ε point, N=5000 median (highs)", _cell(df, 5000, "highs", "eps_median_s"), 1.0),
+        ("ε point, N=5000 median (cbc)", _cell(df, 5000, "cbc", "eps_median_s"), 1.0),
+        ("NSGA-II HV ratio, N=20 (>= 0.995)", _cell(df, 20, "nsga2", "nsga2_hv_ratio"), None),
+    ]
+    out = ["## Targets", "", "| target | measured | met |", "|---|---|---|"]
+    for name, v, limit in checks:
+        if math.isnan(v):
+            out.append(f"| {name} | not measured | |")
+        elif limit is None:
+            out.append(f"| {name} | {v:.4f} | {'yes' if v >= 0.995 else 'no'} |")
+        else:
+            out.append(f"| {name} < {limit:g} s | {v:.3g} s | {'yes' if v < limit else 'no'} |")
+    return "\n".join(out) + "\n"
 
 
 def main(argv=None) -> None:
