@@ -121,8 +121,16 @@ def run_one(
     return res, snap.get("state"), describe_setup(oracle)
 
 
-def _worker(make_oracle, make_selector, task: RunTask, q) -> tuple:
-    return run_one(make_oracle, make_selector, task, _ORACLES, tick=lambda: q.put(1))
+_TICKS = None  # per worker process: the queue each finished round is reported on
+
+
+def _init_worker(ticks) -> None:
+    global _TICKS
+    _TICKS = ticks
+
+
+def _worker(make_oracle, make_selector, task: RunTask) -> tuple:
+    return run_one(make_oracle, make_selector, task, _ORACLES, tick=lambda: _TICKS.put(1))
 
 
 def run_all(
@@ -146,15 +154,21 @@ def run_all(
             yield task, run_one(make_oracle, make_selector, task, cache, tick)
         return
     ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        q = manager.Queue()
-        pending = {pool.submit(_worker, make_oracle, make_selector, t, q): t for t in tasks}
-        while pending:
-            done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
-            _drain(q, tick)
-            for fut in done:
-                yield pending.pop(fut), fut.result()
-        _drain(q, tick)
+    ticks = ctx.Queue()
+    with ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_init_worker, initargs=(ticks,)
+    ) as pool:
+        pending = {pool.submit(_worker, make_oracle, make_selector, t): t for t in tasks}
+        try:
+            while pending:
+                done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                _drain(ticks, tick)
+                for fut in done:
+                    yield pending.pop(fut), fut.result()
+        except BaseException:  # a failed run (or Ctrl-C): do not start the queued ones
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    _drain(ticks, tick)
 
 
 def _drain(q, tick: Callable[[], None] | None) -> None:
