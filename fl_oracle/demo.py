@@ -6,6 +6,12 @@ the reference run (the first selector, first seed) the empirical Pareto fronts a
 ε and δ, and every front point is realized with ``oracle.evaluate`` (aggregating exactly those
 updates without committing) next to the linear model's prediction. The seed's correlation
 statistics are computed on the reference runs' statistics (all clients measured every round).
+
+Cost: a round costs the oracle's statistics for every client plus one commit. With the CLI's
+embedded default (``fl_oracle.cli_train.DEMO_ORACLE``: 20 clients, 200 validation and 500 test
+images per domain, 32 Fisher probes, one torch thread) a round measured 3.6 CPU seconds, so the
+default 8 selectors x 3 seeds x 10 rounds = 240 rounds are ~14 CPU minutes, ~7 minutes of wall
+time on 2 cores with 2 worker processes, plus ~40 s of start-up, fronts and report.
 """
 
 from __future__ import annotations

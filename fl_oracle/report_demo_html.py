@@ -6,7 +6,6 @@ One self-contained page: plotly.js is embedded once (the first figure), the othe
 from __future__ import annotations
 
 import html
-import json
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -196,9 +195,13 @@ def _setup(setup: dict) -> str:
                 "clients": c.get("clients", ""),
                 "samples": c.get("samples", ""),
                 "samples/client": round(c.get("mean", 0.0), 1) if c else "",
+                "FedAvg weight %": round(c.get("weight_pct", 0.0), 1) if c else "",
             }
         )
-    other = {k: v for k, v in setup.items() if k not in ("domains", "sources", "clients")}
+    skip = ("domains", "sources", "clients")
+    other = pd.DataFrame(
+        [{"setting": k, "value": str(v)} for k, v in setup.items() if k not in skip]
+    )
     stand_in = [
         d
         for d in setup.get("domains", [])
@@ -210,13 +213,7 @@ def _setup(setup: dict) -> str:
         if stand_in
         else ""
     )
-    return (
-        note
-        + _table(pd.DataFrame(rows))
-        + "<pre>"
-        + html.escape(json.dumps(other, indent=1, default=str))
-        + "</pre>"
-    )
+    return note + _table(pd.DataFrame(rows)) + _table(other)
 
 
 def render_html(data: dict) -> str:
