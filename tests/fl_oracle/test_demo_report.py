@@ -267,3 +267,13 @@ def test_fedsel_demo_bad_input_is_one_line(args, needle, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1
     assert not (tmp_path / "d").exists()
+
+
+def test_fronts_at_round_zero_use_the_initial_model():
+    pytest.importorskip("selection.pareto")
+    settings = DemoSettings(rounds=1, seeds=1, k=2, selectors=("top", "low"))
+    res = run_demo(lambda s: fake.FakeOracle(seed=s), simple_selector, settings)
+    assert (res.fronts["round"] == 0).all()
+    rec = res.fronts.iloc[-1]
+    real = fake.FakeOracle(seed=0).evaluate(rec["selected"].split(";"), split="val")
+    assert rec["real_worst"] == pytest.approx(min(real[f"acc_{d}"] for d in fake.DOMAINS))
