@@ -2,7 +2,7 @@
 
 The folder is ``cache_dir`` if given, else ``$FEDSEL_CACHE``, else ``$XDG_CACHE_HOME/fedsel``,
 else ``~/.cache/fedsel``. Files are keyed by (domain, split, n, seed, generator version) and
-named as generated stand-ins (``generated-standin-v3-mnist-train-n5000-s0.npz``) so nobody
+named as generated stand-ins (``generated-standin-v4-mnist-train-n5000-s0.npz``) so nobody
 mistakes them for the real datasets. Because image ``i`` depends only on (seed, domain, split,
 i), a request for n images is served from the prefix of a cached file with more images, and a
 cached file with fewer is extended (the generator resumes at its end, then the smaller file is
@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ["GENERATOR_VERSION", "cache_root", "cache_path", "read_cached", "write_cached"]
 
-GENERATOR_VERSION = 3  # bump whenever a generator's output changes
+GENERATOR_VERSION = 4  # bump whenever a generator's output changes
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:

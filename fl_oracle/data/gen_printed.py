@@ -1,13 +1,16 @@
 """Printed-digit stand-ins for SynthDigits (``syn``) and SVHN (``svhn``).
 
-Both render a 1–3-digit number whose labelled digit sits at the centre, in a font drawn from
-:func:`fonts.digit_fonts`, on a 96×96 canvas that is later reduced to 32×32.
+Both render a 1–3-digit number whose labelled digit sits at the centre of a 96×96 canvas
+that is later reduced to 32×32.
 
-- ``syn`` (after Ganin & Lempitsky's SynthDigits): flat random background colour, random text
-  colour with a minimum contrast, small rotation and jitter, blur.
-- ``svhn``: SYN-style text, larger and tighter so that neighbouring digits are cut by the
-  crop, plus gradient or striped backgrounds, clutter lines and boxes, a drop shadow, a
-  perspective-jittered crop, a lighting ramp, sensor noise and a JPEG round trip.
+- ``syn`` (after Ganin & Lempitsky's SynthDigits): any accepted font
+  (:func:`fonts.digit_fonts`, regular, italic, serif, mono, bold), flat vivid background,
+  text colour with a strong contrast, mostly short numbers with loose spacing, small rotation
+  and jitter, light blur.
+- ``svhn``: bold faces (:func:`fonts.bold_digit_fonts`, as on house-number plates), muted
+  photographic colours, larger and tighter numbers so that neighbouring digits are cut by
+  the crop, gradient or striped backgrounds, clutter lines and boxes, a drop shadow, a
+  perspective-jittered crop, blur, a lighting ramp, sensor noise and a JPEG round trip.
 
 Image ``i`` depends only on ``(seed, domain, split, i)`` through its own random stream.
 """
@@ -50,13 +53,17 @@ def _text_mask(
     label: int,
     *,
     size_range: tuple[int, int],
-    max_digits: int,
+    digits_p: tuple[float, ...],
     spacing: tuple[float, float],
     fonts: tuple[str, ...],
 ) -> Image.Image:
-    """An 'L' mask of a 1..max_digits number with the labelled digit centred on the canvas."""
+    """An 'L' mask of a number with the labelled digit centred on the canvas.
+
+    ``digits_p[k-1]`` is the probability of a k-digit number; ``spacing`` the range of the gap
+    between glyphs as a fraction of the font size; ``fonts`` the faces to draw from.
+    """
     font = load_font(fonts[int(rng.integers(len(fonts)))], int(rng.integers(*size_range)))
-    k = int(rng.integers(1, max_digits + 1))
+    k = 1 + int(rng.choice(len(digits_p), p=digits_p))
     j = int(rng.integers(k))
     chars = [str(int(d)) for d in rng.integers(10, size=k)]
     chars[j] = str(label)
@@ -77,12 +84,17 @@ def _text_mask(
 
 def _syn_image(rng: np.random.Generator, label: int) -> np.ndarray:
     mask = _text_mask(
-        rng, label, size_range=(38, 56), max_digits=3, spacing=(0.0, 0.2), fonts=digit_fonts()
+        rng,
+        label,
+        size_range=(38, 56),
+        digits_p=(0.4, 0.35, 0.25),
+        spacing=(0.0, 0.2),
+        fonts=digit_fonts(),
     )
     mask = mask.rotate(
         rng.uniform(-12, 12), resample=Image.Resampling.BILINEAR, center=(_C / 2, _C / 2)
     )
-    bg, fg = _colour_pair(rng, 70.0)
+    bg, fg = _colour_pair(rng, 80.0)
     lo = (_C - _OUT) // 2
     box = (lo, lo, lo + _OUT, lo + _OUT)
     pil = Image.composite(
@@ -120,8 +132,8 @@ def _svhn_image(rng: np.random.Generator, label: int) -> np.ndarray:
         rng,
         label,
         size_range=(46, 64),
-        max_digits=3,
-        spacing=(-0.05, 0.08),
+        digits_p=(0.15, 0.45, 0.4),
+        spacing=(-0.08, 0.05),
         fonts=bold_digit_fonts(),
     )
     mask = mask.rotate(
@@ -131,11 +143,11 @@ def _svhn_image(rng: np.random.Generator, label: int) -> np.ndarray:
     bgl = float(_LUMA @ np.asarray(canvas.resize((1, 1), Image.Resampling.BOX), np.float32)[0, 0])
     fg = _muted(rng)
     for _ in range(20):  # text must stand out from the mean background
-        if abs(float(_LUMA @ fg) - bgl) >= 60:
+        if abs(float(_LUMA @ fg) - bgl) >= 45:
             break
         fg = _muted(rng)
     draw = ImageDraw.Draw(canvas)
-    for _ in range(int(rng.integers(0, 4))):  # clutter: lines and boxes
+    for _ in range(int(rng.integers(1, 5))):  # clutter: lines and boxes
         col = tuple(int(v) for v in rng.integers(0, 256, size=3))
         p = rng.uniform(0, _C, size=4)
         if rng.random() < 0.5:
@@ -153,11 +165,11 @@ def _svhn_image(rng: np.random.Generator, label: int) -> np.ndarray:
     canvas = Image.composite(Image.new("RGB", canvas.size, _rgb(fg)), canvas, mask)
     # perspective-jittered crop of the central region
     lo, hi = (_C - _OUT) / 2, (_C + _OUT) / 2
-    quad = np.array([lo, lo, lo, hi, hi, hi, hi, lo]) + rng.normal(0, 4.0, size=8)
+    quad = np.array([lo, lo, lo, hi, hi, hi, hi, lo]) + rng.normal(0, 5.0, size=8)
     pil = canvas.transform(
         (_OUT, _OUT), Image.Transform.QUAD, tuple(quad.tolist()), Image.Resampling.BILINEAR
     )
-    pil = pil.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.5)))
+    pil = pil.filter(ImageFilter.GaussianBlur(rng.uniform(0.4, 1.8)))
     x = np.asarray(pil.resize((32, 32), Image.Resampling.BOX), np.float32)
     th = rng.uniform(0, 2 * np.pi)
     ramp = np.float32(np.cos(th)) * _X32 + np.float32(np.sin(th)) * _Y32
