@@ -180,9 +180,9 @@ def demo(
     make_config(0, **overrides)  # bad value -> one-line error before any process starts
     runs = settings.seeds * len(settings.selectors)
     n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
-    result = run_demo(
-        demo_factory(overrides), make_selector, settings, workers=n_workers, progress=True
-    )
+    factory = demo_factory(overrides)
+    factory.load(progress=True)  # generate or read the data once, before the workers start
+    result = run_demo(factory, make_selector, settings, workers=n_workers, progress=True)
     paths = write_outputs(result, out)
     print(result.summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print("wrote " + ", ".join(str(p) for p in paths))

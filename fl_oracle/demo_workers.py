@@ -40,17 +40,26 @@ class OracleFactory:
 
         return OracleConfig(seed=int(seed), **self.overrides)
 
-    def __call__(self, seed: int):
-        from fl_oracle.oracle import Oracle, load_federation_data
+    def load(self, *, progress: bool = False) -> dict:
+        """The federation's data, loaded (or generated and cached on disk) once per process.
 
-        config = self.config(seed)
-        data = self.data
-        if data is None:
-            key = config.replace(seed=0).to_toml()  # the data do not depend on the seed
-            if key not in _DATA:
-                _DATA[key] = load_federation_data(config)
-            data = _DATA[key]
-        return Oracle(config, data=data)
+        Call it in the parent before starting workers: generated stand-ins are then made
+        once and the workers read them from the disk cache.
+        """
+        from fl_oracle.oracle import load_federation_data
+
+        if self.data is not None:
+            return self.data
+        config = self.config(0)  # the data do not depend on the seed
+        key = config.to_toml()
+        if key not in _DATA:
+            _DATA[key] = load_federation_data(config, progress=progress)
+        return _DATA[key]
+
+    def __call__(self, seed: int):
+        from fl_oracle.oracle import Oracle
+
+        return Oracle(self.config(seed), data=self.load())
 
 
 _DATA: dict[str, dict] = {}  # per process: config (seed 0) -> loaded domain data
