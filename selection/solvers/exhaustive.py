@@ -210,13 +210,17 @@ def best_delta(
 
 
 def _front_filter(points: np.ndarray) -> np.ndarray:
-    """Positions of the first copy of each distinct row that no other row dominates (minimize)."""
+    """Positions of the first copy of each distinct row that no other row dominates (minimize).
+
+    moocore keeps the weakly non-dominated rows (duplicates included); only those few are
+    then deduplicated, keeping the lowest position (the smallest index tuple).
+    """
     import moocore
 
-    _, first = np.unique(np.round(points, _R), axis=0, return_index=True)
-    first = np.sort(first)
-    keep = moocore.is_nondominated(np.round(points[first], _R), keep_weakly=True)
-    return first[keep]
+    R = np.round(points, _R)
+    cand = np.flatnonzero(moocore.is_nondominated(R, keep_weakly=True))
+    _, first = np.unique(R[cand], axis=0, return_index=True)
+    return np.sort(cand[first])
 
 
 def exact_front(
