@@ -22,7 +22,14 @@ import torch
 from fl_oracle.model import Arch
 from fl_oracle.stats import loss_stacked
 
-__all__ = ["LocalResult", "local_objective", "plan_steps", "train_group", "SampleStream"]
+__all__ = [
+    "LocalResult",
+    "local_objective",
+    "plan_steps",
+    "train_group",
+    "train_clients",
+    "SampleStream",
+]
 
 
 @dataclass(frozen=True)
@@ -153,3 +160,76 @@ def train_group(
     gn = _grad_h(arch, W, anchor, probe_x, probe_y, mu).norm(dim=1)
     ratio = torch.where(g0_norm > 0, gn / g0_norm.clamp_min(1e-30), torch.zeros_like(gn))
     return LocalResult((W - anchor).detach(), taken, ratio.detach().cpu())
+
+
+def train_clients(
+    arch: Arch,
+    w_t: torch.Tensor,
+    clients: Sequence[int],
+    *,
+    xs: Sequence[torch.Tensor],
+    ys: Sequence[torch.Tensor],
+    probes: Sequence[torch.Tensor],
+    budgets: Sequence[float],
+    seeds: Sequence[int],
+    batch_size: int,
+    lr: float,
+    mu: float,
+    gamma: float,
+    g0_norm: torch.Tensor,
+    callback: Callable[[int, int], None] | None = None,
+) -> dict[int, tuple[torch.Tensor, int, float]]:
+    """Train the given clients, grouping those that share batch size, steps and check interval.
+
+    Args:
+        arch: the architecture.
+        w_t: (P,) global model.
+        clients: indices of the clients to train.
+        xs, ys, probes: per-client (all clients) images, labels and probe-set indices.
+        budgets: per-client local epoch budgets.
+        seeds: per-client mini-batch stream seeds.
+        batch_size, lr, mu, gamma: local solver settings.
+        g0_norm: (K,) ||grad F_k(w_t)|| on every client's probe set.
+        callback: ``callback(done, total)`` in client-steps (progress).
+
+    Returns:
+        ``{client: (delta (P,), steps, gamma_achieved)}``. The gamma check runs 4 times per
+        local epoch.
+    """
+    groups: dict[tuple[int, int, int, int], list[int]] = {}
+    for i in clients:
+        n = len(ys[i])
+        b, steps = plan_steps(n, batch_size, budgets[i])
+        check = max(1, math.ceil(math.ceil(n / b) / 4))
+        groups.setdefault((b, steps, check, len(probes[i])), []).append(i)
+    total = sum(len(m) * s for (_, s, _, _), m in groups.items())
+    done = 0
+    out: dict[int, tuple[torch.Tensor, int, float]] = {}
+    for (b, steps, check, _), part in groups.items():
+
+        def tick(m: int = len(part)) -> None:
+            nonlocal done
+            done += m
+            if callback is not None:
+                callback(done, total)
+
+        res = train_group(
+            arch,
+            w_t,
+            [xs[i] for i in part],
+            [ys[i] for i in part],
+            [SampleStream(len(ys[i]), seeds[i], w_t.device) for i in part],
+            batch=b,
+            steps=steps,
+            lr=lr,
+            mu=mu,
+            gamma=gamma,
+            probe_x=torch.stack([xs[i][probes[i]] for i in part]),
+            probe_y=torch.stack([ys[i][probes[i]] for i in part]),
+            g0_norm=g0_norm[part],
+            check_every=check,
+            on_step=tick,
+        )
+        for j, i in enumerate(part):
+            out[i] = (res.delta[j], int(res.steps[j]), float(res.gamma_achieved[j]))
+    return out

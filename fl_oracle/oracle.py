@@ -14,7 +14,6 @@ Randomness is a pure function of (seed, round, client): the partition and probe 
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -24,7 +23,7 @@ import torch
 
 from fl_oracle.config import OracleConfig
 from fl_oracle.errors import CheckpointError, OracleError, UnknownClientError
-from fl_oracle.local import SampleStream, plan_steps, train_group
+from fl_oracle.local import train_clients
 from fl_oracle.model import get_arch, init_params
 from fl_oracle.partition import build_federation
 from fl_oracle.stats import (
@@ -187,55 +186,26 @@ class Oracle:
         if not missing:
             return
         fed, cfg = self._fed, self.config
-        probe = self._probe_stats()
+        g0 = self._probe_stats().grad.norm(dim=1)
         t0 = time.perf_counter()
-        g0 = probe.grad.norm(dim=1)
-        groups: dict[tuple[int, int, int], list[int]] = {}
-        for i in missing:
-            n = int(fed.n_samples[i])
-            b, steps = plan_steps(n, cfg.batch_size, cfg.budget(fed.client_ids[i]))
-            check = max(1, math.ceil(math.ceil(n / b) / 4))
-            groups.setdefault((b, steps, check), []).append(i)
-        total = sum(len(m) * s for (_, s, _), m in groups.items())
-        done = 0
-        for (b, steps, check), members in groups.items():
-            streams = [
-                SampleStream(int(fed.n_samples[i]), self._stream_seed(i), self.device)
-                for i in members
-            ]
-            ps = {len(fed.probe[i]) for i in members}
-            sub = [members] if len(ps) == 1 else [[i] for i in members]
-            for part in sub:
-
-                def tick(m=len(part)):
-                    nonlocal done
-                    done += m
-                    if callback is not None:
-                        callback(done, total)
-
-                res = train_group(
-                    self.arch,
-                    self._w,
-                    [fed.xs[i] for i in part],
-                    [fed.ys[i] for i in part],
-                    [streams[members.index(i)] for i in part],
-                    batch=b,
-                    steps=steps,
-                    lr=cfg.lr,
-                    mu=self._mu,
-                    gamma=cfg.gamma,
-                    probe_x=torch.stack([fed.xs[i][fed.probe[i]] for i in part]),
-                    probe_y=torch.stack([fed.ys[i][fed.probe[i]] for i in part]),
-                    g0_norm=g0[part],
-                    check_every=check,
-                    on_step=tick,
-                )
-                for j, i in enumerate(part):
-                    self._updates[i] = (
-                        res.delta[j],
-                        int(res.steps[j]),
-                        float(res.gamma_achieved[j]),
-                    )
+        self._updates.update(
+            train_clients(
+                self.arch,
+                self._w,
+                missing,
+                xs=fed.xs,
+                ys=fed.ys,
+                probes=fed.probe,
+                budgets=[cfg.budget(fed.client_ids[i]) for i in range(len(fed.client_ids))],
+                seeds=[self._stream_seed(i) for i in range(len(fed.client_ids))],
+                batch_size=cfg.batch_size,
+                lr=cfg.lr,
+                mu=self._mu,
+                gamma=cfg.gamma,
+                g0_norm=g0,
+                callback=callback,
+            )
+        )
         self.timings["local"] += time.perf_counter() - t0
 
     def _stream_seed(self, i: int) -> int:

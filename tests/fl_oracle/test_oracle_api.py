@@ -145,3 +145,10 @@ def test_partition_is_disjoint_and_dirichlet_skews():
     # the mnist clients' rows of the training split are disjoint
     x0, x1 = o._fed.xs[0], o._fed.xs[1]
     assert not any(torch.equal(a, b) for a in x0 for b in x1)
+
+
+def test_epoch_budgets_make_stragglers():
+    o = Oracle(tiny_config(epoch_budgets={"svhn": 0.5, "mnist-1": 2.0}), data=DATA)
+    steps = o.round_stats().set_index("client_id")["steps"]
+    # svhn: ceil(0.5 * 24 / 8) = 2; mnist-1: ceil(2 * 20 / 8) = 5; mnist-0 keeps ceil(20 / 8) = 3
+    assert (steps["svhn-0"], steps["svhn-1"], steps["mnist-1"], steps["mnist-0"]) == (2, 2, 5, 3)
