@@ -12,6 +12,10 @@ from typing import Any
 
 import typer
 
+from fl_oracle.demo import DemoSettings
+
+_D = DemoSettings()  # the demo's defaults, shown in --help
+
 __all__ = ["register", "make_config", "make_oracle", "demo_factory", "DEMO_ORACLE"]
 
 
@@ -143,11 +147,22 @@ def demo_factory(overrides: dict[str, Any]):
 
 def demo(
     out: Path = typer.Option(Path("results/demo"), "--out", help="Output folder."),
-    rounds: int | None = typer.Option(None, "--rounds", min=1, help="Rounds per run."),
-    seeds: int | None = typer.Option(None, "--seeds", min=1, help="Number of seeds (0..N-1)."),
-    k: int | None = typer.Option(None, "--k", min=1, help="Clients selected per round."),
+    rounds: int | None = typer.Option(
+        None, "--rounds", min=1, help=f"Rounds per run (default {_D.rounds})."
+    ),
+    seeds: int | None = typer.Option(
+        None, "--seeds", min=1, help=f"Number of seeds 0..N-1 (default {_D.seeds})."
+    ),
+    k: int | None = typer.Option(
+        None, "--k", min=1, help=f"Clients selected per round (default {_D.k})."
+    ),
     selectors: str | None = typer.Option(
-        None, "--selectors", help="Comma-separated selector specs (first = reference run)."
+        None,
+        "--selectors",
+        help=(
+            "Comma-separated selector specs, the first is the reference run "
+            f"(default {','.join(_D.selectors)})."
+        ),
     ),
     data_root: Path | None = typer.Option(
         None, "--data-root", help="Folder with the real digit datasets."
