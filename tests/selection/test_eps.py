@@ -126,3 +126,13 @@ def test_with_param_shares_the_persistent_model(make_problem):
 def test_invalid_arguments(kwargs):
     with pytest.raises(ValueError):
         EpsSolver(**kwargs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["highs", "cbc", "cpsat"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_larger_complete_fronts_equal_enumeration(make_problem, backend, seed):
+    for kind in ("synthetic", "random"):
+        p = make_problem(18, 5, seed=seed, kind=kind, decimals=3 if backend == "cpsat" else None)
+        sweep = sweep_eps(p, complete=True, backend=backend)
+        np.testing.assert_array_equal(_points(sweep), _points(exact_front(p)))
