@@ -87,3 +87,14 @@ def test_exhaustive_delta_matches(make_problem):
 def test_invalid_arguments(kwargs):
     with pytest.raises(ValueError):
         MaxminSolver(**kwargs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["highs", "cbc", "cpsat"])
+def test_larger_delta_grid_equals_enumeration(make_problem, backend):
+    for seed, kind in [(0, "synthetic"), (1, "random")]:
+        p = make_problem(18, 5, seed=seed, kind=kind, decimals=3)
+        got = sweep_delta(p, DELTAS, backend=backend)
+        ref = sweep_delta(p, DELTAS, backend="enum")
+        np.testing.assert_allclose(got.worst, ref.worst, atol=1e-6)
+        np.testing.assert_allclose(got.utility, ref.utility, atol=1e-6)
