@@ -87,14 +87,16 @@ def test_points_are_pareto_optimal_not_weakly(make_problem):
 @pytest.mark.parametrize("backend", ["highs", "cbc", "cpsat", "enum"])
 def test_f_min_and_b_max(make_problem, backend):
     p = make_problem(11, 3, seed=8, kind="random", decimals=3)
+    # CP-SAT rounds F_z and B to 1/1000: each of the K terms is off by at most 0.5e-3
+    slack = 3 * 0.5e-3 + 1e-9 if backend == "cpsat" else 1e-9
     for f_min, b_max in [(0.5, None), (None, 0.6), (0.0, 1.0)]:
         r = EpsSolver(eps=40.0, f_min=f_min, b_max=b_max, backend=backend).solve(p)
         e = ExhaustiveSolver(eps=40.0, f_min=f_min, b_max=b_max).solve(p)
         assert r.objectives["utility"] == pytest.approx(e.objectives["utility"], abs=1e-6)
         if f_min is not None:
-            assert r.objectives["sum_Fz"] >= f_min - 1e-3
+            assert r.objectives["sum_Fz"] >= f_min - slack
         if b_max is not None:
-            assert r.objectives["sum_B"] <= b_max + 1e-3
+            assert r.objectives["sum_B"] <= b_max + slack
 
 
 def test_with_param_shares_the_persistent_model(make_problem):
