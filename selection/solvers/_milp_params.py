@@ -18,6 +18,7 @@ from selection.solvers._milp_model import INF, MILP_BACKENDS, MilpSpec
 __all__ = [
     "BACKENDS",
     "DEFAULT_ENUM_LIMIT",
+    "AUTO_MILP",
     "check_backend",
     "check_nonneg",
     "check_time_limit",
@@ -29,6 +30,9 @@ __all__ = [
 
 BACKENDS = ("auto", "enum", *MILP_BACKENDS)
 DEFAULT_ENUM_LIMIT = 200_000
+# the MILP ``auto`` falls back to above the enumeration limit (results/benchmarks/solvers.md:
+# CBC was 3-8x faster than HiGHS on these models on the shared 2-core box)
+AUTO_MILP = "highs"
 
 
 def check_nonneg(name: str, value: float | None, *, allow_none: bool = True) -> float | None:

@@ -19,6 +19,7 @@ from selection.problem import SelectionProblem
 from selection.solvers._milp_cpsat import DEFAULT_SCALE
 from selection.solvers._milp_model import LexBackend, make_backend
 from selection.solvers._milp_params import (
+    AUTO_MILP,
     DEFAULT_ENUM_LIMIT,
     check_backend,
     check_int,
@@ -75,7 +76,7 @@ class ExactSolver(Solver):
         """The backend this solver uses on ``problem`` (``auto`` resolved)."""
         if self.backend != "auto":
             return self.backend
-        return "enum" if math.comb(problem.n, problem.k) <= self.enum_limit else "highs"
+        return "enum" if math.comb(problem.n, problem.k) <= self.enum_limit else AUTO_MILP
 
     def model(self, problem: SelectionProblem) -> LexBackend:
         """The persistent backend model of ``problem`` (built on first use)."""
