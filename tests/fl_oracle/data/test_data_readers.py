@@ -202,3 +202,20 @@ def test_auto_mixes_real_and_generated(tmp_path):
         ["svhn"], root=tmp_path, mode="generated", n_train=5, n_test=5, cache_dir=tmp_path / "cache"
     )
     assert gen["svhn"]["train"].source == "generated"
+
+
+def test_fedbn_pickle_pixel_conventions(tmp_path):
+    from fl_oracle.data.readers import read_fedbn_pickle
+
+    x = np.full((2, 1, 28, 28), -1.0, np.float32)  # NCHW floats in [-1, 1]
+    x[1] = 1.0
+    p = tmp_path / "train.pkl"
+    with open(p, "wb") as fh:
+        pickle.dump((x, np.array([2.0, 7.0])), fh)
+    imgs, labels = read_fedbn_pickle(p)
+    assert imgs.shape == (2, 28, 28) and imgs.dtype == np.uint8
+    assert imgs[0].max() == 0 and imgs[1].min() == 255 and labels.tolist() == [2, 7]
+    with open(p, "wb") as fh:
+        pickle.dump((x, np.array([2.5, 7.0])), fh)
+    with pytest.raises(DataError, match="train.pkl: labels are not integers"):
+        read_fedbn_pickle(p)
