@@ -30,6 +30,10 @@ def oracle(
     val_per_domain: int = typer.Option(500, "--val-per-domain", min=1),
     test_per_domain: int | None = typer.Option(None, "--test-per-domain", min=1),
     fisher_samples: int = typer.Option(64, "--fisher-samples", min=0, help="Probe cap (0 = all)."),
+    fisher_method: str = typer.Option(
+        "layerwise", "--fisher-method", help="layerwise (fast) | vmap (torch.func)."
+    ),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="torch threads."),
     aggregation: str = typer.Option("samples", "--aggregation", help="samples | uniform."),
     model: str = typer.Option("cnn", "--model", help="cnn | cnn-small | cnn-large."),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
@@ -60,6 +64,8 @@ def oracle(
         k=k,
         aggregation=aggregation,
         fisher_samples=fisher_samples or None,
+        fisher_method=fisher_method,
+        threads=threads,
         device=device,
     )
     table = run_oracle(

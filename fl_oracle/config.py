@@ -16,7 +16,7 @@ from typing import Any
 
 from fl_oracle.errors import ConfigError
 
-__all__ = ["OracleConfig", "DEFAULT_SAMPLES_PER_CLIENT", "MODELS"]
+__all__ = ["OracleConfig", "DEFAULT_SAMPLES_PER_CLIENT", "MODELS", "FISHER_METHODS"]
 
 # 1% of each real training set (FedHEAL's Digits-4): mnist 60000, usps 7291, svhn 73257, syn 10000.
 DEFAULT_SAMPLES_PER_CLIENT: dict[str, int] = {"mnist": 600, "usps": 72, "svhn": 732, "syn": 100}
@@ -24,6 +24,7 @@ MODELS: tuple[str, ...] = ("cnn", "cnn-small", "cnn-large")
 _DATA_MODES = ("auto", "real", "generated")
 _DEVICES = ("auto", "cpu", "cuda")
 _AGGREGATIONS = ("samples", "uniform")
+FISHER_METHODS: tuple[str, ...] = ("layerwise", "vmap")
 
 
 def _err(name: str, value: Any, why: str) -> ConfigError:
@@ -57,6 +58,8 @@ class OracleConfig:
         k: clients per round for ``fedsel oracle`` (None = all).
         aggregation: ``samples`` (weights proportional to n_samples) or ``uniform``.
         fisher_samples: per-client probe-set size for F, loss and gradients (None = all).
+        fisher_method: per-sample gradients from layer inputs and output gradients
+            (``layerwise``, fast) or ``torch.func.vmap(grad)`` (``vmap``); equal values.
         device: ``auto`` (cuda when available) | ``cpu`` | ``cuda``.
         threads: torch intra-op threads (None = leave torch's default).
     """
@@ -82,6 +85,7 @@ class OracleConfig:
     k: int | None = None
     aggregation: str = "samples"
     fisher_samples: int | None = 64
+    fisher_method: str = "layerwise"
     device: str = "auto"
     threads: int | None = None
 
@@ -142,6 +146,7 @@ class OracleConfig:
             ("device", _DEVICES),
             ("aggregation", _AGGREGATIONS),
             ("model", MODELS),
+            ("fisher_method", FISHER_METHODS),
         ):
             if getattr(self, name) not in allowed:
                 raise _err(name, getattr(self, name), f"must be one of {', '.join(allowed)}")

@@ -33,6 +33,7 @@ from fl_oracle.stats import (
     cosine_to,
     js_divergence,
     probe_stats,
+    probe_stats_vmap,
 )
 from selection.schema import validate_stats
 
@@ -175,7 +176,8 @@ class Oracle:
     def _probe_stats(self) -> ProbeStats:
         if self._probe is None:
             t0 = time.perf_counter()
-            self._probe = probe_stats(
+            method = probe_stats if self.config.fisher_method == "layerwise" else probe_stats_vmap
+            self._probe = method(
                 self.arch, self._w, self._probe_x, self._probe_y, self._probe_seg, len(self._index)
             )
             self.timings["fisher"] += time.perf_counter() - t0

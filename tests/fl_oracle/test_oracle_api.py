@@ -152,3 +152,10 @@ def test_epoch_budgets_make_stragglers():
     steps = o.round_stats().set_index("client_id")["steps"]
     # svhn: ceil(0.5 * 24 / 8) = 2; mnist-1: ceil(2 * 20 / 8) = 5; mnist-0 keeps ceil(20 / 8) = 3
     assert (steps["svhn-0"], steps["svhn-1"], steps["mnist-1"], steps["mnist-0"]) == (2, 2, 5, 3)
+
+
+def test_fisher_methods_agree(measured):
+    _, s = measured
+    v = Oracle(tiny_config(fisher_method="vmap"), data=DATA).round_stats()
+    np.testing.assert_allclose(v["F"], s["F"], rtol=1e-5)
+    np.testing.assert_allclose(v["loss"], s["loss"], rtol=1e-6)
