@@ -63,7 +63,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(exc.format_message())
             sys.exit(0)
         _fail(exc.format_message(), exc.exit_code or 2)
-    except (ValueError, OSError, KeyError) as exc:  # SelectionError, StatsError, DataError, ... subclass ValueError
+    except (
+        ValueError,
+        OSError,
+        KeyError,
+    ) as exc:  # SelectionError, StatsError, DataError, ... subclass ValueError
         msg = str(exc)
         if isinstance(exc, KeyError):
             msg = f"missing key {msg}"

@@ -82,7 +82,9 @@ class SelectionProblem:
         rounds = sorted(int(r) for r in df["round"].unique())
         r = rounds[-1] if round is None else int(round)
         if r not in rounds:
-            raise SelectionError(f"round {r} is not in the stats table (rounds {rounds[0]}..{rounds[-1]})")
+            raise SelectionError(
+                f"round {r} is not in the stats table (rounds {rounds[0]}..{rounds[-1]})"
+            )
         part = df[df["round"] == r].reset_index(drop=True)
         n = len(part)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)):

@@ -27,7 +27,16 @@ __all__ = [
     "write_text_atomic",
 ]
 
-REQUIRED_COLUMNS: tuple[str, ...] = ("round", "client_id", "domain", "n_samples", "U", "F", "B", "cos_g")
+REQUIRED_COLUMNS: tuple[str, ...] = (
+    "round",
+    "client_id",
+    "domain",
+    "n_samples",
+    "U",
+    "F",
+    "B",
+    "cos_g",
+)
 DEFAULT_DOMAINS: tuple[str, ...] = ("mnist", "usps", "svhn", "syn")
 LN2 = math.log(2.0)
 _TOL = 1e-9
@@ -50,7 +59,9 @@ def read_stats(path: str | os.PathLike) -> pd.DataFrame:
         elif suffix in (".csv", ".txt"):
             df = pd.read_csv(p, dtype={"client_id": str, "domain": str})
         else:
-            raise StatsError(f"stats file {p} must end in .csv or .parquet, not {suffix or '(none)'}")
+            raise StatsError(
+                f"stats file {p} must end in .csv or .parquet, not {suffix or '(none)'}"
+            )
     except StatsError:
         raise
     except Exception as exc:  # pandas/pyarrow raise many types on malformed files
@@ -63,8 +74,14 @@ def _where(df: pd.DataFrame, pos: int) -> str:
     return f"row {pos} (client {cid})"
 
 
-def _check_range(df: pd.DataFrame, col: str, lo: float | None, hi: float | None,
-                 lo_open: bool = False, what: str = "") -> None:
+def _check_range(
+    df: pd.DataFrame,
+    col: str,
+    lo: float | None,
+    hi: float | None,
+    lo_open: bool = False,
+    what: str = "",
+) -> None:
     v = df[col].to_numpy(dtype=float)
     bad = np.zeros(len(v), dtype=bool)
     if lo is not None:
@@ -130,7 +147,9 @@ def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
     badid = ids.str.contains(r"[\s;]", regex=True) | (ids.str.len() == 0)
     if badid.any():
         pos = int(np.flatnonzero(badid.to_numpy())[0])
-        raise StatsError(f"column client_id: row {pos} has id {ids.iloc[pos]!r}; ids must be non-empty without spaces or ';'")
+        raise StatsError(
+            f"column client_id: row {pos} has id {ids.iloc[pos]!r}; ids must be non-empty without spaces or ';'"
+        )
     dup = df.duplicated(["round", "client_id"], keep="first")
     if dup.any():
         pos = int(np.flatnonzero(dup.to_numpy())[0])

@@ -63,9 +63,12 @@ def synthetic_stats(
         quality = rng.beta(2.0, 1.5, n)  # how useful each client's update is
         noise = rng.normal(0.0, 4.0, (n, D))
         room = 100.0 - (base + lift)
-        Ud = (base + lift)[None, :] + room[None, :] * (
-            aff[dom_idx] * quality[:, None] * 0.8 - 0.15 * (1 - quality[:, None])
-        ) + noise
+        Ud = (
+            (base + lift)[None, :]
+            + room[None, :]
+            * (aff[dom_idx] * quality[:, None] * 0.8 - 0.15 * (1 - quality[:, None]))
+            + noise
+        )
         Ud = np.clip(Ud, 0.0, 100.0)
         U = Ud.mean(axis=1)
         zU = (U - U.mean()) / (U.std() + 1e-12)

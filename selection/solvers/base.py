@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,7 +23,7 @@ from selection.problem import SelectionProblem
 __all__ = ["Status", "SolveResult", "Solver", "register", "make_solver", "SOLVERS"]
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """One status vocabulary for every backend."""
 
     OPTIMAL = "optimal"
@@ -64,7 +64,9 @@ class SolveResult:
 
     @property
     def ok(self) -> bool:
-        return self.status in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT) and bool(self.selected)
+        return self.status in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT) and bool(
+            self.selected
+        )
 
 
 @dataclass(frozen=True)
@@ -86,16 +88,23 @@ class Solver(ABC):
     def solve(self, problem: SelectionProblem) -> SolveResult:
         """Solve one problem; never raises for infeasibility (status says it)."""
         if not isinstance(problem, SelectionProblem):
-            raise SelectionError(f"{self.name}: expected a SelectionProblem, got {type(problem).__name__}")
+            raise SelectionError(
+                f"{self.name}: expected a SelectionProblem, got {type(problem).__name__}"
+            )
         t0 = time.perf_counter()
         raw = self._solve(problem)
         seconds = time.perf_counter() - t0
         sel = tuple(sorted(int(i) for i in raw.selected))
         status = Status(raw.status)
         if sel and len(sel) != problem.k:
-            return SolveResult(self.name, Status.ERROR, seconds=seconds, param=raw.param,
-                               backend=raw.backend,
-                               message=f"solver returned {len(sel)} clients, expected k={problem.k}")
+            return SolveResult(
+                self.name,
+                Status.ERROR,
+                seconds=seconds,
+                param=raw.param,
+                backend=raw.backend,
+                message=f"solver returned {len(sel)} clients, expected k={problem.k}",
+            )
         return SolveResult(
             method=self.name,
             status=status,
