@@ -22,12 +22,12 @@ import numpy as np
 import torch
 
 from . import cache
-from .base import DOMAINS, DataError, DomainData, domain_index, split_index
+from .base import DOMAINS, SPLITS, DataError, DomainData, domain_index, split_index
 from .generate import generate
 from .imageops import standardize_per_image
 from .real import expected_files, find_real, load_real
 
-__all__ = ["DEFAULT_N", "MODES", "describe_sources", "load_digits", "load_domain"]
+__all__ = ["DEFAULT_N", "MODES", "check_real", "describe_sources", "load_digits", "load_domain"]
 
 log = logging.getLogger(__name__)
 
@@ -109,26 +109,49 @@ def load_domain(
         The :class:`DomainData` with ``source`` "real" or "generated".
 
     Raises:
-        DataError: unknown domain/split/mode, bad ``n``, or ``mode="real"`` without files.
+        DataError: unknown domain/split/mode, bad ``n``, a ``root`` that is not a folder, or
+            ``mode="real"`` without files (the message names the paths looked for).
     """
     domain_index(name)
     split_index(split)
     _check_common(mode, seed)
     _check_n(n, "n")
+    check_real([name], root, mode, [split])
     if mode != "generated":
         src = find_real(name, split, root)
         if src is not None:
             x, y = load_real(src, n, int(seed))
             return _to_domain_data(x, y, name, split, "real", str(src.path), standardize)
-        if mode == "real":
-            if root is None:
-                raise DataError(f"{name}: data mode 'real' needs a data root (--data-root)")
-            raise DataError(
-                f"{name} {split}: no real files; expected {expected_files(name, split, root)}"
-            )
     size = DEFAULT_N[split] if n is None else int(n)
     x, y = _generated(name, split, size, int(seed), cache_dir, progress)
     return _to_domain_data(x, y, name, split, "generated", "", standardize)
+
+
+def check_real(
+    domains: Iterable[str], root: str | Path | None, mode: str, splits: Iterable[str] = SPLITS
+) -> None:
+    """Fail early on a bad data root; with ``mode="real"`` list every missing file set at once.
+
+    Raises:
+        DataError: ``root`` given but not a folder (modes "auto" and "real"); mode "real"
+            without a root; mode "real" with (domain, split) files missing.
+    """
+    if mode == "generated":
+        return
+    if root is not None and not Path(root).is_dir():
+        raise DataError(f"data root {root} is not a folder")
+    if mode != "real":
+        return
+    if root is None:
+        raise DataError("data mode 'real' needs a data root (--data-root)")
+    missing = [
+        f"{d} {s}: {expected_files(d, s, root)}"
+        for d in domains
+        for s in splits
+        if find_real(d, s, root) is None
+    ]
+    if missing:
+        raise DataError("missing real data files; expected " + "; ".join(missing))
 
 
 def _per_domain(value: Mapping[str, int] | int | None, domain: str, what: str) -> int | None:
@@ -183,17 +206,7 @@ def load_digits(
     if len(set(domains)) != len(domains):
         raise DataError(f"domains repeat a name: {domains}")
     _check_common(mode, seed)
-    if mode == "real":
-        if root is None:
-            raise DataError("data mode 'real' needs a data root (--data-root)")
-        missing = [
-            f"{d} {s}: {expected_files(d, s, root)}"
-            for d in domains
-            for s in ("train", "test")
-            if find_real(d, s, root) is None
-        ]
-        if missing:
-            raise DataError("missing real data files; expected " + "; ".join(missing))
+    check_real(domains, root, mode)
     out: dict[str, dict[str, DomainData]] = {}
     for d in domains:
         sizes = {

@@ -32,10 +32,14 @@ def preview(
 ) -> None:
     """Draw one row of images per domain, titled with where each row came from."""
     from fl_oracle.data import DOMAINS, load_domain
+    from fl_oracle.data.api import check_real
     from fl_oracle.data.preview import render_preview
 
     if out.suffix.lower() != ".png":
         raise typer.BadParameter(f"--out {out} must end in .png")
+    if data not in ("auto", "real", "generated"):
+        raise typer.BadParameter(f"--data {data!r} must be auto, real or generated")
+    check_real(DOMAINS, data_root, data, [split])
     rows = [
         load_domain(
             d,

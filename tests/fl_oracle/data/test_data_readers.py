@@ -219,3 +219,10 @@ def test_fedbn_pickle_pixel_conventions(tmp_path):
         pickle.dump((x, np.array([2.5, 7.0])), fh)
     with pytest.raises(DataError, match="train.pkl: labels are not integers"):
         read_fedbn_pickle(p)
+
+
+def test_root_that_is_not_a_folder_is_an_error(tmp_path):
+    with pytest.raises(DataError, match=f"data root {tmp_path / 'nope'} is not a folder"):
+        load_domain("usps", "train", root=tmp_path / "nope", n=5, cache_dir=tmp_path)
+    with pytest.raises(DataError, match="missing real data files; expected usps test: "):
+        load_domain("usps", "test", root=tmp_path, mode="real")
