@@ -46,6 +46,7 @@ def tiny_config(**changes) -> OracleConfig:
         batch_size=8,
         fisher_samples=8,
         device="cpu",
+        threads=1,  # the suite runs beside other jobs on two cores
     )
     base.update(changes)
     return OracleConfig(**base)
