@@ -1,14 +1,26 @@
-"""Dispatch to the generators, in chunks, with an optional rich progress bar."""
+"""Dispatch to the generators in chunks, in parallel worker processes for large requests.
+
+Image ``i`` depends only on (seed, domain, split, i), so chunks are independent and the
+output is identical whatever the number of workers. Workers: ``$FEDSEL_DATA_WORKERS`` if set
+(parallel from two chunks up); otherwise, on machines with at least 4 CPUs, ``cpu_count // 2``
+(at most 8) for requests of :data:`PARALLEL_MIN` images or more, since starting spawned
+workers costs a few seconds; else one process.
+"""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+
 import numpy as np
 
-from .base import domain_index, split_index
+from .base import DataError, domain_index, split_index
 
-__all__ = ["generate"]
+__all__ = ["PARALLEL_MIN", "generate", "n_workers"]
 
 _CHUNK = 250
+PARALLEL_MIN = 4000  # images; below this, starting worker processes costs more than it saves
 
 
 def _one(domain: str, split: str, n: int, seed: int, start: int) -> tuple[np.ndarray, np.ndarray]:
@@ -19,6 +31,21 @@ def _one(domain: str, split: str, n: int, seed: int, start: int) -> tuple[np.nda
     from .gen_printed import generate_printed
 
     return generate_printed(domain, split, n, seed, start=start)
+
+
+def n_workers(n: int) -> int:
+    """Worker processes for a request of ``n`` images (see the module docstring)."""
+    env = os.environ.get("FEDSEL_DATA_WORKERS")
+    if env:
+        try:
+            k = int(env)
+        except ValueError:
+            raise DataError(f"FEDSEL_DATA_WORKERS={env!r} is not an integer") from None
+        if k < 1:
+            raise DataError(f"FEDSEL_DATA_WORKERS={env!r} must be at least 1")
+        return k if n > _CHUNK else 1
+    cpus = os.cpu_count() or 1
+    return min(8, cpus // 2) if cpus >= 4 and n >= PARALLEL_MIN else 1
 
 
 def generate(
@@ -39,22 +66,33 @@ def generate(
     """
     domain_index(domain)
     split_index(split)
-    xs, ys = [np.empty((0, 32, 32, 3), np.uint8)], [np.empty(0, np.int64)]
-    bounds = list(range(start, start + n, _CHUNK))
-    if not progress:
-        for b in bounds:
-            x, y = _one(domain, split, min(_CHUNK, start + n - b), seed, b)
-            xs.append(x)
-            ys.append(y)
-        return np.concatenate(xs), np.concatenate(ys)
-    from rich.progress import Progress
+    chunks = [(b, min(_CHUNK, start + n - b)) for b in range(start, start + n, _CHUNK)]
+    workers = n_workers(n)
+    parts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    bar = task = None
+    if progress:
+        from rich.progress import Progress
 
-    with Progress(transient=True) as bar:
+        bar = Progress(transient=True)
         task = bar.add_task(f"generating {domain} {split} stand-in", total=n)
-        for b in bounds:
-            k = min(_CHUNK, start + n - b)
-            x, y = _one(domain, split, k, seed, b)
-            xs.append(x)
-            ys.append(y)
-            bar.advance(task, k)
+        bar.start()
+    try:
+        if workers == 1:
+            for b, k in chunks:
+                parts[b] = _one(domain, split, k, seed, b)
+                if bar is not None:
+                    bar.advance(task, k)
+        else:
+            ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch
+            with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=ctx) as pool:
+                futs = {pool.submit(_one, domain, split, k, seed, b): (b, k) for b, k in chunks}
+                for fut, (b, k) in futs.items():
+                    parts[b] = fut.result()
+                    if bar is not None:
+                        bar.advance(task, k)
+    finally:
+        if bar is not None:
+            bar.stop()
+    xs = [parts[b][0] for b, _ in chunks] or [np.empty((0, 32, 32, 3), np.uint8)]
+    ys = [parts[b][1] for b, _ in chunks] or [np.empty(0, np.int64)]
     return np.concatenate(xs), np.concatenate(ys)

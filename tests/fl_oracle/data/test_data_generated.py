@@ -130,3 +130,13 @@ def test_bad_arguments_raise_data_error(kwargs, match):
 def test_bad_size_mapping():
     with pytest.raises(DataError, match="n_train: unknown domain 'cifar'"):
         load_digits(n_train={"cifar": 3}, mode="generated")
+
+
+def test_parallel_generation_equals_serial(monkeypatch):
+    serial = generate("syn", "test", 520, seed=9)  # 520 images: three chunks
+    monkeypatch.setenv("FEDSEL_DATA_WORKERS", "2")
+    parallel = generate("syn", "test", 520, seed=9)
+    assert np.array_equal(serial[0], parallel[0]) and np.array_equal(serial[1], parallel[1])
+    monkeypatch.setenv("FEDSEL_DATA_WORKERS", "zero")
+    with pytest.raises(DataError, match="FEDSEL_DATA_WORKERS='zero' is not an integer"):
+        generate("syn", "test", 520, seed=9)
