@@ -26,6 +26,9 @@ from selection.solvers._milp_model import INF, LexBackend
 
 __all__ = ["HighsBackend", "new_highs"]
 
+# branch-and-bound nodes of the restricted MILP that supplies the first incumbent
+INCUMBENT_NODES = 300
+
 _banner_lock = threading.Lock()
 _banner_done = False
 
@@ -75,6 +78,7 @@ class HighsBackend(LexBackend):
     """The lexicographic MILP in HiGHS."""
 
     name = "highs"
+    use_core = True
 
     def _build(self) -> None:
         import highspy
@@ -121,6 +125,32 @@ class HighsBackend(LexBackend):
     def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
         inf = self._hs.kHighsInf
         self._h.changeRowBounds(row, max(lo, -inf), min(up, inf) if up != INF else inf)
+
+    def _set_col_bounds(self, cols, lo, up) -> None:
+        idx = np.asarray(cols, dtype=np.int32)
+        self._h.changeColsBounds(len(idx), idx, np.asarray(lo, float), np.asarray(up, float))
+
+    def _incumbent(self, c, time_limit):
+        # the restricted core MILP only has to supply a good start, not a proof
+        self._h.setOptionValue("mip_max_nodes", INCUMBENT_NODES)
+        try:
+            return self._optimize(c, time_limit, None)
+        finally:
+            self._h.setOptionValue("mip_max_nodes", 2147483647)
+
+    def _relax(self, c, time_limit):
+        h = self._h
+        h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
+        h.setOptionValue("time_limit", float(time_limit) if time_limit is not None else INF)
+        _use_threads(int(self.threads or 1))
+        h.setOptionValue("solve_relaxation", True)
+        try:
+            h.run()
+        finally:
+            h.setOptionValue("solve_relaxation", False)
+        if h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
+            return "other", None
+        return "optimal", np.array(h.getSolution().row_dual, dtype=float)
 
     def _optimize(self, c, time_limit, hint):
         hs, h = self._hs, self._h

@@ -114,6 +114,7 @@ class LexBackend(ABC):
 
     name = ""
     exact_tol = False  # True when stage values are integers (no tolerance needed)
+    use_core = False  # True: exact LP reduced-cost fixing before stage 1 (_milp_core)
 
     def __init__(
         self, spec: MilpSpec, *, seed: int = 0, threads: int | None = None, mip_gap: float = 0.0
@@ -122,6 +123,8 @@ class LexBackend(ABC):
         self.seed = int(seed)
         self.threads = threads
         self.mip_gap = float(mip_gap)
+        self._row_lo = np.array(spec.row_lo, dtype=float)
+        self._row_up = np.array(spec.row_up, dtype=float)
         t0 = time.perf_counter()
         self._build()
         self.build_seconds = time.perf_counter() - t0
@@ -145,10 +148,26 @@ class LexBackend(ABC):
         limit, the vector is the incumbent or None) or ``error:<text>``.
         """
 
+    def _relax(self, c: np.ndarray, time_limit: float | None) -> tuple[str, np.ndarray | None]:
+        """Solve the LP relaxation of ``max c·v``: (kind, row multipliers). Optional."""
+        return "error:no LP relaxation", None
+
+    def _set_col_bounds(self, cols: np.ndarray, lo: np.ndarray, up: np.ndarray) -> None:
+        """Change the bounds of columns ``cols`` (only needed when ``use_core``)."""
+        raise NotImplementedError
+
     # -- shared loop ------------------------------------------------------------------
     def set_row_bounds(self, name: str, lo: float, up: float) -> None:
         """Set the bounds of a named row of the spec."""
-        self._set_row_bounds(self.spec.row_index[name], float(lo), float(up))
+        self._bounds(self.spec.row_index[name], float(lo), float(up))
+
+    def _bounds(self, row: int, lo: float, up: float) -> None:
+        self._row_lo[row], self._row_up[row] = lo, up
+        self._set_row_bounds(row, lo, up)
+
+    def _tol(self, value: float) -> float:
+        """How far below a stage's optimum the next stage may go (model units)."""
+        return 0.0 if self.exact_tol else 1e-6 + 1e-9 * abs(value)
 
     def _selection(self, v: np.ndarray) -> tuple[int, ...]:
         x = np.asarray(v[: self.spec.n_x])
@@ -160,11 +179,17 @@ class LexBackend(ABC):
         spec = self.spec
         best: np.ndarray | None = None
         fixed: list[int] = []
+        cols = np.zeros(0, dtype=np.int64)
         try:
             for j, c in enumerate(spec.objectives):
                 left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
                 if left is not None and left <= 0:
                     return self._limited(best, f"time limit reached before stage {j + 1}")
+                if self.use_core:
+                    last = j == len(spec.objectives) - 1
+                    new, best = self._reduce(c, best, left, tie_tol=not last)
+                    cols = np.union1d(cols, new)
+                    left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
                 kind, v, obj = self._optimize(c, left, best)
                 if kind == "infeasible":
                     if j == 0:
@@ -184,13 +209,14 @@ class LexBackend(ABC):
                         x = np.zeros(spec.n_x)
                         x[list(self._selection(v))] = 1.0
                         obj = float(spec.stage_values[j](x))
-                    tol = 0.0 if self.exact_tol else 1e-6 + 1e-9 * abs(obj)
                     row = spec.row_index[f"obj{j}"]
-                    self._set_row_bounds(row, obj - tol, INF)
+                    self._bounds(row, obj - self._tol(obj), INF)
                     fixed.append(row)
         finally:
             for row in fixed:
-                self._set_row_bounds(row, -INF, INF)
+                self._bounds(row, -INF, INF)
+            if len(cols):
+                self._set_col_bounds(cols, spec.col_lo[cols], spec.col_up[cols])
         sel = self._selection(best)
         if len(sel) != spec.k:
             return LexOutcome(
@@ -199,6 +225,58 @@ class LexBackend(ABC):
         if self.mip_gap > 0:
             return LexOutcome(sel, Status.FEASIBLE, f"optimal within relative gap {self.mip_gap:g}")
         return LexOutcome(sel, Status.OPTIMAL, "")
+
+    def _reduce(
+        self, c: np.ndarray, best: np.ndarray | None, time_limit: float | None, tie_tol: bool
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Exact reduced-cost fixing before a stage that maximizes ``c`` (see :mod:`._milp_core`).
+
+        The incumbent is ``best`` (the previous stage's answer, feasible for this stage) or,
+        before stage 1, the answer of the MILP restricted to the LP's core. Fixes (by column
+        bounds, which :meth:`solve` restores) every binary that no selection within
+        ``tol`` of the incumbent's value flips (``tol`` = the next stage's tie tolerance when
+        ``tie_tol``, else 0). Returns (columns fixed now, incumbent); nothing is fixed when the
+        LP or the restricted MILP gives no usable answer.
+        """
+        from selection.solvers._milp_core import CORE_SIZE, best_bound, fixable, preferred
+
+        spec, none = self.spec, np.zeros(0, dtype=np.int64)
+        kind, y = self._relax(c, time_limit)
+        if kind != "optimal" or y is None:
+            return none, best
+        bound, d = best_bound(spec, c, y, self._row_lo, self._row_up)
+        if not np.isfinite(bound):
+            return none, best
+        pref = preferred(d, spec.n_x)
+        if best is None:
+            rest = np.argsort(np.abs(d[: spec.n_x]), kind="stable")[CORE_SIZE:]
+            if len(rest):
+                self._set_col_bounds(rest, pref[rest], pref[rest])
+            try:
+                kind, v, _ = self._incumbent(c, time_limit)
+            finally:
+                if len(rest):
+                    self._set_col_bounds(rest, spec.col_lo[rest], spec.col_up[rest])
+            if kind not in ("optimal", "limit") or v is None:
+                return none, None
+            sel = list(self._selection(v))
+            if len(sel) != spec.k:
+                return none, None
+            x = np.zeros(spec.n_x)
+            x[sel] = 1.0
+            z = float(spec.stage_values[0](x)) if spec.stage_values else float(c @ v) - 1e-6
+            best = v
+        else:
+            z = float(np.asarray(c) @ best)
+        tol = self._tol(z) if tie_tol else 0.0
+        cols = np.flatnonzero(fixable(bound, d, spec.n_x, z, tol))
+        if len(cols):
+            self._set_col_bounds(cols, pref[cols], pref[cols])
+        return cols, best
+
+    def _incumbent(self, c: np.ndarray, time_limit: float | None):
+        """A good (not necessarily proven) answer of ``max c·v``; as :meth:`_optimize`."""
+        return self._optimize(c, time_limit, None)
 
     def _limited(self, v: np.ndarray | None, msg: str) -> LexOutcome:
         if v is None:

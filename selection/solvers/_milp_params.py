@@ -107,12 +107,19 @@ def model_data(problem: SelectionProblem, backend: str, scale: int) -> dict[str,
 
 
 def eps_spec(
-    data: dict[str, np.ndarray], k: int, f_min: float | None, b_max: float | None
+    data: dict[str, np.ndarray],
+    k: int,
+    f_min: float | None,
+    b_max: float | None,
+    pairwise: bool = False,
 ) -> MilpSpec:
     """max sum U_i x_i, then min (hi - lo), s.t. sum x = K, lo <= sum_i U_id x_i <= hi ∀d.
 
     Columns: x (N binaries), hi, lo (sum units). The row ``gap`` (hi - lo <= K·ε) starts free;
-    optional rows ``fmin`` (sum F_z x >= F_min) and ``bmax`` (sum B x <= b).
+    optional rows ``fmin`` (sum F_z x >= F_min) and ``bmax`` (sum B x <= b). With
+    ``pairwise`` the model also has the D·(D−1) rows ``pair<a>_<b>``:
+    sum_i (U_ia − U_ib) x_i <= K·ε, pure-binary rows that carry ε instead of ``gap`` (the
+    same feasible set; HiGHS solved an N=5000 point 2.5x faster with them, CBC slower).
     """
     U, Ud = data["U"], data["Ud"]
     n, D = Ud.shape
@@ -122,6 +129,13 @@ def eps_spec(
     rows += [(f"hi{d}", np.r_[Ud[:, d], -1.0, 0.0], -INF, 0.0) for d in range(D)]
     rows += [(f"lo{d}", np.r_[Ud[:, d], 0.0, -1.0], 0.0, INF) for d in range(D)]
     rows.append(("gap", np.r_[z, 1.0, -1.0], -INF, INF))
+    if pairwise:
+        rows += [
+            (f"pair{a}_{b}", np.r_[Ud[:, a] - Ud[:, b], 0.0, 0.0], -INF, INF)
+            for a in range(D)
+            for b in range(D)
+            if a != b
+        ]
     if f_min is not None:
         rows.append(("fmin", np.r_[data["F_z"], 0.0, 0.0], float(f_min), INF))
     if b_max is not None:

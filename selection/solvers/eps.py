@@ -82,11 +82,14 @@ class EpsSolver(ExactSolver):
         return fmt_param("eps", self.eps)
 
     def _spec(self, data, problem: SelectionProblem):
-        return eps_spec(data, problem.k, self.f_min, self.b_max)
+        pairwise = self.route(problem) == "highs"
+        return eps_spec(data, problem.k, self.f_min, self.b_max, pairwise=pairwise)
 
     def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
         up = INF if self.eps is None or np.isinf(self.eps) else problem.k * self.eps
-        model.set_row_bounds("gap", -INF, up)
+        pairs = [r for r in model.spec.row_index if r.startswith("pair")]
+        for name in pairs or ["gap"]:
+            model.set_row_bounds(name, -INF, up)
 
     def _solve_enum(self, problem: SelectionProblem) -> _Raw:
         sel = best_eps(

@@ -37,8 +37,10 @@ def test_highs_model_builds_fast_at_n5000(make_problem):
     p = make_problem(5000, 500, seed=0)
     m = EpsSolver(backend="highs").model(p)
     assert m.build_seconds < 1.0  # milliseconds when the machine is idle
-    assert m._h.getNumCol() == 5002 and m._h.getNumRow() == 1 + 2 * 4 + 1 + 1
-    assert 45_000 <= m._h.getNumNz() <= 5000 + 2 * 4 * 5001 + 2 + 5000  # zeros are not stored
+    # card, hi/lo per domain, gap, the 4·3 pairwise ε rows, obj0
+    assert m._h.getNumCol() == 5002 and m._h.getNumRow() == 1 + 2 * 4 + 1 + 12 + 1
+    nz_max = 5000 + 2 * 4 * 5001 + 2 + 12 * 5000 + 5000  # zeros are not stored
+    assert 45_000 <= m._h.getNumNz() <= nz_max
 
 
 def test_eps_row_bounds_change_in_place(make_problem):
@@ -47,9 +49,13 @@ def test_eps_row_bounds_change_in_place(make_problem):
     m = s.model(p)
     s.with_param(7.5).solve(p)
     lp = m._h.getLp()
-    row = m.spec.row_index["gap"]
-    assert lp.row_upper_[row] == pytest.approx(3 * 7.5)
+    pairs = [r for name, r in m.spec.row_index.items() if name.startswith("pair")]
+    assert len(pairs) == 4 * 3  # HiGHS carries ε on the pairwise rows, "gap" stays free
+    assert all(lp.row_upper_[r] == pytest.approx(3 * 7.5) for r in pairs)
+    assert lp.row_upper_[m.spec.row_index["gap"]] > 1e20
     assert lp.row_lower_[m.spec.row_index["obj0"]] < -1e20  # stage row freed again
+    # the reduced-cost fixing of the solve is undone: every binary is free again
+    assert list(lp.col_lower_[: p.n]) == [0.0] * p.n and list(lp.col_upper_[: p.n]) == [1.0] * p.n
 
 
 def test_highs_banner_stays_off_stdout():
@@ -167,3 +173,44 @@ def test_highs_thread_count_can_change_between_solvers(make_problem):
     runs = [EpsSolver(eps=8.0, backend="highs", threads=t).solve(p) for t in (1, 2, 1)]
     assert [r.status for r in runs] == ["optimal"] * 3
     assert len({r.selected for r in runs}) == 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_core_bound_is_valid_and_fixing_keeps_every_near_optimal_selection(make_problem, seed):
+    """The Lagrangian bound of _milp_core over-estimates every feasible selection, and the
+    columns it fixes agree with every selection within the tie tolerance of the optimum
+    (checked against all C(16, 4) selections)."""
+    from itertools import combinations
+
+    from selection.solvers._milp_core import best_bound, fixable, preferred
+    from selection.solvers._milp_model import INF, make_backend
+
+    p = make_problem(16, 4, seed=seed, kind="random")
+    spec = eps_spec(model_data(p, "highs", 1000), p.k, None, None, pairwise=True)
+    m = make_backend("highs", spec)
+    sels = np.array(list(combinations(range(p.n), p.k)))
+    sums = p.Ud[sels].sum(axis=1)
+    gaps = sums.max(axis=1) - sums.min(axis=1)
+    eps = float(np.quantile(gaps, 0.3)) / p.k
+    for name in spec.row_index:
+        if name.startswith("pair"):
+            m.set_row_bounds(name, -INF, p.k * eps)
+    c = spec.objectives[0]
+    kind, y = m._relax(c, None)
+    assert kind == "optimal"
+    bound, d = best_bound(spec, c, y, m._row_lo, m._row_up)
+    values = p.U[sels].sum(axis=1)
+    ok = gaps <= p.k * eps
+    assert ok.any() and bound >= values[ok].max() - 1e-9
+    z = float(values[ok].max())
+    tol = m._tol(z)
+    mask = fixable(bound, d, spec.n_x, z, tol)
+    pref = preferred(d, spec.n_x)
+    x = np.zeros((len(sels), p.n))
+    np.put_along_axis(x, sels, 1.0, axis=1)
+    assert mask.sum() > 0  # the fixing does something here
+    near = ok & (values >= z - tol)
+    assert (x[near][:, mask] == pref[mask]).all()
+    # and the solve through the fixing agrees with enumeration
+    out = m.solve()
+    assert p.U[list(out.selected)].sum() == pytest.approx(z, abs=1e-6)
