@@ -9,9 +9,11 @@ statistics are computed on the reference runs' statistics (all clients measured 
 
 Cost: a round costs the oracle's statistics for every client plus one commit. With the CLI's
 embedded default (``fl_oracle.cli_train.DEMO_ORACLE``: 20 clients, 200 validation and 500 test
-images per domain, 32 Fisher probes, one torch thread) a round measured 3.6 CPU seconds, so the
-default 8 selectors x 3 seeds x 10 rounds = 240 rounds are ~14 CPU minutes, ~7 minutes of wall
-time on 2 cores with 2 worker processes, plus ~40 s of start-up, fronts and report.
+images per domain, 32 Fisher probes, one torch thread per run process) a round measured 3.4 CPU
+seconds (3.2-4.2; NSGA-II adds ~1 s of solving). ``fedsel demo --seeds 1`` (8 selectors x 10
+rounds) took 4 min 11 s on the 2 shared cores with 2 workers, so the default 8 selectors x
+3 seeds x 8 rounds = 192 rounds take ~10 minutes there, plus ~30 s to generate the stand-ins
+on a fresh machine.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ class DemoSettings:
         stats_mode: ``fresh`` or ``stale`` statistics during training.
     """
 
-    rounds: int = 10
+    rounds: int = 8
     seeds: int = 3
     k: int = 5
     selectors: tuple[str, ...] = DEFAULT_SELECTORS
