@@ -200,7 +200,11 @@ def _setup(setup: dict) -> str:
         )
     skip = ("domains", "sources", "clients")
     other = pd.DataFrame(
-        [{"setting": k, "value": str(v)} for k, v in setup.items() if k not in skip]
+        [
+            {"setting": k, "value": ", ".join(map(str, v)) if isinstance(v, list) else str(v)}
+            for k, v in setup.items()
+            if k not in skip
+        ]
     )
     stand_in = [
         d
@@ -279,7 +283,8 @@ def render_html(data: dict) -> str:
         _table(pooled),
         f"<p class='note'>Per round: median ρ(F,U) {per['rho_FU'].median():.3f}, "
         f"ρ(F,U|B) {per['rho_FU_given_B'].median():.3f}, ρ(F,B) {per['rho_FB'].median():.3f} "
-        f"over {len(per)} (seed, round) tables.</p>"
+        f"over {len(per)} (seed, round) tables. The pooled values mix rounds (F and U both "
+        "move as training proceeds); the per-round values are the within-round relation.</p>"
         if len(per)
         else "",
         fig_html(_fig_scatter(ss["scatter"], ss["pooled"])),
