@@ -60,6 +60,7 @@ def eps_grid(p: SelectionProblem) -> list[float]:
     g0 = float(ud.max() - ud.min())
     spec = eps_spec(model_data(p, "highs", 1000), p.k, None, None)
     spec.objectives = spec.objectives[1:]  # only: minimize hi - lo
+    spec.stage_values = []  # (the exact value of the dropped U stage)
     out = make_backend("highs", spec).solve(time_limit=60.0)
     g_min = float(gap(p, np.isin(np.arange(p.n), out.selected))[0]) if out.selected else 0.0
     return [round(g_min + f * (g0 - g_min), 4) for f in FRACTIONS]

@@ -9,6 +9,13 @@ limit with a solution, so the status is read from ``prob.sol_status``: 1 proven 
 2 integer-feasible (limit reached), 0 nothing found, -1 infeasible.
 
 Only ``PULP_CBC_CMD`` is used: PuLP's HiGHS interfaces would load a second HiGHS build.
+
+Before each stage the exact reduced-cost fixing of :mod:`._milp_core` fixes the binaries no
+near-optimal selection can flip (by variable bounds, restored after the solve). Its LP
+relaxation and first incumbent come from a HiGHS twin of the model (highspy, the one HiGHS
+build in the process; CBC itself runs as a subprocess), so CBC only has to prove optimality
+on the ~100 binaries left free: 1-4 s per N=5000 ε point instead of 6-22 s. This is the
+``auto`` MILP route (:data:`._milp_params.AUTO_MILP`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ class CbcBackend(LexBackend):
     """The lexicographic MILP in CBC (PuLP)."""
 
     name = "cbc"
+    use_core = True
 
     def _build(self) -> None:
         import pulp
@@ -48,6 +56,11 @@ class CbcBackend(LexBackend):
             )
         ]
         self._vars = xs + aux
+        # the LP relaxation and the first incumbent of the reduced-cost fixing come from a
+        # HiGHS twin of the model (highspy, in process; CBC runs as a subprocess)
+        from selection.solvers._milp_highs import HighsBackend
+
+        self._twin = HighsBackend(spec, seed=self.seed, threads=self.threads)
         self._cons = []
         A = spec.A
         for r in range(A.shape[0]):
@@ -62,7 +75,21 @@ class CbcBackend(LexBackend):
             self._set_row_bounds(r, float(spec.row_lo[r]), float(spec.row_up[r]))
         self._prob = prob
 
+    def _set_col_bounds(self, cols, lo, up) -> None:
+        for j, a, b in zip(np.asarray(cols), lo, up, strict=True):
+            var = self._vars[int(j)]
+            var.lowBound, var.upBound = float(a), float(b)
+        self._twin._set_col_bounds(cols, lo, up)
+
+    def _relax(self, c, time_limit):
+        return self._twin._relax(c, time_limit)
+
+    def _incumbent(self, c, time_limit):
+        return self._twin._incumbent(c, time_limit)
+
     def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
+        if hasattr(self, "_twin"):
+            self._twin._set_row_bounds(row, lo, up)
         pulp = self._pulp
         con = self._cons[row]
         if lo == up:
@@ -82,9 +109,13 @@ class CbcBackend(LexBackend):
         nz = np.flatnonzero(c)
         prob.setObjective(pulp.LpAffineExpression([(self._vars[i], float(c[i])) for i in nz]))
         prob.sense = pulp.LpMaximize
-        if hint is not None:
+        if hint is not None:  # binaries rounded, auxiliaries clipped into their bounds
+            hint = np.array(hint, dtype=float)
+            hint[: self.spec.n_x] = np.round(hint[: self.spec.n_x])
             for var, val in zip(self._vars, hint, strict=True):
-                var.setInitialValue(float(val))
+                lo = -math.inf if var.lowBound is None else var.lowBound
+                up = math.inf if var.upBound is None else var.upBound
+                var.setInitialValue(float(min(max(val, lo), up)))
         with warnings.catch_warnings():  # PuLP 3.3 flags PULP_CBC_CMD for its 4.0 API
             warnings.simplefilter("ignore", DeprecationWarning)
             cmd = pulp.PULP_CBC_CMD(

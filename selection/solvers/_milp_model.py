@@ -13,6 +13,10 @@ lose what earlier ones won. ``tol`` is 0 for CP-SAT (integer data) and
 1e-7..1e-6). The result is Pareto-optimal in the stage objectives up to that tolerance.
 With ``mip_gap > 0`` (relative MIP gap, default 0) each stage stops within that gap and the
 status is ``feasible`` rather than ``optimal``.
+
+Backends with ``use_core`` (HiGHS, CBC) first fix, by column bounds, every binary that the LP
+relaxation's reduced costs prove no selection within ``tol`` of the best known value can
+flip (:mod:`._milp_core`; exact, the bounds are restored after each solve).
 """
 
 from __future__ import annotations
@@ -45,9 +49,9 @@ class MilpSpec:
         row_lo, row_up: row bounds (±inf allowed), shape (n_row,).
         row_index: row name -> row position.
         objectives: lexicographic objectives to maximize, each shape (n_col,).
-        stage_values: for every objective but the last, the exact value the selection x
-            (0/1, shape (N,)) attains; the next stage's bound is taken from it, not from the
-            backend's rounded solution report.
+        stage_values: per objective, the exact value the selection x (0/1, shape (N,))
+            attains (the best over the auxiliary columns); the next stage's bound and the
+            reduced-cost fixing take it, not the backend's rounded solution report.
     """
 
     n_x: int
@@ -123,6 +127,7 @@ class LexBackend(ABC):
         self.seed = int(seed)
         self.threads = threads
         self.mip_gap = float(mip_gap)
+        self._lp: tuple[float, np.ndarray, bool] | None = None  # last LP bound (_reduce)
         self._row_lo = np.array(spec.row_lo, dtype=float)
         self._row_up = np.array(spec.row_up, dtype=float)
         t0 = time.perf_counter()
@@ -187,7 +192,7 @@ class LexBackend(ABC):
                     return self._limited(best, f"time limit reached before stage {j + 1}")
                 if self.use_core:
                     last = j == len(spec.objectives) - 1
-                    new, best = self._reduce(c, best, left, tie_tol=not last)
+                    new, best = self._reduce(j, best, left, tie_tol=not last)
                     cols = np.union1d(cols, new)
                     left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
                 kind, v, obj = self._optimize(c, left, best)
@@ -212,6 +217,8 @@ class LexBackend(ABC):
                     row = spec.row_index[f"obj{j}"]
                     self._bounds(row, obj - self._tol(obj), INF)
                     fixed.append(row)
+                    if self.use_core:  # the optimum may beat the incumbent: fix more
+                        cols = np.union1d(cols, self._refix(obj))
         finally:
             for row in fixed:
                 self._bounds(row, -INF, INF)
@@ -227,9 +234,9 @@ class LexBackend(ABC):
         return LexOutcome(sel, Status.OPTIMAL, "")
 
     def _reduce(
-        self, c: np.ndarray, best: np.ndarray | None, time_limit: float | None, tie_tol: bool
+        self, j: int, best: np.ndarray | None, time_limit: float | None, tie_tol: bool
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Exact reduced-cost fixing before a stage that maximizes ``c`` (see :mod:`._milp_core`).
+        """Exact reduced-cost fixing before stage ``j`` (see :mod:`._milp_core`).
 
         The incumbent is ``best`` (the previous stage's answer, feasible for this stage) or,
         before stage 1, the answer of the MILP restricted to the LP's core. Fixes (by column
@@ -238,9 +245,11 @@ class LexBackend(ABC):
         ``tie_tol``, else 0). Returns (columns fixed now, incumbent); nothing is fixed when the
         LP or the restricted MILP gives no usable answer.
         """
-        from selection.solvers._milp_core import CORE_SIZE, best_bound, fixable, preferred
+        from selection.solvers._milp_core import CORE_SIZE, best_bound, preferred
 
         spec, none = self.spec, np.zeros(0, dtype=np.int64)
+        c = spec.objectives[j]
+        self._lp = None
         kind, y = self._relax(c, time_limit)
         if kind != "optimal" or y is None:
             return none, best
@@ -257,22 +266,44 @@ class LexBackend(ABC):
             finally:
                 if len(rest):
                     self._set_col_bounds(rest, spec.col_lo[rest], spec.col_up[rest])
-            if kind not in ("optimal", "limit") or v is None:
+            sel = [] if v is None else list(self._selection(v))
+            if kind not in ("optimal", "limit") or len(sel) != spec.k:
                 return none, None
-            sel = list(self._selection(v))
-            if len(sel) != spec.k:
-                return none, None
+            best = v
+        sel = list(self._selection(best))
+        if len(sel) != spec.k:
+            return none, best
+        z = self._value(j, sel, best)
+        self._lp = (bound, d, tie_tol)
+        return self._refix(z), best
+
+    def _value(self, j: int, sel: list[int], v: np.ndarray) -> float:
+        """A value of objective ``j`` that the selection ``sel`` certainly attains.
+
+        The exact ``spec.stage_values[j]`` when given; otherwise ``c·v`` less a margin for
+        the precision of the reported column values (CBC's solution file keeps ~8 digits).
+        """
+        spec = self.spec
+        if j < len(spec.stage_values):
             x = np.zeros(spec.n_x)
             x[sel] = 1.0
-            z = float(spec.stage_values[0](x)) if spec.stage_values else float(c @ v) - 1e-6
-            best = v
-        else:
-            z = float(np.asarray(c) @ best)
+            return float(spec.stage_values[j](x))
+        c = np.asarray(spec.objectives[j], dtype=float)
+        return float(c @ v) - 1e-6 * (1.0 + float(np.abs(c * v).sum()))
+
+    def _refix(self, z: float) -> np.ndarray:
+        """Fix (by bounds) what the last LP bound excludes once value ``z`` is attained."""
+        from selection.solvers._milp_core import fixable, preferred
+
+        if self._lp is None:
+            return np.zeros(0, dtype=np.int64)
+        bound, d, tie_tol = self._lp
         tol = self._tol(z) if tie_tol else 0.0
-        cols = np.flatnonzero(fixable(bound, d, spec.n_x, z, tol))
+        cols = np.flatnonzero(fixable(bound, d, self.spec.n_x, z, tol))
         if len(cols):
+            pref = preferred(d, self.spec.n_x)
             self._set_col_bounds(cols, pref[cols], pref[cols])
-        return cols, best
+        return cols
 
     def _incumbent(self, c: np.ndarray, time_limit: float | None):
         """A good (not necessarily proven) answer of ``max c·v``; as :meth:`_optimize`."""

@@ -30,9 +30,11 @@ __all__ = [
 
 BACKENDS = ("auto", "enum", *MILP_BACKENDS)
 DEFAULT_ENUM_LIMIT = 200_000
-# the MILP ``auto`` falls back to above the enumeration limit (results/benchmarks/solvers.md:
-# CBC was 3-8x faster than HiGHS on these models on the shared 2-core box)
-AUTO_MILP = "highs"
+# the MILP ``auto`` falls back to above the enumeration limit. Both routes use the exact LP
+# reduced-cost fixing of ``_milp_core``; the proof on the ~100 free binaries that remain is
+# the hard part, and there CBC needed 1-4 s per N=5000 ε point where HiGHS needed 3-30 s
+# (results/benchmarks/solvers.md; HiGHS is faster only on the easy, loose-ε points).
+AUTO_MILP = "cbc"
 
 
 def check_nonneg(name: str, value: float | None, *, allow_none: bool = True) -> float | None:
@@ -141,9 +143,8 @@ def eps_spec(
     if b_max is not None:
         rows.append(("bmax", np.r_[data["B"], 0.0, 0.0], -INF, float(b_max)))
     objectives = [np.r_[U, 0.0, 0.0], np.r_[z, -1.0, 1.0]]
-    return MilpSpec.build(
-        n, k, [(0.0, top), (0.0, top)], rows, objectives, [lambda x: float(x @ U)]
-    )
+    values = [lambda x: float(x @ U), lambda x: -float(np.ptp(x @ Ud))]
+    return MilpSpec.build(n, k, [(0.0, top), (0.0, top)], rows, objectives, values)
 
 
 def maxmin_spec(data: dict[str, np.ndarray], k: int) -> MilpSpec:
@@ -158,9 +159,8 @@ def maxmin_spec(data: dict[str, np.ndarray], k: int) -> MilpSpec:
     rows += [(f"w{d}", np.r_[Ud[:, d], -1.0], 0.0, INF) for d in range(D)]
     rows.append(("floor", np.r_[U, 0.0], -INF, INF))
     objectives = [np.r_[np.zeros(n), 1.0], np.r_[U, 0.0]]
-    return MilpSpec.build(
-        n, k, [(0.0, 100.0 * k)], rows, objectives, [lambda x: float((x @ Ud).min())]
-    )
+    values = [lambda x: float((x @ Ud).min()), lambda x: float(x @ U)]
+    return MilpSpec.build(n, k, [(0.0, 100.0 * k)], rows, objectives, values)
 
 
 def top_k_sum(values: np.ndarray, k: int) -> float:

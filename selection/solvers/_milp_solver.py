@@ -1,7 +1,7 @@
 """Common machinery of the ε-constraint and max-min solvers.
 
 An :class:`ExactSolver` picks its route per problem (``auto``: enumeration when C(N, K) is at
-most ``enum_limit``, else HiGHS), keeps one persistent backend model per problem (weakly keyed,
+most ``enum_limit``, else :data:`._milp_params.AUTO_MILP`, CBC), keeps one persistent backend model per problem (weakly keyed,
 shared by the copies :meth:`ExactSolver.with_param` makes for the points of a sweep) and only
 changes row bounds between points.
 """
@@ -36,7 +36,7 @@ class ExactSolver(Solver):
     """Base of ``eps`` and ``maxmin``: backend options and the model cache.
 
     Args:
-        backend: ``auto`` (enumeration if C(N, K) <= enum_limit, else ``highs``), ``enum``,
+        backend: ``auto`` (enumeration if C(N, K) <= enum_limit, else ``cbc``), ``enum``,
             ``highs``, ``cbc`` or ``cpsat``.
         time_limit: seconds per point (both lexicographic stages together); on expiry the
             incumbent is returned with status ``time_limit``. Ignored by enumeration.

@@ -214,3 +214,18 @@ def test_core_bound_is_valid_and_fixing_keeps_every_near_optimal_selection(make_
     # and the solve through the fixing agrees with enumeration
     out = m.solve()
     assert p.U[list(out.selected)].sum() == pytest.approx(z, abs=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["highs", "cbc"])
+def test_stage_two_fixing_survives_rounded_solution_values(make_problem, backend):
+    """CBC reports hi/lo with ~8 digits; the second stage's fixing once took the value of
+    that report, fixed the stage-1 selection's own client out and made stage 2 infeasible
+    (status time_limit). The exact stage value is used now."""
+    from selection.solvers.exhaustive import ExhaustiveSolver
+
+    p = make_problem(18, 5, seed=0)
+    r = EpsSolver(eps=14.58543958, backend=backend).solve(p)
+    e = ExhaustiveSolver(eps=14.58543958).solve(p)
+    assert r.status == Status.OPTIMAL, r.message
+    for key in ("utility", "gap"):
+        assert r.objectives[key] == pytest.approx(e.objectives[key], abs=1e-9)
