@@ -245,7 +245,7 @@ class LexBackend(ABC):
         ``tie_tol``, else 0). Returns (columns fixed now, incumbent); nothing is fixed when the
         LP or the restricted MILP gives no usable answer.
         """
-        from selection.solvers._milp_core import CORE_SIZE, best_bound, preferred
+        from selection.solvers._milp_core import best_bound, core_size, preferred
 
         spec, none = self.spec, np.zeros(0, dtype=np.int64)
         c = spec.objectives[j]
@@ -258,7 +258,7 @@ class LexBackend(ABC):
             return none, best
         pref = preferred(d, spec.n_x)
         if best is None:
-            rest = np.argsort(np.abs(d[: spec.n_x]), kind="stable")[CORE_SIZE:]
+            rest = np.argsort(np.abs(d[: spec.n_x]), kind="stable")[core_size(spec.n_x) :]
             if len(rest):
                 self._set_col_bounds(rest, pref[rest], pref[rest])
             try:
