@@ -9,11 +9,10 @@ statistics are computed on the reference runs' statistics (all clients measured 
 
 Cost: a round costs the oracle's statistics for every client plus one commit. With the CLI's
 embedded default (``fl_oracle.cli_train.DEMO_ORACLE``: 20 clients, 200 validation and 500 test
-images per domain, 32 Fisher probes, one torch thread per run process) a round measured 3.4 CPU
-seconds (3.2-4.2; NSGA-II adds ~1 s of solving). ``fedsel demo --seeds 1`` (8 selectors x 10
-rounds) took 4 min 11 s on the 2 shared cores with 2 workers, so the default 8 selectors x
-3 seeds x 8 rounds = 192 rounds take ~10 minutes there, plus ~30 s to generate the stand-ins
-on a fresh machine.
+images per domain, 32 Fisher probes, local step 0.1 for 2 epochs, one torch thread per run
+process) a round measured 5.2 CPU seconds (NSGA-II adds ~1 s of solving), and the default
+8 selectors x 3 seeds x 8 rounds = 192 rounds (``make demo``) took 8 min 48 s on 2 shared CPU
+cores with 2 worker processes; generating the stand-ins on a fresh machine adds ~30 s.
 """
 
 from __future__ import annotations
