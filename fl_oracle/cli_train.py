@@ -76,6 +76,15 @@ def train(
         help="fresh (measure all clients) | stale (only the previously selected).",
     ),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
+    lr: float | None = typer.Option(
+        None, "--lr", min=0.0, help="Local SGD step size (oracle default 0.05)."
+    ),
+    local_epochs: float | None = typer.Option(
+        None,
+        "--local-epochs",
+        min=0.0,
+        help="Local epoch budget per round (oracle default 1).",
+    ),
 ) -> None:
     """Train with a selector choosing the K clients of every round."""
     from rich.progress import Progress
@@ -94,6 +103,8 @@ def train(
         mu=mu,
         gamma=gamma,
         device=device,
+        lr=lr,
+        local_epochs=local_epochs,
     )
     sel = make_selector(selector, seed=seed)
     oracle = make_oracle(config)

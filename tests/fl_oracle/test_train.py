@@ -197,7 +197,7 @@ def tiny_cli(tmp_path_factory):
 
     data = fake.tiny_data()
     mp = pytest.MonkeyPatch()
-    keep = ("mu", "gamma", "k")
+    keep = ("mu", "gamma", "k", "lr", "local_epochs")
     mp.setattr(
         cli_train,
         "make_config",
@@ -248,6 +248,19 @@ def test_fedsel_train_two_rounds_per_selector_family(tiny_cli, spec):
         chosen = set(st[(st["round"] == t) & st["chosen"]]["client_id"])
         assert chosen == set(h["selected"].iloc[t].split(";"))
     assert (out / "config.toml").is_file()
+
+
+def test_fedsel_train_passes_step_size_and_local_epochs_to_the_oracle(tiny_cli):
+    import tomllib
+
+    out = tiny_cli("--selector", "random", "--k", "3", "--rounds", "1")
+    default = tomllib.loads((out / "config.toml").read_text())
+    out = tiny_cli(
+        "--selector", "random", "--k", "3", "--rounds", "1", "--lr", "0.2", "--local-epochs", "3"
+    )
+    cfg = tomllib.loads((out / "config.toml").read_text())
+    assert (cfg["lr"], cfg["local_epochs"]) == (0.2, 3.0)
+    assert (default["lr"], default["local_epochs"]) != (0.2, 3.0)
 
 
 def test_fedsel_train_infeasible_eps_falls_back_in_the_log(tiny_cli):
