@@ -69,6 +69,11 @@ def read_stats(path: str | os.PathLike) -> pd.DataFrame:
     return validate_stats(df)
 
 
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python value it holds (so messages read ``nan``, not ``np.float64``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _where(df: pd.DataFrame, pos: int) -> str:
     cid = df["client_id"].iloc[pos] if "client_id" in df.columns else "?"
     return f"row {pos} (client {cid})"
@@ -90,7 +95,7 @@ def _check_range(
         bad |= v > hi + _TOL
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise StatsError(f"column {col}: {_where(df, pos)} has value {v[pos]!r}, {what}")
+        raise StatsError(f"column {col}: {_where(df, pos)} has value {float(v[pos])!r}, {what}")
 
 
 def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
@@ -125,7 +130,7 @@ def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
             raise StatsError(
-                f"column {col}: {_where(df, pos)} has non-finite or non-numeric value {df[col].iloc[pos]!r}"
+                f"column {col}: {_where(df, pos)} has non-finite or non-numeric value {_plain(df[col].iloc[pos])!r}"
             )
         df[col] = v
     for col in ("round", "n_samples"):
@@ -133,7 +138,9 @@ def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
         bad = v != np.round(v)
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise StatsError(f"column {col}: {_where(df, pos)} has non-integer value {v[pos]!r}")
+            raise StatsError(
+                f"column {col}: {_where(df, pos)} has non-integer value {float(v[pos])!r}"
+            )
     _check_range(df, "round", 0, None, what="rounds are integers >= 0")
     _check_range(df, "n_samples", 0, None, lo_open=True, what="n_samples must be > 0")
     for col in ("U", *dcols):
