@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from fl_oracle.errors import CheckpointError
+from selection.schema import atomic_path
 
 __all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "checkpoint_path"]
 
@@ -28,17 +29,10 @@ def checkpoint_path(folder: str | os.PathLike, round_: int) -> Path:
 def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
     """Write ``state`` with ``torch.save`` through a temp file and an atomic rename."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            torch.save(state, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_path(p) as tmp, open(tmp, "wb") as fh:
+        torch.save(state, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
     return p
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from selection.schema import atomic_path
+
 __all__ = ["GENERATOR_VERSION", "cache_root", "cache_path", "read_cached", "write_cached"]
 
 GENERATOR_VERSION = 4  # bump whenever a generator's output changes
@@ -78,14 +80,8 @@ def write_cached(
     """Store a generated stack atomically; returns the file written."""
     root.mkdir(parents=True, exist_ok=True)
     path = cache_path(root, domain, split, len(labels), seed)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, images=images, labels=labels)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, images=images, labels=labels)
     for size in _cached_sizes(root, domain, split, seed):  # smaller files are prefixes of this one
         if size < len(labels):
             cache_path(root, domain, split, size, seed).unlink(missing_ok=True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from selection.schema import atomic_path
 
 from .base import DomainData
 
@@ -54,12 +55,6 @@ def render_preview(rows: Sequence[DomainData], out: str | Path) -> Path:
         ax.axis("off")
     fig.tight_layout()
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_path(out) as tmp:
         fig.savefig(tmp, format="png")
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return out
