@@ -25,9 +25,9 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fl_oracle.data import DOMAINS, load_digits  # noqa: E402
-from fl_oracle.data.generate import generate  # noqa: E402
-from selection.schema import write_table_atomic, write_text_atomic  # noqa: E402
+from fl_oracle.sim.data import DOMAINS, load_digits  # noqa: E402
+from fl_oracle.sim.data.generate import generate  # noqa: E402
+from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 
 
 def small_cnn() -> nn.Module:
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     lines = [
         "# Cross-domain accuracy of the generated Digits-4 stand-ins",
         "",
-        "These are **generated stand-ins** (`fl_oracle.data`, `--data generated`), not the real",
+        "These are **generated stand-ins** (`fl_oracle.sim.data`, `--data generated`), not the real",
         "MNIST/USPS/SVHN/SynthDigits. A small CNN (3 conv blocks, ~0.16 M parameters, Adam, batch 64)",
         f"is trained on {args.n_train} training images of one domain for {args.epochs} epochs and",
         f"tested on {args.n_test} test images of every domain (per-image standardization).",

@@ -26,11 +26,11 @@ import pandas as pd
 import torch
 from rich.progress import Progress
 
-from fl_oracle.config import OracleConfig
-from fl_oracle.local import SampleStream, plan_steps, train_group
-from fl_oracle.oracle import Oracle
-from fl_oracle.stats import correct_stacked, probe_stats_vmap
-from selection.schema import write_table_atomic, write_text_atomic
+from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.local import SampleStream, plan_steps, train_group
+from fl_oracle.sim.oracle import Oracle
+from fl_oracle.sim.stats import correct_stacked, probe_stats_vmap
+from selection.atomic import write_table_atomic, write_text_atomic
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "benchmarks"
 
@@ -162,7 +162,7 @@ def main() -> None:
     args = ap.parse_args()
     models = args.models.split(",")
     threads = [int(t) for t in args.threads.split(",")]
-    from fl_oracle.oracle import load_federation_data
+    from fl_oracle.sim.oracle import load_federation_data
 
     data = load_federation_data(OracleConfig(data_mode="generated"), progress=True)
     rows = []

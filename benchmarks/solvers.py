@@ -33,14 +33,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.objectives import gap  # noqa: E402
 from selection.pareto import sweep_eps  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
-from selection.schema import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.solvers import make_solver  # noqa: E402
-from selection.solvers._milp_model import make_backend  # noqa: E402
-from selection.solvers._milp_params import eps_spec, model_data  # noqa: E402
 from selection.solvers.exhaustive import exact_front  # noqa: E402
+from selection.solvers.milp.formulations import eps_spec, model_data  # noqa: E402
+from selection.solvers.milp.model import make_backend  # noqa: E402
 from selection.synthetic import synthetic_stats  # noqa: E402
 
 SIZES = [(20, 5), (100, 10), (1000, 100), (5000, 500)]
@@ -225,7 +225,7 @@ def to_markdown(df: pd.DataFrame, command: str, seconds: float) -> str:
         "Instances: `synthetic_stats(N, seed=0)`, D = 4. ε grid: 0.9/0.7/0.5/0.35/0.2 of the way "
         "from the smallest gap to the top-K-by-U gap. Times in seconds; `front_*` is the complete ε sweep (exact front).  \n"
         "highs and cbc fix binaries by exact LP reduced-cost fixing before each stage "
-        "(`selection/solvers/_milp_core.py`); `auto` uses cbc above the enumeration limit.\n\n"
+        "(`selection/solvers/milp/fixing.py`); `auto` uses cbc above the enumeration limit.\n\n"
     )
     return head + "\n".join(lines) + "\n\n" + targets(df)
 

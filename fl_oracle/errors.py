@@ -14,7 +14,7 @@ class OracleError(ValueError):
 
 
 class ConfigError(OracleError):
-    """An :class:`~fl_oracle.config.OracleConfig` field holds an invalid value."""
+    """An :class:`~fl_oracle.sim.config.OracleConfig` field holds an invalid value."""
 
 
 class CheckpointError(OracleError):

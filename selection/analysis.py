@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from selection.schema import validate_stats, write_table_atomic, write_text_atomic
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.schema import validate_stats
 
 __all__ = [
     "AnalysisResult",

@@ -212,9 +212,9 @@ def sweep(
     time_limit: float | None = _TL,
 ) -> None:
     """Sweep one formulation; write DIR/front.csv and DIR/front.html."""
+    from selection.atomic import write_table_atomic, write_text_atomic
     from selection.compare import DEFAULT_DELTA, run_method
     from selection.report import render_front_html
-    from selection.schema import write_table_atomic, write_text_atomic
 
     _check_method(method, SWEEP_METHODS)
     _only(
@@ -273,9 +273,9 @@ def compare(
     from rich.console import Console
     from rich.table import Table
 
+    from selection.atomic import write_table_atomic, write_text_atomic
     from selection.compare import DEFAULT_DELTA, compare_methods
     from selection.report import render_compare_html
-    from selection.schema import write_table_atomic, write_text_atomic
 
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
@@ -306,3 +306,20 @@ def compare(
     Console(width=max(Console().width, 110)).print(table)
     for note in c.notes:
         print(note, file=sys.stderr)
+
+
+@app.command("analyze")
+def analyze(
+    stats: Path = typer.Option(..., "--stats", "-s", help="Round-stats table (.parquet/.csv)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder."),
+) -> None:
+    """Spearman rho(F,U), rho(F,U|B), rho(F,B) per round and pooled; sample weights; scatter."""
+    from selection.analysis import write_analysis
+    from selection.schema import read_stats
+
+    result = write_analysis(read_stats(stats), out)
+    pooled = result.correlations[result.correlations["round"] == "pooled"].iloc[0]
+    print(
+        f"pooled rho(F,U)={pooled['rho_FU']:.3f} rho(F,U|B)={pooled['rho_FU_given_B']:.3f} "
+        f"rho(F,B)={pooled['rho_FB']:.3f}; wrote {out}/analysis.csv, .json, .html"
+    )

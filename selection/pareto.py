@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 from selection.problem import SelectionProblem
-from selection.solvers._milp_params import as_float_list, check_int, check_nonneg
 from selection.solvers.base import SolveResult, Status, make_solver
+from selection.solvers.params import as_float_list, check_int, check_nonneg
 
 __all__ = ["FRONT_COLUMNS", "results_to_frame", "sweep_eps", "sweep_delta", "sweep_weighted"]
 

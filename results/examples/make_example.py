@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selection.schema import validate_stats, write_table_atomic
+from selection.atomic import write_table_atomic
+from selection.schema import validate_stats
 from selection.synthetic import synthetic_stats
 
 OUT = Path(__file__).resolve().parent / "stats.csv"

@@ -1,6 +1,6 @@
 """ε-constraint MILP: max U(S) s.t. gap(S) <= ε, |S| = K (optional Σ F_z >= F_min, Σ B <= b).
 
-Model (sum units, see :func:`selection.solvers._milp_params.eps_spec`): binaries x_i, two
+Model (sum units, see :func:`selection.solvers.milp.formulations.eps_spec`): binaries x_i, two
 continuous columns hi, lo with lo <= Σ_i x_i U_id <= hi for every domain d, hi − lo <= K·ε.
 
 Pareto-optimality by a **lexicographic second stage**: stage 1 maximizes Σ x_i U_i (= K·U);
@@ -11,7 +11,7 @@ ties compared at 1e-9.
 
 On the HiGHS route ε sits on the D·(D−1) pairwise rows Σ_i (U_ia − U_ib) x_i <= K·ε
 (same feasible set, faster there); the other routes use ``hi − lo <= K·ε``. HiGHS and CBC
-reduce each stage by exact LP reduced-cost fixing first (:mod:`._milp_core`); ``auto`` uses
+reduce each stage by exact LP reduced-cost fixing first (:mod:`.fixing`); ``auto`` uses
 CBC above the enumeration limit (N=5000, K=500: median ~3 s per ε point, HiGHS ~10 s;
 results/benchmarks/solvers.md).
 
@@ -24,18 +24,13 @@ import numpy as np
 
 from selection.objectives import gap as gap_of
 from selection.problem import SelectionProblem
-from selection.solvers._milp_cpsat import DEFAULT_SCALE
-from selection.solvers._milp_model import INF, LexBackend
-from selection.solvers._milp_params import (
-    DEFAULT_ENUM_LIMIT,
-    check_finite,
-    check_nonneg,
-    eps_spec,
-    fmt_param,
-)
-from selection.solvers._milp_solver import ExactSolver
 from selection.solvers.base import Status, _Raw, register
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps
+from selection.solvers.milp.cpsat import DEFAULT_SCALE
+from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
+from selection.solvers.milp.formulations import eps_spec
+from selection.solvers.milp.model import INF, LexBackend
+from selection.solvers.params import check_finite, check_nonneg, fmt_param
 
 __all__ = ["EpsSolver"]
 
@@ -49,7 +44,7 @@ class EpsSolver(ExactSolver):
         f_min: require Σ_{i∈S} F_z,i >= f_min (sum of Fisher z-scores), optional.
         b_max: require Σ_{i∈S} B_i <= b_max (nats), optional.
         backend, time_limit, seed, threads, scale, enum_limit, mip_gap: see
-            :class:`selection.solvers._milp_solver.ExactSolver`.
+            :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
     name = "eps"

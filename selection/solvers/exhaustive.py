@@ -24,8 +24,8 @@ import pandas as pd
 
 from selection.errors import TooLargeError
 from selection.problem import SelectionProblem
-from selection.solvers._milp_params import check_finite, check_int, check_nonneg, fmt_param
 from selection.solvers.base import Solver, Status, _Raw, register
+from selection.solvers.params import check_finite, check_int, check_nonneg, fmt_param
 
 __all__ = [
     "DEFAULT_MAX_COUNT",

@@ -1,6 +1,6 @@
 """Max-min with an average floor: max worst(S) s.t. U(S) >= U* − δ, |S| = K.
 
-Model (sum units, see :func:`selection.solvers._milp_params.maxmin_spec`): binaries x_i and
+Model (sum units, see :func:`selection.solvers.milp.formulations.maxmin_spec`): binaries x_i and
 one continuous t <= Σ_i x_i U_id for every domain d; the row ``floor`` is
 Σ x_i U_i >= K·(U* − δ) − 1e-7 (U* = mean of the K largest U of the data the route solves
 with; on CP-SAT the rounded data, so δ = 0 stays feasible).
@@ -14,18 +14,13 @@ vocabulary is the same as ``eps``.
 from __future__ import annotations
 
 from selection.problem import SelectionProblem
-from selection.solvers._milp_cpsat import DEFAULT_SCALE
-from selection.solvers._milp_model import INF, LexBackend
-from selection.solvers._milp_params import (
-    DEFAULT_ENUM_LIMIT,
-    check_nonneg,
-    fmt_param,
-    maxmin_spec,
-    top_k_sum,
-)
-from selection.solvers._milp_solver import ExactSolver
 from selection.solvers.base import Status, _Raw, register
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta
+from selection.solvers.milp.cpsat import DEFAULT_SCALE
+from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
+from selection.solvers.milp.formulations import maxmin_spec, top_k_sum
+from selection.solvers.milp.model import INF, LexBackend
+from selection.solvers.params import check_nonneg, fmt_param
 
 __all__ = ["MaxminSolver"]
 
@@ -37,7 +32,7 @@ class MaxminSolver(ExactSolver):
     Args:
         delta: allowed loss of average utility below U*, percentage points, >= 0 (default 0).
         backend, time_limit, seed, threads, scale, enum_limit, mip_gap: see
-            :class:`selection.solvers._milp_solver.ExactSolver`.
+            :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
     name = "maxmin"

@@ -1,4 +1,4 @@
-"""A pure-numpy stand-in for :class:`fl_oracle.oracle.Oracle` with the same methods.
+"""A pure-numpy stand-in for :class:`fl_oracle.sim.oracle.Oracle` with the same methods.
 
 The "model" is a vector of per-domain accuracies s (%, shape (D,)). Client i's update moves it
 by Δ_i = affinity[d_i] * quality_i * (100 - s) * 0.3 + noise(seed, round, i); statistics follow
@@ -121,7 +121,7 @@ def tiny_data(seed: int = 0) -> dict:
     """Learnable random 32x32 images for the real oracle: one pattern per (domain, class)."""
     import torch
 
-    from fl_oracle.data.base import DomainData
+    from fl_oracle.sim.data.base import DomainData
 
     rng = np.random.default_rng(seed)
     out = {}

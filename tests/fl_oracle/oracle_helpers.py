@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fl_oracle.config import OracleConfig
-from fl_oracle.data import DomainData
+from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.data import DomainData
 
 DOMAINS = ("mnist", "usps", "svhn", "syn")
 

@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from selection.solvers._milp_model import LexBackend, MilpSpec
-from selection.solvers._milp_params import eps_spec, model_data
 from selection.solvers.base import Status
 from selection.solvers.eps import EpsSolver
 from selection.solvers.maxmin import MaxminSolver
+from selection.solvers.milp.formulations import eps_spec, model_data
+from selection.solvers.milp.model import LexBackend, MilpSpec
 
 BACKENDS = ("highs", "cbc", "cpsat", "enum")
 
@@ -60,7 +60,7 @@ def test_eps_row_bounds_change_in_place(make_problem):
 
 def test_highs_banner_stays_off_stdout():
     code = (
-        "from selection.solvers._milp_highs import new_highs\n"
+        "from selection.solvers.milp.highs import new_highs\n"
         "h = new_highs(); h.run(); new_highs()\n"
         "print('clean')\n"
     )
@@ -177,13 +177,13 @@ def test_highs_thread_count_can_change_between_solvers(make_problem):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_core_bound_is_valid_and_fixing_keeps_every_near_optimal_selection(make_problem, seed):
-    """The Lagrangian bound of _milp_core over-estimates every feasible selection, and the
+    """The Lagrangian bound of milp.fixing over-estimates every feasible selection, and the
     columns it fixes agree with every selection within the tie tolerance of the optimum
     (checked against all C(16, 4) selections)."""
     from itertools import combinations
 
-    from selection.solvers._milp_core import best_bound, fixable, preferred
-    from selection.solvers._milp_model import INF, make_backend
+    from selection.solvers.milp.fixing import best_bound, fixable, preferred
+    from selection.solvers.milp.model import INF, make_backend
 
     p = make_problem(16, 4, seed=seed, kind="random")
     spec = eps_spec(model_data(p, "highs", 1000), p.k, None, None, pairwise=True)

@@ -1,0 +1,80 @@
+"""The ``fedsel`` console script.
+
+Builds one typer app from the selection commands (:mod:`selection.cli`) and the oracle-side
+commands, each module contributing through a ``register(app)`` function. Modules that need
+torch import it inside their commands, so ``fedsel solve`` never loads torch.
+
+Every bad input becomes one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+import typer
+from typer.exceptions import TyperException
+
+from selection.cli import app
+
+# Modules that add commands with ``register(app)``; missing ones are skipped while built.
+_COMMAND_MODULES = (
+    "fl_oracle.cli.data",  # fedsel data ...
+    "fl_oracle.cli.oracle",  # fedsel oracle
+    "fl_oracle.cli.train",  # fedsel train, fedsel demo
+)
+_registered = False
+
+
+def build_app():
+    """The full typer app with every command registered (idempotent)."""
+    global _registered
+    if not _registered:
+        for name in _COMMAND_MODULES:
+            try:
+                mod = importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name != name:
+                    raise
+                continue
+            mod.register(app)
+        _registered = True
+    return app
+
+
+def _fail(message: str, code: int = 2) -> None:
+    first = str(message).strip().splitlines()[0] if str(message).strip() else "invalid input"
+    print(f"fedsel: error: {first}", file=sys.stderr)
+    sys.exit(code)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the CLI; input errors exit with code 2 and one line on stderr."""
+    cli = build_app()
+    try:
+        cli(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        _fail("aborted", 130)
+    except TyperException as exc:  # usage errors: bad option, missing argument
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            print(exc.format_message())
+            sys.exit(0)
+        _fail(exc.format_message(), exc.exit_code or 2)
+    except (
+        ValueError,
+        OSError,
+        KeyError,
+    ) as exc:  # SelectionError, StatsError, DataError, ... subclass ValueError
+        msg = str(exc)
+        if isinstance(exc, KeyError):
+            msg = f"missing key {msg}"
+        elif isinstance(exc, OSError) and getattr(exc, "filename", None):
+            msg = f"{exc.strerror or 'cannot access'}: {exc.filename}"
+        _fail(msg or type(exc).__name__)
+
+
+if __name__ == "__main__":
+    main()

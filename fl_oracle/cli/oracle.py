@@ -1,0 +1,80 @@
+"""``fedsel oracle``: a thin wrapper over :mod:`fl_oracle.experiments.oracle_run`. Nothing here
+imports torch at module level, so ``fedsel --help`` stays torch-free.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+
+def oracle(
+    rounds: int = typer.Option(..., "--rounds", "-r", min=1, help="Total rounds R."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run folder."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of partition, model and training."),
+    data_root: str | None = typer.Option(None, "--data-root", help="Folder with real datasets."),
+    data: str = typer.Option("auto", "--data", help="auto | real | generated."),
+    mu: float = typer.Option(0.0, "--mu", help="FedProx proximal coefficient (0 = FedAvg)."),
+    adaptive_mu: bool = typer.Option(False, "--adaptive-mu", help="Adapt mu to the global loss."),
+    gamma: float = typer.Option(0.0, "--gamma", help="gamma-inexact stop (0 = off)."),
+    k: int | None = typer.Option(None, "--k", min=1, help="Clients per round (default all)."),
+    clients_per_domain: int = typer.Option(5, "--clients-per-domain", min=1),
+    local_epochs: float = typer.Option(1.0, "--local-epochs", help="Local epoch budget."),
+    lr: float = typer.Option(0.05, "--lr", help="Local SGD step size."),
+    batch_size: int = typer.Option(32, "--batch-size", min=1),
+    dirichlet_alpha: float | None = typer.Option(None, "--dirichlet-alpha", help="Label skew."),
+    val_per_domain: int = typer.Option(500, "--val-per-domain", min=1),
+    test_per_domain: int | None = typer.Option(None, "--test-per-domain", min=1),
+    fisher_samples: int = typer.Option(64, "--fisher-samples", min=0, help="Probe cap (0 = all)."),
+    fisher_method: str = typer.Option(
+        "layerwise", "--fisher-method", help="layerwise (fast) | vmap (torch.func)."
+    ),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="torch threads."),
+    aggregation: str = typer.Option("samples", "--aggregation", help="samples | uniform."),
+    model: str = typer.Option("cnn", "--model", help="cnn | cnn-small | cnn-large."),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
+    cache_dir: str | None = typer.Option(None, "--cache-dir", help="Generated-data cache."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train R federated rounds and write DIR/stats.parquet, stats.csv, rounds.csv, checkpoints."""
+    from fl_oracle.experiments.oracle_run import run_oracle
+    from fl_oracle.sim.config import OracleConfig
+
+    config = OracleConfig(
+        seed=seed,
+        domains=("mnist", "usps", "svhn", "syn"),
+        clients_per_domain=clients_per_domain,
+        dirichlet_alpha=dirichlet_alpha,
+        val_per_domain=val_per_domain,
+        test_per_domain=test_per_domain,
+        data_root=data_root,
+        data_mode=data,
+        model=model,
+        lr=lr,
+        batch_size=batch_size,
+        local_epochs=local_epochs,
+        mu=mu,
+        adaptive_mu=adaptive_mu,
+        gamma=gamma,
+        k=k,
+        aggregation=aggregation,
+        fisher_samples=fisher_samples or None,
+        fisher_method=fisher_method,
+        threads=threads,
+        device=device,
+    )
+    table = run_oracle(
+        config, rounds=rounds, out=out, resume=resume, cache_dir=cache_dir, progress=progress
+    )
+    print(
+        f"wrote {len(table)} rows over {table['round'].nunique()} rounds to {out / 'stats.parquet'}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``oracle`` command to the fedsel app."""
+    app.command("oracle")(oracle)

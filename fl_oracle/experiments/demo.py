@@ -1,0 +1,246 @@
+"""The strategy comparison behind ``fedsel demo``.
+
+For every seed the same federation (one oracle, reset to its round-0 state before each run)
+is trained once per selector with :func:`fl_oracle.experiments.loop.run_training`. At a chosen round of
+the reference run (the first selector, first seed) the empirical Pareto fronts are swept over
+ε and δ, and every front point is realized with ``oracle.evaluate`` (aggregating exactly those
+updates without committing) next to the linear model's prediction. The seed's correlation
+statistics are computed on the reference runs' statistics (all clients measured every round).
+
+Cost: a round costs the oracle's statistics for every client plus one commit. With the CLI's
+embedded default (``fl_oracle.cli.train.DEMO_ORACLE``: 20 clients, 200 validation and 500 test
+images per domain, 32 Fisher probes, local step 0.1 for 2 epochs, one torch thread per run
+process) a round measured 5.2 CPU seconds (NSGA-II adds ~1 s of solving), and the default
+8 selectors x 3 seeds x 8 rounds = 192 rounds (``make demo``) took 8 min 48 s on 2 shared CPU
+cores with 2 worker processes; generating the stand-ins on a fresh machine adds ~30 s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from fl_oracle.experiments.demo_fronts import front_points
+from fl_oracle.experiments.demo_workers import RunTask, run_all
+from fl_oracle.experiments.loop import OracleLike, TrainResult
+
+__all__ = [
+    "DEFAULT_SELECTORS",
+    "DemoSettings",
+    "DemoResult",
+    "run_demo",
+    "summarize",
+]
+
+DEFAULT_SELECTORS: tuple[str, ...] = (
+    "proportional",
+    "random",
+    "power-of-choice:10",
+    "fisher-topk",
+    "qffl:1",
+    "eps:5",
+    "maxmin:2",
+    "nsga2:knee",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoSettings:
+    """What the comparison runs.
+
+    Attributes:
+        rounds: training rounds per run.
+        seeds: number of seeds (0..seeds-1); each seed is its own federation.
+        k: clients selected per round.
+        selectors: selector specs; the first is the reference run for fronts and statistics.
+        front_round: round whose statistics the fronts are swept on (default rounds // 2).
+        front_delta: δ grid of the max-min sweep, percentage points.
+        stats_mode: ``fresh`` or ``stale`` statistics during training.
+    """
+
+    rounds: int = 8
+    seeds: int = 3
+    k: int = 5
+    selectors: tuple[str, ...] = DEFAULT_SELECTORS
+    front_round: int | None = None
+    front_delta: tuple[float, ...] = (0.0, 1.0, 2.0, 5.0, 10.0)
+    stats_mode: str = "fresh"
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1 or self.seeds < 1 or self.k < 1:
+            raise ValueError(
+                f"rounds={self.rounds}, seeds={self.seeds} and k={self.k} must all be >= 1"
+            )
+        if not self.selectors:
+            raise ValueError("the demo needs at least one selector")
+        if len(set(self.selectors)) != len(self.selectors):
+            raise ValueError(f"duplicate selector in {', '.join(self.selectors)}")
+        if self.front_round is not None and not 0 <= self.front_round < self.rounds:
+            raise ValueError(f"front_round={self.front_round} must lie in 0..{self.rounds - 1}")
+
+    @property
+    def chosen_round(self) -> int:
+        """The round the fronts are swept on."""
+        return self.rounds // 2 if self.front_round is None else self.front_round
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """Everything the report is drawn from.
+
+    Attributes:
+        settings: the settings that ran.
+        domains: evaluation domains, in order.
+        history: every run's history (``seed`` and ``selector`` columns tell runs apart).
+        stats: the reference runs' statistics (all seeds), for the seed statistics.
+        fronts: front points with predicted and realized values (see :func:`front_points`).
+        summary: one row per selector, mean and std over seeds (see :func:`summarize`).
+        setup: the federation's description (domains, sources, clients, sizes, μ, γ, K, ...).
+    """
+
+    settings: DemoSettings
+    domains: tuple[str, ...]
+    history: pd.DataFrame
+    stats: pd.DataFrame
+    fronts: pd.DataFrame
+    summary: pd.DataFrame
+    setup: dict = field(default_factory=dict)
+
+
+def summarize(history: pd.DataFrame) -> pd.DataFrame:
+    """Per selector, the final round's metrics: mean and std over seeds.
+
+    Returns:
+        One row per selector (in first-appearance order): ``n_seeds``, ``<m>_mean`` and
+        ``<m>_std`` for m in avg, worst, gap, std (accuracy of the final model, %; std is the
+        spread across domains), solve_seconds (mean per round), and ``fallback_rounds``.
+    """
+    last = history.loc[history.groupby(["selector", "seed"])["round"].idxmax()]
+    per_run = pd.DataFrame(
+        {
+            "selector": last["selector"].to_numpy(),
+            "avg": last["acc_avg"].to_numpy(),
+            "worst": last["acc_worst"].to_numpy(),
+            "gap": last["acc_gap"].to_numpy(),
+            "std": last["acc_std"].to_numpy(),
+        }
+    )
+    per_run["solve_seconds"] = (
+        history.groupby(["selector", "seed"])["solve_seconds"]
+        .mean()
+        .reindex(list(zip(last["selector"], last["seed"], strict=True)))
+        .to_numpy()
+    )
+    order = list(dict.fromkeys(history["selector"]))
+    g = per_run.groupby("selector")
+    out = pd.DataFrame({"n_seeds": g.size()})
+    for m in ("avg", "worst", "gap", "std", "solve_seconds"):
+        out[f"{m}_mean"] = g[m].mean()
+        out[f"{m}_std"] = g[m].std(ddof=1).fillna(0.0)
+    out["fallback_rounds"] = (
+        history.assign(fb=history["fallback"].fillna("").astype(str) != "")
+        .groupby("selector")["fb"]
+        .sum()
+    )
+    return out.reindex(order).reset_index()
+
+
+def run_demo(
+    make_oracle: Callable[[int], OracleLike],
+    make_selector: Callable[..., Callable],
+    settings: DemoSettings,
+    *,
+    workers: int = 1,
+    progress: bool = False,
+) -> DemoResult:
+    """Run every selector on every seed's federation, then sweep the fronts.
+
+    Args:
+        make_oracle: seed -> a fresh oracle at round 0 (picklable when ``workers > 1``, e.g.
+            :class:`fl_oracle.experiments.demo_workers.OracleFactory`).
+        make_selector: ``selection.selectors.make_selector`` (spec, seed=...) -> selector.
+        settings: what to run.
+        workers: processes running runs in parallel (1 = this process).
+        progress: show a rich progress bar over all rounds.
+    """
+    s = settings
+    ref = s.selectors[0]
+    tasks = [
+        RunTask(
+            spec,
+            seed,
+            s.rounds,
+            s.k,
+            s.stats_mode,
+            s.chosen_round if (spec == ref and seed == 0) else None,
+        )
+        for seed in range(s.seeds)
+        for spec in s.selectors
+    ]
+    runs: dict[tuple[str, int], TrainResult] = {}
+    snapshot, setup = None, {}
+    bar = _progress_bar() if progress else nullcontext()
+    with bar as prog:
+        task_id = prog.add_task("demo runs", total=len(tasks) * s.rounds + 1) if prog else None
+
+        def tick() -> None:
+            if prog is not None:
+                prog.advance(task_id)
+
+        cache: dict = {}
+        done = run_all(make_oracle, make_selector, tasks, workers=workers, cache=cache, tick=tick)
+        for task, (res, snap, fed) in done:
+            runs[(task.spec, task.seed)] = res
+            snapshot = snap if snap is not None else snapshot
+            setup = setup or fed
+        if prog is not None:
+            prog.update(task_id, description=f"fronts at round {s.chosen_round}")
+        oracle = cache[0][0] if 0 in cache else make_oracle(0)
+        oracle.load_state_dict(snapshot)
+        fronts = front_points(oracle, s.k, s.front_delta)
+        tick()
+    history = pd.concat([runs[(t.spec, t.seed)].history for t in tasks], ignore_index=True)
+    stats = pd.concat(
+        [runs[(ref, seed)].stats.assign(seed=seed) for seed in range(s.seeds)], ignore_index=True
+    )
+    setup = {
+        **setup,
+        "k": s.k,
+        "rounds": s.rounds,
+        "seeds": s.seeds,
+        "stats_mode": s.stats_mode,
+        "front_round": s.chosen_round,
+        "selectors": list(s.selectors),
+        "workers": workers,
+    }
+    return DemoResult(
+        settings=s,
+        domains=tuple(setup.get("domains", ())),
+        history=history,
+        stats=stats,
+        fronts=fronts,
+        summary=summarize(history),
+        setup=setup,
+    )
+
+
+def _progress_bar():
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )

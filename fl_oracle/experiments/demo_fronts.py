@@ -1,0 +1,117 @@
+"""Front points and the set-up description of the demo (predicted next to realized values).
+
+:func:`front_points` sweeps the ε and δ fronts of the oracle's current round with
+:mod:`selection.pareto` and realizes every point with ``oracle.evaluate`` (the aggregate of
+exactly those updates, not committed). :func:`describe_setup` describes the federation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from fl_oracle.experiments.loop import OracleLike, domain_metrics
+from selection.problem import SelectionProblem
+
+__all__ = ["front_points", "describe_setup"]
+
+_OK = ("optimal", "feasible", "time_limit")
+
+
+def front_points(oracle: OracleLike, k: int, delta: Sequence[float]) -> pd.DataFrame:
+    """The ε and δ fronts at the oracle's current round, predicted next to realized.
+
+    Args:
+        oracle: positioned at the round to sweep (its state is not changed).
+        k: cardinality K.
+        delta: δ grid of the max-min sweep, percentage points.
+
+    Returns:
+        One row per feasible sweep point: the sweep's columns (``method, param, utility, gap,
+        worst, selected, status, ...``) renamed ``pred_*`` for the three objectives, plus
+        ``real_utility`` (pooled accuracy %), ``real_gap``, ``real_worst``, ``real_<domain>``,
+        ``err_utility``/``err_gap``/``err_worst`` (realized - predicted, pp), ``split``.
+    """
+    from selection.pareto import sweep_delta, sweep_eps
+
+    stats = oracle.round_stats()
+    problem = SelectionProblem.from_stats(stats, k)
+    parts = [sweep_eps(problem, complete=True), sweep_delta(problem, list(delta))]
+    front = pd.concat(parts, ignore_index=True)
+    front = front[front["status"].isin(_OK)].reset_index(drop=True)
+    domains = list(oracle.domains)
+    cache: dict[str, dict] = {}
+    rows = []
+    for rec in front.to_dict("records"):
+        key = str(rec["selected"])
+        if key not in cache:
+            metrics = oracle.evaluate([s for s in key.split(";") if s], split="val")
+            real = domain_metrics(metrics, domains)
+            pooled = float(metrics.get("acc_pooled", real["acc_avg"]))
+            cache[key] = {
+                "real_utility": pooled,
+                "real_gap": real["acc_gap"],
+                "real_worst": real["acc_worst"],
+                **{f"real_{d}": real[f"acc_{d}"] for d in domains},
+                "split": "val",
+            }
+        rows.append({**rec, **cache[key]})
+    out = pd.DataFrame(rows).rename(
+        columns={"utility": "pred_utility", "gap": "pred_gap", "worst": "pred_worst"}
+    )
+    if out.empty:
+        return out
+    out.insert(0, "round", int(problem.round))
+    for obj in ("utility", "gap", "worst"):
+        out[f"err_{obj}"] = out[f"real_{obj}"] - out[f"pred_{obj}"]
+    return out
+
+
+def describe_setup(oracle: OracleLike) -> dict:
+    """The federation as the report's set-up section shows it.
+
+    Returns:
+        ``domains``, ``sources`` (domain -> real / generated stand-in), ``clients`` (domain ->
+        clients, samples, mean samples per client, weight % under sample-weighted FedAvg),
+        ``n_clients`` and the oracle's training settings (μ, γ, model, lr, ...).
+    """
+    clients = getattr(oracle, "clients", None)
+    sources = dict(getattr(oracle, "sources", {}) or {})
+    config = getattr(oracle, "config", None)
+    setup: dict = {
+        "domains": list(oracle.domains),
+        "sources": {d: sources.get(d, "unknown") for d in oracle.domains},
+    }
+    if clients is not None:
+        per = clients.groupby("domain", sort=False)["n_samples"].agg(["count", "sum", "mean"])
+        total = float(per["sum"].sum())
+        setup["clients"] = {
+            str(d): {
+                "clients": int(r["count"]),
+                "samples": int(r["sum"]),
+                "mean": float(r["mean"]),
+                "weight_pct": 100.0 * float(r["sum"]) / total,
+            }
+            for d, r in per.iterrows()
+        }
+        setup["n_clients"] = int(len(clients))
+    keys = (
+        "mu",
+        "gamma",
+        "adaptive_mu",
+        "model",
+        "lr",
+        "batch_size",
+        "local_epochs",
+        "aggregation",
+        "val_per_domain",
+        "test_per_domain",
+        "fisher_samples",
+        "data_mode",
+    )
+    for key in keys:
+        if config is not None and hasattr(config, key):
+            v = getattr(config, key)
+            setup[key] = v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
+    return setup

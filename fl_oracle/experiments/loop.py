@@ -1,0 +1,285 @@
+"""Live training with a selector in the loop.
+
+Each round t the oracle measures client statistics at the global model w_t, the selector picks
+K client ids from that table, the oracle commits the aggregation of exactly those clients'
+updates (w_{t+1}) and the round is logged:
+
+* ``history``: one row per round with ``round`` (t, the round whose statistics drove the
+  choice; the accuracies are those of the new model w_{t+1}), ``selector``, ``seed``,
+  ``stats_mode``, ``k``, ``selected`` (ids joined by ``;``), ``acc_<domain>`` (test accuracy %),
+  ``acc_avg`` (mean over domains), ``acc_worst`` (their minimum), ``acc_gap`` (max - min),
+  ``pred_utility``/``pred_gap``/``pred_worst`` (the linear model of :mod:`selection.objectives`
+  on the round's statistics), ``solve_seconds``, ``fallback`` (empty unless the selector failed
+  and a fallback point was committed), ``round_seconds`` (wall), ``round_cpu_seconds`` (CPU
+  time of this process: about the wall time the round takes alone on a core with one torch
+  thread), and the oracle's ``global_loss``, ``B_dissimilarity`` and ``mu`` of the new model
+  when it reports them.
+* ``stats``: every round's statistics table (the round-stats contract) plus ``measured_round``
+  (the round at which that row was measured: older than ``round`` for stale rows) and
+  ``chosen`` (whether the selector picked the client that round).
+
+Freshness: ``fresh`` measures every client every round; ``stale`` measures every client in the
+first round and afterwards only the clients selected in the previous round (they are the ones
+that reported back, as in a deployment); the others keep their last values. A re-measured
+client's ``cos_g`` is then taken against the mean update of the re-measured clients only (the
+oracle's reference set is the clients of the call).
+
+Aggregation: the oracle's rule (sample-weighted by default) for every selector except q-FFL
+(``qffl:q``), whose selector carries ``aggregation_q``: the selected updates are then weighted
+w_i ∝ n_i · loss_i^q (Li et al. 2020, the q-FFL gradient Σ p_k F_k^q ∇F_k with p_k ∝ n_k and
+F_k the client's loss at w_t; q = 0 is FedAvg; without q-FedAvg's Lipschitz step-size
+normalization).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from selection.errors import InfeasibleError, SelectionError
+from selection.objectives import evaluate as evaluate_objectives
+from selection.problem import SelectionProblem
+from selection.schema import validate_stats
+
+__all__ = [
+    "STATS_MODES",
+    "TrainResult",
+    "OracleLike",
+    "run_training",
+    "qffl_weights",
+    "fallback_selection",
+    "domain_metrics",
+]
+
+STATS_MODES = ("fresh", "stale")
+# Global statistics of the new model copied from ``oracle.step`` into the history when present.
+GLOBAL_KEYS = ("global_loss", "B_dissimilarity", "mu")
+Selector = Callable[[pd.DataFrame, int], list[str]]
+
+
+class OracleLike(Protocol):
+    """What the loop needs from :class:`fl_oracle.sim.oracle.Oracle` (a fake in tests)."""
+
+    round: int
+    domains: Sequence[str]
+
+    def round_stats(self, clients: Sequence[str] | None = None) -> pd.DataFrame: ...
+
+    def step(
+        self, selection: Sequence[str], *, weights: Mapping[str, float] | None = None
+    ) -> dict: ...
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Outcome of :func:`run_training`.
+
+    Attributes:
+        history: one row per round (columns in the module docstring).
+        stats: every round's statistics, with ``measured_round`` and ``chosen``.
+    """
+
+    history: pd.DataFrame
+    stats: pd.DataFrame
+
+
+def domain_metrics(metrics: Mapping[str, Any], domains: Sequence[str]) -> dict[str, float]:
+    """Per-domain accuracies and their mean, minimum and spread from an oracle metrics dict.
+
+    Args:
+        metrics: the oracle's result with ``acc_<domain>`` keys (accuracy, %).
+        domains: the D domains, in report order.
+
+    Returns:
+        ``acc_<domain>`` for each domain, ``acc_avg`` (mean), ``acc_worst`` (min),
+        ``acc_gap`` (max - min) and ``acc_std`` (population std over domains), all in %.
+    """
+    missing = [d for d in domains if f"acc_{d}" not in metrics]
+    if missing:
+        raise ValueError(
+            f"oracle metrics lack acc_{missing[0]} (keys: {', '.join(sorted(metrics))})"
+        )
+    acc = np.array([float(metrics[f"acc_{d}"]) for d in domains])
+    out = {f"acc_{d}": float(a) for d, a in zip(domains, acc, strict=True)}
+    out.update(
+        acc_avg=float(acc.mean()),
+        acc_worst=float(acc.min()),
+        acc_gap=float(acc.max() - acc.min()),
+        acc_std=float(acc.std()),
+    )
+    return out
+
+
+def qffl_weights(stats: pd.DataFrame, selected: Sequence[str], q: float) -> dict[str, float]:
+    """q-FFL aggregation weights w_i ∝ n_i · loss_i^q over the selected clients (sum 1).
+
+    Args:
+        stats: the round's statistics with ``client_id``, ``n_samples`` and ``loss`` columns.
+        selected: the selected client ids.
+        q: fairness exponent q >= 0 (0 = sample-weighted FedAvg).
+    """
+    if q < 0 or not np.isfinite(q):
+        raise ValueError(f"qffl: q={q!r} must be a finite number >= 0")
+    if "loss" not in stats.columns:
+        raise ValueError("qffl: the round statistics have no column loss")
+    part = stats.set_index("client_id").loc[list(selected)]
+    loss = part["loss"].to_numpy(dtype=float)
+    if not np.all(np.isfinite(loss)) or np.any(loss <= 0):
+        pos = int(np.flatnonzero(~np.isfinite(loss) | (loss <= 0))[0])
+        raise ValueError(
+            f"qffl: column loss of client {selected[pos]} is {loss[pos]!r}, must be > 0"
+        )
+    w = part["n_samples"].to_numpy(dtype=float) * np.exp(q * np.log(loss))
+    w = w / w.sum()
+    return {str(c): float(v) for c, v in zip(selected, w, strict=True)}
+
+
+def fallback_selection(problem: SelectionProblem) -> tuple[list[str], str]:
+    """The best feasible point when a selector fails: the smallest-gap selection.
+
+    The same rule as :class:`selection.selectors.Selector`'s own fallback: an infeasible ε
+    (below the smallest achievable gap) is relaxed to that smallest gap, and among the
+    selections reaching it the one of highest U is taken.
+
+    Returns:
+        The selected ids and a description of the point that was taken.
+    """
+    from selection.selectors import min_gap_point
+
+    point = min_gap_point(problem)
+    obj = point.objectives
+    return list(
+        point.ids
+    ), f"the smallest-gap point (gap {obj['gap']:.4f} pp, U {obj['utility']:.2f}%)"
+
+
+def _last_solve_info(selector: Any) -> tuple[float | None, str]:
+    """(solve seconds, fallback message) of the selector's last call, where it exposes them.
+
+    :class:`selection.selectors.Selector` keeps ``last`` (a SolveResult with ``seconds``) and
+    ``fallback`` (a message, "" when the solve succeeded).
+    """
+    last = getattr(selector, "last", None)
+    seconds = getattr(last, "seconds", None)
+    message = getattr(selector, "fallback", "")
+    seconds = float(seconds) if isinstance(seconds, (int, float, np.floating)) else None
+    return seconds, message if isinstance(message, str) else ""
+
+
+def _measure(
+    oracle: OracleLike, mode: str, last: pd.DataFrame | None, previous: Sequence[str]
+) -> pd.DataFrame:
+    """The statistics the selector sees at the oracle's current round."""
+    t = int(oracle.round)
+    if mode == "fresh" or last is None:
+        table = oracle.round_stats().copy()
+        table["measured_round"] = t
+        return table
+    fresh = oracle.round_stats(list(previous)).copy()
+    fresh["measured_round"] = t
+    last = last.drop(columns="chosen", errors="ignore")
+    keep = last[~last["client_id"].isin(fresh["client_id"])].copy()
+    keep["round"] = t
+    order = {c: i for i, c in enumerate(last["client_id"])}
+    table = pd.concat([keep, fresh[last.columns]], ignore_index=True)
+    table = table.sort_values("client_id", key=lambda s: s.map(order)).reset_index(drop=True)
+    return table
+
+
+def _select(selector: Selector, table: pd.DataFrame, k: int) -> tuple[list[str], float, str]:
+    """Run the selector; if it raises InfeasibleError fall back to the best feasible point."""
+    t0 = time.perf_counter()
+    try:
+        ids = [str(c) for c in selector(table, k)]
+        seconds, message = _last_solve_info(selector)
+        return ids, (time.perf_counter() - t0) if seconds is None else seconds, message
+    except InfeasibleError as exc:
+        problem = SelectionProblem.from_stats(table, k)
+        ids, what = fallback_selection(problem)
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return ids, time.perf_counter() - t0, f"selector failed ({reason}); fell back to {what}"
+
+
+def run_training(
+    oracle: OracleLike,
+    selector: Selector,
+    *,
+    rounds: int,
+    k: int,
+    name: str,
+    seed: int = 0,
+    stats_mode: str = "fresh",
+    on_round: Callable[[dict, pd.DataFrame], None] | None = None,
+) -> TrainResult:
+    """Train ``rounds`` rounds, each committing exactly the selector's K clients.
+
+    Args:
+        oracle: an :class:`fl_oracle.sim.oracle.Oracle` (or an object with the same methods).
+        selector: callable ``(round_stats, k) -> ids`` (see ``selection.selectors``); an
+            ``aggregation_q`` attribute switches on q-FFL weights.
+        rounds: number of rounds R >= 1.
+        k: clients per round, 1 <= K <= N.
+        name: the selector's spec, written to the ``selector`` column.
+        seed: the run's seed, written to the ``seed`` column.
+        stats_mode: ``fresh`` or ``stale`` (module docstring).
+        on_round: called after each round with the history row and that round's stats.
+
+    Returns:
+        The history (R rows) and all statistics (R x N rows).
+    """
+    if stats_mode not in STATS_MODES:
+        raise ValueError(f"stats mode {stats_mode!r} must be one of {', '.join(STATS_MODES)}")
+    if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
+        raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
+    domains = list(oracle.domains)
+    q = getattr(selector, "aggregation_q", None)
+    history: list[dict] = []
+    tables: list[pd.DataFrame] = []
+    last: pd.DataFrame | None = None
+    previous: list[str] = []
+    for _ in range(int(rounds)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        t = int(oracle.round)
+        table = _measure(oracle, stats_mode, last, previous)
+        table = validate_stats(table)
+        problem = SelectionProblem.from_stats(table, k)
+        ids, solve_seconds, fallback = _select(selector, table, k)
+        unknown = sorted(set(ids) - set(problem.ids))
+        if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, problem.n):
+            raise SelectionError(
+                f"selector {name} returned {len(ids)} ids, {len(set(ids))} distinct (unknown: "
+                f"{', '.join(unknown) or 'none'}) for k={k} in round {t}"
+            )
+        weights = qffl_weights(table, ids, float(q)) if q is not None else None
+        pos = {c: i for i, c in enumerate(problem.ids)}
+        pred = evaluate_objectives(problem, [pos[c] for c in ids])
+        metrics = oracle.step(ids, weights=weights)
+        row = {
+            "round": t,
+            "selector": name,
+            "seed": int(seed),
+            "stats_mode": stats_mode,
+            "k": int(k),
+            "selected": ";".join(ids),
+            **domain_metrics(metrics, domains),
+            "pred_utility": pred["utility"],
+            "pred_gap": pred["gap"],
+            "pred_worst": pred["worst"],
+            "solve_seconds": float(solve_seconds),
+            "fallback": fallback,
+            "round_seconds": time.perf_counter() - t0,
+            "round_cpu_seconds": time.process_time() - c0,
+            **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
+        }
+        table = table.assign(chosen=table["client_id"].isin(ids))
+        history.append(row)
+        tables.append(table)
+        last, previous = table, ids
+        if on_round is not None:
+            on_round(row, table)
+    return TrainResult(pd.DataFrame(history), pd.concat(tables, ignore_index=True))

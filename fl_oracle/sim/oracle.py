@@ -1,0 +1,389 @@
+"""The federated Digits-4 oracle: measure every client at w_t, evaluate or commit a selection.
+
+Usage::
+
+    oracle = Oracle(OracleConfig(seed=0))
+    stats = oracle.round_stats()          # one row per client at w_t (round-stats contract)
+    oracle.evaluate(["svhn-0", "usps-2"])  # realized accuracy of that aggregate, no commit
+    oracle.step(["svhn-0", "usps-2"])      # commit it: w_{t+1}, round t+1
+
+Randomness is a pure function of (seed, round, client): the partition and probe sets of
+``config.seed``, the initial model of ``config.seed`` and each client's mini-batch stream of
+``(seed, round, client)``. A state dict (model, round, mu state) therefore resumes exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from fl_oracle.errors import CheckpointError, OracleError, UnknownClientError
+from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.local import train_clients
+from fl_oracle.sim.model import get_arch, init_params
+from fl_oracle.sim.partition import build_federation
+from fl_oracle.sim.stats import (
+    ProbeStats,
+    b_dissimilarity,
+    correct_stacked,
+    cosine_to,
+    js_divergence,
+    probe_stats,
+    probe_stats_vmap,
+)
+from selection.schema import validate_stats
+
+__all__ = ["Oracle", "resolve_device", "load_federation_data"]
+
+STATE_FORMAT = "fedsel-oracle-1"
+_F_FLOOR = 1e-12  # F must be > 0 in the contract; a vanishing trace is reported as this
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> cuda when available, else cpu; ``cuda`` without a GPU is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise OracleError("device=cuda requested but no CUDA device is available")
+    return torch.device(name)
+
+
+def load_federation_data(config: OracleConfig, *, cache_dir=None, progress: bool = False) -> dict:
+    """Load exactly what the federation needs (clients x samples + validation per domain)."""
+    from fl_oracle.sim.data import load_digits
+
+    n_train = {
+        d: config.clients_per_domain * config.samples_per_client[d] + config.val_per_domain
+        for d in config.domains
+    }
+    return load_digits(
+        config.domains,
+        root=config.data_root,
+        mode=config.data_mode,
+        n_train=n_train,
+        n_test=config.test_per_domain,
+        seed=config.data_seed,
+        standardize=True,
+        cache_dir=cache_dir,
+        progress=progress,
+    )
+
+
+class Oracle:
+    """A federated simulator that reports client statistics and realized accuracies.
+
+    Attributes:
+        config: the configuration.
+        round: t, the round of the current global model w_t.
+        domains: domain names.
+        clients: DataFrame ``client_id, domain, n_samples``.
+        sources: domain -> ``"real"`` / ``"generated stand-in"``.
+    """
+
+    def __init__(
+        self,
+        config: OracleConfig,
+        *,
+        data: dict | None = None,
+        cache_dir=None,
+        progress: bool = False,
+    ) -> None:
+        if not isinstance(config, OracleConfig):
+            raise OracleError(f"config must be an OracleConfig, got {type(config).__name__}")
+        self.config = config
+        self.device = resolve_device(config.device)
+        if config.threads is not None:
+            torch.set_num_threads(config.threads)
+        if data is None:
+            data = load_federation_data(config, cache_dir=cache_dir, progress=progress)
+        self.arch = get_arch(config.model)
+        self._fed = build_federation(config, data, self.device)
+        fed = self._fed
+        self.domains = fed.domains
+        self.sources = dict(fed.sources)
+        self.clients = pd.DataFrame(
+            {
+                "client_id": list(fed.client_ids),
+                "domain": list(fed.client_domain),
+                "n_samples": fed.n_samples.astype(np.int64),
+            }
+        )
+        self._index = {cid: i for i, cid in enumerate(fed.client_ids)}
+        glob = fed.hist.sum(0)
+        self._B = np.array([js_divergence(h, glob) for h in fed.hist])
+        self._probe_x = torch.cat([x[p] for x, p in zip(fed.xs, fed.probe, strict=True)])
+        self._probe_y = torch.cat([y[p] for y, p in zip(fed.ys, fed.probe, strict=True)])
+        self._probe_seg = torch.cat(
+            [
+                torch.full((len(p),), i, dtype=torch.int64, device=self.device)
+                for i, p in enumerate(fed.probe)
+            ]
+        )
+        self._w = init_params(self.arch, torch.Generator().manual_seed(config.seed)).to(self.device)
+        self.round = 0
+        self._mu = config.mu
+        self._drops = 0
+        self._updates: dict[int, tuple[torch.Tensor, int, float]] = {}
+        self._probe: ProbeStats | None = None
+        #: seconds spent per phase since construction: fisher, local, eval, test
+        self.timings: dict[str, float] = {"fisher": 0.0, "local": 0.0, "eval": 0.0, "test": 0.0}
+
+    # ------------------------------------------------------------------ selection helpers
+    def _resolve(self, clients: Sequence[str] | None, what: str = "clients") -> list[int]:
+        if clients is None:
+            return list(range(len(self._index)))
+        if isinstance(clients, str):
+            clients = [clients]
+        out, seen = [], set()
+        for cid in clients:
+            if cid not in self._index:
+                raise UnknownClientError(f"{what}: client id {cid!r} is not in the federation")
+            if cid in seen:
+                raise OracleError(f"{what}: client id {cid!r} is listed twice")
+            seen.add(cid)
+            out.append(self._index[cid])
+        if not out:
+            raise OracleError(f"{what}: the selection is empty")
+        return out
+
+    def _weights(self, idx: list[int], weights: Mapping[str, float] | None) -> torch.Tensor:
+        ids = self._fed.client_ids
+        if weights is None:
+            if self.config.aggregation == "uniform":
+                w = np.ones(len(idx))
+            else:
+                w = self._fed.n_samples[idx].astype(np.float64)
+        else:
+            extra = set(weights) - {ids[i] for i in idx}
+            if extra:
+                raise OracleError(
+                    f"weights: client id {sorted(extra)[0]!r} is not in the selection"
+                )
+            w = np.array([float(weights.get(ids[i], 0.0)) for i in idx])
+            bad = ~np.isfinite(w) | (w < 0)
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                raise OracleError(f"weights: client {ids[idx[j]]!r} has weight {w[j]!r}; need >= 0")
+            if w.sum() <= 0:
+                raise OracleError("weights: the selected clients' weights sum to 0")
+        return torch.as_tensor(w / w.sum(), dtype=torch.float32, device=self.device)
+
+    # ------------------------------------------------------------------ cached computations
+    def _probe_stats(self) -> ProbeStats:
+        if self._probe is None:
+            t0 = time.perf_counter()
+            method = probe_stats if self.config.fisher_method == "layerwise" else probe_stats_vmap
+            self._probe = method(
+                self.arch, self._w, self._probe_x, self._probe_y, self._probe_seg, len(self._index)
+            )
+            self.timings["fisher"] += time.perf_counter() - t0
+        return self._probe
+
+    def _ensure_updates(self, idx: list[int], callback: Callable[[int, int], None] | None = None):
+        missing = [i for i in idx if i not in self._updates]
+        if not missing:
+            return
+        fed, cfg = self._fed, self.config
+        g0 = self._probe_stats().grad.norm(dim=1)
+        t0 = time.perf_counter()
+        self._updates.update(
+            train_clients(
+                self.arch,
+                self._w,
+                missing,
+                xs=fed.xs,
+                ys=fed.ys,
+                probes=fed.probe,
+                budgets=[cfg.budget(fed.client_ids[i]) for i in range(len(fed.client_ids))],
+                seeds=[self._stream_seed(i) for i in range(len(fed.client_ids))],
+                batch_size=cfg.batch_size,
+                lr=cfg.lr,
+                mu=self._mu,
+                gamma=cfg.gamma,
+                g0_norm=g0,
+                callback=callback,
+            )
+        )
+        self.timings["local"] += time.perf_counter() - t0
+
+    def _stream_seed(self, i: int) -> int:
+        ss = np.random.SeedSequence([self.config.seed, self.round, i, 0xB47C])
+        return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+    def _accuracies(self, W: torch.Tensor, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """(M, D) correct counts and (D,) sizes of models W (M, P) on a split."""
+        t0 = time.perf_counter()
+        sets = self._fed.val if split == "val" else self._fed.test
+        hits = [correct_stacked(self.arch, W, *sets[d]).cpu().numpy() for d in self.domains]
+        self.timings["eval" if split == "val" else "test"] += time.perf_counter() - t0
+        return np.stack(hits, axis=1), np.array([len(sets[d][1]) for d in self.domains])
+
+    def _metrics(self, w: torch.Tensor, split: str) -> dict[str, float]:
+        if split not in ("val", "test"):
+            raise OracleError(f"split={split!r} must be 'val' or 'test'")
+        hits, sizes = self._accuracies(w.unsqueeze(0), split)
+        acc = 100.0 * hits[0] / sizes
+        out = {f"acc_{d}": float(a) for d, a in zip(self.domains, acc, strict=True)}
+        out["acc_pooled"] = float(100.0 * hits[0].sum() / sizes.sum())
+        out["acc_avg"] = float(acc.mean())
+        out["acc_worst"] = float(acc.min())
+        return out
+
+    def _aggregate(self, selection: Sequence[str], weights) -> torch.Tensor:
+        idx = self._resolve(selection, "selection")
+        alpha = self._weights(idx, weights)
+        self._ensure_updates(idx)
+        D = torch.stack([self._updates[i][0] for i in idx])
+        return self._w + (alpha.unsqueeze(1) * D).sum(0)
+
+    # ------------------------------------------------------------------ public API
+    def round_stats(
+        self,
+        clients: Sequence[str] | None = None,
+        *,
+        callback: Callable[[int, int], None] | None = None,
+    ) -> pd.DataFrame:
+        """Statistics of the given clients (default all) at w_t, one row each.
+
+        Columns: ``round, client_id, domain, n_samples, U, U_<domain>..., F, B, cos_g, loss,
+        steps, gamma_achieved`` (U in %, B in nats). ``cos_g`` is taken against the
+        sample-weighted mean update of the clients of this call. Updates are cached for
+        :meth:`evaluate` and :meth:`step` of this round.
+
+        Args:
+            clients: client ids; None = every client.
+            callback: ``callback(done, total)`` over client-steps of local training (progress).
+        """
+        idx = self._resolve(clients)
+        fed = self._fed
+        probe = self._probe_stats()
+        self._ensure_updates(idx, callback)
+        D = torch.stack([self._updates[i][0] for i in idx])
+        hits, sizes = self._accuracies(self._w.unsqueeze(0) + D, "val")
+        Ud = 100.0 * hits / sizes
+        U = 100.0 * hits.sum(1) / sizes.sum()
+        n = torch.as_tensor(fed.n_samples[idx], dtype=torch.float32, device=self.device)
+        cos = cosine_to(D, (n.unsqueeze(1) * D).sum(0) / n.sum()).cpu().numpy()
+        rows = {
+            "round": np.full(len(idx), self.round, dtype=np.int64),
+            "client_id": [fed.client_ids[i] for i in idx],
+            "domain": [fed.client_domain[i] for i in idx],
+            "n_samples": fed.n_samples[idx].astype(np.int64),
+            "U": U,
+        }
+        for j, d in enumerate(self.domains):
+            rows[f"U_{d}"] = Ud[:, j]
+        rows["F"] = np.maximum(probe.fisher[idx].cpu().numpy(), _F_FLOOR)
+        rows["B"] = self._B[idx]
+        rows["cos_g"] = cos
+        rows["loss"] = probe.loss[idx].cpu().numpy()
+        rows["steps"] = np.array([self._updates[i][1] for i in idx], dtype=np.int64)
+        rows["gamma_achieved"] = np.array([self._updates[i][2] for i in idx])
+        return validate_stats(pd.DataFrame(rows))
+
+    def evaluate(
+        self,
+        selection: Sequence[str],
+        *,
+        weights: Mapping[str, float] | None = None,
+        split: str = "test",
+    ) -> dict[str, float]:
+        """Accuracy (%) of w_t + aggregate(updates of ``selection``) without committing it.
+
+        Returns:
+            ``acc_<domain>``, ``acc_pooled``, ``acc_avg`` (mean over domains), ``acc_worst``.
+        """
+        if split not in ("val", "test"):
+            raise OracleError(f"split={split!r} must be 'val' or 'test'")
+        return self._metrics(self._aggregate(selection, weights), split)
+
+    def step(
+        self, selection: Sequence[str], *, weights: Mapping[str, float] | None = None
+    ) -> dict[str, float]:
+        """Commit the aggregation of ``selection``; advance to round t+1.
+
+        Returns:
+            Test metrics of w_{t+1} (keys of :meth:`evaluate`) plus ``round`` (t+1),
+            ``global_loss`` and ``B_dissimilarity`` at w_{t+1} and ``mu`` for its local solves.
+        """
+        w_new = self._aggregate(selection, weights)
+        old_loss = self._global_loss()
+        self._w = w_new.detach()
+        self.round += 1
+        self._updates.clear()
+        self._probe = None
+        new_loss = self._global_loss()
+        if self.config.adaptive_mu:
+            if new_loss > old_loss:
+                self._mu, self._drops = self._mu + 0.1, 0
+            else:
+                self._drops += 1
+                if self._drops >= 5:
+                    self._mu, self._drops = max(0.0, self._mu - 0.1), 0
+        out = self.test_accuracy()
+        out.update(self.global_stats())
+        return out
+
+    def _global_loss(self) -> float:
+        p = self._probe_stats()
+        n = torch.as_tensor(self._fed.n_samples, dtype=torch.float64, device=p.loss.device)
+        return float((n * p.loss).sum() / n.sum())
+
+    def global_stats(self) -> dict[str, float]:
+        """``round``, sample-weighted probe ``global_loss``, ``B_dissimilarity`` and ``mu`` at w_t."""
+        p = self._probe_stats()
+        n = torch.as_tensor(self._fed.n_samples, dtype=torch.float32, device=p.grad.device)
+        return {
+            "round": self.round,
+            "global_loss": self._global_loss(),
+            "B_dissimilarity": b_dissimilarity(p.grad, n),
+            "mu": self._mu,
+        }
+
+    def test_accuracy(self) -> dict[str, float]:
+        """Test accuracy (%) of the current global model (keys of :meth:`evaluate`)."""
+        return self._metrics(self._w, "test")
+
+    @property
+    def mu(self) -> float:
+        """The proximal coefficient used for this round's local solves."""
+        return self._mu
+
+    @property
+    def params(self) -> torch.Tensor:
+        """A copy of the flat global parameters w_t, (P,)."""
+        return self._w.detach().clone()
+
+    def state_dict(self) -> dict:
+        """Everything needed to resume exactly (plain types and tensors: ``weights_only`` safe)."""
+        return {
+            "format": STATE_FORMAT,
+            "config": self.config.to_toml(),
+            "round": self.round,
+            "params": self._w.detach().cpu().clone(),
+            "mu": float(self._mu),
+            "drops": int(self._drops),
+        }
+
+    def load_state_dict(self, state: Mapping) -> None:
+        """Restore a :meth:`state_dict` taken from an oracle with the same configuration."""
+        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+            raise CheckpointError(f"state is not an oracle state dict ({STATE_FORMAT})")
+        if OracleConfig.from_toml(state["config"]) != self.config:
+            raise CheckpointError("state was saved with a different configuration")
+        params = state["params"]
+        if not isinstance(params, torch.Tensor) or params.shape != self._w.shape:
+            raise CheckpointError(
+                f"state params have shape {getattr(params, 'shape', None)}, "
+                f"expected {tuple(self._w.shape)}"
+            )
+        self._w = params.to(self.device, torch.float32).clone()
+        self.round = int(state["round"])
+        self._mu = float(state["mu"])
+        self._drops = int(state["drops"])
+        self._updates.clear()
+        self._probe = None

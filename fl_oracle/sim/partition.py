@@ -1,0 +1,229 @@
+"""Split each domain's training set into disjoint client shards and a validation subset.
+
+Every client of a domain gets the same number of samples (1% of the real training set by
+default), drawn without replacement; an optional Dirichlet(alpha) label skew tilts each
+client's class mix. The validation subset is drawn from what is left of the training split,
+so it never overlaps a client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fl_oracle.errors import ConfigError
+
+__all__ = ["DomainSplit", "partition_domain", "label_histogram", "N_CLASSES"]
+
+N_CLASSES = 10
+
+
+@dataclass(frozen=True)
+class DomainSplit:
+    """Indices into one domain's training split.
+
+    Attributes:
+        clients: one int64 index array per client, each of length ``samples_per_client``.
+        val: int64 indices of the validation subset.
+    """
+
+    clients: tuple[np.ndarray, ...]
+    val: np.ndarray
+
+
+def partition_domain(
+    labels: np.ndarray,
+    *,
+    domain: str,
+    n_clients: int,
+    per_client: int,
+    n_val: int,
+    rng: np.random.Generator,
+    alpha: float | None = None,
+) -> DomainSplit:
+    """Draw ``n_clients`` disjoint shards of ``per_client`` samples plus ``n_val`` validation ones.
+
+    Args:
+        labels: (N,) int labels of the domain's training split.
+        domain: the domain's name (for error messages).
+        n_clients: number of clients.
+        per_client: samples per client.
+        n_val: validation samples.
+        rng: the partition's random stream.
+        alpha: Dirichlet concentration of each client's class mix; None = uniform draw.
+
+    Returns:
+        The client shards and the validation indices, all disjoint.
+
+    Raises:
+        ConfigError: when the split holds fewer than ``n_clients * per_client + n_val`` samples.
+    """
+    labels = np.asarray(labels)
+    need = n_clients * per_client + n_val
+    if need > len(labels):
+        raise ConfigError(
+            f"domain {domain}: {n_clients} clients x {per_client} samples + {n_val} validation "
+            f"= {need} exceeds its {len(labels)} training samples"
+        )
+    if alpha is None:
+        perm = rng.permutation(len(labels))
+        shards = tuple(
+            np.sort(perm[i * per_client : (i + 1) * per_client]) for i in range(n_clients)
+        )
+        rest = perm[n_clients * per_client :]
+    else:
+        pools = [list(rng.permutation(np.flatnonzero(labels == c))) for c in range(N_CLASSES)]
+        shards_l = []
+        for _ in range(n_clients):
+            p = rng.dirichlet(np.full(N_CLASSES, alpha))
+            want = rng.multinomial(per_client, p)
+            take: list[int] = []
+            for c in range(N_CLASSES):
+                k = min(int(want[c]), len(pools[c]))
+                take += pools[c][:k]
+                del pools[c][:k]
+            short = per_client - len(take)
+            if short:  # a class ran dry: fill from the largest remaining pools
+                order = np.argsort([-len(pl) for pl in pools], kind="stable")
+                for c in order:
+                    k = min(short, len(pools[c]))
+                    take += pools[c][:k]
+                    del pools[c][:k]
+                    short -= k
+                    if not short:
+                        break
+            shards_l.append(np.sort(np.asarray(take, dtype=np.int64)))
+        shards = tuple(shards_l)
+        rest = rng.permutation(np.asarray([i for pl in pools for i in pl], dtype=np.int64))
+    val = np.sort(rest[:n_val]).astype(np.int64)
+    return DomainSplit(tuple(s.astype(np.int64) for s in shards), val)
+
+
+def label_histogram(labels: np.ndarray, n_classes: int = N_CLASSES) -> np.ndarray:
+    """Class counts ``(n_classes,)`` float64 of an int label array."""
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+        raise ValueError(f"labels must lie in [0, {n_classes}), got {labels.min()}..{labels.max()}")
+    return np.bincount(labels, minlength=n_classes).astype(np.float64)
+
+
+# ---------------------------------------------------------------------------- federation
+
+
+@dataclass(frozen=True)
+class Federation:
+    """Every tensor the oracle trains and measures on, already on the compute device.
+
+    Attributes:
+        domains: domain names.
+        client_ids: ids ``<domain>-<i>`` in domain-major order.
+        client_domain: the domain of each client.
+        n_samples: (K,) training-set sizes.
+        xs, ys: per-client training images (n_k, 3, 32, 32) float32 and labels (n_k,) int64.
+        probe: per-client int64 indices of the probe set (Fisher, loss, gradients).
+        val: domain -> (images, labels) validation subset.
+        test: domain -> (images, labels) test split.
+        hist: (K, 10) label histograms of the clients.
+        sources: domain -> ``"real"`` or ``"generated stand-in"``.
+    """
+
+    domains: tuple[str, ...]
+    client_ids: tuple[str, ...]
+    client_domain: tuple[str, ...]
+    n_samples: np.ndarray
+    xs: tuple
+    ys: tuple
+    probe: tuple
+    val: dict
+    test: dict
+    hist: np.ndarray
+    sources: dict
+
+
+def _split_arrays(split, what: str):
+    """(images, labels, source) of a DomainData-like object (attributes images/labels/source)."""
+    import torch
+
+    try:
+        x, y = split.images, split.labels
+    except AttributeError as exc:
+        raise ConfigError(f"data for {what} lacks images/labels") from exc
+    x = torch.as_tensor(x, dtype=torch.float32)
+    y = torch.as_tensor(y, dtype=torch.int64)
+    if x.dim() != 4 or tuple(x.shape[1:]) != (3, 32, 32) or len(x) != len(y):
+        raise ConfigError(
+            f"data for {what}: images {tuple(x.shape)} / labels {tuple(y.shape)} "
+            "must be (N, 3, 32, 32) and (N,)"
+        )
+    return x, y, str(getattr(split, "source", "real"))
+
+
+def build_federation(config, data: dict, device) -> Federation:
+    """Partition the domains' training splits into clients and validation, and pick probe sets.
+
+    Args:
+        config: an :class:`~fl_oracle.sim.config.OracleConfig`.
+        data: ``{domain: {"train": DomainData, "test": DomainData}}``.
+        device: torch device for every tensor.
+
+    Returns:
+        The :class:`Federation`; deterministic in ``config.seed``.
+    """
+    import torch
+
+    ss = np.random.SeedSequence([config.seed, 0x5EED])
+    rngs = [np.random.default_rng(s) for s in ss.spawn(len(config.domains) * 2)]
+    ids, doms, n, xs, ys, probe, hists = [], [], [], [], [], [], []
+    val, test, sources = {}, {}, {}
+    for j, d in enumerate(config.domains):
+        if d not in data or "train" not in data[d] or "test" not in data[d]:
+            raise ConfigError(f"data lacks domain {d!r} (needs its 'train' and 'test' splits)")
+        x, y, src = _split_arrays(data[d]["train"], f"{d}/train")
+        xt, yt, _ = _split_arrays(data[d]["test"], f"{d}/test")
+        sources[d] = "real" if src == "real" else "generated stand-in"
+        per = config.samples_per_client[d]
+        split = partition_domain(
+            y.numpy(),
+            domain=d,
+            n_clients=config.clients_per_domain,
+            per_client=per,
+            n_val=config.val_per_domain,
+            rng=rngs[2 * j],
+            alpha=config.dirichlet_alpha,
+        )
+        for i, idx in enumerate(split.clients):
+            t = torch.as_tensor(idx)
+            ids.append(f"{d}-{i}")
+            doms.append(d)
+            n.append(len(idx))
+            xs.append(x[t].to(device))
+            ys.append(y[t].to(device))
+            hists.append(label_histogram(y[t].numpy()))
+            cap = (
+                len(idx) if config.fisher_samples is None else min(config.fisher_samples, len(idx))
+            )
+            probe.append(
+                torch.as_tensor(np.sort(rngs[2 * j + 1].permutation(len(idx))[:cap])).to(device)
+            )
+        v = torch.as_tensor(split.val)
+        val[d] = (x[v].to(device), y[v].to(device))
+        if config.test_per_domain is not None and config.test_per_domain < len(yt):
+            keep = torch.as_tensor(
+                np.sort(rngs[2 * j + 1].permutation(len(yt))[: config.test_per_domain])
+            )
+            xt, yt = xt[keep], yt[keep]
+        test[d] = (xt.to(device), yt.to(device))
+    return Federation(
+        tuple(config.domains),
+        tuple(ids),
+        tuple(doms),
+        np.asarray(n, dtype=np.int64),
+        tuple(xs),
+        tuple(ys),
+        tuple(probe),
+        val,
+        test,
+        np.stack(hists),
+        sources,
+    )

@@ -1,0 +1,256 @@
+"""Client statistics at the global model: Fisher trace, probe gradients, JS divergence, cosines.
+
+* ``F``: the empirical Fisher trace, the mean over a client's samples of
+  ||grad_theta log p_theta(y|x)||^2, from per-sample gradients (``torch.func.vmap`` over
+  ``torch.func.grad``) on the client's fixed probe set (all its samples when uncapped).
+* The same pass yields each client's mean loss and mean loss gradient grad F_k(w_t) on the probe
+  set, which feed the gamma-inexact stopping rule and the B-dissimilarity
+  B(w) = sqrt(E_k ||grad F_k(w)||^2 / ||grad f(w)||^2) (FedProx, weights p_k = n_k / n).
+* ``B``: Jensen-Shannon divergence (nats) of a client's label histogram from the global one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as Fn
+from scipy.spatial.distance import jensenshannon
+from torch.func import grad, vmap
+
+from fl_oracle.sim.model import Arch, forward, forward_stacked, unflatten
+
+__all__ = [
+    "ProbeStats",
+    "probe_stats",
+    "probe_stats_vmap",
+    "js_divergence",
+    "b_dissimilarity",
+    "cosine_to",
+    "correct_stacked",
+]
+
+LN2 = math.log(2.0)
+
+
+@dataclass(frozen=True)
+class ProbeStats:
+    """Per-client statistics of one model on each client's probe set.
+
+    Attributes:
+        fisher: (K,) mean squared per-sample gradient norm of log p(y|x).
+        loss: (K,) mean cross-entropy (nats).
+        grad: (K, P) mean gradient of the cross-entropy, grad F_k on the probe set.
+    """
+
+    fisher: torch.Tensor
+    loss: torch.Tensor
+    grad: torch.Tensor
+
+
+def probe_stats_vmap(
+    arch: Arch,
+    params: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    segment: torch.Tensor,
+    n_segments: int,
+    *,
+    chunk: int = 256,
+) -> ProbeStats:
+    """Fisher trace, loss and mean gradient per client: ``torch.func.vmap(grad)`` reference.
+
+    Materializes every per-sample gradient (chunk x P floats); :func:`probe_stats` computes
+    the same quantities several times faster and is what the oracle uses.
+
+    Args:
+        arch: the architecture.
+        params: (P,) flat parameters of the model (w_t).
+        x: (N, 3, 32, 32) the concatenated probe sets of the clients.
+        y: (N,) int64 labels.
+        segment: (N,) int64 client index of every sample, in [0, n_segments).
+        n_segments: number of clients K.
+        chunk: samples per vmapped pass (bounds memory at chunk x P floats).
+
+    Returns:
+        :class:`ProbeStats` with one entry per client.
+    """
+    w = params.detach()
+
+    def logp(p: torch.Tensor, xi: torch.Tensor, yi: torch.Tensor):
+        out = forward(arch, unflatten(arch, p), xi.unsqueeze(0))[0]
+        lp = torch.log_softmax(out, dim=-1).gather(0, yi.unsqueeze(0)).squeeze(0)
+        return lp, lp
+
+    per_sample = vmap(grad(logp, has_aux=True), in_dims=(None, 0, 0))
+    P = w.numel()
+    sq = torch.zeros(n_segments, dtype=torch.float64, device=w.device)
+    loss = torch.zeros(n_segments, dtype=torch.float64, device=w.device)
+    gsum = torch.zeros(n_segments, P, dtype=torch.float32, device=w.device)
+    count = torch.bincount(segment, minlength=n_segments).to(torch.float64)
+    for i in range(0, len(y), chunk):
+        g, lp = per_sample(w, x[i : i + chunk], y[i : i + chunk])
+        seg = segment[i : i + chunk]
+        sq.index_add_(0, seg, (g * g).sum(1, dtype=torch.float64))
+        loss.index_add_(0, seg, -lp.detach().to(torch.float64))
+        gsum.index_add_(0, seg, -g)  # grad of the loss = - grad log p
+    denom = count.clamp_min(1)
+    return ProbeStats(sq / denom, loss / denom, gsum / denom.to(torch.float32).unsqueeze(1))
+
+
+def _im2col(a: torch.Tensor, k: int, pad: int) -> torch.Tensor:
+    """(n, c*k*k, L) patches of ``a`` (n, c, H, W) in ``F.unfold`` order, built from strided
+    views (``F.unfold`` is orders of magnitude slower on CPU)."""
+    n, c = a.shape[:2]
+    if pad:
+        a = Fn.pad(a, (pad, pad, pad, pad))
+    p = a.unfold(2, k, 1).unfold(3, k, 1)  # (n, c, Ho, Wo, k, k)
+    return p.permute(0, 1, 4, 5, 2, 3).reshape(n, c * k * k, -1)
+
+
+def probe_stats(
+    arch: Arch,
+    params: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    segment: torch.Tensor,
+    n_segments: int,
+    *,
+    chunk: int = 512,
+) -> ProbeStats:
+    """Fisher trace, loss and mean gradient per client from exact per-sample gradients.
+
+    One batched forward records every layer's input ``a_n`` and output ``z_n``; one backward
+    of sum_n log p(y_n|x_n) gives delta_n = d log p(y_n|x_n) / d z_n for every sample at once
+    (the samples are independent). Each sample's weight gradient is then an outer product
+    (FC: delta_n a_n^T, whose squared norm is ||delta_n||^2 ||a_n||^2) or a small matmul with
+    the unfolded input (conv: delta_n unfold(a_n)^T). Agrees with :func:`probe_stats_vmap`
+    to float precision (tested).
+
+    Args:
+        arch: the architecture.
+        params: (P,) flat parameters of the model (w_t).
+        x: (N, 3, 32, 32) the concatenated probe sets of the clients.
+        y: (N,) int64 labels.
+        segment: (N,) int64 client index of every sample, in [0, n_segments).
+        n_segments: number of clients K.
+        chunk: samples per batched pass.
+
+    Returns:
+        :class:`ProbeStats` with one entry per client.
+    """
+    w = params.detach()
+    named = unflatten(arch, w)
+    dev = w.device
+    K = n_segments
+    offset, i0 = {}, 0
+    for name, shape in arch.shapes:
+        offset[name] = i0
+        i0 += math.prod(shape)
+    sq = torch.zeros(K, dtype=torch.float64, device=dev)
+    loss = torch.zeros(K, dtype=torch.float64, device=dev)
+    gsum = torch.zeros(K, w.numel(), dtype=torch.float32, device=dev)
+    count = torch.bincount(segment, minlength=K).to(torch.float64)
+    conv_geom = {f"conv{i}": (k, pad) for i, (_, k, pad) in enumerate(arch.convs)}
+    for c0 in range(0, len(y), chunk):
+        xc = x[c0 : c0 + chunk].detach().requires_grad_(True)
+        yc, seg = y[c0 : c0 + chunk], segment[c0 : c0 + chunk]
+        n = len(yc)
+        onehot = Fn.one_hot(seg, K).to(w.dtype)  # (n, K)
+        record: list = []
+        with torch.enable_grad():
+            logits = forward(arch, named, xc, record)
+            logp = torch.log_softmax(logits, -1).gather(1, yc.unsqueeze(1)).squeeze(1)
+            deltas = torch.autograd.grad(logp.sum(), [z for _, _, z in record])
+        loss.index_add_(0, seg, -logp.detach().to(torch.float64))
+        for (name, a, _), d in zip(record, deltas, strict=True):
+            a = a.detach()
+            wo, bo = offset[f"{name}.weight"], offset[f"{name}.bias"]
+            if name in conv_geom:
+                k, pad = conv_geom[name]
+                cout = d.shape[1]
+                d = d.reshape(n, cout, -1)  # (n, cout, L)
+                G = torch.bmm(d, _im2col(a, k, pad).transpose(1, 2))  # (n, cout, cin*k*k)
+                gb = d.sum(2)
+                sq.index_add_(0, seg, (G * G).sum((1, 2), dtype=torch.float64))
+                gsum[:, wo:bo].index_add_(0, seg, -G.reshape(n, -1))
+            else:
+                gb = d
+                sq.index_add_(0, seg, ((d * d).sum(1) * (a * a).sum(1)).to(torch.float64))
+                # sum over each client's samples of delta_n a_n^T as one matmul: (K*out, in)
+                dk = (onehot.unsqueeze(2) * d.unsqueeze(1)).reshape(n, -1)
+                gsum[:, wo:bo] -= (dk.T @ a).reshape(K, -1)
+            sq.index_add_(0, seg, (gb * gb).sum(1, dtype=torch.float64))
+            gsum[:, bo : bo + gb.shape[1]].index_add_(0, seg, -gb)
+    denom = count.clamp_min(1)
+    return ProbeStats(sq / denom, loss / denom, gsum / denom.to(torch.float32).unsqueeze(1))
+
+
+def js_divergence(p: np.ndarray, q: np.ndarray) -> float:
+    """Jensen-Shannon divergence in nats of two histograms (normalized here), in [0, ln 2]."""
+    p = np.asarray(p, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    if p.shape != q.shape or p.ndim != 1:
+        raise ValueError(f"histograms must be 1-D of one length, got {p.shape} and {q.shape}")
+    if (p < 0).any() or (q < 0).any() or p.sum() <= 0 or q.sum() <= 0:
+        raise ValueError("histograms must be non-negative with a positive total")
+    d = float(jensenshannon(p / p.sum(), q / q.sum(), base=math.e) ** 2)
+    return min(max(d, 0.0), LN2)
+
+
+def b_dissimilarity(grads: torch.Tensor, weights: torch.Tensor) -> float:
+    """B(w) = sqrt(sum_k p_k ||g_k||^2 / ||sum_k p_k g_k||^2) with ``p`` = normalized weights.
+
+    Args:
+        grads: (K, P) per-client gradients grad F_k(w).
+        weights: (K,) non-negative client weights (normalized here).
+    """
+    p = (weights / weights.sum()).to(torch.float64)
+    g = grads.to(torch.float64)
+    num = (p * (g * g).sum(1)).sum()
+    den = ((p.unsqueeze(1) * g).sum(0) ** 2).sum()
+    return float(torch.sqrt(num / den)) if den > 0 else math.inf
+
+
+def cosine_to(deltas: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """(M,) cosines of each row of ``deltas`` (M, P) with ``ref`` (P,); 0 for a zero vector."""
+    num = deltas.to(torch.float64) @ ref.to(torch.float64)
+    den = deltas.to(torch.float64).norm(dim=1) * ref.to(torch.float64).norm()
+    cos = torch.where(den > 0, num / den.clamp_min(1e-300), torch.zeros_like(num))
+    return cos.clamp(-1.0, 1.0)
+
+
+@torch.no_grad()
+def correct_stacked(
+    arch: Arch, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 256
+) -> torch.Tensor:
+    """(M,) number of correctly classified samples of each of ``M`` models.
+
+    Args:
+        arch: the architecture.
+        params: (M, P) flat parameters.
+        x: (N, 3, 32, 32) shared inputs.
+        y: (N,) labels.
+        chunk: samples per batched pass.
+    """
+    named = unflatten(arch, params)
+    hits = torch.zeros(params.shape[0], dtype=torch.int64, device=params.device)
+    for i in range(0, len(y), chunk):
+        logits = forward_stacked(arch, named, x[i : i + chunk])
+        hits += (logits.argmax(-1) == y[i : i + chunk]).sum(1)
+    return hits
+
+
+def loss_stacked(
+    arch: Arch, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
+    """(M,) mean cross-entropy of ``M`` models (M, P) on per-model inputs (M, N, 3, 32, 32)."""
+    logits = forward_stacked(arch, unflatten(arch, params), x)
+    M, N = y.shape
+    return (
+        Fn.cross_entropy(logits.reshape(M * N, -1), y.reshape(-1), reduction="none")
+        .view(M, N)
+        .mean(1)
+    )

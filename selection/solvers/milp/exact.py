@@ -1,0 +1,143 @@
+"""Common machinery of the ε-constraint and max-min solvers.
+
+An :class:`ExactSolver` picks its route per problem (``auto``: enumeration when C(N, K) is at
+most ``enum_limit``, else :data:`AUTO_MILP`, CBC), keeps one persistent backend model per problem (weakly keyed,
+shared by the copies :meth:`ExactSolver.with_param` makes for the points of a sweep) and only
+changes row bounds between points.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import weakref
+from abc import abstractmethod
+
+import numpy as np
+
+from selection.problem import SelectionProblem
+from selection.solvers.base import Solver, _Raw
+from selection.solvers.milp.cpsat import DEFAULT_SCALE
+from selection.solvers.milp.formulations import model_data
+from selection.solvers.milp.model import LexBackend, make_backend, milp_backends
+from selection.solvers.params import check_int, check_nonneg, check_time_limit
+
+__all__ = ["ExactSolver", "AUTO_MILP", "DEFAULT_ENUM_LIMIT", "backends", "check_backend"]
+
+DEFAULT_ENUM_LIMIT = 200_000
+# The MILP ``auto`` falls back to above the enumeration limit. Both MILP routes use the exact LP
+# reduced-cost fixing of :mod:`.fixing`; the proof on the ~100 free binaries that remain is
+# the hard part, and there CBC was the faster of the two (results/benchmarks/solvers.md).
+AUTO_MILP = "cbc"
+
+
+def backends() -> tuple[str, ...]:
+    """Every route name: ``auto``, ``enum`` and each registered MILP backend."""
+    return ("auto", "enum", *milp_backends())
+
+
+def check_backend(backend: str) -> str:
+    """One of :func:`backends`."""
+    if backend not in backends():
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(backends())}")
+    return backend
+
+
+class ExactSolver(Solver):
+    """Base of ``eps`` and ``maxmin``: backend options and the model cache.
+
+    Args:
+        backend: ``auto`` (enumeration if C(N, K) <= enum_limit, else ``cbc``), ``enum``,
+            ``highs``, ``cbc`` or ``cpsat``.
+        time_limit: seconds per point (both lexicographic stages together); on expiry the
+            incumbent is returned with status ``time_limit``. Ignored by enumeration.
+        seed: seeds HiGHS (``random_seed``) and CP-SAT (``random_seed``).
+        threads: CBC threads / CP-SAT workers (default 1, deterministic).
+        scale: CP-SAT integer scaling of the utilities (default 1000: 0.001 % resolution).
+        enum_limit: largest C(N, K) that ``auto`` enumerates.
+        mip_gap: relative MIP gap per stage (default 0: proven optimal). Above 0 the status
+            is ``feasible`` (optimal within the gap), useful on large N.
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: str = "auto",
+        time_limit: float | None = None,
+        seed: int = 0,
+        threads: int | None = None,
+        scale: int = DEFAULT_SCALE,
+        enum_limit: int = DEFAULT_ENUM_LIMIT,
+        mip_gap: float = 0.0,
+    ) -> None:
+        self.mip_gap = check_nonneg("mip_gap", mip_gap, allow_none=False)
+        if self.mip_gap >= 1:
+            raise ValueError(f"mip_gap={mip_gap!r} must be a relative gap in [0, 1)")
+        self.backend = check_backend(backend)
+        self.time_limit = check_time_limit(time_limit)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed={seed!r} must be an integer >= 0")
+        self.seed = int(seed)
+        self.threads = check_int("threads", threads)
+        self.scale = check_int("scale", scale)
+        self.enum_limit = check_int("enum_limit", enum_limit, lo=0)
+        self._models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def route(self, problem: SelectionProblem) -> str:
+        """The backend this solver uses on ``problem`` (``auto`` resolved)."""
+        if self.backend != "auto":
+            return self.backend
+        return "enum" if math.comb(problem.n, problem.k) <= self.enum_limit else AUTO_MILP
+
+    def model(self, problem: SelectionProblem) -> LexBackend:
+        """The persistent backend model of ``problem`` (built on first use)."""
+        route = self.route(problem)
+        if route == "enum":
+            raise ValueError("the enum route has no MILP model")
+        models = self._models.setdefault(problem, {})
+        if route not in models:
+            spec = self._spec(model_data(problem, route, self.scale), problem)
+            options = {"scale": self.scale} if route == "cpsat" else {}
+            models[route] = make_backend(
+                route, spec, seed=self.seed, threads=self.threads, mip_gap=self.mip_gap, **options
+            )
+        return models[route]
+
+    def model_data(self, problem: SelectionProblem) -> dict[str, np.ndarray]:
+        """The data the route solves with (CP-SAT: rounded to 1/scale; others: exact)."""
+        return model_data(problem, self.route(problem), self.scale)
+
+    def with_param(self, value: float | None) -> ExactSolver:
+        """A copy for another ε/δ that shares this solver's persistent models."""
+        other = copy.copy(self)
+        other._set_param(value)
+        return other
+
+    def _solve(self, problem: SelectionProblem) -> _Raw:
+        route = self.route(problem)
+        if route == "enum":
+            return self._solve_enum(problem)
+        model = self.model(problem)
+        self._apply(model, problem)
+        out = model.solve(self.time_limit)
+        return _Raw(out.selected, out.status, route, out.message, self._param())
+
+    @abstractmethod
+    def _set_param(self, value: float | None) -> None:
+        """Validate and store the sweep parameter (ε or δ)."""
+
+    @abstractmethod
+    def _param(self) -> str:
+        """The parameter as text for ``SolveResult.param``."""
+
+    @abstractmethod
+    def _spec(self, data: dict[str, np.ndarray], problem: SelectionProblem):
+        """The MILP of this formulation on ``data``."""
+
+    @abstractmethod
+    def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
+        """Set the parameter's row bounds on the persistent model."""
+
+    @abstractmethod
+    def _solve_enum(self, problem: SelectionProblem) -> _Raw:
+        """Answer by enumeration."""

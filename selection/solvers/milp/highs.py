@@ -1,0 +1,185 @@
+"""HiGHS backend through highspy's array API: one persistent model, bounds change per point.
+
+Columns and the CSR rows are passed in two calls (``addCols``/``addRows``), so building the
+model at N=5000 takes milliseconds. Options: ``mip_rel_gap = 0`` and ``mip_abs_gap = 1e-9``
+(exact optimum, HiGHS defaults to 1e-4), feasibility tolerances 1e-9 (at the default 1e-6,
+x_i = 1 − 1e-6 times utilities of ~100 let a selection exceed an ε row by ~1e-4 sum units, so
+the complete sweep met the same point again), ``output_flag = False``, ``random_seed`` from the
+solver's seed, ``threads`` (default 1: on 2 shared cores one thread was twice as fast as
+HiGHS's automatic choice at N=100, and it is deterministic), ``time_limit`` per stage from what is left of the solve's limit. Presolve stays
+on (with ``presolve = "off"`` HiGHS 1.16 once returned a wrong "optimal" ε point on a
+14-client instance; on the fixed model of ``milp.fixing`` presolve off was also 15x slower,
+because presolve is what drops the ~4900 fixed columns).
+
+Speed (N=5000, K=500, D=4, one ε point): HiGHS's own search spent nearly all its time at the
+root looking for an incumbent (LP bound within 0.5 s, a good selection after ~20 s), so
+:meth:`_relax` (LP relaxation with row duals) and :meth:`_incumbent` (the MILP restricted
+to the LP core, at most ``INCUMBENT_NODES`` nodes) feed the exact reduced-cost fixing of
+:mod:`.fixing`; ε sits on the pairwise rows of ``eps_spec(pairwise=True)`` (2.5x faster
+than on ``hi − lo``). What is left is the proof on ~80-150 free binaries, which takes HiGHS
+thousands of nodes at ~1 ms each (3-30 s on the tight ε points); CBC does that part faster,
+so the CBC backend borrows this model for its LP and incumbent and ``auto`` uses CBC.
+
+This is the only HiGHS build fedsel loads: PuLP serves CBC only and OR-Tools CP-SAT only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+from selection.solvers.milp.model import INF, LexBackend, register_backend
+
+__all__ = ["HighsBackend", "new_highs"]
+
+# branch-and-bound nodes of the restricted MILP that supplies the first incumbent
+INCUMBENT_NODES = 100
+
+_banner_lock = threading.Lock()
+_banner_done = False
+
+
+def new_highs():
+    """A silent ``highspy.Highs``; the one-time copyright banner is kept off stdout.
+
+    HiGHS prints its banner on fd 1 when the first instance of a process is created, which
+    would corrupt ``fedsel solve``'s JSON on stdout; it is sent to stderr instead.
+    """
+    global _banner_done
+    import highspy
+
+    with _banner_lock:
+        if _banner_done:
+            h = highspy.Highs()
+        else:
+            sys.stdout.flush()
+            saved = os.dup(1)
+            try:
+                os.dup2(2, 1)
+                h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+            _banner_done = True
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+_sched_threads: int | None = None
+
+
+def _use_threads(n: int) -> None:
+    """HiGHS runs on one process-wide scheduler sized by the first ``run``; another thread
+    count later makes ``run`` fail (model status "Not Set") unless the scheduler is reset."""
+    global _sched_threads
+    import highspy
+
+    with _banner_lock:
+        if _sched_threads is not None and _sched_threads != n:
+            highspy.Highs.resetGlobalScheduler(True)
+        _sched_threads = n
+
+
+@register_backend("highs")
+class HighsBackend(LexBackend):
+    """The lexicographic MILP in HiGHS."""
+
+    use_core = True
+
+    def _build(self) -> None:
+        import highspy
+
+        spec = self.spec
+        h = new_highs()
+        h.setOptionValue("mip_rel_gap", self.mip_gap)
+        h.setOptionValue("mip_abs_gap", 1e-9)
+        h.setOptionValue("mip_feasibility_tolerance", 1e-9)
+        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+        h.setOptionValue("random_seed", self.seed % 2147483647)
+        h.setOptionValue("threads", int(self.threads or 1))
+        inf = highspy.kHighsInf
+        n = spec.n_col
+        lo = np.where(np.isinf(spec.col_lo), -inf, spec.col_lo)
+        up = np.where(np.isinf(spec.col_up), inf, spec.col_up)
+        empty_i = np.zeros(0, dtype=np.int32)
+        h.addCols(n, np.zeros(n), lo, up, 0, empty_i, empty_i, np.zeros(0))
+        A = spec.A
+        h.addRows(
+            A.shape[0],
+            self._clip(spec.row_lo),
+            self._clip(spec.row_up),
+            int(A.nnz),
+            A.indptr[:-1].astype(np.int32),
+            A.indices.astype(np.int32),
+            A.data.astype(float),
+        )
+        idx = np.arange(spec.n_x, dtype=np.int32)
+        h.changeColsIntegrality(
+            spec.n_x, idx, np.full(spec.n_x, int(highspy.HighsVarType.kInteger), dtype=np.uint8)
+        )
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self._h = h
+        self._hs = highspy
+        self._all = np.arange(n, dtype=np.int32)
+
+    @staticmethod
+    def _clip(v: np.ndarray) -> np.ndarray:
+        import highspy
+
+        return np.clip(np.asarray(v, dtype=float), -highspy.kHighsInf, highspy.kHighsInf)
+
+    def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
+        inf = self._hs.kHighsInf
+        self._h.changeRowBounds(row, max(lo, -inf), min(up, inf) if up != INF else inf)
+
+    def _set_col_bounds(self, cols, lo, up) -> None:
+        idx = np.asarray(cols, dtype=np.int32)
+        self._h.changeColsBounds(len(idx), idx, np.asarray(lo, float), np.asarray(up, float))
+
+    def _incumbent(self, c, time_limit):
+        # the restricted core MILP only has to supply a good start, not a proof
+        self._h.setOptionValue("mip_max_nodes", INCUMBENT_NODES)
+        try:
+            return self._optimize(c, time_limit, None)
+        finally:
+            self._h.setOptionValue("mip_max_nodes", 2147483647)
+
+    def _relax(self, c, time_limit):
+        h = self._h
+        h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
+        h.setOptionValue("time_limit", float(time_limit) if time_limit is not None else INF)
+        _use_threads(int(self.threads or 1))
+        h.setOptionValue("solve_relaxation", True)
+        try:
+            h.run()
+        finally:
+            h.setOptionValue("solve_relaxation", False)
+        if h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
+            return "other", None
+        return "optimal", np.array(h.getSolution().row_dual, dtype=float)
+
+    def _optimize(self, c, time_limit, hint):
+        hs, h = self._hs, self._h
+        h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
+        h.setOptionValue("time_limit", float(time_limit) if time_limit is not None else INF)
+        if hint is not None:
+            sol = hs.HighsSolution()
+            sol.col_value = list(np.asarray(hint, dtype=float))
+            h.setSolution(sol)
+        _use_threads(int(self.threads or 1))
+        h.run()
+        st = h.getModelStatus()
+        has_sol = h.getInfo().primal_solution_status == 2  # kSolutionStatusFeasible
+        v = np.array(h.getSolution().col_value) if has_sol else None
+        obj = float(h.getInfo().objective_function_value) if has_sol else float("nan")
+        M = hs.HighsModelStatus
+        if st == M.kOptimal:
+            return "optimal", v, obj
+        if st in (M.kInfeasible, M.kUnboundedOrInfeasible):
+            return "infeasible", None, obj
+        if st in (M.kTimeLimit, M.kInterrupt, M.kSolutionLimit, M.kIterationLimit):
+            return "limit", v, obj
+        return f"error:HiGHS model status {h.modelStatusToString(st)}", None, obj

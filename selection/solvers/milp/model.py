@@ -1,0 +1,361 @@
+"""A backend-neutral lexicographic MILP over the selection vector, and its solve loop.
+
+The ε-constraint and max-min formulations are both "binary x (N) plus a few continuous
+auxiliary columns, a handful of dense rows, two objectives maximized lexicographically".
+:class:`MilpSpec` holds such a model as arrays (CSR matrix, bounds); a backend
+(:mod:`.highs`, :mod:`.cbc`, :mod:`.cpsat`) builds it once and then only
+changes row bounds between sweep points (one persistent model per problem).
+
+Lexicographic stages: stage j maximizes ``objectives[j]``; before stage j+1 a dedicated row
+``obj<j>`` (same coefficients) gets the lower bound ``opt_j - tol`` so later stages cannot
+lose what earlier ones won. ``tol`` is 0 for CP-SAT (integer data) and
+``1e-6 + 1e-9·|opt_j|`` in the model's units for HiGHS/CBC (their feasibility tolerances are
+1e-7..1e-6). The result is Pareto-optimal in the stage objectives up to that tolerance.
+With ``mip_gap > 0`` (relative MIP gap, default 0) each stage stops within that gap and the
+status is ``feasible`` rather than ``optimal``.
+
+Backends with ``use_core`` (HiGHS, CBC) first fix, by column bounds, every binary that the LP
+relaxation's reduced costs prove no selection within ``tol`` of the best known value can
+flip (:mod:`.fixing`; exact, the bounds are restored after each solve).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from selection.solvers.base import Status
+from selection.solvers.milp.fixing import best_bound, core_size, fixable, preferred
+
+__all__ = [
+    "MilpSpec",
+    "LexBackend",
+    "LexOutcome",
+    "INF",
+    "register_backend",
+    "milp_backends",
+    "make_backend",
+]
+
+INF = float("inf")
+
+
+@dataclass
+class MilpSpec:
+    """A maximization MILP whose first ``n_x`` columns are the binary selection vector.
+
+    Attributes:
+        n_x: number of binary columns (the clients), N.
+        k: cardinality K (the row ``card`` fixes sum(x) = K).
+        col_lo, col_up: column bounds, shape (n_col,).
+        A: constraint matrix, CSR, shape (n_row, n_col).
+        row_lo, row_up: row bounds (±inf allowed), shape (n_row,).
+        row_index: row name -> row position.
+        objectives: lexicographic objectives to maximize, each shape (n_col,).
+        stage_values: per objective, the exact value the selection x (0/1, shape (N,))
+            attains (the best over the auxiliary columns); the next stage's bound and the
+            reduced-cost fixing take it, not the backend's rounded solution report.
+    """
+
+    n_x: int
+    k: int
+    col_lo: np.ndarray
+    col_up: np.ndarray
+    A: sp.csr_matrix
+    row_lo: np.ndarray
+    row_up: np.ndarray
+    row_index: dict[str, int]
+    objectives: list[np.ndarray]
+    stage_values: list[Callable[[np.ndarray], float]] = field(default_factory=list)
+
+    @property
+    def n_col(self) -> int:
+        return int(self.col_lo.shape[0])
+
+    @classmethod
+    def build(
+        cls,
+        n_x: int,
+        k: int,
+        aux_bounds: list[tuple[float, float]],
+        rows: list[tuple[str, np.ndarray, float, float]],
+        objectives: list[np.ndarray],
+        stage_values: list[Callable[[np.ndarray], float]] | None = None,
+    ) -> MilpSpec:
+        """Assemble a spec from dense rows (one numpy row per constraint; N·D entries at most).
+
+        Every objective but the last also becomes a row ``obj<j>`` (free until fixed).
+        """
+        n_col = n_x + len(aux_bounds)
+        rows = list(rows) + [(f"obj{j}", c, -INF, INF) for j, c in enumerate(objectives[:-1])]
+        dense = np.vstack([r[1] for r in rows]) if rows else np.zeros((0, n_col))
+        if dense.shape[1] != n_col:
+            raise ValueError(f"rows have {dense.shape[1]} columns, the model has {n_col}")
+        lo = np.array([0.0] * n_x + [b[0] for b in aux_bounds])
+        up = np.array([1.0] * n_x + [b[1] for b in aux_bounds])
+        return cls(
+            n_x=n_x,
+            k=k,
+            col_lo=lo,
+            col_up=up,
+            A=sp.csr_matrix(dense),
+            row_lo=np.array([r[2] for r in rows], dtype=float),
+            row_up=np.array([r[3] for r in rows], dtype=float),
+            row_index={r[0]: i for i, r in enumerate(rows)},
+            objectives=[np.asarray(c, dtype=float) for c in objectives],
+            stage_values=list(stage_values or []),
+        )
+
+
+@dataclass(frozen=True)
+class LexOutcome:
+    """Selected indices (empty if none), normalized status and a message."""
+
+    selected: tuple[int, ...]
+    status: Status
+    message: str = ""
+
+
+class LexBackend(ABC):
+    """One persistent model: change row bounds, then :meth:`solve` lexicographically."""
+
+    name = ""
+    exact_tol = False  # True when stage values are integers (no tolerance needed)
+    use_core = False  # True: exact LP reduced-cost fixing before stage 1 (milp.fixing)
+
+    def __init__(
+        self, spec: MilpSpec, *, seed: int = 0, threads: int | None = None, mip_gap: float = 0.0
+    ) -> None:
+        self.spec = spec
+        self.seed = int(seed)
+        self.threads = threads
+        self.mip_gap = float(mip_gap)
+        self._lp: tuple[float, np.ndarray, bool] | None = None  # last LP bound (_reduce)
+        self._row_lo = np.array(spec.row_lo, dtype=float)
+        self._row_up = np.array(spec.row_up, dtype=float)
+        t0 = time.perf_counter()
+        self._build()
+        self.build_seconds = time.perf_counter() - t0
+
+    # -- primitives each backend writes --------------------------------------------------
+    @abstractmethod
+    def _build(self) -> None:
+        """Create the backend model from ``self.spec``."""
+
+    @abstractmethod
+    def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
+        """Change the bounds of one row (±inf allowed)."""
+
+    @abstractmethod
+    def _optimize(
+        self, c: np.ndarray, time_limit: float | None, hint: np.ndarray | None
+    ) -> tuple[str, np.ndarray | None, float]:
+        """Maximize ``c·v``; return (kind, full column vector or None, objective value).
+
+        ``kind`` is one of ``optimal``, ``infeasible``, ``limit`` (stopped by the time
+        limit, the vector is the incumbent or None) or ``error:<text>``.
+        """
+
+    def _relax(self, c: np.ndarray, time_limit: float | None) -> tuple[str, np.ndarray | None]:
+        """Solve the LP relaxation of ``max c·v``: (kind, row multipliers). Optional."""
+        return "error:no LP relaxation", None
+
+    def _set_col_bounds(self, cols: np.ndarray, lo: np.ndarray, up: np.ndarray) -> None:
+        """Change the bounds of columns ``cols`` (only needed when ``use_core``)."""
+        raise NotImplementedError
+
+    # -- shared loop ------------------------------------------------------------------
+    def set_row_bounds(self, name: str, lo: float, up: float) -> None:
+        """Set the bounds of a named row of the spec."""
+        self._bounds(self.spec.row_index[name], float(lo), float(up))
+
+    def _bounds(self, row: int, lo: float, up: float) -> None:
+        self._row_lo[row], self._row_up[row] = lo, up
+        self._set_row_bounds(row, lo, up)
+
+    def _tol(self, value: float) -> float:
+        """How far below a stage's optimum the next stage may go (model units)."""
+        return 0.0 if self.exact_tol else 1e-6 + 1e-9 * abs(value)
+
+    def _selection(self, v: np.ndarray) -> tuple[int, ...]:
+        x = np.asarray(v[: self.spec.n_x])
+        return tuple(int(i) for i in np.flatnonzero(x > 0.5))
+
+    def solve(self, time_limit: float | None = None) -> LexOutcome:
+        """Maximize the objectives lexicographically under the current row bounds."""
+        t0 = time.perf_counter()
+        spec = self.spec
+        best: np.ndarray | None = None
+        fixed: list[int] = []
+        cols = np.zeros(0, dtype=np.int64)
+        try:
+            for j, c in enumerate(spec.objectives):
+                left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+                if left is not None and left <= 0:
+                    return self._limited(best, f"time limit reached before stage {j + 1}")
+                if self.use_core:
+                    last = j == len(spec.objectives) - 1
+                    new, best = self._reduce(j, best, left, tie_tol=not last)
+                    cols = np.union1d(cols, new)
+                    left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+                kind, v, obj = self._optimize(c, left, best)
+                if kind == "infeasible":
+                    if j == 0:
+                        return LexOutcome(
+                            (), Status.INFEASIBLE, "no selection satisfies the constraints"
+                        )
+                    return self._limited(best, f"stage {j + 1} reported infeasible; kept stage {j}")
+                if kind.startswith("error"):
+                    return LexOutcome((), Status.ERROR, kind.partition(":")[2])
+                if kind == "limit":
+                    return self._limited(
+                        v if v is not None else best, f"time limit in stage {j + 1}"
+                    )
+                best = v
+                if j < len(spec.objectives) - 1:
+                    if j < len(spec.stage_values):
+                        x = np.zeros(spec.n_x)
+                        x[list(self._selection(v))] = 1.0
+                        obj = float(spec.stage_values[j](x))
+                    row = spec.row_index[f"obj{j}"]
+                    self._bounds(row, obj - self._tol(obj), INF)
+                    fixed.append(row)
+                    if self.use_core:  # the optimum may beat the incumbent: fix more
+                        cols = np.union1d(cols, self._refix(obj))
+        finally:
+            for row in fixed:
+                self._bounds(row, -INF, INF)
+            if len(cols):
+                self._set_col_bounds(cols, spec.col_lo[cols], spec.col_up[cols])
+        sel = self._selection(best)
+        if len(sel) != spec.k:
+            return LexOutcome(
+                (), Status.ERROR, f"{self.name} returned {len(sel)} clients, k={spec.k}"
+            )
+        if self.mip_gap > 0:
+            return LexOutcome(sel, Status.FEASIBLE, f"optimal within relative gap {self.mip_gap:g}")
+        return LexOutcome(sel, Status.OPTIMAL, "")
+
+    def _reduce(
+        self, j: int, best: np.ndarray | None, time_limit: float | None, tie_tol: bool
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Exact reduced-cost fixing before stage ``j`` (see :mod:`.fixing`).
+
+        The incumbent is ``best`` (the previous stage's answer, feasible for this stage) or,
+        before stage 1, the answer of the MILP restricted to the LP's core. Fixes (by column
+        bounds, which :meth:`solve` restores) every binary that no selection within
+        ``tol`` of the incumbent's value flips (``tol`` = the next stage's tie tolerance when
+        ``tie_tol``, else 0). Returns (columns fixed now, incumbent); nothing is fixed when the
+        LP or the restricted MILP gives no usable answer.
+        """
+        spec, none = self.spec, np.zeros(0, dtype=np.int64)
+        c = spec.objectives[j]
+        self._lp = None
+        kind, y = self._relax(c, time_limit)
+        if kind != "optimal" or y is None:
+            return none, best
+        bound, d = best_bound(spec, c, y, self._row_lo, self._row_up)
+        if not np.isfinite(bound):
+            return none, best
+        pref = preferred(d, spec.n_x)
+        if best is None:
+            rest = np.argsort(np.abs(d[: spec.n_x]), kind="stable")[core_size(spec.n_x) :]
+            if len(rest):
+                self._set_col_bounds(rest, pref[rest], pref[rest])
+            try:
+                kind, v, _ = self._incumbent(c, time_limit)
+            finally:
+                if len(rest):
+                    self._set_col_bounds(rest, spec.col_lo[rest], spec.col_up[rest])
+            sel = [] if v is None else list(self._selection(v))
+            if kind not in ("optimal", "limit") or len(sel) != spec.k:
+                return none, None
+            best = v
+        sel = list(self._selection(best))
+        if len(sel) != spec.k:
+            return none, best
+        z = self._value(j, sel, best)
+        self._lp = (bound, d, tie_tol)
+        return self._refix(z), best
+
+    def _value(self, j: int, sel: list[int], v: np.ndarray) -> float:
+        """A value of objective ``j`` that the selection ``sel`` certainly attains.
+
+        The exact ``spec.stage_values[j]`` when given; otherwise ``c·v`` less a margin for
+        the precision of the reported column values (CBC's solution file keeps ~8 digits).
+        """
+        spec = self.spec
+        if j < len(spec.stage_values):
+            x = np.zeros(spec.n_x)
+            x[sel] = 1.0
+            return float(spec.stage_values[j](x))
+        c = np.asarray(spec.objectives[j], dtype=float)
+        return float(c @ v) - 1e-6 * (1.0 + float(np.abs(c * v).sum()))
+
+    def _refix(self, z: float) -> np.ndarray:
+        """Fix (by bounds) what the last LP bound excludes once value ``z`` is attained."""
+        if self._lp is None:
+            return np.zeros(0, dtype=np.int64)
+        bound, d, tie_tol = self._lp
+        tol = self._tol(z) if tie_tol else 0.0
+        cols = np.flatnonzero(fixable(bound, d, self.spec.n_x, z, tol))
+        if len(cols):
+            pref = preferred(d, self.spec.n_x)
+            self._set_col_bounds(cols, pref[cols], pref[cols])
+        return cols
+
+    def _incumbent(self, c: np.ndarray, time_limit: float | None):
+        """A good (not necessarily proven) answer of ``max c·v``; as :meth:`_optimize`."""
+        return self._optimize(c, time_limit, None)
+
+    def _limited(self, v: np.ndarray | None, msg: str) -> LexOutcome:
+        if v is None:
+            return LexOutcome((), Status.TIME_LIMIT, msg + "; no incumbent")
+        sel = self._selection(v)
+        if len(sel) != self.spec.k:
+            return LexOutcome((), Status.TIME_LIMIT, msg + "; incumbent unusable")
+        return LexOutcome(sel, Status.TIME_LIMIT, msg + "; returned the incumbent")
+
+
+_REGISTRY: dict[str, type[LexBackend]] = {}
+
+
+def register_backend(name: str):
+    """Class decorator: make a :class:`LexBackend` subclass available as ``name``."""
+
+    def deco(cls: type[LexBackend]) -> type[LexBackend]:
+        _REGISTRY[name] = cls
+        cls.name = name
+        return cls
+
+    return deco
+
+
+def milp_backends() -> tuple[str, ...]:
+    """Names of the registered MILP backends, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def make_backend(
+    name: str,
+    spec: MilpSpec,
+    *,
+    seed: int = 0,
+    threads: int | None = None,
+    mip_gap: float = 0.0,
+    **options,
+) -> LexBackend:
+    """Build the persistent model of ``spec`` in the registered backend ``name``.
+
+    ``options`` reach backends that take them (CP-SAT's ``scale``).
+    """
+    if name not in _REGISTRY:
+        raise ValueError(
+            f"unknown MILP backend {name!r}; choose one of {', '.join(milp_backends())}"
+        )
+    return _REGISTRY[name](spec, seed=seed, threads=threads, mip_gap=mip_gap, **options)

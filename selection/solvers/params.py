@@ -1,0 +1,79 @@
+"""Argument checks shared by the solvers and the sweeps (one message style: name and value)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "check_nonneg",
+    "check_finite",
+    "check_time_limit",
+    "check_int",
+    "fmt_param",
+    "as_float_list",
+]
+
+
+def check_nonneg(name: str, value: float | None, *, allow_none: bool = True) -> float | None:
+    """``value`` as a float >= 0 (``inf`` allowed), or None; ValueError naming it otherwise."""
+    if value is None:
+        if allow_none:
+            return None
+        raise ValueError(f"{name} is required")
+    if isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} must be a number")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} must be a number") from None
+    if math.isnan(v) or v < 0:
+        raise ValueError(f"{name}={value!r} must be >= 0 (percentage points)")
+    return v
+
+
+def check_finite(name: str, value: float | None) -> float | None:
+    """``value`` as a finite float, or None."""
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} must be a number") from None
+    if not math.isfinite(v) or isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} must be a finite number")
+    return v
+
+
+def check_time_limit(value: float | None) -> float | None:
+    """A time limit in seconds (> 0) or None."""
+    if value is None:
+        return None
+    v = check_finite("time_limit", value)
+    if v <= 0:
+        raise ValueError(f"time_limit={value!r} must be > 0 seconds")
+    return v
+
+
+def check_int(name: str, value: int | None, lo: int = 1) -> int | None:
+    """An integer >= lo, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"{name}={value!r} must be an integer >= {lo}")
+    return int(value)
+
+
+def fmt_param(name: str, value: float | None) -> str:
+    """``eps=5``, ``delta=0.5``, ``eps=inf`` (None means unconstrained)."""
+    return f"{name}={'inf' if value is None or math.isinf(value) else format(value, '.10g')}"
+
+
+def as_float_list(name: str, values: Sequence[float]) -> list[float]:
+    """A non-empty list of floats >= 0 (a sweep grid)."""
+    out = [check_nonneg(name, v, allow_none=False) for v in values]
+    if not out:
+        raise ValueError(f"{name} grid is empty")
+    return out

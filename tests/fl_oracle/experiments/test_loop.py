@@ -1,0 +1,301 @@
+"""Live training loop (fl_oracle.experiments.loop) on a pure-numpy fake oracle."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fl_oracle.experiments.loop import domain_metrics, qffl_weights, run_training
+from selection.errors import InfeasibleError, SelectionError
+from selection.schema import validate_stats
+
+_spec = importlib.util.spec_from_file_location(
+    "_fake_oracle_train", Path(__file__).parents[1] / "_fake_oracle.py"
+)
+fake = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fake)
+DOMAINS = list(fake.DOMAINS)
+
+
+def top_u(df: pd.DataFrame, k: int) -> list[str]:
+    return list(df.sort_values(["U", "client_id"], ascending=[False, True])["client_id"][:k])
+
+
+def test_history_columns_and_domain_metrics():
+    o = fake.FakeOracle(seed=1)
+    res = run_training(o, top_u, rounds=2, k=3, name="top-u", seed=1)
+    h = res.history
+    expected = [
+        "round",
+        "selector",
+        "seed",
+        "stats_mode",
+        "k",
+        "selected",
+        *[f"acc_{d}" for d in DOMAINS],
+        "acc_avg",
+        "acc_worst",
+        "acc_gap",
+        "acc_std",
+        "pred_utility",
+        "pred_gap",
+        "pred_worst",
+        "solve_seconds",
+        "fallback",
+        "round_seconds",
+        "round_cpu_seconds",
+        "global_loss",
+    ]
+    assert list(h.columns) == expected
+    assert list(h["round"]) == [0, 1] and o.round == 2
+    acc = h[[f"acc_{d}" for d in DOMAINS]].to_numpy()
+    np.testing.assert_allclose(h["acc_worst"], acc.min(axis=1))
+    np.testing.assert_allclose(h["acc_avg"], acc.mean(axis=1))
+    np.testing.assert_allclose(h["acc_gap"], acc.max(axis=1) - acc.min(axis=1))
+    # exactly the selected clients were committed, and the history reports them
+    assert [";".join(s) for s, _ in o.steps] == list(h["selected"])
+    assert all(len(s.split(";")) == 3 for s in h["selected"])
+    # accuracies are those of the new model after each step
+    assert h["acc_mnist"].iloc[-1] == pytest.approx(o.test_accuracy()["acc_mnist"])
+
+
+def test_predicted_values_are_the_linear_model_of_the_round():
+    o = fake.FakeOracle(seed=2)
+    res = run_training(o, top_u, rounds=1, k=2, name="top-u")
+    st = res.stats[res.stats["chosen"]]
+    ud = st[[f"U_{d}" for d in DOMAINS]].to_numpy().mean(axis=0)
+    row = res.history.iloc[0]
+    assert row["pred_utility"] == pytest.approx(st["U"].mean())
+    assert row["pred_worst"] == pytest.approx(ud.min())
+    assert row["pred_gap"] == pytest.approx(ud.max() - ud.min())
+    assert set(st["client_id"]) == set(row["selected"].split(";"))
+
+
+def test_fresh_mode_measures_all_clients_every_round():
+    o = fake.FakeOracle()
+    res = run_training(o, top_u, rounds=3, k=2, name="top-u", stats_mode="fresh")
+    assert [len(m) for m in o.measured] == [8, 8, 8]
+    assert (res.stats["measured_round"] == res.stats["round"]).all()
+    validate_stats(res.stats)
+
+
+def test_stale_mode_remeasures_only_the_previous_selection():
+    o = fake.FakeOracle(seed=3)
+    res = run_training(o, top_u, rounds=3, k=3, name="top-u", stats_mode="stale")
+    h, st = res.history, res.stats
+    assert len(o.measured[0]) == 8
+    for t in (1, 2):
+        prev = set(h["selected"].iloc[t - 1].split(";"))
+        assert set(o.measured[t]) == prev
+        now = st[st["round"] == t].set_index("client_id")
+        before = st[st["round"] == t - 1].set_index("client_id")
+        changed = {c for c in now.index if now.loc[c, "U"] != before.loc[c, "U"]}
+        assert changed <= prev and changed  # only re-measured clients can change
+        others = now.index.difference(list(prev))
+        assert (now.loc[others, "measured_round"] < t).all()
+        assert (now.loc[list(prev), "measured_round"] == t).all()
+        pd.testing.assert_frame_equal(
+            now.loc[others, ["U", "F", "B", "cos_g"]], before.loc[others, ["U", "F", "B", "cos_g"]]
+        )
+
+
+class _Infeasible:
+    def __call__(self, df, k):
+        raise InfeasibleError("eps=0: no selection has gap <= 0")
+
+
+def test_failing_selector_falls_back_and_says_so():
+    o = fake.FakeOracle(seed=4)
+    res = run_training(o, _Infeasible(), rounds=2, k=3, name="eps:0")
+    assert res.history["fallback"].str.contains("selector failed").all()
+    assert res.history["fallback"].str.contains("eps=0").all()
+    assert [len(s) for s, _ in o.steps] == [3, 3]
+    # the committed point is the smallest-gap selection of the round (exhaustive check)
+    from itertools import combinations
+
+    first = res.stats[res.stats["round"] == 0]
+    ud = first[[f"U_{d}" for d in DOMAINS]].to_numpy()
+    gaps = [np.ptp(ud[list(c)].mean(axis=0)) for c in combinations(range(len(first)), 3)]
+    assert res.history["pred_gap"].iloc[0] == pytest.approx(min(gaps), abs=1e-5)
+
+
+def test_selector_fallback_message_is_logged():
+    class Sel:
+        last = SimpleNamespace(seconds=0.25)
+        fallback = "eps=0.1 infeasible; took the smallest gap"
+
+        def __call__(self, df, k):
+            return top_u(df, k)
+
+    res = run_training(fake.FakeOracle(), Sel(), rounds=1, k=2, name="eps:0.1")
+    assert res.history["fallback"].iloc[0] == Sel.fallback
+    assert res.history["solve_seconds"].iloc[0] == 0.25
+
+
+def test_other_selector_errors_are_not_swallowed():
+    def broken(df, k):
+        raise SelectionError("power-of-choice:2: d=2 must be at least k=3")
+
+    with pytest.raises(SelectionError, match="d=2"):
+        run_training(fake.FakeOracle(), broken, rounds=1, k=3, name="power-of-choice:2")
+
+
+def test_qffl_weights_follow_loss_power():
+    st = pd.DataFrame({"client_id": ["a", "b"], "n_samples": [100, 300], "loss": [2.0, 1.0]})
+    w = qffl_weights(st, ["a", "b"], 1.0)
+    assert w == pytest.approx({"a": 0.4, "b": 0.6})
+    assert qffl_weights(st, ["a", "b"], 0.0) == pytest.approx({"a": 0.25, "b": 0.75})
+    with pytest.raises(ValueError, match="q=-1"):
+        qffl_weights(st, ["a"], -1.0)
+
+    class Q:
+        aggregation_q = 2.0
+
+        def __call__(self, df, k):
+            return top_u(df, k)
+
+    o = fake.FakeOracle()
+    run_training(o, Q(), rounds=1, k=2, name="qffl:2")
+    sel, weights = o.steps[0]
+    assert set(weights) == set(sel) and sum(weights.values()) == pytest.approx(1.0)
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="stats mode"):
+        run_training(fake.FakeOracle(), top_u, rounds=1, k=2, name="x", stats_mode="old")
+    with pytest.raises(ValueError, match="rounds=0"):
+        run_training(fake.FakeOracle(), top_u, rounds=0, k=2, name="x")
+    with pytest.raises(SelectionError, match="k=9"):
+        run_training(fake.FakeOracle(), top_u, rounds=1, k=9, name="x")
+    with pytest.raises(SelectionError, match="unknown: nobody"):
+        run_training(fake.FakeOracle(), lambda df, k: ["nobody"], rounds=1, k=1, name="x")
+    with pytest.raises(ValueError, match="acc_syn"):
+        domain_metrics({"acc_mnist": 1.0}, ["mnist", "syn"])
+
+
+# ---------------------------------------------------------------- the real oracle, tiny federation
+def _tiny_config(seed: int = 0, **changes):
+    from fl_oracle.sim.config import OracleConfig
+
+    base = fake.tiny_overrides()
+    base.update({k: v for k, v in changes.items() if v is not None})
+    return OracleConfig(seed=int(seed), **base)
+
+
+@pytest.fixture(scope="module")
+def tiny_cli(tmp_path_factory):
+    """Run ``fedsel train`` in-process with the tiny federation injected."""
+    pytest.importorskip("fl_oracle.sim.oracle")
+    import fl_oracle.cli.train as cli_train
+    from fl_oracle.cli import main
+    from fl_oracle.sim.oracle import Oracle
+
+    data = fake.tiny_data()
+    mp = pytest.MonkeyPatch()
+    keep = ("mu", "gamma", "k", "lr", "local_epochs")
+    mp.setattr(
+        cli_train,
+        "make_config",
+        lambda seed, **kw: _tiny_config(seed, **{a: kw.get(a) for a in keep}),
+    )
+    mp.setattr(cli_train, "make_oracle", lambda config, data_=None: Oracle(config, data=data))
+
+    def run(*args: str) -> Path:
+        out = tmp_path_factory.mktemp("train")
+        try:
+            main(["train", *args, "--out", str(out)])
+        except SystemExit as exc:
+            assert exc.code in (0, None), f"fedsel train {' '.join(args)} exited {exc.code}"
+        return out
+
+    yield run
+    mp.undo()
+
+
+# One two-round run per selector family (and per sampler).
+FAMILIES = [
+    "proportional",
+    "power-of-choice:4",
+    "fisher-topk",
+    "all",
+    "weighted:1,0,0,0,0",
+    "maxmin:2",  # exact MILP routes (eps: see the fallback test)
+    "nsga2:knee",
+    "qffl:1",  # aggregation reweighting
+]
+
+
+@pytest.mark.parametrize("spec", FAMILIES)
+def test_fedsel_train_two_rounds_per_selector_family(tiny_cli, spec):
+    out = tiny_cli("--selector", spec, "--k", "3", "--rounds", "2", "--seed", "1")
+    h = pd.read_csv(out / "history.csv", keep_default_na=False)
+    st = pd.read_parquet(out / "stats.parquet")
+    assert len(h) == 2 and list(h["round"]) == [0, 1] and (h["selector"] == spec).all()
+    acc = h[[f"acc_{d}" for d in DOMAINS]].to_numpy()
+    np.testing.assert_allclose(h["acc_worst"], acc.min(axis=1))
+    np.testing.assert_allclose(h["acc_avg"], acc.mean(axis=1))
+    assert ((acc >= 0) & (acc <= 100)).all()
+    n_sel = 8 if spec == "all" else 3
+    assert all(len(s.split(";")) == n_sel for s in h["selected"])
+    validate_stats(st)
+    assert len(st) == 2 * 8 and st.groupby("round")["chosen"].sum().tolist() == [n_sel, n_sel]
+    for t in (0, 1):  # the history's selection is the one marked in that round's stats
+        chosen = set(st[(st["round"] == t) & st["chosen"]]["client_id"])
+        assert chosen == set(h["selected"].iloc[t].split(";"))
+    assert (out / "config.toml").is_file()
+
+
+def test_fedsel_train_passes_step_size_and_local_epochs_to_the_oracle(tiny_cli):
+    import tomllib
+
+    out = tiny_cli("--selector", "random", "--k", "3", "--rounds", "1")
+    default = tomllib.loads((out / "config.toml").read_text())
+    out = tiny_cli(
+        "--selector", "random", "--k", "3", "--rounds", "1", "--lr", "0.2", "--local-epochs", "3"
+    )
+    cfg = tomllib.loads((out / "config.toml").read_text())
+    assert (cfg["lr"], cfg["local_epochs"]) == (0.2, 3.0)
+    assert (default["lr"], default["local_epochs"]) != (0.2, 3.0)
+
+
+def test_fedsel_train_infeasible_eps_falls_back_in_the_log(tiny_cli):
+    out = tiny_cli("--selector", "eps:0", "--k", "3", "--rounds", "2")
+    h = pd.read_csv(out / "history.csv", keep_default_na=False)
+    assert h["fallback"].str.contains("fell back to the smallest-gap point").all()
+    assert (h["pred_gap"] > 0).all()
+
+
+def test_fedsel_train_stale_remeasures_only_selected(tiny_cli):
+    out = tiny_cli("--selector", "random", "--k", "3", "--rounds", "3", "--stats", "stale")
+    h = pd.read_csv(out / "history.csv", keep_default_na=False)
+    st = pd.read_parquet(out / "stats.parquet")
+    for t in (1, 2):
+        now = st[st["round"] == t].set_index("client_id")
+        fresh = set(now.index[now["measured_round"] == t])
+        assert fresh == set(h["selected"].iloc[t - 1].split(";"))
+        before = st[st["round"] == t - 1].set_index("client_id")
+        others = sorted(set(now.index) - fresh)
+        pd.testing.assert_frame_equal(
+            now.loc[others, ["U", "F", "loss"]], before.loc[others, ["U", "F", "loss"]]
+        )
+
+
+def test_fedsel_train_bad_input_is_one_line(tiny_cli, tmp_path, capsys):
+    from fl_oracle.cli import main
+
+    for args, needle in (
+        (["--selector", "eps:x", "--k", "3"], "bad selector spec 'eps:x'"),
+        (["--selector", "random", "--k", "3", "--stats", "old"], "old"),
+        (["--selector", "random", "--k", "99"], "k=99"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(["train", *args, "--out", str(tmp_path / "x")])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x" / "history.csv").exists()

@@ -1,0 +1,120 @@
+"""The run loop: files, K sampling, and resume after a kill gives the uninterrupted tables."""
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fl_oracle.errors import CheckpointError
+from fl_oracle.experiments.oracle_run import run_oracle, sample_clients
+from fl_oracle.sim.checkpoint import latest_checkpoint, load_checkpoint
+
+_spec = importlib.util.spec_from_file_location(
+    "_oracle_helpers_run", Path(__file__).parents[1] / "oracle_helpers.py"
+)
+helpers = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = helpers
+_spec.loader.exec_module(helpers)
+DATA = helpers.tiny_data()
+CFG = helpers.tiny_config(k=3, lr=0.2)
+
+
+class Killed(RuntimeError):
+    pass
+
+
+def _tables(out: Path):
+    return pd.read_parquet(out / "stats.parquet"), pd.read_csv(out / "rounds.csv")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    run_oracle(CFG, rounds=2, out=out, data=DATA, progress=False)
+    return out
+
+
+def test_run_writes_every_file(uninterrupted):
+    out = uninterrupted
+    stats, rounds = _tables(out)
+    assert sorted(stats["round"].unique()) == [0, 1] and len(stats) == 16
+    pd.testing.assert_frame_equal(stats, pd.read_csv(out / "stats.csv"), check_dtype=False)
+    assert rounds["selected"].str.count(";").eq(2).all()  # K = 3
+    assert (out / "config.toml").read_text() == CFG.to_toml()
+    ck = latest_checkpoint(out / "checkpoints")
+    assert ck.name == "round_00002.pt" and load_checkpoint(ck)["oracle"]["round"] == 2
+    with pytest.raises(CheckpointError, match="already holds a run"):
+        run_oracle(CFG, rounds=2, out=out, data=DATA, progress=False)
+
+
+def test_resume_after_kill_is_identical(uninterrupted, tmp_path):
+    def kill_after_first(t):
+        if t == 0:
+            raise Killed
+
+    with pytest.raises(Killed):
+        run_oracle(
+            CFG, rounds=2, out=tmp_path, data=DATA, progress=False, after_round=kill_after_first
+        )
+    # a kill between the table writes and the checkpoint: tables hold a round the checkpoint lacks
+    (tmp_path / "checkpoints" / "round_00001.pt").unlink()
+    run_oracle(CFG, rounds=2, out=tmp_path, data=DATA, progress=False, resume=True)
+    for a, b in zip(_tables(uninterrupted), _tables(tmp_path), strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_resume_refuses_other_config(uninterrupted):
+    with pytest.raises(CheckpointError, match="mu"):
+        run_oracle(
+            CFG.replace(mu=0.5), rounds=3, out=uninterrupted, data=DATA, resume=True, progress=False
+        )
+
+
+def test_sample_clients_is_seeded_and_proportional():
+    clients = pd.DataFrame({"client_id": ["a", "b", "c", "d"], "n_samples": [1000, 1, 1, 1]})
+    picks = [sample_clients(clients, 1, seed=0, round_=r) for r in range(20)]
+    assert sum(p == ["a"] for p in picks) >= 17
+    assert sample_clients(clients, 2, seed=3, round_=1) == sample_clients(
+        clients, 2, seed=3, round_=1
+    )
+    assert sample_clients(clients, None, seed=0, round_=0) == ["a", "b", "c", "d"]
+
+
+_CHILD = textwrap.dedent(
+    """
+    import importlib.util, sys, time
+    spec = importlib.util.spec_from_file_location("h", {helpers!r})
+    h = importlib.util.module_from_spec(spec); sys.modules["h"] = h; spec.loader.exec_module(h)
+    from fl_oracle.experiments.oracle_run import run_oracle
+    run_oracle(h.tiny_config(k=3, lr=0.2), rounds=4, out={out!r}, data=h.tiny_data(),
+               progress=False, resume={resume}, after_round=lambda t: time.sleep(0.3))
+    """
+)
+
+
+@pytest.mark.slow
+def test_subprocess_killed_mid_run_resumes_identically(tmp_path):
+    helpers_path = str(Path(__file__).parents[1] / "oracle_helpers.py")
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    run_oracle(CFG, rounds=4, out=full, data=DATA, progress=False)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2]))
+    code = _CHILD.format(helpers=helpers_path, out=str(cut), resume=False)
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    deadline = time.time() + 120
+    while latest_checkpoint(cut / "checkpoints") is None and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = pd.read_parquet(cut / "stats.parquet")["round"].nunique()
+    assert 1 <= done < 4
+    run_oracle(CFG, rounds=4, out=cut, data=DATA, progress=False, resume=True)
+    for a, b in zip(_tables(full), _tables(cut), strict=True):
+        pd.testing.assert_frame_equal(a, b)
