@@ -50,7 +50,7 @@ from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, SolveResult, Status, make_solver
 
-__all__ = ["Selector", "make_selector", "SPEC_FORMS", "min_gap_point"]
+__all__ = ["Selector", "make_selector", "SPEC_FORMS", "min_gap_point", "proportional_sample"]
 
 SPEC_FORMS = (
     "eps:E",
@@ -93,6 +93,19 @@ def min_gap_point(problem: SelectionProblem, infeasible_eps: float = 0.0) -> Sol
     return best
 
 
+def proportional_sample(n_samples: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """K distinct indices drawn without replacement with probability ∝ n_samples (FedAvg's
+    client sampling), sorted ascending.
+
+    Args:
+        n_samples: shape (N,), client training-set sizes (> 0).
+        k: how many, 1 <= k <= N.
+        rng: the caller's generator (one draw of ``rng.choice``).
+    """
+    n = np.asarray(n_samples, dtype=float)
+    return np.sort(rng.choice(len(n), k, replace=False, p=n / n.sum()))
+
+
 def _result(problem: SelectionProblem, idx, method: str, param: str, t0: float) -> SolveResult:
     sel = tuple(sorted(int(i) for i in idx))
     return SolveResult(
@@ -123,7 +136,10 @@ class Selector:
 
     def __call__(self, round_stats: pd.DataFrame, k: int) -> list[str]:
         """Choose ``k`` clients of the last round of ``round_stats``; return their ids."""
-        problem = SelectionProblem.from_stats(round_stats, k)
+        return self.choose(SelectionProblem.from_stats(round_stats, k))
+
+    def choose(self, problem: SelectionProblem) -> list[str]:
+        """Choose ``problem.k`` clients of an already built problem; return their ids."""
         self.fallback = ""
         result = self._choose(problem)
         if not result.ok:
@@ -176,7 +192,7 @@ class _RuleSelector(Selector):
         elif self.rule == "all":
             idx = np.arange(n)
         elif self.rule == "proportional":
-            idx = self.rng.choice(n, k, replace=False, p=p)
+            idx = proportional_sample(problem.n_samples, k, self.rng)
         else:  # power-of-choice
             if self.d < k:
                 raise SelectionError(f"{self.spec}: d={self.d} must be at least k={k}")

@@ -44,7 +44,6 @@ import pandas as pd
 from selection.errors import InfeasibleError, SelectionError
 from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
-from selection.schema import validate_stats
 
 __all__ = [
     "STATS_MODES",
@@ -191,15 +190,22 @@ def _measure(
     return table
 
 
-def _select(selector: Selector, table: pd.DataFrame, k: int) -> tuple[list[str], float, str]:
-    """Run the selector; if it raises InfeasibleError fall back to the best feasible point."""
+def _select(
+    selector: Selector, table: pd.DataFrame, problem: SelectionProblem
+) -> tuple[list[str], float, str]:
+    """Run the selector; if it raises InfeasibleError fall back to the best feasible point.
+
+    A :class:`selection.selectors.Selector` is handed the built problem (``choose``); any other
+    callable gets ``(table, k)``.
+    """
     t0 = time.perf_counter()
     try:
-        ids = [str(c) for c in selector(table, k)]
+        choose = getattr(selector, "choose", None)
+        raw = choose(problem) if callable(choose) else selector(table, problem.k)
+        ids = [str(c) for c in raw]
         seconds, message = _last_solve_info(selector)
         return ids, (time.perf_counter() - t0) if seconds is None else seconds, message
     except InfeasibleError as exc:
-        problem = SelectionProblem.from_stats(table, k)
         ids, what = fallback_selection(problem)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return ids, time.perf_counter() - t0, f"selector failed ({reason}); fell back to {what}"
@@ -215,6 +221,8 @@ def run_training(
     seed: int = 0,
     stats_mode: str = "fresh",
     on_round: Callable[[dict, pd.DataFrame], None] | None = None,
+    before_step: Callable[[], Mapping[str, Any]] | None = None,
+    keep_metrics: Sequence[str] = (),
 ) -> TrainResult:
     """Train ``rounds`` rounds, each committing exactly the selector's K clients.
 
@@ -227,7 +235,11 @@ def run_training(
         name: the selector's spec, written to the ``selector`` column.
         seed: the run's seed, written to the ``seed`` column.
         stats_mode: ``fresh`` or ``stale`` (module docstring).
-        on_round: called after each round with the history row and that round's stats.
+        on_round: called after each round with the history row and that round's stats
+            (drivers write their files and checkpoints here).
+        before_step: called after the selection, before the commit; its items join the
+            history row (e.g. global statistics at w_t).
+        keep_metrics: further keys of ``oracle.step``'s result to copy into the row.
 
     Returns:
         The history (R rows) and all statistics (R x N rows).
@@ -246,9 +258,8 @@ def run_training(
         t0, c0 = time.perf_counter(), time.process_time()
         t = int(oracle.round)
         table = _measure(oracle, stats_mode, last, previous)
-        table = validate_stats(table)
-        problem = SelectionProblem.from_stats(table, k)
-        ids, solve_seconds, fallback = _select(selector, table, k)
+        problem = SelectionProblem.from_stats(table, k)  # validates the table once
+        ids, solve_seconds, fallback = _select(selector, table, problem)
         unknown = sorted(set(ids) - set(problem.ids))
         if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, problem.n):
             raise SelectionError(
@@ -258,6 +269,7 @@ def run_training(
         weights = qffl_weights(table, ids, float(q)) if q is not None else None
         pos = {c: i for i, c in enumerate(problem.ids)}
         pred = evaluate_objectives(problem, [pos[c] for c in ids])
+        extra = dict(before_step()) if before_step is not None else {}
         metrics = oracle.step(ids, weights=weights)
         row = {
             "round": t,
@@ -275,6 +287,8 @@ def run_training(
             "round_seconds": time.perf_counter() - t0,
             "round_cpu_seconds": time.process_time() - c0,
             **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
+            **extra,
+            **{key: metrics[key] for key in keep_metrics},
         }
         table = table.assign(chosen=table["client_id"].isin(ids))
         history.append(row)

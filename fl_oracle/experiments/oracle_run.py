@@ -1,13 +1,14 @@
-"""The ``fedsel oracle`` run loop: train R rounds, write stats and a checkpoint per round.
+"""``fedsel oracle``: the training loop with a measuring selector and a per-round checkpoint.
 
-Each round t: measure every client at w_t (``round_stats``), sample K clients proportionally
-to n_samples from the round's own seeded stream (all clients when K is None), commit their
-aggregation (``step``), then write ``stats.parquet``/``stats.csv`` (all rounds so far),
-``rounds.csv`` (one row per round: selection, global stats at w_t, test accuracy of w_{t+1})
-and ``checkpoints/round_<t+1>.pt``, each atomically and in that order. A kill at any moment
-therefore leaves a checkpoint no newer than the tables; ``resume`` reloads the newest
-checkpoint, drops table rows of later rounds and recomputes them, which gives exactly the
-tables of an uninterrupted run because every random stream is a function of (seed, round).
+The run is :func:`fl_oracle.experiments.loop.run_training` with fresh statistics and the
+:class:`MeasuringSampler` (K clients ∝ n_samples from the round's own seeded stream; all
+clients when K is None). After each round t the ``on_round`` hook writes
+``stats.parquet``/``stats.csv`` (all rounds so far), ``rounds.csv`` (one row per round:
+selection, global stats at w_t, test accuracy of w_{t+1}) and ``checkpoints/round_<t+1>.pt``,
+each atomically and in that order. A kill at any moment therefore leaves a checkpoint no newer
+than the tables; ``resume`` reloads the newest checkpoint, drops table rows of later rounds and
+recomputes them, which gives exactly the tables of an uninterrupted run because every random
+stream is a function of (seed, round).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fl_oracle.errors import CheckpointError, OracleError
+from fl_oracle.experiments.loop import run_training
 from fl_oracle.sim.checkpoint import (
     checkpoint_path,
     latest_checkpoint,
@@ -28,8 +30,9 @@ from fl_oracle.sim.checkpoint import (
 )
 from fl_oracle.sim.config import OracleConfig
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.selectors import proportional_sample
 
-__all__ = ["run_oracle", "sample_clients"]
+__all__ = ["run_oracle", "sample_clients", "MeasuringSampler"]
 
 
 def sample_clients(clients: pd.DataFrame, k: int | None, *, seed: int, round_: int) -> list[str]:
@@ -49,10 +52,21 @@ def sample_clients(clients: pd.DataFrame, k: int | None, *, seed: int, round_: i
         return ids
     if k < 1:
         raise OracleError(f"k={k} must be >= 1")
-    n = clients["n_samples"].to_numpy(dtype=float)
     rng = np.random.default_rng(np.random.SeedSequence([seed, round_, 0x5E1EC7]))
-    pick = rng.choice(len(ids), size=k, replace=False, p=n / n.sum())
-    return [ids[i] for i in sorted(pick)]
+    return [ids[i] for i in proportional_sample(clients["n_samples"].to_numpy(), k, rng)]
+
+
+class MeasuringSampler:
+    """The oracle run's selector: :func:`sample_clients` on the round's statistics table."""
+
+    def __init__(self, k: int | None, seed: int) -> None:
+        self.k, self.seed = k, int(seed)
+
+    def __call__(self, table: pd.DataFrame, k: int) -> list[str]:
+        round_ = int(table["round"].max())
+        return sample_clients(
+            table[table["round"] == round_], self.k, seed=self.seed, round_=round_
+        )
 
 
 def _config_diff(a: OracleConfig, b: OracleConfig) -> list[str]:
@@ -138,33 +152,42 @@ def run_oracle(
         TextColumn("{task.completed:.0f}/{task.total:.0f}"),
         TimeElapsedColumn(),
     ]
+    if start >= rounds:
+        return pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()
     with Progress(*columns, disable=not progress, transient=False) as bar:
         t_rounds = bar.add_task("rounds", total=rounds, completed=start)
-        t_clients = bar.add_task("client steps", total=1)
-        for t in range(start, rounds):
-            bar.update(t_clients, completed=0, description=f"round {t}: local training")
-            df = oracle.round_stats(
-                callback=lambda d, n: bar.update(t_clients, completed=d, total=n)
-            )
-            selected = sample_clients(oracle.clients, config.k, seed=config.seed, round_=t)
-            before = oracle.global_stats()
-            after = oracle.step(selected)
-            row = {
-                "round": t,
-                "selected": ";".join(selected),
-                "global_loss": before["global_loss"],
-                "B_dissimilarity": before["B_dissimilarity"],
-                "mu": before["mu"],
-            }
-            row.update({k: v for k, v in after.items() if k.startswith("acc_")})
-            history.append(row)
-            stats.append(df)
-            table = pd.concat(stats, ignore_index=True)
-            write_table_atomic(table, out / "stats.parquet")
-            write_table_atomic(table, out / "stats.csv")
+
+        def before_step() -> dict:
+            g = oracle.global_stats()
+            return {f"wt_{key}": g[key] for key in ("global_loss", "B_dissimilarity", "mu")}
+
+        def on_round(row: dict, table: pd.DataFrame) -> None:
+            t = int(row["round"])
+            rec = {"round": t, "selected": row["selected"]}
+            rec.update({key: row[f"wt_{key}"] for key in ("global_loss", "B_dissimilarity", "mu")})
+            rec.update({key: row[key] for key in acc_keys})
+            history.append(rec)
+            stats.append(table.drop(columns=["measured_round", "chosen"]))
+            whole = pd.concat(stats, ignore_index=True)
+            write_table_atomic(whole, out / "stats.parquet")
+            write_table_atomic(whole, out / "stats.csv")
             write_table_atomic(pd.DataFrame(history), out / "rounds.csv")
             save_checkpoint({"oracle": oracle.state_dict()}, checkpoint_path(ckdir, t + 1))
             bar.update(t_rounds, completed=t + 1)
             if after_round is not None:
                 after_round(t)
+
+        acc_keys = [f"acc_{d}" for d in oracle.domains] + ["acc_pooled", "acc_avg", "acc_worst"]
+        n = len(oracle.clients)
+        run_training(
+            oracle,
+            MeasuringSampler(config.k, config.seed),
+            rounds=rounds - start,
+            k=n if config.k is None else min(int(config.k), n),
+            name="proportional",
+            seed=config.seed,
+            on_round=on_round,
+            before_step=before_step,
+            keep_metrics=("acc_pooled",),
+        )
     return pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()
