@@ -20,6 +20,10 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "DEFAULT_DOMAINS",
     "LN2",
+    "OPTIONAL_RANGES",
+    "U_READINGS",
+    "MAX_INT",
+    "StatsWarning",
     "domain_columns",
     "read_stats",
     "validate_stats",
@@ -40,9 +44,57 @@ LN2 = math.log(2.0)
 _TOL = 1e-9
 
 
+# Optional readings of the update utility beside U (accuracy %, of w_t + Δ_i): U_own on the
+# client's own domain's validation subset, U_local on the client's local hold-out, dU = U minus
+# the pooled validation accuracy of w_t. They are not domains; the selection layer ignores them.
+U_READINGS: tuple[str, ...] = ("U_own", "U_local")
+OPTIONAL_RANGES: dict[str, tuple[float, float]] = {
+    "U_own": (0.0, 100.0),
+    "U_local": (0.0, 100.0),
+    "dU": (-100.0, 100.0),
+}
+
+
+# Largest round / n_samples accepted: every integer up to 2**53 is exact in float64 and int64.
+MAX_INT = 2**53
+
+
+class StatsWarning(UserWarning):
+    """A round-stats table has something fedsel ignores (e.g. a ``U_*`` column of no domain)."""
+
+
 def domain_columns(df: pd.DataFrame) -> list[str]:
-    """The per-domain utility columns ``U_<domain>`` in table order."""
-    return [c for c in df.columns if c.startswith("U_") and len(c) > 2]
+    """The per-domain utility columns ``U_<domain>`` in table order.
+
+    The domains are the values of the ``domain`` column: a ``U_<name>`` column whose name is no
+    client's domain (and not one of the readings ``U_own``/``U_local``) is not a domain.
+    """
+    names = {str(d) for d in df["domain"].dropna().unique()} if "domain" in df.columns else set()
+    return [
+        c
+        for c in df.columns
+        if isinstance(c, str) and c.startswith("U_") and c not in U_READINGS and c[2:] in names
+    ]
+
+
+def _csv_header(p: Path) -> list[str]:
+    """The raw header cells of a CSV file (pandas renames duplicates to ``name.1``)."""
+    import csv
+
+    with open(p, newline="", encoding="utf-8", errors="replace") as fh:
+        return next(csv.reader(fh), [])
+
+
+def _check_unique_columns(names) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        key = str(name).strip()
+        if key in seen:
+            raise StatsError(
+                f"duplicate column header {key!r} (columns {seen[key] + 1} and {i + 1}); "
+                "every column must appear once"
+            )
+        seen[key] = i
 
 
 def read_stats(path: str | os.PathLike) -> pd.DataFrame:
@@ -55,7 +107,9 @@ def read_stats(path: str | os.PathLike) -> pd.DataFrame:
         if suffix in (".parquet", ".pq"):
             df = pd.read_parquet(p)
         elif suffix in (".csv", ".txt"):
-            df = pd.read_csv(p, dtype={"client_id": str, "domain": str})
+            _check_unique_columns(_csv_header(p))
+            # keep_default_na=False: an id "NA", "None" or "null" is a string, an empty cell "".
+            df = pd.read_csv(p, dtype={"client_id": str, "domain": str}, keep_default_na=False)
         else:
             raise StatsError(
                 f"stats file {p} must end in .csv or .parquet, not {suffix or '(none)'}"
@@ -96,6 +150,65 @@ def _check_range(
         raise StatsError(f"column {col}: {_where(df, pos)} has value {float(v[pos])!r}, {what}")
 
 
+def _strings(df: pd.DataFrame, col: str) -> pd.Series:
+    """A text column as Python strings; a missing or blank cell is an error naming its row."""
+    raw = df[col]
+    missing = raw.isna().to_numpy()
+    text = raw.astype(object).where(~missing, "").map(str)
+    blank = text.str.strip().str.len().to_numpy() == 0
+    if (missing | blank).any():
+        pos = int(np.flatnonzero(missing | blank)[0])
+        what = "is missing" if missing[pos] else f"is empty ({text.iloc[pos]!r})"
+        raise StatsError(f"column {col}: row {pos} {what}; every row needs a {col} string")
+    return text.astype(str)
+
+
+def _domain_utilities(df: pd.DataFrame) -> list[str]:
+    """The ``U_<domain>`` column of every domain; warns about ``U_*`` columns of no domain."""
+    have = {c for c in df.columns if isinstance(c, str)}
+    domains = list(dict.fromkeys(df["domain"]))
+    for d in domains:
+        if f"U_{d}" not in have:
+            pos = int(np.flatnonzero((df["domain"] == d).to_numpy())[0])
+            raise StatsError(
+                f"column domain: {_where(df, pos)} has domain {d!r} but the table has no "
+                f"column U_{d}"
+            )
+    dcols = domain_columns(df)
+    extra = [
+        c
+        for c in df.columns
+        if isinstance(c, str) and c.startswith("U_") and c not in U_READINGS and c not in dcols
+    ]
+    if extra:
+        import warnings
+
+        warnings.warn(
+            f"ignoring column(s) {', '.join(extra)}: no client has that domain "
+            f"(domains: {', '.join(map(str, domains))})",
+            StatsWarning,
+            stacklevel=3,
+        )
+    return dcols
+
+
+def _refuse_booleans(df: pd.DataFrame, col: str) -> None:
+    """True/False is not a number here (pandas would read it as 1/0)."""
+    values = df[col]
+    if pd.api.types.is_bool_dtype(values.dtype):
+        bad = np.ones(len(values), dtype=bool)
+    elif values.dtype == object:
+        bad = values.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+    else:
+        return
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise StatsError(
+            f"column {col}: {_where(df, pos)} has boolean value {_plain(values.iloc[pos])!r}; "
+            "expected a number"
+        )
+
+
 def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
     """Validate a round-stats table and return it with normalized dtypes.
 
@@ -112,17 +225,17 @@ def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
         raise StatsError(f"round stats must be a pandas DataFrame, got {type(df).__name__}")
     if len(df) == 0:
         raise StatsError("round stats table is empty")
+    _check_unique_columns(df.columns)
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise StatsError(f"round stats table is missing column(s): {', '.join(missing)}")
-    dcols = domain_columns(df)
-    if not dcols:
-        raise StatsError("round stats table has no per-domain utility column U_<domain>")
     df = df.reset_index(drop=True).copy()
-    df["client_id"] = df["client_id"].astype(str)
-    df["domain"] = df["domain"].astype(str)
+    for col in ("client_id", "domain"):
+        df[col] = _strings(df, col)
+    dcols = _domain_utilities(df)
     numeric = ["round", "n_samples", "U", "F", "B", "cos_g", *dcols]
     for col in numeric:
+        _refuse_booleans(df, col)
         v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
         bad = ~np.isfinite(v)
         if bad.any():
@@ -139,13 +252,26 @@ def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
             raise StatsError(
                 f"column {col}: {_where(df, pos)} has non-integer value {float(v[pos])!r}"
             )
-    _check_range(df, "round", 0, None, what="rounds are integers >= 0")
-    _check_range(df, "n_samples", 0, None, lo_open=True, what="n_samples must be > 0")
+    _check_range(df, "round", 0, MAX_INT, what=f"rounds are integers in [0, {MAX_INT}]")
+    _check_range(
+        df, "n_samples", 0, MAX_INT, lo_open=True, what=f"n_samples must be in [1, {MAX_INT}]"
+    )
     for col in ("U", *dcols):
         _check_range(df, col, 0.0, 100.0, what="utilities are accuracies in [0, 100]")
     _check_range(df, "F", 0.0, None, lo_open=True, what="the Fisher trace F must be > 0")
     _check_range(df, "B", 0.0, LN2, what="B is a JS divergence in [0, ln 2] nats")
     _check_range(df, "cos_g", -1.0, 1.0, what="cos_g is a cosine in [-1, 1]")
+    for col, (lo, hi) in OPTIONAL_RANGES.items():  # optional; NaN allowed (not measured)
+        if col in df.columns:
+            v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+            df[col] = v
+            bad = ~np.isnan(v) & ((v < lo - _TOL) | (v > hi + _TOL) | ~np.isfinite(v))
+            if bad.any():
+                pos = int(np.flatnonzero(bad)[0])
+                raise StatsError(
+                    f"column {col}: {_where(df, pos)} has value {float(v[pos])!r}, "
+                    f"must lie in [{lo:g}, {hi:g}] (or be empty)"
+                )
     df["round"] = df["round"].astype("int64")
     df["n_samples"] = df["n_samples"].astype("int64")
     ids = df["client_id"]

@@ -27,6 +27,9 @@ def oracle(
     batch_size: int = typer.Option(32, "--batch-size", min=1),
     dirichlet_alpha: float | None = typer.Option(None, "--dirichlet-alpha", help="Label skew."),
     val_per_domain: int = typer.Option(500, "--val-per-domain", min=1),
+    local_holdout: int = typer.Option(
+        100, "--local-holdout", min=0, help="Local hold-out samples per client (U_local; 0 = off)."
+    ),
     test_per_domain: int | None = typer.Option(None, "--test-per-domain", min=1),
     fisher_samples: int = typer.Option(64, "--fisher-samples", min=0, help="Probe cap (0 = all)."),
     fisher_method: str = typer.Option(
@@ -38,6 +41,15 @@ def oracle(
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
     cache_dir: str | None = typer.Option(None, "--cache-dir", help="Generated-data cache."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out."),
+    measure_every: int = typer.Option(
+        1, "--measure-every", min=1, help="Measure every N-th round; the others only train."
+    ),
+    measure_from: int = typer.Option(
+        0, "--measure-from", min=0, help="First round of the --measure-every schedule."
+    ),
+    measure_at: str | None = typer.Option(
+        None, "--measure-at", help="Further rounds to measure, comma-separated (e.g. 0,10,30)."
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train R federated rounds and write DIR/stats.parquet, stats.csv, rounds.csv, checkpoints."""
@@ -50,6 +62,7 @@ def oracle(
         clients_per_domain=clients_per_domain,
         dirichlet_alpha=dirichlet_alpha,
         val_per_domain=val_per_domain,
+        local_holdout=local_holdout,
         test_per_domain=test_per_domain,
         data_root=data_root,
         data_mode=data,
@@ -67,12 +80,27 @@ def oracle(
         threads=threads,
         device=device,
     )
+    from fl_oracle.experiments.oracle_run import measure_schedule
+
+    try:
+        at = [int(v) for v in measure_at.split(",") if v.strip()] if measure_at else []
+    except ValueError:
+        raise typer.BadParameter(
+            f"{measure_at!r} is not a comma-separated list of rounds", param_hint="--measure-at"
+        ) from None
+    schedule = measure_schedule(measure_every, measure_from, at)
+    full = measure_every == 1 and measure_from == 0
     table = run_oracle(
-        config, rounds=rounds, out=out, resume=resume, cache_dir=cache_dir, progress=progress
+        config,
+        rounds=rounds,
+        out=out,
+        resume=resume,
+        cache_dir=cache_dir,
+        progress=progress,
+        measure_round=None if full else schedule,
     )
-    print(
-        f"wrote {len(table)} rows over {table['round'].nunique()} rounds to {out / 'stats.parquet'}"
-    )
+    n_rounds = table["round"].nunique() if len(table) else 0
+    print(f"wrote {len(table)} rows over {n_rounds} measured rounds to {out / 'stats.parquet'}")
 
 
 def register(app: typer.Typer) -> None:

@@ -18,6 +18,15 @@ updates (w_{t+1}) and the round is logged:
   (the round at which that row was measured: older than ``round`` for stale rows) and
   ``chosen`` (whether the selector picked the client that round).
 
+Measured and training-only rounds: with ``measure`` (a predicate on the round t) the rounds
+for which it is false only train: the selector gets the bare client table (``round,
+client_id, domain, n_samples``) and is called as ``selector(table, k)`` (so it must not need
+statistics, e.g. the oracle's proportional sampler), no statistics are computed, the ``pred_*``
+columns are NaN and the history row has ``measured`` False. Training does not depend on
+measuring: every local update is a function of (seed, round, client) and the oracle's samplers
+draw from their own (seed, round) streams, so a measured round's statistics equal those of a
+run that measures every round (``tests/fl_oracle/experiments/test_measure_schedule.py``).
+
 Freshness: ``fresh`` measures every client every round; ``stale`` measures every client in the
 first round and afterwards only the clients selected in the previous round (they are the ones
 that reported back, as in a deployment); the others keep their last values. A re-measured
@@ -223,6 +232,7 @@ def run_training(
     on_round: Callable[[dict, pd.DataFrame], None] | None = None,
     before_step: Callable[[], Mapping[str, Any]] | None = None,
     keep_metrics: Sequence[str] = (),
+    measure: Callable[[int], bool] | None = None,
 ) -> TrainResult:
     """Train ``rounds`` rounds, each committing exactly the selector's K clients.
 
@@ -240,6 +250,9 @@ def run_training(
         before_step: called after the selection, before the commit; its items join the
             history row (e.g. global statistics at w_t).
         keep_metrics: further keys of ``oracle.step``'s result to copy into the row.
+        measure: predicate on the round t; rounds where it is false only train (module
+            docstring; needs ``stats_mode="fresh"`` and an oracle with a ``clients`` table).
+            None = measure every round (and no ``measured`` column).
 
     Returns:
         The history (R rows) and all statistics (R x N rows).
@@ -248,6 +261,8 @@ def run_training(
         raise ValueError(f"stats mode {stats_mode!r} must be one of {', '.join(STATS_MODES)}")
     if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
         raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
+    if measure is not None and stats_mode != "fresh":
+        raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh'")
     domains = list(oracle.domains)
     q = getattr(selector, "aggregation_q", None)
     history: list[dict] = []
@@ -257,6 +272,15 @@ def run_training(
     for _ in range(int(rounds)):
         t0, c0 = time.perf_counter(), time.process_time()
         t = int(oracle.round)
+        measured = measure is None or bool(measure(t))
+        if not measured:
+            row, table = _train_only_round(
+                oracle, selector, t, k, name, seed, domains, (t0, c0), before_step, keep_metrics
+            )
+            history.append(row)
+            if on_round is not None:
+                on_round(row, table)
+            continue
         table = _measure(oracle, stats_mode, last, previous)
         problem = SelectionProblem.from_stats(table, k)  # validates the table once
         ids, solve_seconds, fallback = _select(selector, table, problem)
@@ -290,10 +314,68 @@ def run_training(
             **extra,
             **{key: metrics[key] for key in keep_metrics},
         }
+        if measure is not None:
+            row["measured"] = True
         table = table.assign(chosen=table["client_id"].isin(ids))
         history.append(row)
         tables.append(table)
         last, previous = table, ids
         if on_round is not None:
             on_round(row, table)
-    return TrainResult(pd.DataFrame(history), pd.concat(tables, ignore_index=True))
+    stats = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    return TrainResult(pd.DataFrame(history), stats)
+
+
+def _train_only_round(
+    oracle: Any,
+    selector: Selector,
+    t: int,
+    k: int,
+    name: str,
+    seed: int,
+    domains: list[str],
+    clocks: tuple[float, float],
+    before_step: Callable[[], Mapping[str, Any]] | None,
+    keep_metrics: Sequence[str],
+) -> tuple[dict, pd.DataFrame]:
+    """One round without statistics: select on the bare client table, commit, log.
+
+    Returns the history row and the bare table the selector saw (with ``chosen``).
+    """
+    t0, c0 = clocks
+    table = oracle.clients[["client_id", "domain", "n_samples"]].copy()
+    table.insert(0, "round", t)
+    s0 = time.perf_counter()
+    ids = [str(c) for c in selector(table, k)]
+    solve_seconds = time.perf_counter() - s0
+    known = set(table["client_id"])
+    unknown = sorted(set(ids) - known)
+    if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, len(known)):
+        raise SelectionError(
+            f"selector {name} returned {len(ids)} ids, {len(set(ids))} distinct (unknown: "
+            f"{', '.join(unknown) or 'none'}) for k={k} in training-only round {t}"
+        )
+    extra = dict(before_step()) if before_step is not None else {}
+    metrics = oracle.step(ids)
+    nan = float("nan")
+    row = {
+        "round": t,
+        "selector": name,
+        "seed": int(seed),
+        "stats_mode": "fresh",
+        "k": int(k),
+        "selected": ";".join(ids),
+        **domain_metrics(metrics, domains),
+        "pred_utility": nan,
+        "pred_gap": nan,
+        "pred_worst": nan,
+        "solve_seconds": float(solve_seconds),
+        "fallback": "",
+        "round_seconds": time.perf_counter() - t0,
+        "round_cpu_seconds": time.process_time() - c0,
+        **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
+        **extra,
+        **{key: metrics[key] for key in keep_metrics},
+        "measured": False,
+    }
+    return row, table.assign(chosen=table["client_id"].isin(ids))

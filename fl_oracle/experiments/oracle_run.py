@@ -9,12 +9,22 @@ each atomically and in that order. A kill at any moment therefore leaves a check
 than the tables; ``resume`` reloads the newest checkpoint, drops table rows of later rounds and
 recomputes them, which gives exactly the tables of an uninterrupted run because every random
 stream is a function of (seed, round).
+
+Measure schedule: rounds t with ``measure_round(t)`` false (see :func:`measure_schedule`) only
+train; ``stats.*`` then holds the measured rounds only and ``rounds.csv`` marks each round's
+``measured``. Training is the same either way, so a measured round's statistics equal those
+of a run measuring every round.
+
+Provenance: once the data is loaded, one line per domain goes to stderr and ``config.toml``
+gets the ``[sources.<domain>.<split>]`` records and the ``[run]`` record (version, commit,
+torch, device, threads). A resume whose data hashes differ from the recorded ones is refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +42,54 @@ from fl_oracle.sim.config import OracleConfig
 from selection.atomic import write_table_atomic, write_text_atomic
 from selection.selectors import proportional_sample
 
-__all__ = ["run_oracle", "sample_clients", "MeasuringSampler"]
+__all__ = ["run_oracle", "sample_clients", "MeasuringSampler", "measure_schedule"]
+
+
+def measure_schedule(
+    every: int = 1, start: int = 0, at: Iterable[int] | None = None
+) -> Callable[[int], bool]:
+    """The predicate "round t is measured": t >= start and (t - start) % every == 0, or t in at.
+
+    Args:
+        every: measure every ``every``-th round from ``start`` (>= 1).
+        start: first measured round of the regular schedule (>= 0).
+        at: further rounds to measure (e.g. early / middle / trained stages).
+    """
+    if isinstance(every, bool) or int(every) != every or every < 1:
+        raise OracleError(f"measure every {every!r} rounds: must be an integer >= 1")
+    if isinstance(start, bool) or int(start) != start or start < 0:
+        raise OracleError(f"measure from round {start!r}: must be an integer >= 0")
+    extra = {int(t) for t in (at or ())}
+    if any(t < 0 for t in extra):
+        raise OracleError(f"measure at rounds {sorted(extra)}: rounds are >= 0")
+    every, start = int(every), int(start)
+
+    def measured(t: int) -> bool:
+        return t in extra or (t >= start and (t - start) % every == 0)
+
+    return measured
+
+
+def _record_text(config: OracleConfig, oracle) -> str:
+    from fl_oracle.experiments.run_record import record_toml, run_record
+    from fl_oracle.sim.data.provenance import provenance_toml
+
+    rec = run_record(oracle.device)
+    return config.to_toml() + "\n" + provenance_toml(oracle.provenance) + "\n" + record_toml(rec)
+
+
+def _check_same_data(stored_text: str, oracle, out: Path) -> None:
+    from fl_oracle.sim.data.provenance import read_provenance
+
+    stored = read_provenance(stored_text)
+    for d, splits in stored.items():
+        for s_, rec in splits.items():
+            now = oracle.provenance.get(d, {}).get(s_)
+            if now is not None and rec.get("sha256") != now["sha256"]:
+                raise CheckpointError(
+                    f"cannot resume {out}: the {d} {s_} data changed (sha256 {rec.get('sha256')} "
+                    f"recorded, {now['sha256']} now; {now['kind']} {now['path']})"
+                )
 
 
 def sample_clients(clients: pd.DataFrame, k: int | None, *, seed: int, round_: int) -> list[str]:
@@ -93,6 +150,7 @@ def run_oracle(
     cache_dir: str | None = None,
     progress: bool = True,
     after_round: Callable[[int], None] | None = None,
+    measure_round: Callable[[int], bool] | None = None,
 ) -> pd.DataFrame:
     """Train ``rounds`` rounds (in total, counting resumed ones) and write the run folder.
 
@@ -106,6 +164,8 @@ def run_oracle(
         cache_dir: cache folder of generated data.
         progress: show a rich progress bar over rounds and clients.
         after_round: called with t after round t is fully written (tests simulate kills).
+        measure_round: predicate "round t is measured" (:func:`measure_schedule`); None =
+            every round.
 
     Returns:
         The stats table of every round so far.
@@ -133,6 +193,13 @@ def run_oracle(
         write_text_atomic(config.to_toml(), cfg_path)
 
     oracle = Oracle(config, data=data, cache_dir=cache_dir, progress=progress)
+    from fl_oracle.sim.data.provenance import provenance_lines
+
+    for line in provenance_lines(oracle.provenance):
+        print(line, file=sys.stderr)
+    if resume:
+        _check_same_data(cfg_path.read_text(encoding="utf-8"), oracle, out)
+    write_text_atomic(_record_text(config, oracle), cfg_path)
     start = 0
     if resume and (ck := latest_checkpoint(ckdir)) is not None:
         oracle.load_state_dict(load_checkpoint(ck)["oracle"])
@@ -141,7 +208,8 @@ def run_oracle(
     stats = [prior] if prior is not None and len(prior) else []
     hist_prior = _read_prior(out / "rounds.csv", start) if resume else None
     history = hist_prior.to_dict("records") if hist_prior is not None else []
-    if len(history) != start or (start and not stats):
+    measured_before = any(measure_round is None or measure_round(t) for t in range(start))
+    if len(history) != start or (measured_before and not stats):
         raise CheckpointError(
             f"cannot resume {out}: tables hold fewer rounds than checkpoint {start}"
         )
@@ -166,11 +234,13 @@ def run_oracle(
             rec = {"round": t, "selected": row["selected"]}
             rec.update({key: row[f"wt_{key}"] for key in ("global_loss", "B_dissimilarity", "mu")})
             rec.update({key: row[key] for key in acc_keys})
+            rec["measured"] = bool(row.get("measured", True))
             history.append(rec)
-            stats.append(table.drop(columns=["measured_round", "chosen"]))
-            whole = pd.concat(stats, ignore_index=True)
-            write_table_atomic(whole, out / "stats.parquet")
-            write_table_atomic(whole, out / "stats.csv")
+            if rec["measured"]:
+                stats.append(table.drop(columns=["measured_round", "chosen"]))
+                whole = pd.concat(stats, ignore_index=True)
+                write_table_atomic(whole, out / "stats.parquet")
+                write_table_atomic(whole, out / "stats.csv")
             write_table_atomic(pd.DataFrame(history), out / "rounds.csv")
             save_checkpoint({"oracle": oracle.state_dict()}, checkpoint_path(ckdir, t + 1))
             bar.update(t_rounds, completed=t + 1)
@@ -189,5 +259,6 @@ def run_oracle(
             on_round=on_round,
             before_step=before_step,
             keep_metrics=("acc_pooled",),
+            measure=measure_round,
         )
     return pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()

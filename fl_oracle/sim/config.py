@@ -25,6 +25,9 @@ _DATA_MODES = ("auto", "real", "generated")
 _DEVICES = ("auto", "cpu", "cuda")
 _AGGREGATIONS = ("samples", "uniform")
 FISHER_METHODS: tuple[str, ...] = ("layerwise", "vmap")
+# Tables a run folder's config.toml may carry beside the configuration (data provenance and
+# the run record, see fl_oracle.sim.data.provenance and fl_oracle.experiments.run_record).
+RECORD_TABLES: tuple[str, ...] = ("sources", "run")
 
 
 def _err(name: str, value: Any, why: str) -> ConfigError:
@@ -43,6 +46,9 @@ class OracleConfig:
         samples_per_client: training samples per client, by domain (default 1% of each set).
         dirichlet_alpha: Dirichlet(alpha) label skew within each domain; None = iid draw.
         val_per_domain: validation samples per domain (held out from the training split).
+        local_holdout: local hold-out samples per client (drawn from the client's domain with
+            the client's own class mix, disjoint from every shard and the validation subset);
+            the oracle reports ``U_local``, the accuracy of w_t + Δ_i on it. 0 = none.
         test_per_domain: test samples per domain; None = the full test split.
         data_root: folder with the real dataset files; None = generated stand-ins only.
         data_mode: ``auto`` | ``real`` | ``generated``.
@@ -71,6 +77,7 @@ class OracleConfig:
     samples_per_client: Mapping[str, int] | None = None
     dirichlet_alpha: float | None = None
     val_per_domain: int = 500
+    local_holdout: int = 100
     test_per_domain: int | None = None
     data_root: str | None = None
     data_mode: str = "auto"
@@ -103,6 +110,7 @@ class OracleConfig:
         set_(self, "domains", doms)
         self._check_int("clients_per_domain", 1)
         self._check_int("val_per_domain", 1)
+        self._check_int("local_holdout", 0)
         self._check_int("batch_size", 1)
         for name in ("test_per_domain", "fisher_samples", "k", "threads"):
             if getattr(self, name) is not None:
@@ -225,6 +233,8 @@ class OracleConfig:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config TOML is malformed: {exc}") from exc
         unset = raw.pop("unset", [])
+        for table in RECORD_TABLES:  # what the run recorded beside its configuration
+            raw.pop(table, None)
         names = {f.name for f in fields(cls) if not f.name.startswith("_")}
         unknown = sorted(set(raw) - names)
         if unknown:

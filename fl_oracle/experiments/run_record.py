@@ -1,0 +1,89 @@
+"""What ran: fedsel version and git commit, Python, torch, device and thread count.
+
+:func:`run_record` gathers it once per run; :func:`record_toml` writes it as the ``[run]`` table
+of a run folder's ``config.toml`` (``OracleConfig.from_toml`` skips it), and the demo report
+shows it in its set-up table.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+__all__ = ["git_commit", "record_toml", "run_record"]
+
+
+def git_commit(where: str | Path | None = None) -> str:
+    """HEAD of the checkout holding fedsel (``<sha>`` or ``<sha>-dirty``; '' if not a checkout)."""
+    where = Path(where) if where is not None else Path(__file__).resolve().parents[2]
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f"{sha}-dirty" if dirty else sha
+
+
+def _version(pkg: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(pkg)
+    except PackageNotFoundError:
+        return ""
+
+
+def run_record(device: Any = None, *, command: str = "") -> dict[str, Any]:
+    """The run record.
+
+    Args:
+        device: the compute device used (``torch.device`` or its name); None = not known.
+        command: the command line, if the caller wants it kept.
+
+    Returns:
+        ``fedsel_version, git_commit, python, platform, torch_version, device, threads,
+        started`` (UTC, ISO 8601) and ``command`` when given.
+    """
+    import torch
+
+    rec: dict[str, Any] = {
+        "fedsel_version": _version("fedsel"),
+        "git_commit": git_commit(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch_version": torch.__version__,
+        "device": "" if device is None else str(device),
+        "threads": int(torch.get_num_threads()),
+        "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+    if command:
+        rec["command"] = command
+    return rec
+
+
+def record_toml(rec: dict[str, Any]) -> str:
+    """The record as the TOML table ``[run]``."""
+
+    def val(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int):
+            return str(v)
+        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    return "[run]\n" + "\n".join(f"{k} = {val(v)}" for k, v in rec.items()) + "\n"
