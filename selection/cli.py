@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from selection.errors import SelectionError
+from selection.progress import rich_progress
 
 app = typer.Typer(
     name="fedsel",
@@ -24,8 +25,9 @@ app = typer.Typer(
     add_completion=False,
 )
 
-SOLVE_METHODS = ("eps", "maxmin", "weighted", "nsga2", "exhaustive")
-SWEEP_METHODS = ("weighted", "eps", "maxmin", "nsga2", "exhaustive")
+_METHOD_HELP = (
+    "A registered formulation: weighted, eps, maxmin, nsga2, exhaustive, ... (fedsel methods)."
+)
 
 
 @app.callback()
@@ -72,17 +74,14 @@ def parse_weight_grid(text: str | None) -> list[tuple[float, ...]] | None:
 
 def parse_objectives(text: str | None) -> tuple[str, ...]:
     """``"utility,worst"`` -> ("utility", "worst"); at least two distinct known objectives."""
-    from selection.indicators import OBJECTIVE_SENSE
+    from selection.objectives import check_objectives
 
     if text is None:
         return ("utility", "gap")
-    objs = tuple(t.strip() for t in str(text).split(","))
-    bad = [o for o in objs if o not in OBJECTIVE_SENSE]
-    if bad or len(objs) < 2 or len(set(objs)) != len(objs):
-        raise SelectionError(
-            f"--objectives {text!r}: need two or more distinct of {', '.join(OBJECTIVE_SENSE)}"
-        )
-    return objs
+    try:
+        return check_objectives([t.strip() for t in str(text).split(",")], at_least=2)
+    except SelectionError as exc:
+        raise SelectionError(f"--objectives {text!r}: {exc}") from None
 
 
 def _problem(stats: Path, k: int, round_: int | None):
@@ -91,10 +90,14 @@ def _problem(stats: Path, k: int, round_: int | None):
     return SelectionProblem.from_stats(stats, k, round_)
 
 
-def _check_method(method: str, allowed: tuple[str, ...]) -> str:
-    if method not in allowed:
-        raise SelectionError(f"unknown method {method!r}; choose one of {', '.join(allowed)}")
-    return method
+def _solver_class(method: str):
+    """The registered solver class of ``method`` (SelectionError listing the registry)."""
+    from selection.solvers.base import solvers
+
+    known = solvers()
+    if method not in known:
+        raise SelectionError(f"unknown method {method!r}; choose one of {', '.join(known)}")
+    return known[method]
 
 
 def _only(method: str, **given) -> None:
@@ -116,7 +119,7 @@ _TL = typer.Option(None, "--time-limit", help="Seconds per MILP solve (keeps the
 def solve(
     stats: Path = _STATS,
     k: int = _K,
-    method: str = typer.Option(..., "--method", help=f"One of {', '.join(SOLVE_METHODS)}."),
+    method: str = typer.Option(..., "--method", help=_METHOD_HELP),
     eps: float | None = typer.Option(None, "--eps", help="Largest gap, percentage points."),
     delta: float | None = typer.Option(None, "--delta", help="Allowed U loss below U*, points."),
     weights: str | None = typer.Option(None, "--weights", help="w_U,w_R,w_F,w_cos,w_B."),
@@ -131,32 +134,29 @@ def solve(
     json_only: bool = typer.Option(False, "--json", help="Print only the JSON (no summary line)."),
 ) -> None:
     """Solve one selection problem; print it as JSON (stdout) and a summary line (stderr)."""
-    from selection.solvers.base import make_solver
+    from selection.solvers.base import solver_options
 
-    _check_method(method, SOLVE_METHODS)
-    milp = ("eps", "maxmin")
+    cls = _solver_class(method)
+    accepted = solver_options(cls)
+    given = {
+        "eps": eps,
+        "delta": delta,
+        "weights": weights,
+        "composite": composite,
+        "pick": None if pick == "knee" else pick,
+        "backend": None if backend == "auto" else backend,
+        "time_limit": time_limit,
+    }
     _only(
         method,
-        eps=(eps, ("eps", "exhaustive")),
-        delta=(delta, ("maxmin", "exhaustive")),
-        weights=(weights, ("weighted",)),
-        composite=(composite, ("weighted",)),
-        pick=(None if pick == "knee" else pick, ("nsga2",)),
-        backend=(None if backend == "auto" else backend, milp),
-        time_limit=(time_limit, milp),
+        **{name: (value, (method,) if name in accepted else ()) for name, value in given.items()},
     )
-    if method in milp:
-        kw = {"backend": backend, "time_limit": time_limit, "seed": seed}
-        kw.update({"eps": eps} if method == "eps" else {"delta": 0.0 if delta is None else delta})
-    elif method == "weighted":
-        kw = {"weights": weights} if composite is None else {"composite": composite}
-        if weights is not None and composite is not None:
-            raise SelectionError("give --weights or --composite, not both")
-    elif method == "nsga2":
-        kw = {"seed": seed, "pick": pick}
-    else:
-        kw = {"eps": eps, "delta": delta}
-    solver = make_solver(method, **kw)
+    if weights is not None and composite is not None:
+        raise SelectionError("give --weights or --composite, not both")
+    kw = {name: value for name, value in given.items() if value is not None}
+    if "seed" in accepted:
+        kw["seed"] = seed
+    solver = cls(**kw)
     problem = _problem(stats, k, round_)
     r = solver.solve(problem)
     out = {
@@ -184,7 +184,7 @@ def solve(
 def sweep(
     stats: Path = _STATS,
     k: int = _K,
-    method: str = typer.Option(..., "--method", help=f"One of {', '.join(SWEEP_METHODS)}."),
+    method: str = typer.Option(..., "--method", help=_METHOD_HELP),
     out: Path = typer.Option(..., "--out", help="Output folder for front.csv and front.html."),
     eps: str | None = typer.Option(None, "--eps", help="ε grid, e.g. 0,2,5,10 (points)."),
     complete: bool = typer.Option(
@@ -213,17 +213,19 @@ def sweep(
 ) -> None:
     """Sweep one formulation; write DIR/front.csv and DIR/front.html."""
     from selection.atomic import write_table_atomic, write_text_atomic
-    from selection.compare import DEFAULT_DELTA, run_method
+    from selection.compare import run_method
     from selection.report import render_front_html
+    from selection.solvers.base import SOLVED
 
-    _check_method(method, SWEEP_METHODS)
+    cls = _solver_class(method)
+    mine = (method,)
     _only(
         method,
-        eps=(eps, ("eps",)),
-        complete=(complete, ("eps",)),
-        delta=(delta, ("maxmin",)),
-        weights=(weights, ("weighted",)),
-        objectives=(objectives, ("nsga2", "exhaustive")),
+        eps=(eps, mine if cls.param == "eps" else ()),
+        complete=(complete, mine if cls.param == "eps" else ()),
+        delta=(delta, mine if cls.param == "delta" else ()),
+        weights=(weights, mine if cls.param == "weights" else ()),
+        objectives=(objectives, mine if cls.any_objectives else ()),
     )
     if eps is not None and complete:
         raise SelectionError("give --eps or --complete, not both")
@@ -232,24 +234,25 @@ def sweep(
     w_grid = parse_weight_grid(weights)
     objs = parse_objectives(objectives)
     problem = _problem(stats, k, round_)
-    front = run_method(
-        problem,
-        method,
-        eps=eps_grid,
-        delta=DEFAULT_DELTA if delta_grid is None else delta_grid,
-        weights=w_grid,
-        backend=backend,
-        n_jobs=jobs,
-        time_limit=time_limit,
-        seed=seed,
-        progress=True,
-        objectives=objs,
-    )
+    with rich_progress() as progress:
+        front = run_method(
+            problem,
+            method,
+            eps=eps_grid,
+            delta=delta_grid,
+            weights=w_grid,
+            backend=backend,
+            n_jobs=jobs,
+            time_limit=time_limit,
+            seed=seed,
+            progress=progress,
+            objectives=objs,
+        )
     title = f"fedsel sweep: {method} on {stats.name}, round {problem.round}, K={problem.k}"
     page = render_front_html(front, title, x=objs[1], y=objs[0])
     write_table_atomic(front, Path(out) / "front.csv")
     write_text_atomic(page, Path(out) / "front.html")
-    n_ok = int(front["status"].isin(["optimal", "feasible", "time_limit"]).sum())
+    n_ok = int(front["status"].isin([s.value for s in SOLVED]).sum())
     print(
         f"{method}: {len(front)} points ({n_ok} feasible) -> {Path(out) / 'front.csv'}",
         file=sys.stderr,
@@ -274,22 +277,23 @@ def compare(
     from rich.table import Table
 
     from selection.atomic import write_table_atomic, write_text_atomic
-    from selection.compare import DEFAULT_DELTA, compare_methods
+    from selection.compare import compare_methods
     from selection.report import render_compare_html
 
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
     problem = _problem(stats, k, round_)
-    c = compare_methods(
-        problem,
-        eps=eps_grid,
-        delta=DEFAULT_DELTA if delta_grid is None else delta_grid,
-        backend=backend,
-        n_jobs=jobs,
-        time_limit=time_limit,
-        seed=seed,
-        progress=True,
-    )
+    with rich_progress() as progress:
+        c = compare_methods(
+            problem,
+            eps=eps_grid,
+            delta=delta_grid,
+            backend=backend,
+            n_jobs=jobs,
+            time_limit=time_limit,
+            seed=seed,
+            progress=progress,
+        )
     title = f"fedsel compare on {stats.name}, round {problem.round}, K={problem.k}"
     page = render_compare_html(c.table, c.fronts, c.reference, title)
     out = Path(out)
@@ -312,14 +316,31 @@ def compare(
 def analyze(
     stats: Path = typer.Option(..., "--stats", "-s", help="Round-stats table (.parquet/.csv)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder."),
+    boot: int = typer.Option(1000, "--boot", min=0, help="Bootstrap resamples (0 = none)."),
+    boot_seed: int = typer.Option(0, "--boot-seed", min=0, help="Seed of the resampling."),
 ) -> None:
-    """Spearman rho(F,U), rho(F,U|B), rho(F,B) per round and pooled; sample weights; scatter."""
-    from selection.analysis import write_analysis
+    """Per round and U reading: Spearman rho(F,U), rho(F,U|B), rho(F,B) with bootstrap 95%
+    intervals; the pooled value beside its warning; the seed's numbers; figures per round."""
+    from selection.analysis import POOLED_WARNING, write_analysis
     from selection.schema import read_stats
 
-    result = write_analysis(read_stats(stats), out)
-    pooled = result.correlations[result.correlations["round"] == "pooled"].iloc[0]
-    print(
-        f"pooled rho(F,U)={pooled['rho_FU']:.3f} rho(F,U|B)={pooled['rho_FU_given_B']:.3f} "
-        f"rho(F,B)={pooled['rho_FB']:.3f}; wrote {out}/analysis.csv, .json, .html"
-    )
+    result = write_analysis(read_stats(stats), out, n_boot=boot, seed=boot_seed)
+    per = result.per_round
+
+    def ci(r, k: str) -> str:
+        lo, hi = r[f"{k}_lo"], r[f"{k}_hi"]
+        return f"{r[k]:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+    print("round reading   n  rho(F,U) [95% CI]        rho(F,U|B) [95% CI]      rho(F,B) [95% CI]")
+    for _, r in per.iterrows():
+        if r["round"] == "pooled":
+            continue
+        print(
+            f"{r['round']:>5} {r['reading']:<7} {r['n']:>3}  {ci(r, 'rho_FU'):<24} "
+            f"{ci(r, 'rho_FU_given_B'):<24} {ci(r, 'rho_FB')}"
+        )
+    for _, r in per[per["round"] == "pooled"].iterrows():
+        print(f"pooled {r['reading']}: rho(F,U)={ci(r, 'rho_FU')}")
+    print(f"warning: {POOLED_WARNING}")
+    print("seed: rho(F,U)=-0.550 rho(F,U|B)=-0.547 rho(F,B)=+0.064")
+    print(f"wrote {out}/per_round.csv, seed.csv, analysis.csv, .json, .html")

@@ -25,14 +25,14 @@ from selection.indicators import (
     on_front_count,
     reference_front,
 )
-from selection.pareto import results_to_frame, sweep_delta, sweep_eps, sweep_weighted
 from selection.problem import SelectionProblem
-from selection.solvers.base import make_solver
-from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, exact_front
+from selection.progress import ProgressFn, report
+from selection.solvers.base import SOLVED, SweepOptions, solvers
+from selection.solvers.exhaustive import DEFAULT_MAX_COUNT
+from selection.solvers.weighted import default_weight_grid
 
 __all__ = [
-    "METHODS",
-    "DEFAULT_DELTA",
+    "methods",
     "COMPARE_COLUMNS",
     "Comparison",
     "default_weight_grid",
@@ -40,8 +40,6 @@ __all__ = [
     "compare_methods",
 ]
 
-METHODS = ("weighted", "eps", "maxmin", "nsga2", "exhaustive")
-DEFAULT_DELTA: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0)
 COMPARE_COLUMNS = (
     "method",
     "points",
@@ -53,12 +51,11 @@ COMPARE_COLUMNS = (
     "reference",
 )
 _OBJ = ("utility", "gap")
-_OK = ("optimal", "feasible", "time_limit")
 
 
-def default_weight_grid(n: int = 11) -> list[tuple[float, float]]:
-    """(w_U, w_R) pairs from (1, 0) to (0, 1): utility against the worst domain's utility."""
-    return [(round(1 - a, 6), round(a, 6)) for a in np.linspace(0.0, 1.0, n)]
+def methods() -> tuple[str, ...]:
+    """The formulations ``compare`` runs: every registered solver with ``in_compare``."""
+    return tuple(name for name, cls in solvers().items() if cls.in_compare)
 
 
 def run_method(
@@ -66,57 +63,50 @@ def run_method(
     method: str,
     *,
     eps: Sequence[float] | None = None,
-    delta: Sequence[float] = DEFAULT_DELTA,
+    delta: Sequence[float] | None = None,
     weights: Sequence[Sequence[float]] | None = None,
     backend: str = "auto",
     n_jobs: int = 1,
     time_limit: float | None = None,
     seed: int = 0,
     max_count: int = DEFAULT_MAX_COUNT,
-    progress: bool = False,
+    progress: ProgressFn | None = None,
     objectives: Sequence[str] = _OBJ,
 ) -> pd.DataFrame:
     """One method's front table (:func:`selection.pareto.results_to_frame` rows).
 
+    The grid handed to the method is the one of its declared sweep parameter
+    (:attr:`~selection.solvers.base.Solver.param`); None = the method's default.
+
     Args:
         problem: the round's problem.
-        method: one of :data:`METHODS`.
+        method: a registered solver name (:func:`selection.solvers.base.solvers`).
         eps: ε grid (percentage points); None = the complete sweep.
-        delta: δ grid for ``maxmin`` (percentage points).
+        delta: δ grid for ``maxmin`` (percentage points); None = its default.
         weights: weight vectors for ``weighted``; None = :func:`default_weight_grid`.
         backend, n_jobs, time_limit: passed to the ε/δ sweeps.
         seed: NSGA-II and MILP seed.
         max_count: enumeration limit of ``exhaustive`` (TooLargeError above it).
-        progress: rich progress bars in the sweeps.
-        objectives: the objectives of ``nsga2`` and ``exhaustive`` (default utility, gap); the
-            other methods have theirs fixed by their formulation.
+        progress: ``(done, total, label)`` callback of the sweeps.
+        objectives: the objectives of methods with ``any_objectives`` (nsga2, exhaustive;
+            default utility, gap); the other methods have theirs fixed by their formulation.
     """
-    if method == "weighted":
-        grid = default_weight_grid() if weights is None else list(weights)
-        return sweep_weighted(problem, grid, progress=progress)
-    if method == "eps":
-        kw = dict(
-            backend=backend, n_jobs=n_jobs, time_limit=time_limit, seed=seed, progress=progress
-        )
-        if eps is None:
-            return sweep_eps(problem, complete=True, **kw)
-        return sweep_eps(problem, eps, **kw)
-    if method == "maxmin":
-        return sweep_delta(
-            problem,
-            delta,
-            backend=backend,
-            n_jobs=n_jobs,
-            time_limit=time_limit,
-            seed=seed,
-            progress=progress,
-        )
-    if method == "nsga2":
-        solver = make_solver("nsga2", seed=seed, objectives=tuple(objectives))
-        return results_to_frame(problem, solver.front(problem))
-    if method == "exhaustive":
-        return exact_front(problem, tuple(objectives), max_count=max_count)
-    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    known = solvers()
+    if method not in known:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(known)}")
+    cls = known[method]
+    grid = {"eps": eps, "delta": delta, "weights": weights}.get(cls.param or "")
+    options = SweepOptions(
+        grid=None if grid is None else list(grid),
+        objectives=tuple(objectives),
+        backend=backend,
+        n_jobs=n_jobs,
+        time_limit=time_limit,
+        seed=seed,
+        max_count=max_count,
+        progress=progress,
+    )
+    return cls.sweep_front(problem, options)
 
 
 @dataclass(frozen=True)
@@ -143,7 +133,7 @@ class Comparison:
 
 
 def _points(df: pd.DataFrame) -> np.ndarray:
-    ok = df[df["status"].isin(_OK)]
+    ok = df[df["status"].isin([s.value for s in SOLVED])]
     P = ok[list(_OBJ)].to_numpy(dtype=float)
     return np.unique(P, axis=0) if len(P) else np.empty((0, 2))
 
@@ -151,25 +141,29 @@ def _points(df: pd.DataFrame) -> np.ndarray:
 def compare_methods(
     problem: SelectionProblem,
     *,
-    methods: Sequence[str] = METHODS,
+    methods: Sequence[str] | None = None,
     eps: Sequence[float] | None = None,
-    delta: Sequence[float] = DEFAULT_DELTA,
+    delta: Sequence[float] | None = None,
     weights: Sequence[Sequence[float]] | None = None,
     backend: str = "auto",
     n_jobs: int = 1,
     time_limit: float | None = None,
     seed: int = 0,
     max_count: int = DEFAULT_MAX_COUNT,
-    progress: bool = False,
+    progress: ProgressFn | None = None,
 ) -> Comparison:
     """Run ``methods`` on ``problem`` and measure each against one reference front.
 
-    ``exhaustive`` is skipped (no row) when C(N, K) exceeds ``max_count``; the reference is then
-    the non-dominated union of the other methods. Arguments as in :func:`run_method`.
+    ``methods`` defaults to :func:`methods`. A method refusing the instance as too large
+    (enumeration above ``max_count``) is skipped with a note; the reference is the front of the
+    method with ``gives_exact_front`` when it ran, else the non-dominated union of all methods.
+    Arguments as in :func:`run_method`.
     """
-    bad = [m for m in methods if m not in METHODS]
+    known = solvers()
+    methods = globals()["methods"]() if methods is None else tuple(methods)
+    bad = [m for m in methods if m not in known]
     if bad or not methods:
-        raise ValueError(f"unknown method(s) {bad}; choose from {', '.join(METHODS)}")
+        raise ValueError(f"unknown method(s) {bad}; choose from {', '.join(known)}")
     frames: dict[str, pd.DataFrame] = {}
     notes: list[str] = []
     seconds: dict[str, float] = {}
@@ -183,20 +177,18 @@ def compare_methods(
         seed=seed,
         max_count=max_count,
     )
-    with _bar(progress, len(methods)) as advance:
-        for m in methods:
-            t0 = time.perf_counter()
-            try:
-                frames[m] = run_method(problem, m, progress=False, **kw)
-            except TooLargeError as exc:
-                if m != "exhaustive":
-                    raise
-                notes.append(f"exhaustive skipped: {exc}")
-            seconds[m] = time.perf_counter() - t0
-            advance(m)
-    exact = "exhaustive" in frames
+    for i, m in enumerate(methods):
+        t0 = time.perf_counter()
+        try:
+            frames[m] = run_method(problem, m, **kw)
+        except TooLargeError as exc:
+            notes.append(f"{m} skipped: {exc}")
+        seconds[m] = time.perf_counter() - t0
+        report(progress, i + 1, len(methods), f"compare (done: {m})")
     pts = {m: _points(f) for m, f in frames.items()}
-    ref = reference_front(list(pts.values()), _OBJ, exact=pts["exhaustive"] if exact else None)
+    exact_m = next((m for m in frames if known[m].gives_exact_front), None)
+    exact = exact_m is not None
+    ref = reference_front(list(pts.values()), _OBJ, exact=pts[exact_m] if exact else None)
     norm = Normalization.from_front(ref, _OBJ)
     rows = []
     for m, P in pts.items():
@@ -217,29 +209,3 @@ def compare_methods(
     fronts = pd.concat(list(frames.values()), ignore_index=True)
     reference = pd.DataFrame(ref, columns=list(_OBJ)).sort_values("gap", ignore_index=True)
     return Comparison(table, fronts, reference, exact, tuple(notes))
-
-
-class _bar:
-    """A rich progress bar over the methods (or nothing); ``advance(name)``."""
-
-    def __init__(self, enabled: bool, total: int) -> None:
-        self.enabled, self.total = enabled, total
-
-    def __enter__(self):
-        if not self.enabled:
-            return lambda name: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        self._p = Progress(
-            TextColumn("compare {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            transient=True,
-        )
-        self._p.__enter__()
-        task = self._p.add_task("methods", total=self.total)
-        return lambda name: self._p.update(task, advance=1, description=f"(done: {name})")
-
-    def __exit__(self, *exc) -> None:
-        if self.enabled:
-            self._p.__exit__(*exc)

@@ -3,9 +3,9 @@
 Every computation goes through moocore; this module only fixes the conventions so that all
 methods are judged the same way:
 
-* **Objective senses.** ``OBJECTIVE_SENSE`` says whether each objective of
-  :mod:`selection.objectives` is maximized or minimized (``utility``/``worst``/``sum_Fz``/
-  ``sum_cos`` up, ``gap``/``mean_minus_worst``/``var_d``/``sum_B`` down). A point is a row of
+* **Objective senses** come from the objective table :data:`selection.objectives.OBJECTIVES`
+  (``utility``/``worst``/``sum_Fz``/``sum_cos`` up, ``gap``/``mean_minus_worst``/``var_d``/
+  ``sum_B`` down). A point is a row of
   objective values in their natural units (accuracy %, percentage points, ...).
 * **One normalization.** :class:`Normalization` maps each objective linearly onto a
   minimization scale where 0 is the ideal and 1 the nadir value. Ideal and nadir come from the
@@ -29,9 +29,9 @@ import moocore
 import numpy as np
 
 from selection.errors import SelectionError
+from selection.objectives import maximise_mask
 
 __all__ = [
-    "OBJECTIVE_SENSE",
     "REF_POINT",
     "Normalization",
     "maximise_mask",
@@ -44,34 +44,8 @@ __all__ = [
     "on_front_count",
 ]
 
-OBJECTIVE_SENSE: dict[str, str] = {
-    "utility": "max",
-    "gap": "min",
-    "worst": "max",
-    "mean_minus_worst": "min",
-    "var_d": "min",
-    "sum_B": "min",
-    "sum_Fz": "max",
-    "sum_cos": "max",
-}
 REF_POINT = 1.1
 DEFAULT_OBJECTIVES: tuple[str, ...] = ("utility", "gap")
-
-
-def maximise_mask(objectives: Sequence[str]) -> np.ndarray:
-    """Boolean vector, True where the objective is maximized.
-
-    Raises:
-        SelectionError: an objective name is unknown.
-    """
-    out = []
-    for name in objectives:
-        if name not in OBJECTIVE_SENSE:
-            raise SelectionError(
-                f"unknown objective {name!r}; choose from {', '.join(OBJECTIVE_SENSE)}"
-            )
-        out.append(OBJECTIVE_SENSE[name] == "max")
-    return np.array(out, dtype=bool)
 
 
 def _points(points, m: int) -> np.ndarray:
@@ -85,13 +59,31 @@ def _points(points, m: int) -> np.ndarray:
     return P
 
 
-def nondominated_mask(points, objectives: Sequence[str] = DEFAULT_OBJECTIVES) -> np.ndarray:
-    """True for rows no other row dominates (first copy of duplicates only), shape (n,)."""
-    mx = maximise_mask(objectives)
-    P = _points(points, len(mx))
+def nondominated_mask(
+    points,
+    objectives: Sequence[str] = DEFAULT_OBJECTIVES,
+    *,
+    maximise: bool | np.ndarray | None = None,
+    keep_weakly: bool = False,
+) -> np.ndarray:
+    """True for rows no other row dominates, shape (n,): fedsel's one non-dominance filter.
+
+    Args:
+        points: shape (n, m), finite.
+        objectives: the m objective names, whose senses apply (when ``maximise`` is None).
+        maximise: senses given directly instead (a bool for all columns, or shape (m,)).
+        keep_weakly: keep every copy of a duplicated non-dominated row (default: the first).
+    """
+    if maximise is None:
+        mx = maximise_mask(objectives)
+        P = _points(points, len(mx))
+    else:
+        P = np.asarray(points, dtype=float)
+        P = _points(P, P.shape[1] if P.ndim == 2 else len(objectives))
+        mx = np.broadcast_to(np.asarray(maximise, dtype=bool), (P.shape[1],))
     if len(P) == 0:
         return np.zeros(0, dtype=bool)
-    return np.asarray(moocore.is_nondominated(P, maximise=mx, keep_weakly=False), dtype=bool)
+    return np.asarray(moocore.is_nondominated(P, maximise=mx, keep_weakly=keep_weakly), dtype=bool)
 
 
 def nondominated(points, objectives: Sequence[str] = DEFAULT_OBJECTIVES) -> np.ndarray:
@@ -182,7 +174,7 @@ def hypervolume_ratio(
     Args:
         points: a method's points in natural units, shape (n, m).
         reference: the reference front, shape (r, m).
-        objectives: column names; senses from ``OBJECTIVE_SENSE``.
+        objectives: column names; senses from :data:`selection.objectives.OBJECTIVES`.
         norm: normalization to use; default ``Normalization.from_front(reference)``.
         ref: reference point coordinate in normalized space.
 

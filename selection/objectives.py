@@ -1,14 +1,23 @@
-"""Objectives of a selection, exactly as DESIGN.md defines them.
+"""Objectives of a selection, and the one objective table every part of fedsel reads.
 
 All functions take a 0/1 selection matrix ``X`` of shape (M, N) (or one vector of shape
 (N,)) with exactly K ones per row and return one value per row. Because K is fixed, every
-mean is linear in ``x``: U(S) = (1/K) * sum_i x_i U_i.
+mean is linear in ``x``: U(S) = (1/K) * sum_i x_i U_i. The definitions are written out in
+``docs/contract.md``.
+
+:data:`OBJECTIVES` maps each name to an :class:`Objective` (function, sense, unit, label):
+indicators, enumeration, NSGA-II, the CLI's help and the reports take senses and labels
+from it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
+from selection.errors import SelectionError
 from selection.problem import SelectionProblem
 
 __all__ = [
@@ -24,7 +33,10 @@ __all__ = [
     "sum_cos",
     "u_star",
     "evaluate",
+    "Objective",
     "OBJECTIVES",
+    "check_objectives",
+    "maximise_mask",
 ]
 
 
@@ -92,16 +104,64 @@ def u_star(p: SelectionProblem) -> float:
     return float(np.sort(p.U)[::-1][: p.k].mean())
 
 
-OBJECTIVES = {
-    "utility": utility,
-    "gap": gap,
-    "worst": worst,
-    "mean_minus_worst": mean_minus_worst,
-    "var_d": var_domains,
-    "sum_B": sum_B,
-    "sum_Fz": sum_Fz,
-    "sum_cos": sum_cos,
+@dataclass(frozen=True)
+class Objective:
+    """One objective of a selection.
+
+    Attributes:
+        name: the key used everywhere (CLI ``--objectives``, table columns).
+        fn: ``fn(problem, X) -> values`` of shape (M,) for selections X (M, N).
+        sense: ``max`` or ``min``.
+        unit: unit of its values (``%``, ``pp``, ...).
+        label: axis / column label for reports.
+    """
+
+    name: str
+    fn: Callable[[SelectionProblem, np.ndarray], np.ndarray]
+    sense: str
+    unit: str
+    label: str
+
+    @property
+    def maximize(self) -> bool:
+        return self.sense == "max"
+
+    def __call__(self, p: SelectionProblem, X) -> np.ndarray:
+        return self.fn(p, X)
+
+
+OBJECTIVES: dict[str, Objective] = {
+    o.name: o
+    for o in (
+        Objective("utility", utility, "max", "%", "U(S), mean utility (%)"),
+        Objective("gap", gap, "min", "pp", "gap(S), max − min domain utility (pp)"),
+        Objective("worst", worst, "max", "%", "worst(S), worst-domain utility (%)"),
+        Objective("mean_minus_worst", mean_minus_worst, "min", "pp", "mean − worst domain (pp)"),
+        Objective("var_d", var_domains, "min", "%²", "Var_d U_d(S) (%²)"),
+        Objective("sum_B", sum_B, "min", "nats", "Σ B, label divergence (nats)"),
+        Objective("sum_Fz", sum_Fz, "max", "z", "Σ F_z, Fisher z-scores"),
+        Objective("sum_cos", sum_cos, "max", "", "Σ cos_g, update alignment"),
+    )
 }
+
+
+def check_objectives(names: Sequence[str], *, at_least: int = 1) -> tuple[str, ...]:
+    """``names`` as a tuple of distinct known objectives (SelectionError naming the bad one)."""
+    names = tuple(names)
+    for name in names:
+        if name not in OBJECTIVES:
+            raise SelectionError(f"unknown objective {name!r}; choose from {', '.join(OBJECTIVES)}")
+    if len(names) < at_least or len(set(names)) != len(names):
+        raise SelectionError(
+            f"objectives {', '.join(names) or '(none)'}: need {at_least} or more distinct of "
+            f"{', '.join(OBJECTIVES)}"
+        )
+    return names
+
+
+def maximise_mask(names: Sequence[str]) -> np.ndarray:
+    """Boolean vector, True where the objective is maximized (SelectionError if unknown)."""
+    return np.array([OBJECTIVES[n].maximize for n in check_objectives(names)], dtype=bool)
 
 
 def evaluate(p: SelectionProblem, idx) -> dict[str, float]:

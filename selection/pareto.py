@@ -20,8 +20,8 @@ sweep is sequential by construction.
 
 from __future__ import annotations
 
-import contextlib
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from selection.problem import SelectionProblem
+from selection.progress import ProgressFn, report
 from selection.solvers.base import SolveResult, Status, make_solver
 from selection.solvers.params import as_float_list, check_int, check_nonneg
 
@@ -80,31 +81,18 @@ def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) 
     return pd.DataFrame(rows, columns=order)
 
 
-@contextlib.contextmanager
-def _progress(enabled: bool, total: int | None, label: str):
-    """A rich progress bar (or nothing); yields ``advance(n=1)``."""
-    if not enabled:
-        yield lambda n=1: None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+class _Counter:
+    """Counts finished points and reports them (thread-safe: grid points run in threads)."""
 
-    cols = [
-        SpinnerColumn(),
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    ]
-    with Progress(*cols, transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n=1: bar.advance(task, n)
+    def __init__(self, progress: ProgressFn | None, total: int | None, label: str) -> None:
+        self.progress, self.total, self.label = progress, total, label
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, n: int = 1) -> None:
+        with self._lock:
+            self.done += n
+            report(self.progress, self.done, self.total, self.label)
 
 
 def _run_grid(
@@ -112,26 +100,26 @@ def _run_grid(
     problem: SelectionProblem,
     grid: list[float],
     n_jobs: int,
-    progress: bool,
+    progress: ProgressFn | None,
     label: str,
 ) -> list[SolveResult]:
     """Solve ``make().with_param(v)`` for each grid value, in ``n_jobs`` threads."""
-    with _progress(progress and len(grid) > 1, len(grid), label) as advance:
+    advance = _Counter(progress, len(grid), label)
 
-        def run(part: list[float]) -> list[SolveResult]:
-            solver = make()
-            out = []
-            for v in part:
-                out.append(solver.with_param(v).solve(problem))
-                advance()
-            return out
+    def run(part: list[float]) -> list[SolveResult]:
+        solver = make()
+        out = []
+        for v in part:
+            out.append(solver.with_param(v).solve(problem))
+            advance()
+        return out
 
-        if n_jobs <= 1 or len(grid) <= 1:
-            return run(grid)
-        parts = [list(p) for p in np.array_split(np.array(grid, dtype=float), n_jobs) if len(p)]
-        with ThreadPoolExecutor(max_workers=len(parts)) as pool:
-            chunks = list(pool.map(run, parts))
-        return [r for c in chunks for r in c]
+    if n_jobs <= 1 or len(grid) <= 1:
+        return run(grid)
+    parts = [list(p) for p in np.array_split(np.array(grid, dtype=float), n_jobs) if len(p)]
+    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+        chunks = list(pool.map(run, parts))
+    return [r for c in chunks for r in c]
 
 
 def sweep_eps(
@@ -146,7 +134,7 @@ def sweep_eps(
     b_max: float | None = None,
     step: float = DEFAULT_STEP,
     seed: int = 0,
-    progress: bool = False,
+    progress: ProgressFn | None = None,
     max_points: int = MAX_POINTS,
     max_seconds: float | None = None,
 ) -> pd.DataFrame:
@@ -162,7 +150,7 @@ def sweep_eps(
         f_min, b_max: optional Σ F_z >= f_min and Σ B <= b_max on every point.
         step: the complete sweep's next ε is the last gap minus ``step`` (points).
         seed: solver seed.
-        progress: show a rich progress bar.
+        progress: callback ``(done, total, label)`` per point (:mod:`selection.progress`).
         max_points: safety cap on the complete sweep's number of points.
         max_seconds: stop the complete sweep once this much wall time has passed.
 
@@ -196,26 +184,26 @@ def sweep_eps(
     repeats = 0
     finished = False
     t0 = time.perf_counter()
-    with _progress(progress, None, "complete ε sweep") as advance:
-        while len(results) < max_points:
-            r = solver.with_param(e).solve(problem)
-            results.append(r)
-            advance()
-            if not r.ok:
-                finished = r.status == Status.INFEASIBLE
-                break
-            # a backend tolerance may return the last point again: step further each time
-            same = len(results) > 1 and r.selected == results[-2].selected
-            repeats = repeats + 1 if same else 0
-            nxt = solver.model_gap(problem, r.selected) - step * 10**repeats
-            if e is not None:
-                nxt = min(nxt, e - step * 10**repeats)
-            if nxt < 0:
-                finished = True
-                break
-            if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
-                break
-            e = nxt
+    advance = _Counter(progress, None, "complete ε sweep")
+    while len(results) < max_points:
+        r = solver.with_param(e).solve(problem)
+        results.append(r)
+        advance()
+        if not r.ok:
+            finished = r.status == Status.INFEASIBLE
+            break
+        # a backend tolerance may return the last point again: step further each time
+        same = len(results) > 1 and r.selected == results[-2].selected
+        repeats = repeats + 1 if same else 0
+        nxt = solver.model_gap(problem, r.selected) - step * 10**repeats
+        if e is not None:
+            nxt = min(nxt, e - step * 10**repeats)
+        if nxt < 0:
+            finished = True
+            break
+        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+            break
+        e = nxt
     df = results_to_frame(problem, results)
     df.attrs["complete"] = finished
     return df
@@ -229,7 +217,7 @@ def sweep_delta(
     n_jobs: int = 1,
     time_limit: float | None = None,
     seed: int = 0,
-    progress: bool = False,
+    progress: ProgressFn | None = None,
 ) -> pd.DataFrame:
     """Max-min points (max worst s.t. U >= U* − δ) for each δ of a grid (percentage points)."""
     grid = as_float_list("delta", delta)
@@ -246,7 +234,7 @@ def sweep_weighted(
     weights: Sequence[Sequence[float]],
     *,
     composite: bool = False,
-    progress: bool = False,
+    progress: ProgressFn | None = None,
 ) -> pd.DataFrame:
     """One weighted-sum point per weight vector (w_U, w_R, w_F, w_cos, w_B), or per (α, β, γ)
     of the composite score when ``composite`` is true."""
@@ -255,8 +243,8 @@ def sweep_weighted(
     key = "composite" if composite else "weights"
     solvers = [make_solver("weighted", **{key: w}) for w in weights]
     results = []
-    with _progress(progress and len(solvers) > 50, len(solvers), "weighted sweep") as advance:
-        for s in solvers:
-            results.append(s.solve(problem))
-            advance()
+    advance = _Counter(progress, len(solvers), "weighted sweep")
+    for s in solvers:
+        results.append(s.solve(problem))
+        advance()
     return results_to_frame(problem, results)

@@ -16,6 +16,8 @@ import html
 import numpy as np
 import pandas as pd
 
+from selection.solvers.base import SOLVED
+
 __all__ = [
     "front_plot_data",
     "compare_plot_data",
@@ -25,7 +27,7 @@ __all__ = [
 ]
 
 PLOT_COLUMNS = ("method", "param", "utility", "gap", "worst", "selected", "hover")
-_OK = ("optimal", "feasible", "time_limit")
+_OK = [s.value for s in SOLVED]
 AXIS_LABELS = {
     "utility": "U(S) (accuracy %, higher is better)",
     "gap": "gap(S) = max_d U_d − min_d U_d (percentage points, lower is fairer)",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import moocore
 import numpy as np
 import pandas as pd
 
@@ -20,6 +19,7 @@ from fl_oracle.experiments.demo import DemoResult
 from fl_oracle.experiments.report_demo_html import render_html
 from selection.analysis import correlations, scatter_data
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.indicators import nondominated_mask
 
 __all__ = [
     "BEST",
@@ -75,7 +75,7 @@ def dominance(summary: pd.DataFrame) -> pd.DataFrame:
         ';'-joined selector specs; both objectives maximized).
     """
     P = summary[["avg_mean", "worst_mean"]].to_numpy(dtype=float)
-    nd = moocore.is_nondominated(P, maximise=True, keep_weakly=True)
+    nd = nondominated_mask(P, maximise=True, keep_weakly=True)
     names = list(summary["selector"])
     ge = (P[:, None, :] >= P[None, :, :]).all(axis=2)
     gt = (P[:, None, :] > P[None, :, :]).any(axis=2)

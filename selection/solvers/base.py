@@ -1,26 +1,54 @@
-"""The one interface every solver implements.
+"""The one interface every solver implements, and the registry every caller reads.
 
 ``Solver.solve(problem)`` validates, times the run and normalizes the status; each solver
 module writes only ``_solve`` (pymoo's ``evaluate``/``_evaluate`` split). Solvers are
 configured with keyword-only arguments, validated at construction. Backend objects never
 leave ``selection/solvers/``.
+
+A formulation is one module: a :class:`Solver` subclass decorated with :func:`register` that
+declares, as class attributes, what the rest of fedsel needs to know about it —
+
+* ``param``: its sweep parameter (``eps``, ``delta``, ``weights`` or None) and
+  ``default_grid``; :meth:`Solver.sweep_front` turns a grid into a front table (override it
+  for a dedicated sweep: the complete ε sweep, NSGA-II's population, enumeration);
+* ``spec_form`` / :meth:`Solver.spec_kwargs`: how ``make_selector`` reads ``name:arg``;
+* ``order`` (position in lists and in ``fedsel compare``), ``in_compare``,
+  ``any_objectives`` (its front can be drawn in any objectives), ``gives_exact_front``
+  (its front is the exact one, the reference of ``compare``), ``summary`` (one help line).
+
+``fedsel solve/sweep/compare`` and ``make_selector`` derive their method lists and the options
+each method takes (the keywords of its ``__init__``) from :func:`solvers`.
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from selection.errors import SelectionError
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 
-__all__ = ["Status", "SolveResult", "Solver", "register", "make_solver", "SOLVERS"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "Status",
+    "SOLVED",
+    "SolveResult",
+    "SweepOptions",
+    "Solver",
+    "register",
+    "solvers",
+    "make_solver",
+    "solver_options",
+    "SOLVERS",
+]
 
 
 class Status(StrEnum):
@@ -34,6 +62,10 @@ class Status(StrEnum):
 
     def __str__(self) -> str:
         return self.value
+
+
+# Statuses whose selection (when one was returned) is a point of a front.
+SOLVED: frozenset[Status] = frozenset({Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT})
 
 
 @dataclass(frozen=True)
@@ -64,9 +96,7 @@ class SolveResult:
 
     @property
     def ok(self) -> bool:
-        return self.status in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT) and bool(
-            self.selected
-        )
+        return self.status in SOLVED and bool(self.selected)
 
 
 @dataclass(frozen=True)
@@ -80,10 +110,78 @@ class _Raw:
     param: str = ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class SweepOptions:
+    """Settings of one front sweep (:meth:`Solver.sweep_front`).
+
+    Attributes:
+        grid: values of the solver's sweep parameter; None = its default (for ``eps``: the
+            complete sweep).
+        objectives: objectives of solvers with ``any_objectives`` (default utility, gap).
+        backend, n_jobs, time_limit: exact routes (MILP backend, parallel grid points,
+            seconds per point).
+        seed: seed of every stochastic piece.
+        max_count: enumeration limit (None = the enumerator's default).
+        progress: ``(done, total, label)`` callback, or None.
+    """
+
+    grid: Sequence | None = None
+    objectives: tuple[str, ...] = ("utility", "gap")
+    backend: str = "auto"
+    n_jobs: int = 1
+    time_limit: float | None = None
+    seed: int = 0
+    max_count: int | None = None
+    progress: Callable[[int, int | None, str], None] | None = None
+
+
 class Solver(ABC):
-    """Base class: subclasses set ``name`` and implement ``_solve``."""
+    """Base class: subclasses set ``name`` and implement ``_solve`` (module docstring)."""
 
     name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    param: ClassVar[str | None] = None
+    default_grid: ClassVar[tuple | None] = None
+    spec_form: ClassVar[str] = ""
+    order: ClassVar[int] = 100
+    in_compare: ClassVar[bool] = True
+    any_objectives: ClassVar[bool] = False
+    gives_exact_front: ClassVar[bool] = False
+
+    @classmethod
+    def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
+        """The front table of this formulation over its parameter grid (one row per point).
+
+        The default solves once per grid value (once when ``param`` is None); columns as
+        :func:`selection.pareto.results_to_frame`.
+        """
+        from selection.pareto import results_to_frame
+
+        kw = {k: v for k, v in _run_options(options).items() if k in solver_options(cls)}
+        if cls.param is None:
+            return results_to_frame(problem, [cls(**kw).solve(problem)])
+        grid = options.grid if options.grid is not None else cls.default_grid
+        if grid is None:
+            raise SelectionError(f"{cls.name}: give a grid of {cls.param}")
+        return results_to_frame(problem, [cls(**{**kw, cls.param: v}).solve(problem) for v in grid])
+
+    @classmethod
+    def spec_kwargs(cls, arg: str | None) -> dict[str, Any]:
+        """Constructor keywords of the selector spec ``name:arg`` (``arg`` None: no ``:``).
+
+        The default reads ``arg`` as the value of ``param`` (a number for ``eps``/``delta``),
+        and takes no argument when ``param`` is None.
+        """
+        if arg is None:
+            return {}
+        if cls.param is None:
+            raise ValueError(f"{cls.name} takes no argument")
+        if cls.param in ("eps", "delta"):
+            try:
+                return {cls.param: float(arg)}
+            except ValueError:
+                raise ValueError(f"{arg!r} is not a number") from None
+        return {cls.param: arg}
 
     def solve(self, problem: SelectionProblem) -> SolveResult:
         """Solve one problem; never raises for infeasibility (status says it)."""
@@ -133,16 +231,32 @@ def register(cls: type[Solver]) -> type[Solver]:
     return cls
 
 
-def make_solver(name: str, **kwargs: Any) -> Solver:
-    """Instantiate a registered solver by name."""
+def solvers() -> dict[str, type[Solver]]:
+    """Every registered solver by name, in display order (``order``, then name)."""
     import selection.solvers  # noqa: F401  (registers the built-in solvers)
 
-    if name not in SOLVERS:
-        raise SelectionError(f"unknown method {name!r}; choose one of {', '.join(sorted(SOLVERS))}")
-    return SOLVERS[name](**kwargs)
+    return dict(sorted(SOLVERS.items(), key=lambda kv: (kv[1].order, kv[0])))
 
 
-def indices_from_vector(x: np.ndarray, k: int) -> tuple[int, ...]:
-    """The k largest entries of a (relaxed) 0/1 vector, as sorted indices."""
-    x = np.asarray(x, dtype=float)
-    return tuple(sorted(int(i) for i in np.argsort(-x, kind="stable")[:k]))
+def solver_options(cls: type[Solver]) -> frozenset[str]:
+    """The keyword arguments a solver's constructor takes."""
+    return frozenset(
+        n for n, p in inspect.signature(cls.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY
+    )
+
+
+def _run_options(options: SweepOptions) -> dict[str, Any]:
+    return {
+        "backend": options.backend,
+        "time_limit": options.time_limit,
+        "seed": options.seed,
+        "objectives": tuple(options.objectives),
+    }
+
+
+def make_solver(name: str, **kwargs: Any) -> Solver:
+    """Instantiate a registered solver by name."""
+    known = solvers()
+    if name not in known:
+        raise SelectionError(f"unknown method {name!r}; choose one of {', '.join(known)}")
+    return known[name](**kwargs)

@@ -21,10 +21,11 @@ An infeasible ε gives status ``infeasible`` (no exception).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from selection.objectives import gap as gap_of
 from selection.problem import SelectionProblem
-from selection.solvers.base import Status, _Raw, register
+from selection.solvers.base import Status, SweepOptions, _Raw, register
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -48,6 +49,32 @@ class EpsSolver(ExactSolver):
     """
 
     name = "eps"
+    summary = "ε-constraint MILP: max U s.t. gap <= ε, then min gap (Pareto-optimal points)"
+    param = "eps"
+    spec_form = "eps:E"
+    order = 20
+
+    @classmethod
+    def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
+        """The ε grid, or (no grid) the complete sweep: the whole (U, gap) front."""
+        from selection.pareto import sweep_eps
+
+        kw = dict(
+            backend=options.backend,
+            n_jobs=options.n_jobs,
+            time_limit=options.time_limit,
+            seed=options.seed,
+            progress=options.progress,
+        )
+        if options.grid is None:
+            return sweep_eps(problem, complete=True, **kw)
+        return sweep_eps(problem, list(options.grid), **kw)
+
+    @classmethod
+    def spec_kwargs(cls, arg: str | None) -> dict:
+        if arg is None:
+            raise ValueError("eps needs a value, e.g. eps:5")
+        return super().spec_kwargs(arg)
 
     def __init__(
         self,

@@ -23,8 +23,10 @@ import numpy as np
 import pandas as pd
 
 from selection.errors import TooLargeError
+from selection.indicators import nondominated_mask
+from selection.objectives import OBJECTIVES
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, Status, _Raw, register
+from selection.solvers.base import Solver, Status, SweepOptions, _Raw, register
 from selection.solvers.params import check_finite, check_int, check_nonneg, fmt_param
 
 __all__ = [
@@ -43,17 +45,8 @@ DEFAULT_MAX_COUNT = 5_000_000
 CACHE_LIMIT = 500_000
 CHUNK = 1 << 16
 _R = 9  # decimals for tie detection
-# objective -> True if maximized
-SENSES = {
-    "utility": True,
-    "gap": False,
-    "worst": True,
-    "mean_minus_worst": False,
-    "var_d": False,
-    "sum_B": False,
-    "sum_Fz": True,
-    "sum_cos": True,
-}
+# objective -> True if maximized (from the objective table)
+SENSES = {name: o.maximize for name, o in OBJECTIVES.items()}
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -215,10 +208,8 @@ def _front_filter(points: np.ndarray) -> np.ndarray:
     moocore keeps the weakly non-dominated rows (duplicates included); only those few are
     then deduplicated, keeping the lowest position (the smallest index tuple).
     """
-    import moocore
-
     R = np.round(points, _R)
-    cand = np.flatnonzero(moocore.is_nondominated(R, keep_weakly=True))
+    cand = np.flatnonzero(nondominated_mask(R, maximise=False, keep_weakly=True))
     _, first = np.unique(R[cand], axis=0, return_index=True)
     return np.sort(cand[first])
 
@@ -296,6 +287,16 @@ class ExhaustiveSolver(Solver):
     """
 
     name = "exhaustive"
+    summary = "enumeration of all C(N, K) selections: the exact front (small N)"
+    order = 50
+    any_objectives = True
+    gives_exact_front = True
+
+    @classmethod
+    def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
+        """The exact front in ``objectives`` (TooLargeError above ``max_count``)."""
+        limit = DEFAULT_MAX_COUNT if options.max_count is None else options.max_count
+        return exact_front(problem, tuple(options.objectives), max_count=limit)
 
     def __init__(
         self,

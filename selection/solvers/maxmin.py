@@ -13,8 +13,10 @@ vocabulary is the same as ``eps``.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from selection.problem import SelectionProblem
-from selection.solvers.base import Status, _Raw, register
+from selection.solvers.base import Status, SweepOptions, _Raw, register
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -36,6 +38,27 @@ class MaxminSolver(ExactSolver):
     """
 
     name = "maxmin"
+    summary = "max worst-domain utility s.t. U >= U* − δ, ties to higher U"
+    param = "delta"
+    default_grid = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0)
+    spec_form = "maxmin:D"
+    order = 30
+
+    @classmethod
+    def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
+        """One point per δ of the grid (default :attr:`default_grid`)."""
+        from selection.pareto import sweep_delta
+
+        grid = cls.default_grid if options.grid is None else options.grid
+        return sweep_delta(
+            problem,
+            list(grid),
+            backend=options.backend,
+            n_jobs=options.n_jobs,
+            time_limit=options.time_limit,
+            seed=options.seed,
+            progress=options.progress,
+        )
 
     def __init__(
         self,

@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from itertools import combinations
 from math import comb
 
-import moocore
 import numpy as np
+import pandas as pd
 from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.core.crossover import Crossover
 from pymoo.core.duplicate import DuplicateElimination
@@ -51,10 +51,10 @@ from pymoo.core.sampling import Sampling
 from pymoo.optimize import minimize
 
 from selection.errors import SelectionError
-from selection.indicators import OBJECTIVE_SENSE
+from selection.indicators import nondominated_mask
 from selection.objectives import OBJECTIVES, evaluate
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, SolveResult, Status, _Raw, register
+from selection.solvers.base import Solver, SolveResult, Status, SweepOptions, _Raw, register
 
 __all__ = ["NSGA2Solver", "PICKS", "knee_index"]
 
@@ -81,7 +81,7 @@ class _SelectionMOP(Problem):
         super().__init__(n_var=problem.n, n_obj=len(objectives), xl=0, xu=1, vtype=bool)
         self.sel = problem
         self.names = tuple(objectives)
-        self.sign = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
+        self.sign = np.array([-1.0 if OBJECTIVES[o].maximize else 1.0 for o in objectives])
 
     def _evaluate(self, x, out, *args, **kwargs):
         X = np.asarray(x, dtype=float)
@@ -224,7 +224,7 @@ def _nondominated(X: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """Non-dominated, duplicate-free rows of (X, F) with F in minimization form."""
     _, first = np.unique(np.packbits(X, axis=1), axis=0, return_index=True)
     X, F = X[np.sort(first)], F[np.sort(first)]
-    keep = np.asarray(moocore.is_nondominated(F, keep_weakly=True), dtype=bool)
+    keep = nondominated_mask(F, maximise=False, keep_weakly=True)
     return X[keep], F[keep]
 
 
@@ -343,6 +343,22 @@ class NSGA2Solver(Solver):
     """
 
     name = "nsga2"
+    summary = "NSGA-II (pymoo) with K-preserving operators and a swap local search"
+    spec_form = "nsga2[:knee|max-utility|min-gap]"
+    order = 40
+    any_objectives = True
+
+    @classmethod
+    def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
+        """The final non-dominated population (after the local search) in ``objectives``."""
+        from selection.pareto import results_to_frame
+
+        solver = cls(seed=options.seed, objectives=tuple(options.objectives))
+        return results_to_frame(problem, solver.front(problem))
+
+    @classmethod
+    def spec_kwargs(cls, arg: str | None) -> dict:
+        return {} if arg is None else {"pick": arg}
 
     def __init__(
         self,

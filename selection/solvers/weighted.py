@@ -30,9 +30,10 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, Status, _Raw, register
+from selection.solvers.base import Solver, Status, SweepOptions, _Raw, register
 
 __all__ = [
     "WEIGHT_NAMES",
@@ -114,6 +115,11 @@ def _check_vector(name: str, values, lo: int, hi: int) -> tuple[float, ...]:
     return vals
 
 
+def default_weight_grid(n: int = 11) -> list[tuple[float, float]]:
+    """(w_U, w_R) pairs from (1, 0) to (0, 1): utility against the worst domain's utility."""
+    return [(round(1 - a, 6), round(a, 6)) for a in np.linspace(0.0, 1.0, n)]
+
+
 @register
 class WeightedSolver(Solver):
     """Top-K by a weighted score (exact for the weighted sum of linear objectives).
@@ -125,6 +131,25 @@ class WeightedSolver(Solver):
     """
 
     name = "weighted"
+    summary = "top-K by a weighted sum of z-scored terms (supported points only)"
+    param = "weights"
+    default_grid = tuple(default_weight_grid())
+    spec_form = "weighted:w_U,w_R,w_F,w_cos,w_B"
+    order = 10
+
+    @classmethod
+    def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
+        """One point per weight vector (default: 11 (w_U, w_R) pairs from (1, 0) to (0, 1))."""
+        from selection.pareto import sweep_weighted
+
+        grid = cls.default_grid if options.grid is None else options.grid
+        return sweep_weighted(problem, list(grid), progress=options.progress)
+
+    @classmethod
+    def spec_kwargs(cls, arg: str | None) -> dict:
+        if arg is None:
+            raise ValueError("weighted needs comma-separated weights, e.g. weighted:1,0,0")
+        return {"weights": arg}
 
     def __init__(
         self,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from selection.compare import COMPARE_COLUMNS, METHODS, compare_methods, default_weight_grid
+from selection.compare import COMPARE_COLUMNS, compare_methods, default_weight_grid, methods
+
+METHODS = methods()
 from selection.problem import SelectionProblem
 from selection.solvers.exhaustive import exact_front
 from selection.synthetic import synthetic_stats

@@ -109,8 +109,11 @@ def test_parallel_grid_equals_sequential(make_problem):
 
 def test_complete_sweep_rows(make_problem):
     p = make_problem(10, 3, seed=4)
-    df = sweep_eps(p, complete=True, progress=True)
+    calls = []
+    df = sweep_eps(p, complete=True, progress=lambda *a: calls.append(a))
     assert df.param.iloc[0] == "eps=inf"
+    # progress is reported through the callback: one call per solved point, total unknown
+    assert calls == [(i + 1, None, "complete ε sweep") for i in range(len(df))]
     ok = df[df.status == "optimal"]
     assert ok.gap.is_monotonic_decreasing and ok.utility.is_monotonic_decreasing
     assert len(ok) == len(exact_front(p))
