@@ -43,6 +43,21 @@ def version() -> None:
     print(_v("fedsel"))
 
 
+@app.command("methods")
+def methods() -> None:
+    """List the registered formulations and the objectives (name, sense, unit)."""
+    from selection.objectives import OBJECTIVES
+    from selection.solvers.base import solvers
+
+    print("formulations (--method; selector spec):")
+    for name, cls in solvers().items():
+        sweep = f"sweeps {cls.param}" if cls.param else "one front"
+        print(f"  {name:<12} {cls.spec_form or name:<34} {sweep:<14} {cls.summary}")
+    print("objectives (--objectives):")
+    for name, o in OBJECTIVES.items():
+        print(f"  {name:<17} {o.sense}  {o.label}")
+
+
 def parse_floats(option: str, text: str | None) -> list[float] | None:
     """``"0,2,5,10"`` -> [0.0, 2.0, 5.0, 10.0]; SelectionError naming the option and the item."""
     if text is None:
@@ -340,7 +355,7 @@ def analyze(
             f"{ci(r, 'rho_FU_given_B'):<24} {ci(r, 'rho_FB')}"
         )
     for _, r in per[per["round"] == "pooled"].iterrows():
-        print(f"pooled {r['reading']}: rho(F,U)={ci(r, 'rho_FU')}")
+        print(f"pooled rho(F,U)={ci(r, 'rho_FU')} ({r['reading']}; see the warning)")
     print(f"warning: {POOLED_WARNING}")
     print("seed: rho(F,U)=-0.550 rho(F,U|B)=-0.547 rho(F,B)=+0.064")
     print(f"wrote {out}/per_round.csv, seed.csv, analysis.csv, .json, .html")

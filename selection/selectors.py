@@ -50,21 +50,15 @@ from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, SolveResult, Status, make_solver
 
-__all__ = ["Selector", "make_selector", "SPEC_FORMS", "min_gap_point", "proportional_sample"]
+__all__ = [
+    "Selector",
+    "make_selector",
+    "spec_forms",
+    "split_specs",
+    "min_gap_point",
+    "proportional_sample",
+]
 
-SPEC_FORMS = (
-    "eps:E",
-    "maxmin:D",
-    "weighted:w_U,w_R,w_F,w_cos,w_B",
-    "composite:alpha,beta,gamma",
-    "nsga2[:knee|max-utility|min-gap]",
-    "fisher-topk",
-    "random",
-    "all",
-    "proportional",
-    "power-of-choice:d",
-    "qffl:q",
-)
 _BISECT_TOL = 1e-6
 
 
@@ -214,7 +208,7 @@ class _RuleSelector(Selector):
 
 def _bad(spec: str, why: str) -> SelectionError:
     return SelectionError(
-        f"bad selector spec {spec!r}: {why}; valid forms: {', '.join(SPEC_FORMS)}"
+        f"bad selector spec {spec!r}: {why}; valid forms: {', '.join(spec_forms())}"
     )
 
 
@@ -228,8 +222,47 @@ def _number(spec: str, text: str, *, integer: bool = False) -> float:
     return v
 
 
+_RULES = ("fisher-topk", "random", "all", "proportional")  # baselines without an argument
+_RULES_WITH_ARG = {"power-of-choice": "d", "qffl": "q"}
+# spec aliases: name -> (solver, keyword the argument fills)
+_ALIASES = {"composite": ("weighted", "composite")}
+
+
+def spec_forms() -> tuple[str, ...]:
+    """Every valid spec form: the registered solvers' ``spec_form`` plus the baselines."""
+    from selection.solvers.base import solvers
+
+    forms = [cls.spec_form or name for name, cls in solvers().items()]
+    return (*forms, "composite:alpha,beta,gamma", *_RULES, "power-of-choice:d", "qffl:q")
+
+
+def split_specs(text: str) -> list[str]:
+    """A comma-separated list of selector specs, where specs may hold commas themselves.
+
+    ``"weighted:1,0,0,eps:5,random"`` -> ``["weighted:1,0,0", "eps:5", "random"]``: a
+    comma-separated piece that is not the start of a spec (no known name before its ``:``)
+    continues the previous spec's argument.
+    """
+    from selection.solvers.base import solvers
+
+    names = set(solvers()) | set(_ALIASES) | set(_RULES) | set(_RULES_WITH_ARG)
+    out: list[str] = []
+    for piece in (t.strip() for t in str(text).split(",")):
+        if not piece:
+            continue
+        if out and piece.partition(":")[0] not in names:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
 def make_selector(spec: str, *, seed: int = 0) -> Selector:
     """Build a selector from its spec string (see the module docstring).
+
+    Solver-backed specs (``name:arg``) are read by the registered solver's
+    :meth:`~selection.solvers.base.Solver.spec_kwargs`, so a newly registered formulation is a
+    selector without further code.
 
     Args:
         spec: e.g. ``eps:5``, ``maxmin:2``, ``weighted:1,0,0``, ``nsga2:knee``, ``random``.
@@ -238,35 +271,33 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
     Raises:
         SelectionError: unknown or malformed spec (the message lists the valid forms).
     """
+    from selection.solvers.base import solver_options, solvers
+
     if not isinstance(spec, str) or not spec.strip():
         raise _bad(str(spec), "empty")
     spec = spec.strip()
     name, _, arg = spec.partition(":")
     has_arg = ":" in spec
+    known = solvers()
     try:
-        if name == "eps":
-            if not has_arg:
-                raise _bad(spec, "eps needs a value, e.g. eps:5")
-            e = _number(spec, arg)
+        if name in known or name in _ALIASES:
+            solver_name, key = _ALIASES.get(name, (name, None))
+            cls = known[solver_name]
+            if key is not None:
+                if not has_arg:
+                    raise _bad(spec, f"{name} needs comma-separated weights, e.g. {name}:1,0,0")
+                kw = {key: arg}
+            else:
+                kw = cls.spec_kwargs(arg if has_arg else None)
+            seeded = "seed" in solver_options(cls)
+            eps = kw.get("eps") if solver_name == "eps" else None
             return _SolverSelector(
-                spec, lambda s: make_solver("eps", eps=e, seed=s), seed=seed, eps=e
+                spec,
+                lambda s: cls(**kw, **({"seed": s} if seeded else {})),
+                seed=seed,
+                eps=eps,
             )
-        if name == "maxmin":
-            dl = _number(spec, arg) if has_arg else 0.0
-            return _SolverSelector(
-                spec, lambda s: make_solver("maxmin", delta=dl, seed=s), seed=seed
-            )
-        if name in ("weighted", "composite"):
-            if not has_arg:
-                raise _bad(spec, f"{name} needs comma-separated weights, e.g. {name}:1,0,0")
-            key = "weights" if name == "weighted" else "composite"
-            return _SolverSelector(spec, lambda s: make_solver("weighted", **{key: arg}), seed=seed)
-        if name == "nsga2":
-            pick = arg if has_arg else "knee"
-            return _SolverSelector(
-                spec, lambda s: make_solver("nsga2", pick=pick, seed=s), seed=seed
-            )
-        if name in ("fisher-topk", "random", "all", "proportional") and not has_arg:
+        if name in _RULES and not has_arg:
             return _RuleSelector(spec, name, seed=seed)
         if name == "power-of-choice" and has_arg:
             d = int(_number(spec, arg, integer=True))
@@ -281,8 +312,8 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
         raise _bad(spec, str(exc)) from None
     except ValueError as exc:
         raise _bad(spec, str(exc)) from None
-    if name in ("fisher-topk", "random", "all", "proportional"):
+    if name in _RULES:
         raise _bad(spec, f"{name} takes no argument")
-    if name in ("power-of-choice", "qffl"):
+    if name in _RULES_WITH_ARG:
         raise _bad(spec, f"{name} needs a value, e.g. {name}:{10 if name[0] == 'p' else 1}")
     raise _bad(spec, f"unknown selector {name!r}")

@@ -190,12 +190,12 @@ def demo(
     """Compare selectors on the same federation over several seeds; write report.html and tables."""
     from fl_oracle.experiments.demo import DemoSettings, run_demo
     from fl_oracle.experiments.report_demo import write_outputs
-    from selection.selectors import make_selector
+    from selection.selectors import make_selector, split_specs
 
     _check_choice("--data", data, ("auto", "real", "generated"))
     kw: dict[str, Any] = {"rounds": rounds, "seeds": seeds, "k": k, "front_round": front_round}
     if selectors is not None:
-        specs = tuple(s.strip() for s in selectors.split(",") if s.strip())
+        specs = tuple(split_specs(selectors))
         for spec in specs:
             make_selector(spec, seed=0)  # bad spec -> one-line error before any training
         kw["selectors"] = specs

@@ -1,0 +1,137 @@
+"""Adding a formulation = one module: a registered toy solver is found by ``fedsel sweep``,
+``fedsel compare``, ``fedsel methods`` and ``make_selector`` with no other file touched."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fl_oracle.cli import main
+from selection.compare import compare_methods, methods
+from selection.problem import SelectionProblem
+from selection.selectors import make_selector, split_specs
+from selection.solvers.base import SOLVERS, Solver, Status, _Raw, register, solvers
+from selection.solvers.params import check_nonneg, fmt_param
+from selection.synthetic import synthetic_stats
+
+
+class ToySolver(Solver):
+    """Top-K by U_i − delta · B_i (a toy formulation with a δ grid)."""
+
+    name: ClassVar[str] = "toy"
+    summary: ClassVar[str] = "top-K by U − δ·B"
+    param: ClassVar[str] = "delta"
+    default_grid: ClassVar[tuple] = (0.0, 50.0)
+    spec_form: ClassVar[str] = "toy:D"
+
+    def __init__(self, *, delta: float = 0.0) -> None:
+        self.delta = check_nonneg("delta", delta, allow_none=False)
+
+    def _solve(self, problem: SelectionProblem) -> _Raw:
+        score = problem.U - self.delta * problem.B
+        idx = np.argsort(-score, kind="stable")[: problem.k]
+        return _Raw(
+            tuple(int(i) for i in idx), Status.OPTIMAL, param=fmt_param("delta", self.delta)
+        )
+
+
+@pytest.fixture
+def toy():
+    register(ToySolver)
+    yield ToySolver
+    SOLVERS.pop("toy")
+
+
+@pytest.fixture(scope="module")
+def stats_file(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("reg") / "stats.csv"
+    synthetic_stats(12, seed=3).to_csv(path, index=False)
+    return str(path)
+
+
+def _run(argv, capsys) -> tuple[int, str, str]:
+    try:
+        main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_toy_is_in_the_registry_lists(toy):
+    assert "toy" in solvers() and list(solvers())[-1] == "toy"  # order 100: after the built-ins
+    assert methods() == ("weighted", "eps", "maxmin", "nsga2", "exhaustive", "toy")
+
+
+def test_toy_sweep_through_the_cli(toy, stats_file, tmp_path, capsys):
+    code, _, err = _run(
+        [
+            "sweep",
+            "--stats",
+            stats_file,
+            "--k",
+            3,
+            "--method",
+            "toy",
+            "--delta",
+            "0,1",
+            "--out",
+            tmp_path,
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    front = pd.read_csv(tmp_path / "front.csv")
+    assert front["param"].tolist() == ["delta=0", "delta=1"]
+    problem = SelectionProblem.from_stats(stats_file, 3)
+    top = sorted(problem.ids[np.argsort(-problem.U, kind="stable")[:3]])
+    assert sorted(front["selected"].iloc[0].split(";")) == top  # δ = 0: the U* selection
+    # options that do not apply to the toy are refused from its declaration, not a list
+    code, _, err = _run(
+        [
+            "sweep",
+            "--stats",
+            stats_file,
+            "--k",
+            3,
+            "--method",
+            "toy",
+            "--eps",
+            "1",
+            "--out",
+            tmp_path,
+        ],
+        capsys,
+    )
+    assert code == 2 and "--eps does not apply to method 'toy'" in err
+
+
+def test_toy_in_compare_and_methods(toy, stats_file, capsys):
+    c = compare_methods(SelectionProblem.from_stats(stats_file, 3))
+    assert c.table["method"].tolist()[-1] == "toy"
+    row = c.table.set_index("method").loc["toy"]
+    assert row["points"] >= 1 and 0.0 < row["hv_ratio"] <= 1.0 + 1e-9
+    assert (c.fronts["method"] == "toy").sum() == len(ToySolver.default_grid)
+    code, out, _ = _run(["methods"], capsys)
+    assert code == 0 and "toy:D" in out and "top-K by U − δ·B" in out
+
+
+def test_toy_as_a_selector(toy, stats_file):
+    table = pd.read_csv(stats_file)
+    problem = SelectionProblem.from_stats(table, 3)
+    pick = make_selector("toy:0", seed=1)
+    assert sorted(pick(table, 3)) == sorted(problem.ids[np.argsort(-problem.U, kind="stable")[:3]])
+    assert pick.last.param == "delta=0"
+    assert split_specs("weighted:1,0,0,toy:2,random") == ["weighted:1,0,0", "toy:2", "random"]
+
+
+def test_unregistered_toy_is_unknown(stats_file, tmp_path, capsys):
+    assert "toy" not in solvers()
+    code, _, err = _run(
+        ["sweep", "--stats", stats_file, "--k", 3, "--method", "toy", "--out", tmp_path], capsys
+    )
+    assert code == 2 and "unknown method 'toy'" in err
