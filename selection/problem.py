@@ -93,7 +93,7 @@ class SelectionProblem:
             raise SelectionError(f"k={k} must be at least 1")
         if k > n:
             raise SelectionError(f"k={k} exceeds the {n} clients of round {r}")
-        dcols = domain_columns(part)
+        dcols = domain_columns(df)  # the domains of the whole table, whatever the round
         F = part["F"].to_numpy(dtype=float)
         logF = np.log(F)
         sd = logF.std()

@@ -172,7 +172,7 @@ def _domain_utilities(df: pd.DataFrame) -> list[str]:
             pos = int(np.flatnonzero((df["domain"] == d).to_numpy())[0])
             raise StatsError(
                 f"column domain: {_where(df, pos)} has domain {d!r} but the table has no "
-                f"column U_{d}"
+                f"per-domain utility column U_<domain> (U_{d})"
             )
     dcols = domain_columns(df)
     extra = [

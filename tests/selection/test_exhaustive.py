@@ -23,7 +23,7 @@ def _hand_table(ud, u=None):
         {
             "round": 0,
             "client_id": [f"c{i}" for i in range(n)],
-            "domain": "a",
+            "domain": [f"d{i % d}" for i in range(n)],  # domains = the U_<d> columns
             "n_samples": 10,
             "U": ud.mean(axis=1) if u is None else u,
             "F": 1.0 + np.arange(n),

@@ -49,7 +49,7 @@ def test_ties_in_worst_go_to_higher_utility():
         {
             "round": 0,
             "client_id": ["a", "b", "c", "d"],
-            "domain": "x",
+            "domain": ["d0", "d1", "d0", "d1"],
             "n_samples": 5,
             "U": [50.0, 60.0, 70.0, 55.0],
             "F": [1.0, 2.0, 3.0, 4.0],

@@ -35,7 +35,7 @@ def _unsupported_instance() -> SelectionProblem:
         {
             "round": 0,
             "client_id": ["a", "b", "c"],
-            "domain": "d1",
+            "domain": ["d1", "d2", "d1"],
             "n_samples": 10,
             "U": ud.mean(axis=1),
             "F": 5.0,
