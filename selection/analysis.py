@@ -6,6 +6,14 @@
   FedAvg versus uniform client weights);
 * the seed's figure: log F against U coloured by B (plotly).
 
+Per round first: :func:`per_round_correlations` gives rho(F,U), rho(F,U|B) and rho(F,B) for
+each measured round and each reading of U present in the table (``U``, ``U_own``, ``U_local``,
+``dU``; see :mod:`selection.schema`) with bootstrap 95 % intervals (clients resampled with
+replacement within the round, percentile intervals). The pooled value mixes training stages
+(per-round F and U levels move together as the model trains), so it is reported only beside
+:data:`POOLED_WARNING`. :func:`seed_table` sets the seed's three numbers beside fedsel's;
+:func:`faceted_figure` draws the seed's figure per measured round.
+
 Data and rendering are separate: :func:`analyze_stats` computes everything as DataFrames,
 :func:`scatter_figure` draws the figure from :func:`scatter_data`, :func:`write_analysis`
 writes ``analysis.csv``, ``sample_weights.csv``, ``analysis.json`` and ``analysis.html``.
@@ -27,6 +35,13 @@ from selection.atomic import write_table_atomic, write_text_atomic
 from selection.schema import validate_stats
 
 __all__ = [
+    "POOLED_WARNING",
+    "SEED",
+    "U_READINGS",
+    "bootstrap_correlations",
+    "faceted_figure",
+    "per_round_correlations",
+    "seed_table",
     "AnalysisResult",
     "correlations",
     "partial_spearman",
@@ -53,6 +68,8 @@ class AnalysisResult:
     correlations: pd.DataFrame
     sample_weights: pd.DataFrame
     scatter: pd.DataFrame
+    per_round: pd.DataFrame | None = None
+    seed: pd.DataFrame | None = None
 
 
 def partial_spearman(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> float:
@@ -192,25 +209,295 @@ def _jsonable(df: pd.DataFrame) -> list[dict]:
     ]
 
 
-def write_analysis(df: pd.DataFrame, out: str | os.PathLike) -> AnalysisResult:
-    """Write ``analysis.csv`` (correlations), ``sample_weights.csv``, ``analysis.json`` and
-    a self-contained ``analysis.html`` into ``out``; return the :class:`AnalysisResult`."""
+def write_analysis(
+    df: pd.DataFrame, out: str | os.PathLike, *, n_boot: int = 1000, seed: int = 0
+) -> AnalysisResult:
+    """Write ``per_round.csv`` (per round and U reading, bootstrap intervals), ``seed.csv``
+    (the seed's numbers beside fedsel's), ``analysis.csv`` (U only, with the pooled row),
+    ``sample_weights.csv``, ``analysis.json`` and a self-contained ``analysis.html`` (per-round
+    table first, the pooled value under its warning, the seed's figure per round and per U
+    reading) into ``out``; return the :class:`AnalysisResult`."""
     res = analyze_stats(df)
+    df = validate_stats(df)
+    per = per_round_correlations(df, n_boot=n_boot, seed=seed)
+    seed_tab = seed_table(per)
+    res = AnalysisResult(res.correlations, res.sample_weights, res.scatter, per, seed_tab)
     out = Path(out)
+    write_table_atomic(per, out / "per_round.csv")
+    write_table_atomic(seed_tab, out / "seed.csv")
     write_table_atomic(res.correlations, out / "analysis.csv")
     write_table_atomic(res.sample_weights, out / "sample_weights.csv")
     pooled = res.correlations.iloc[-1].to_dict()
     payload = {
+        "per_round_readings": _jsonable(per),
+        "pooled_warning": POOLED_WARNING,
         "pooled": _jsonable(res.correlations.iloc[[-1]])[0],
         "per_round": _jsonable(res.correlations.iloc[:-1]),
         "sample_weights": _jsonable(res.sample_weights),
     }
     write_text_atomic(json.dumps(payload, indent=2, allow_nan=False), out / "analysis.json")
-    fig = scatter_figure(res.scatter, pooled)
-    tables = res.correlations.to_html(
-        index=False, float_format=lambda v: f"{v:.3f}"
-    ) + res.sample_weights.to_html(index=False, float_format=lambda v: f"{v:.1f}")
-    html = fig.to_html(include_plotlyjs=True, full_html=True)
-    html = html.replace("</body>", f"<h3>Correlations</h3>{tables}</body>", 1)
+    html = _analysis_html(df, res, pooled)
     write_text_atomic(html, out / "analysis.html")
     return res
+
+
+def _per_round_display(per: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for _, r in per[per["round"] != "pooled"].iterrows():
+        rows.append(
+            {
+                "round": r["round"],
+                "U reading": r["reading"],
+                "n": r["n"],
+                "ρ(F,U) [95% CI]": _ci(r, "rho_FU"),
+                "ρ(F,U|B) [95% CI]": _ci(r, "rho_FU_given_B"),
+                "ρ(F,B) [95% CI]": _ci(r, "rho_FB"),
+                "log10 F range": f"{r['logF_min'] / math.log(10):.2f} .. "
+                f"{r['logF_max'] / math.log(10):.2f}",
+                "median reading": f"{r['U_median']:.1f}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
+    import html as _h
+
+    per = res.per_round
+    assert per is not None and res.seed is not None
+    pooled_rows = per[per["round"] == "pooled"]
+    pooled_tab = pd.DataFrame(
+        [
+            {
+                "U reading": r["reading"],
+                "n": r["n"],
+                "ρ(F,U)": _ci(r, "rho_FU"),
+                "ρ(F,U|B)": _ci(r, "rho_FU_given_B"),
+                "ρ(F,B)": _ci(r, "rho_FB"),
+            }
+            for _, r in pooled_rows.iterrows()
+        ]
+    )
+    parts = [
+        "<h2>Per-round Spearman correlations (bootstrap 95 % intervals)</h2>",
+        _per_round_display(per).to_html(index=False, escape=True),
+        "<h2>The seed's numbers beside fedsel's</h2>",
+        res.seed.to_html(index=False, escape=True),
+        f"<h2>Pooled over rounds</h2><p><b>Warning:</b> {_h.escape(POOLED_WARNING)}.</p>",
+        pooled_tab.to_html(index=False, escape=True),
+        "<h2>Sample weights per domain</h2>",
+        res.sample_weights.to_html(index=False, float_format=lambda v: f"{v:.1f}"),
+    ]
+    figs = []
+    first = True
+    for r in [r for r in U_READINGS if r in df.columns]:
+        figs.append(faceted_figure(df, r).to_html(full_html=False, include_plotlyjs=first))
+        first = False
+    figs.append(
+        scatter_figure(res.scatter, pooled).to_html(full_html=False, include_plotlyjs=False)
+    )
+    body = "".join(parts) + "<h2>The seed's figure per measured round</h2>" + "".join(figs)
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>fedsel analyze</title>'
+        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;"
+        "margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}</style>"
+        f"</head><body><h1>fedsel analyze</h1>{body}</body></html>"
+    )
+
+
+# ---------------------------------------------------------------------------- per round first
+
+#: The seed's numbers (problem statement): Spearman over its clients on real Digits-4.
+SEED: dict[str, float] = {"rho_FU": -0.550, "rho_FU_given_B": -0.547, "rho_FB": 0.064}
+#: Readings of U, in report order (those present in a table are analysed).
+U_READINGS: tuple[str, ...] = ("U", "U_own", "U_local", "dU")
+POOLED_WARNING = (
+    "pooled over rounds: mixes training stages (F and U both drift with the round), so it "
+    "can differ in sign from every per-round value; read the per-round rows"
+)
+_STATS = ("rho_FU", "rho_FU_given_B", "rho_FB")
+
+
+def _rank_rows(a: np.ndarray) -> np.ndarray:
+    return st.rankdata(a, axis=-1)
+
+
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise Spearman of (R, n) arrays (average ranks for ties); NaN for a constant row."""
+    rx, ry = _rank_rows(x), _rank_rows(y)
+    rx = rx - rx.mean(axis=1, keepdims=True)
+    ry = ry - ry.mean(axis=1, keepdims=True)
+    den = np.sqrt((rx**2).sum(1) * (ry**2).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 1e-12, (rx * ry).sum(1) / np.where(den > 0, den, 1), np.nan)
+
+
+def _three(F: np.ndarray, U: np.ndarray, B: np.ndarray) -> dict[str, np.ndarray]:
+    fu, fb, ub = _spearman_rows(F, U), _spearman_rows(F, B), _spearman_rows(U, B)
+    den = np.sqrt(np.clip((1 - fb**2) * (1 - ub**2), 0.0, None))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        part = np.where(den > 1e-12, (fu - fb * ub) / np.where(den > 0, den, 1), np.nan)
+    return {"rho_FU": fu, "rho_FU_given_B": part, "rho_FB": fb}
+
+
+def bootstrap_correlations(
+    F: np.ndarray,
+    U: np.ndarray,
+    B: np.ndarray,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, float]:
+    """rho(F,U), rho(F,U|B), rho(F,B) with percentile bootstrap intervals.
+
+    Args:
+        F, U, B: (n,) values of one group of clients.
+        n_boot: bootstrap resamples (clients drawn with replacement); 0 = no intervals.
+        seed: the resampling stream.
+        level: coverage of the interval.
+
+    Returns:
+        ``<stat>``, ``<stat>_lo``, ``<stat>_hi`` for the three statistics (NaN when undefined;
+        resamples where a statistic is undefined are left out of its interval).
+    """
+    F, U, B = (np.asarray(v, dtype=float) for v in (F, U, B))
+    n = len(F)
+    out: dict[str, float] = {}
+    if n < 3:
+        for k in _STATS:
+            out.update({k: float("nan"), f"{k}_lo": float("nan"), f"{k}_hi": float("nan")})
+        return out
+    point = _three(F[None], U[None], B[None])
+    idx = np.random.default_rng(seed).integers(0, n, size=(max(int(n_boot), 0), n))
+    boot = _three(F[idx], U[idx], B[idx]) if n_boot > 0 else None
+    a = (1 - level) / 2
+    for k in _STATS:
+        out[k] = float(point[k][0])
+        vals = boot[k][np.isfinite(boot[k])] if boot is not None else np.array([])
+        lo, hi = np.quantile(vals, [a, 1 - a]) if len(vals) else (np.nan, np.nan)
+        out[f"{k}_lo"], out[f"{k}_hi"] = float(lo), float(hi)
+    return out
+
+
+def per_round_correlations(
+    df: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, readings: tuple[str, ...] | None = None
+) -> pd.DataFrame:
+    """One row per (round, U reading) plus a pooled row per reading.
+
+    Columns: ``round`` (str: the round or ``pooled``), ``reading``, ``n``, the three
+    statistics each with ``_lo``/``_hi`` (bootstrap 95 %), ``logF_min``, ``logF_max``
+    (natural log of F over the round), ``U_median`` (of the reading), ``note`` (the pooled
+    warning on pooled rows). Rows whose reading is NaN are left out of that reading.
+    """
+    readings = tuple(r for r in (readings or U_READINGS) if r in df.columns)
+    rows = []
+    groups = [(str(r), g) for r, g in df.groupby("round", sort=True)] + [("pooled", df)]
+    for label, g in groups:
+        for k, r in enumerate(readings):
+            part = g[np.isfinite(g[r].to_numpy(dtype=float))]
+            F = part["F"].to_numpy(dtype=float)
+            res = bootstrap_correlations(
+                F,
+                part[r].to_numpy(dtype=float),
+                part["B"].to_numpy(dtype=float),
+                n_boot=n_boot,
+                seed=seed + k,
+            )
+            rows.append(
+                {
+                    "round": label,
+                    "reading": r,
+                    "n": len(part),
+                    **res,
+                    "logF_min": float(np.log(F.min())) if len(F) else float("nan"),
+                    "logF_max": float(np.log(F.max())) if len(F) else float("nan"),
+                    "U_median": float(part[r].median()) if len(part) else float("nan"),
+                    "note": POOLED_WARNING if label == "pooled" else "",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _ci(row: pd.Series, k: str) -> str:
+    v, lo, hi = row[k], row[f"{k}_lo"], row[f"{k}_hi"]
+    if not np.isfinite(v):
+        return "n/a"
+    return f"{v:+.3f} [{lo:+.3f}, {hi:+.3f}]" if np.isfinite(lo) else f"{v:+.3f}"
+
+
+def seed_table(per_round: pd.DataFrame, rounds: list[str] | None = None) -> pd.DataFrame:
+    """The seed's three numbers in a column beside fedsel's (value [95 % interval]).
+
+    Args:
+        per_round: :func:`per_round_correlations`.
+        rounds: which measured rounds get a column per reading (default: the first and the
+            last measured round).
+
+    Returns:
+        One row per statistic: ``statistic, seed``, then ``<reading> @ round <t>`` columns.
+    """
+    measured = [r for r in dict.fromkeys(per_round["round"]) if r != "pooled"]
+    if rounds is None:
+        rounds = list(dict.fromkeys([measured[0], measured[-1]])) if measured else []
+    names = {"rho_FU": "ρ(F,U)", "rho_FU_given_B": "ρ(F,U|B)", "rho_FB": "ρ(F,B)"}
+    out = []
+    for k in _STATS:
+        rec: dict[str, str] = {"statistic": names[k], "seed": f"{SEED[k]:+.3f}"}
+        for t in rounds:
+            for _, row in per_round[per_round["round"] == str(t)].iterrows():
+                rec[f"{row['reading']} @ round {t}"] = _ci(row, k)
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def faceted_figure(df: pd.DataFrame, reading: str = "U", max_cols: int = 4):
+    """The seed's figure per measured round: log F (x) against a U reading (y), coloured by B."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    rounds = sorted(df["round"].unique())
+    cols = min(max_cols, max(1, len(rounds)))
+    nrows = math.ceil(len(rounds) / cols)
+    fig = make_subplots(
+        rows=nrows,
+        cols=cols,
+        subplot_titles=[f"round {r}" for r in rounds],
+        shared_yaxes=False,
+        horizontal_spacing=0.06,
+        vertical_spacing=0.12 if nrows > 1 else 0.1,
+    )
+    bmax = float(df["B"].max()) if len(df) else 1.0
+    for i, r in enumerate(rounds):
+        g = df[df["round"] == r]
+        fig.add_trace(
+            go.Scatter(
+                x=np.log10(g["F"].to_numpy(dtype=float)),
+                y=g[reading],
+                mode="markers",
+                text=[f"{c} ({d})" for c, d in zip(g["client_id"], g["domain"], strict=True)],
+                marker={
+                    "color": g["B"],
+                    "colorscale": "Viridis",
+                    "cmin": 0.0,
+                    "cmax": bmax,
+                    "size": 7,
+                    "showscale": i == 0,
+                    "colorbar": {"title": "B (nats)"},
+                },
+                hovertemplate="%{text}<br>log10 F=%{x:.2f}<br>"
+                + reading
+                + "=%{y:.2f}<extra></extra>",
+                showlegend=False,
+            ),
+            row=i // cols + 1,
+            col=i % cols + 1,
+        )
+    fig.update_xaxes(title_text="log10 F")
+    fig.update_yaxes(title_text=f"{reading} (%)")
+    fig.update_layout(
+        title=f"log F vs {reading} per measured round, coloured by B",
+        template="plotly_white",
+        height=330 * nrows + 80,
+    )
+    return fig

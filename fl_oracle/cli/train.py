@@ -40,6 +40,21 @@ def _write_run(out: Path, history, stats) -> None:
     write_table_atomic(stats, out / "stats.parquet")
 
 
+def _recorded_config(config, oracle) -> str:
+    """config.toml text: the configuration, the data provenance (also one line per domain on
+    stderr) and the run record."""
+    import sys
+
+    from fl_oracle.experiments.run_record import record_toml, run_record
+    from fl_oracle.sim.data.provenance import provenance_lines, provenance_toml
+
+    prov = getattr(oracle, "provenance", None) or {}
+    for line in provenance_lines(prov):
+        print(line, file=sys.stderr)
+    rec = record_toml(run_record(getattr(oracle, "device", None)))
+    return config.to_toml() + "\n" + provenance_toml(prov) + "\n" + rec
+
+
 def _check_choice(name: str, value: str | None, choices: tuple[str, ...]) -> None:
     if value is not None and value not in choices:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}", param_hint=name)
@@ -110,7 +125,7 @@ def train(
     oracle = make_oracle(config)
     out.mkdir(parents=True, exist_ok=True)
     if hasattr(config, "to_toml"):
-        write_text_atomic(config.to_toml(), out / "config.toml")
+        write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
     rows, tables = [], []
     with Progress() as prog:
         task = prog.add_task(f"train {selector}", total=rounds)

@@ -1,7 +1,7 @@
 """Front points and the set-up description of the demo (predicted next to realized values).
 
 :func:`front_points` sweeps the ε and δ fronts of the oracle's current round with
-:mod:`selection.pareto` and realizes every point with ``oracle.evaluate`` (the aggregate of
+:mod:`selection.solvers.sweeps` and realizes every point with ``oracle.evaluate`` (the aggregate of
 exactly those updates, not committed). :func:`describe_setup` describes the federation.
 """
 
@@ -33,7 +33,7 @@ def front_points(oracle: OracleLike, k: int, delta: Sequence[float]) -> pd.DataF
         ``real_utility`` (pooled accuracy %), ``real_gap``, ``real_worst``, ``real_<domain>``,
         ``err_utility``/``err_gap``/``err_worst`` (realized - predicted, pp), ``split``.
     """
-    from selection.pareto import sweep_delta, sweep_eps
+    from selection.solvers.sweeps import sweep_delta, sweep_eps
 
     stats = oracle.round_stats()
     problem = SelectionProblem.from_stats(stats, k)
@@ -83,6 +83,16 @@ def describe_setup(oracle: OracleLike) -> dict:
         "domains": list(oracle.domains),
         "sources": {d: sources.get(d, "unknown") for d in oracle.domains},
     }
+    prov = getattr(oracle, "provenance", None)
+    if prov:  # kind, path/version, images and content hash per split, in the set-up table
+        from fl_oracle.sim.data.provenance import short_source
+
+        setup["provenance"] = {d: short_source(prov[d]) for d in oracle.domains if d in prov}
+    if getattr(oracle, "device", None) is not None:
+        from fl_oracle.experiments.run_record import run_record
+
+        rec = run_record(oracle.device)
+        setup.update({f"run {k}": v for k, v in rec.items() if k not in ("started", "platform")})
     if clients is not None:
         per = clients.groupby("domain", sort=False)["n_samples"].agg(["count", "sum", "mean"])
         total = float(per["sum"].sum())

@@ -192,13 +192,14 @@ def _setup(setup: dict) -> str:
             {
                 "domain": d,
                 "source": setup.get("sources", {}).get(d, "unknown"),
+                "provenance": setup.get("provenance", {}).get(d, ""),
                 "clients": c.get("clients", ""),
                 "samples": c.get("samples", ""),
                 "samples/client": round(c.get("mean", 0.0), 1) if c else "",
                 "FedAvg weight %": round(c.get("weight_pct", 0.0), 1) if c else "",
             }
         )
-    skip = ("domains", "sources", "clients")
+    skip = ("domains", "sources", "clients", "provenance")
     other = pd.DataFrame(
         [
             {"setting": k, "value": ", ".join(map(str, v)) if isinstance(v, list) else str(v)}
