@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 import typer
@@ -49,8 +50,21 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+def _warn_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """fedsel's own warnings (e.g. ignored stats columns) as one line on stderr."""
+    from selection.schema import StatsWarning
+
+    if not issubclass(category, StatsWarning):
+        return _show_warning(message, category, filename, lineno, file, line)
+    print(f"fedsel: warning: {str(message).splitlines()[0]}", file=sys.stderr)
+
+
+_show_warning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI; input errors exit with code 2 and one line on stderr."""
+    warnings.showwarning = _warn_line
     cli = build_app()
     try:
         cli(args=list(argv) if argv is not None else None, standalone_mode=False)

@@ -221,8 +221,15 @@ class _RowHashDuplicates(DuplicateElimination):
 
 
 def _nondominated(X: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Non-dominated, duplicate-free rows of (X, F) with F in minimization form."""
+    """Non-dominated rows of (X, F) with F in minimization form, one row per objective vector.
+
+    Selections with equal objectives are one point of the front: only the first is kept (when
+    every client ties, all selections are weakly non-dominated and the front would grow with
+    every swap the local search tries).
+    """
     _, first = np.unique(np.packbits(X, axis=1), axis=0, return_index=True)
+    X, F = X[np.sort(first)], F[np.sort(first)]
+    _, first = np.unique(F, axis=0, return_index=True)
     X, F = X[np.sort(first)], F[np.sort(first)]
     keep = nondominated_mask(F, maximise=False, keep_weakly=True)
     return X[keep], F[keep]
@@ -351,7 +358,7 @@ class NSGA2Solver(Solver):
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
         """The final non-dominated population (after the local search) in ``objectives``."""
-        from selection.pareto import results_to_frame
+        from selection.solvers.base import results_to_frame
 
         solver = cls(seed=options.seed, objectives=tuple(options.objectives))
         return results_to_frame(problem, solver.front(problem))
@@ -396,6 +403,13 @@ class NSGA2Solver(Solver):
         """Run NSGA-II; return the final non-dominated X (n, N), F (n, m) and seconds."""
         t0 = time.perf_counter()
         mop = _SelectionMOP(problem, self.objectives)
+        if comb(problem.n, problem.k) <= self.pop_size:  # e.g. one client: enumerate instead
+            X = np.zeros((comb(problem.n, problem.k), problem.n), dtype=bool)
+            for row, idx in enumerate(combinations(range(problem.n), problem.k)):
+                X[row, list(idx)] = True
+            X, F = _nondominated(X, mop.evaluate(X.astype(float), return_values_of=["F"]))
+            order = np.lexsort(F.T[::-1])
+            return X[order], F[order], time.perf_counter() - t0
         algorithm = NSGA2(
             pop_size=self.pop_size,
             sampling=KSubsetSampling(),
