@@ -23,6 +23,7 @@ test-all: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check selection fl_oracle tests benchmarks
 	$(BIN)/ruff format --check selection fl_oracle tests benchmarks
+	$(BIN)/lint-imports
 
 check: lint test
 

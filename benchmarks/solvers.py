@@ -35,12 +35,12 @@ sys.path.insert(0, str(ROOT))
 
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.objectives import gap  # noqa: E402
-from selection.pareto import sweep_eps  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.solvers import make_solver  # noqa: E402
 from selection.solvers.exhaustive import exact_front  # noqa: E402
 from selection.solvers.milp.formulations import eps_spec, model_data  # noqa: E402
 from selection.solvers.milp.model import make_backend  # noqa: E402
+from selection.solvers.sweeps import sweep_eps  # noqa: E402
 from selection.synthetic import synthetic_stats  # noqa: E402
 
 SIZES = [(20, 5), (100, 10), (1000, 100), (5000, 500)]

@@ -193,6 +193,10 @@ def solve(
             o = r.objectives
             line += f", U={o['utility']:.3f}% gap={o['gap']:.3f}pp worst={o['worst']:.3f}%"
         print(f"{line}, {r.seconds:.3f}s: {';'.join(r.ids) or '-'}", file=sys.stderr)
+    if str(r.status) in ("time_limit", "error") and not r.ids:
+        # no selection is no answer: the JSON says why, the exit code says it failed
+        print(f"fedsel: no selection: {r.message or r.status}", file=sys.stderr)
+        raise typer.Exit(1)
 
 
 @app.command("sweep")
@@ -230,7 +234,7 @@ def sweep(
     from selection.atomic import write_table_atomic, write_text_atomic
     from selection.compare import run_method
     from selection.report import render_front_html
-    from selection.solvers.base import SOLVED
+    from selection.solvers.base import point_rows
 
     cls = _solver_class(method)
     mine = (method,)
@@ -267,7 +271,7 @@ def sweep(
     page = render_front_html(front, title, x=objs[1], y=objs[0])
     write_table_atomic(front, Path(out) / "front.csv")
     write_text_atomic(page, Path(out) / "front.html")
-    n_ok = int(front["status"].isin([s.value for s in SOLVED]).sum())
+    n_ok = int(point_rows(front).sum())
     print(
         f"{method}: {len(front)} points ({n_ok} feasible) -> {Path(out) / 'front.csv'}",
         file=sys.stderr,

@@ -27,7 +27,7 @@ from selection.indicators import (
 )
 from selection.problem import SelectionProblem
 from selection.progress import ProgressFn, report
-from selection.solvers.base import SOLVED, SweepOptions, solvers
+from selection.solvers.base import SweepOptions, point_rows, solvers
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT
 from selection.solvers.weighted import default_weight_grid
 
@@ -73,7 +73,7 @@ def run_method(
     progress: ProgressFn | None = None,
     objectives: Sequence[str] = _OBJ,
 ) -> pd.DataFrame:
-    """One method's front table (:func:`selection.pareto.results_to_frame` rows).
+    """One method's front table (:func:`selection.solvers.sweeps.results_to_frame` rows).
 
     The grid handed to the method is the one of its declared sweep parameter
     (:attr:`~selection.solvers.base.Solver.param`); None = the method's default.
@@ -133,7 +133,7 @@ class Comparison:
 
 
 def _points(df: pd.DataFrame) -> np.ndarray:
-    ok = df[df["status"].isin([s.value for s in SOLVED])]
+    ok = df[point_rows(df)]
     P = ok[list(_OBJ)].to_numpy(dtype=float)
     return np.unique(P, axis=0) if len(P) else np.empty((0, 2))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from selection.errors import SelectionError, StatsError
+from selection.errors import SelectionError
 from selection.schema import domain_columns, read_stats, validate_stats
 
 __all__ = ["SelectionProblem"]
@@ -113,12 +113,6 @@ class SelectionProblem:
             round=r,
             table=part,
         )
-
-    def with_k(self, k: int) -> SelectionProblem:
-        """The same round with another cardinality."""
-        if self.table is None:
-            raise StatsError("problem was built without its table")
-        return SelectionProblem.from_stats(self.table, k, self.round)
 
     def ids_of(self, idx) -> list[str]:
         """Client ids of the selected indices, in index order."""

@@ -16,7 +16,7 @@ import html
 import numpy as np
 import pandas as pd
 
-from selection.solvers.base import SOLVED
+from selection.solvers.base import point_rows
 
 __all__ = [
     "front_plot_data",
@@ -27,7 +27,6 @@ __all__ = [
 ]
 
 PLOT_COLUMNS = ("method", "param", "utility", "gap", "worst", "selected", "hover")
-_OK = [s.value for s in SOLVED]
 AXIS_LABELS = {
     "utility": "U(S) (accuracy %, higher is better)",
     "gap": "gap(S) = max_d U_d − min_d U_d (percentage points, lower is fairer)",
@@ -73,7 +72,7 @@ def front_plot_data(front: pd.DataFrame, x: str = "gap", y: str = "utility") -> 
             raise ValueError(f"front table has no column {axis!r} to plot")
     dcols = [c for c in front.columns if c.startswith("U_")]
     extra = [c for c in dict.fromkeys((x, y)) if c not in PLOT_COLUMNS]
-    ok = front[front["status"].astype(str).isin(_OK)].copy()
+    ok = front[point_rows(front)].copy()
     ok = ok.dropna(subset=["utility", "gap", x, y])
     ok["param"] = ok["param"].fillna("").astype(str)
     ok["hover"] = [_hover(r, dcols, extra) for _, r in ok.iterrows()]
@@ -152,7 +151,7 @@ def render_front_html(
     """Self-contained HTML page plotting a front table (one colour per method), ``y`` vs ``x``."""
     data = front_plot_data(front, x, y)
     fig = _figure(data, title, x, y)
-    n_bad = int((~front["status"].astype(str).isin(_OK)).sum())
+    n_bad = int((~point_rows(front)).sum())
     note = f"<p>{len(data)} feasible points" + (f", {n_bad} infeasible/failed" if n_bad else "")
     note += " (not plotted).</p>" if n_bad else ".</p>"
     return _page(title, note + fig.to_html(full_html=False, include_plotlyjs=True))

@@ -239,22 +239,27 @@ def spec_forms() -> tuple[str, ...]:
 def split_specs(text: str) -> list[str]:
     """A comma-separated list of selector specs, where specs may hold commas themselves.
 
-    ``"weighted:1,0,0,eps:5,random"`` -> ``["weighted:1,0,0", "eps:5", "random"]``: a
-    comma-separated piece that is not the start of a spec (no known name before its ``:``)
-    continues the previous spec's argument.
+    ``"weighted:1,0,0,eps:5,random"`` -> ``["weighted:1,0,0", "eps:5", "random"]``: a piece
+    that is a plain number continues the previous spec's argument list; anything else starts
+    a new spec.
     """
-    from selection.solvers.base import solvers
-
-    names = set(solvers()) | set(_ALIASES) | set(_RULES) | set(_RULES_WITH_ARG)
     out: list[str] = []
     for piece in (t.strip() for t in str(text).split(",")):
         if not piece:
             continue
-        if out and piece.partition(":")[0] not in names:
+        if out and ":" in out[-1] and _is_number(piece):
             out[-1] += "," + piece
         else:
             out.append(piece)
     return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def make_selector(spec: str, *, seed: int = 0) -> Selector:

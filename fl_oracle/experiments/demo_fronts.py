@@ -13,10 +13,9 @@ import pandas as pd
 
 from fl_oracle.experiments.loop import OracleLike, domain_metrics
 from selection.problem import SelectionProblem
+from selection.solvers.base import point_rows
 
 __all__ = ["front_points", "describe_setup"]
-
-_OK = ("optimal", "feasible", "time_limit")
 
 
 def front_points(oracle: OracleLike, k: int, delta: Sequence[float]) -> pd.DataFrame:
@@ -39,7 +38,7 @@ def front_points(oracle: OracleLike, k: int, delta: Sequence[float]) -> pd.DataF
     problem = SelectionProblem.from_stats(stats, k)
     parts = [sweep_eps(problem, complete=True), sweep_delta(problem, list(delta))]
     front = pd.concat(parts, ignore_index=True)
-    front = front[front["status"].isin(_OK)].reset_index(drop=True)
+    front = front[point_rows(front)].reset_index(drop=True)
     domains = list(oracle.domains)
     cache: dict[str, dict] = {}
     rows = []

@@ -23,23 +23,27 @@ each method takes (the keywords of its ``__init__``) from :func:`solvers`.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
 
 from selection.errors import SelectionError
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 __all__ = [
     "Status",
     "SOLVED",
+    "point_rows",
+    "FRONT_COLUMNS",
+    "results_to_frame",
     "SolveResult",
     "SweepOptions",
     "Solver",
@@ -66,6 +70,17 @@ class Status(StrEnum):
 
 # Statuses whose selection (when one was returned) is a point of a front.
 SOLVED: frozenset[Status] = frozenset({Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT})
+
+
+def point_rows(front: pd.DataFrame) -> np.ndarray:
+    """Mask of the rows of a front table that are points: a SOLVED status and a selection.
+
+    A ``time_limit`` row without an incumbent (``selected`` empty, objectives NaN) is not a
+    point of any front, and neither is an ``infeasible`` or ``error`` row.
+    """
+    solved = front["status"].astype(str).isin([s.value for s in SOLVED]).to_numpy()
+    chosen = front["selected"].fillna("").astype(str).str.len().to_numpy() > 0
+    return solved & chosen
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,49 @@ class SolveResult:
     @property
     def ok(self) -> bool:
         return self.status in SOLVED and bool(self.selected)
+
+
+FRONT_COLUMNS = (
+    "method",
+    "param",
+    "utility",
+    "gap",
+    "worst",
+    "selected",
+    "status",
+    "seconds",
+    "backend",
+)
+_EXTRA = ("mean_minus_worst", "var_d", "sum_B", "sum_Fz", "sum_cos")
+
+
+def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) -> pd.DataFrame:
+    """One row per result: FRONT_COLUMNS, ``U_<domain>`` per domain, the other objectives,
+    ``n_selected`` and ``message``.
+
+    Args:
+        problem: the problem the results belong to (its domains name the U_<d> columns).
+        results: solve results in the order the rows should have.
+    """
+    dcols = [f"U_{d}" for d in problem.domains]
+    names = ["utility", "gap", "worst", *dcols, *_EXTRA]
+    rows = []
+    for r in results:
+        row = {
+            "method": r.method,
+            "param": r.param,
+            "status": str(r.status),
+            "selected": ";".join(r.ids),
+            "seconds": float(r.seconds),
+            "backend": r.backend,
+            "n_selected": len(r.selected),
+            "message": r.message,
+        }
+        for name in names:
+            row[name] = float(r.objectives[name]) if name in r.objectives else math.nan
+        rows.append(row)
+    order = [*FRONT_COLUMNS, *dcols, *_EXTRA, "n_selected", "message"]
+    return pd.DataFrame(rows, columns=order)
 
 
 @dataclass(frozen=True)
@@ -153,10 +211,8 @@ class Solver(ABC):
         """The front table of this formulation over its parameter grid (one row per point).
 
         The default solves once per grid value (once when ``param`` is None); columns as
-        :func:`selection.pareto.results_to_frame`.
+        :func:`results_to_frame`.
         """
-        from selection.pareto import results_to_frame
-
         kw = {k: v for k, v in _run_options(options).items() if k in solver_options(cls)}
         if cls.param is None:
             return results_to_frame(problem, [cls(**kw).solve(problem)])

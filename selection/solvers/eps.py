@@ -57,7 +57,7 @@ class EpsSolver(ExactSolver):
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
         """The ε grid, or (no grid) the complete sweep: the whole (U, gap) front."""
-        from selection.pareto import sweep_eps
+        from selection.solvers.sweeps import sweep_eps
 
         kw = dict(
             backend=options.backend,

@@ -229,7 +229,7 @@ def exact_front(
         max_count: refuse instances with more selections than this.
 
     Returns:
-        The front as :func:`selection.pareto.results_to_frame` rows (method ``exhaustive``,
+        The front as :func:`selection.solvers.sweeps.results_to_frame` rows (method ``exhaustive``,
         backend ``enum``, status ``optimal``, param the objectives joined by ``,``), sorted by
         the first objective from best to worst. ``seconds`` is the whole enumeration's time.
 
@@ -238,8 +238,7 @@ def exact_front(
         ValueError: an unknown objective name.
     """
     from selection.objectives import evaluate
-    from selection.pareto import results_to_frame
-    from selection.solvers.base import SolveResult
+    from selection.solvers.base import SolveResult, results_to_frame
 
     objectives = tuple(objectives)
     bad = [o for o in objectives if o not in SENSES]

@@ -47,7 +47,7 @@ class MaxminSolver(ExactSolver):
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
         """One point per δ of the grid (default :attr:`default_grid`)."""
-        from selection.pareto import sweep_delta
+        from selection.solvers.sweeps import sweep_delta
 
         grid = cls.default_grid if options.grid is None else options.grid
         return sweep_delta(

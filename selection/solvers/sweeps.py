@@ -1,6 +1,6 @@
 """Sweeps over ε, δ and weights, returned as front tables (one row per solved point).
 
-Every table has the columns of :data:`FRONT_COLUMNS` plus ``U_<domain>`` per domain:
+Every table has the columns of :data:`~selection.solvers.base.FRONT_COLUMNS` plus ``U_<domain>`` per domain:
 ``selected`` holds the client ids joined by ``;`` ("" when no selection was found) and the
 objective columns are NaN then. An infeasible point is a row with status ``infeasible``.
 
@@ -20,7 +20,6 @@ sweep is sequential by construction.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,54 +30,13 @@ import pandas as pd
 
 from selection.problem import SelectionProblem
 from selection.progress import ProgressFn, report
-from selection.solvers.base import SolveResult, Status, make_solver
+from selection.solvers.base import FRONT_COLUMNS, SolveResult, Status, make_solver, results_to_frame
 from selection.solvers.params import as_float_list, check_int, check_nonneg
 
 __all__ = ["FRONT_COLUMNS", "results_to_frame", "sweep_eps", "sweep_delta", "sweep_weighted"]
 
-FRONT_COLUMNS = (
-    "method",
-    "param",
-    "utility",
-    "gap",
-    "worst",
-    "selected",
-    "status",
-    "seconds",
-    "backend",
-)
-_EXTRA = ("mean_minus_worst", "var_d", "sum_B", "sum_Fz", "sum_cos")
 DEFAULT_STEP = 1e-6
 MAX_POINTS = 100_000
-
-
-def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) -> pd.DataFrame:
-    """One row per result: FRONT_COLUMNS, ``U_<domain>`` per domain, the other objectives,
-    ``n_selected`` and ``message``.
-
-    Args:
-        problem: the problem the results belong to (its domains name the U_<d> columns).
-        results: solve results in the order the rows should have.
-    """
-    dcols = [f"U_{d}" for d in problem.domains]
-    names = ["utility", "gap", "worst", *dcols, *_EXTRA]
-    rows = []
-    for r in results:
-        row = {
-            "method": r.method,
-            "param": r.param,
-            "status": str(r.status),
-            "selected": ";".join(r.ids),
-            "seconds": float(r.seconds),
-            "backend": r.backend,
-            "n_selected": len(r.selected),
-            "message": r.message,
-        }
-        for name in names:
-            row[name] = float(r.objectives[name]) if name in r.objectives else math.nan
-        rows.append(row)
-    order = [*FRONT_COLUMNS, *dcols, *_EXTRA, "n_selected", "message"]
-    return pd.DataFrame(rows, columns=order)
 
 
 class _Counter:

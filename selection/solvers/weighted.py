@@ -140,7 +140,7 @@ class WeightedSolver(Solver):
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
         """One point per weight vector (default: 11 (w_U, w_R) pairs from (1, 0) to (0, 1))."""
-        from selection.pareto import sweep_weighted
+        from selection.solvers.sweeps import sweep_weighted
 
         grid = cls.default_grid if options.grid is None else options.grid
         return sweep_weighted(problem, list(grid), progress=options.progress)

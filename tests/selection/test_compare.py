@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from selection.compare import COMPARE_COLUMNS, compare_methods, default_weight_grid, methods
-
-METHODS = methods()
 from selection.problem import SelectionProblem
 from selection.solvers.exhaustive import exact_front
 from selection.synthetic import synthetic_stats
+
+METHODS = methods()
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from selection.pareto import sweep_eps
 from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import ExhaustiveSolver, exact_front
+from selection.solvers.sweeps import sweep_eps
 
 SETTINGS = settings(
     max_examples=4,

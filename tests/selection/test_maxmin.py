@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selection.objectives import u_star
-from selection.pareto import sweep_delta
 from selection.problem import SelectionProblem
 from selection.solvers.exhaustive import ExhaustiveSolver
 from selection.solvers.maxmin import MaxminSolver
+from selection.solvers.sweeps import sweep_delta
 
 DELTAS = [0.0, 0.5, 1.0, 2.0, 5.0, 100.0]
 

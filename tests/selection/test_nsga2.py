@@ -158,7 +158,7 @@ def test_invalid_arguments_raise(kwargs):
 
 
 def test_front_table_through_results_to_frame(problem, front):
-    from selection.pareto import results_to_frame
+    from selection.solvers.base import results_to_frame
 
     df = results_to_frame(problem, front)
     assert isinstance(df, pd.DataFrame) and len(df) == len(front)

@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from selection.pareto import results_to_frame
 from selection.problem import SelectionProblem
 from selection.report import (
     PLOT_COLUMNS,
@@ -15,7 +14,7 @@ from selection.report import (
     render_compare_html,
     render_front_html,
 )
-from selection.solvers.base import make_solver
+from selection.solvers.base import make_solver, results_to_frame
 from selection.synthetic import synthetic_stats
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from selection.errors import SelectionError
 from selection.problem import SelectionProblem
-from selection.selectors import make_selector, spec_forms
+from selection.selectors import make_selector, spec_forms, split_specs
 from selection.solvers.exhaustive import exact_front
 from selection.synthetic import synthetic_stats
 
@@ -150,3 +150,17 @@ def test_nsga2_selector_repeats_for_the_same_seed(last_round):
     b = make_selector("nsga2:knee", seed=2)
     assert a(last_round, K) == b(last_round, K)
     assert np.isfinite(a.last.objectives["gap"])
+
+
+@pytest.mark.parametrize(
+    ("text", "specs"),
+    [
+        ("weighted:1,0,0,eps:5", ["weighted:1,0,0", "eps:5"]),
+        ("random,bogus", ["random", "bogus"]),
+        ("maxmin:2,qffl:1, proportional", ["maxmin:2", "qffl:1", "proportional"]),
+        ("composite:0.2,0.3,0.5,nsga2:knee", ["composite:0.2,0.3,0.5", "nsga2:knee"]),
+        ("eps:5,0", ["eps:5,0"]),  # a number continues an argument: then refused as a spec
+    ],
+)
+def test_split_specs_keeps_commas_inside_a_spec(text, specs):
+    assert split_specs(text) == specs

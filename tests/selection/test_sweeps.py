@@ -8,16 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from selection.pareto import (
+from selection.problem import SelectionProblem
+from selection.solvers import make_solver
+from selection.solvers.exhaustive import exact_front
+from selection.solvers.sweeps import (
     FRONT_COLUMNS,
     results_to_frame,
     sweep_delta,
     sweep_eps,
     sweep_weighted,
 )
-from selection.problem import SelectionProblem
-from selection.solvers import make_solver
-from selection.solvers.exhaustive import exact_front
 
 
 def _unsupported_instance() -> SelectionProblem:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 import weakref
 from abc import abstractmethod
 
 import numpy as np
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, _Raw
+from selection.solvers.base import Solver, Status, _Raw
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.formulations import model_data
 from selection.solvers.milp.model import LexBackend, make_backend, milp_backends
@@ -49,8 +50,12 @@ class ExactSolver(Solver):
     Args:
         backend: ``auto`` (enumeration if C(N, K) <= enum_limit, else ``cbc``), ``enum``,
             ``highs``, ``cbc`` or ``cpsat``.
-        time_limit: seconds per point (both lexicographic stages together); on expiry the
-            incumbent is returned with status ``time_limit``. Ignored by enumeration.
+        time_limit: seconds per point, the whole solve (building the model on first use,
+            LP fixing and both lexicographic stages together); on expiry the incumbent is
+            returned with status ``time_limit`` (an empty selection when there is none). The
+            deadline is checked between steps, so one step that cannot be interrupted (the
+            model build, HiGHS presolve, writing CBC's model file) may overrun it. Ignored by
+            enumeration.
         seed: seeds HiGHS (``random_seed``) and CP-SAT (``random_seed``).
         threads: CBC threads / CP-SAT workers (default 1, deterministic).
         scale: CP-SAT integer scaling of the utilities (default 1000: 0.001 % resolution).
@@ -114,12 +119,17 @@ class ExactSolver(Solver):
         return other
 
     def _solve(self, problem: SelectionProblem) -> _Raw:
+        t0 = time.perf_counter()
         route = self.route(problem)
         if route == "enum":
             return self._solve_enum(problem)
-        model = self.model(problem)
+        model = self.model(problem)  # building the model counts against the time limit
+        left = None if self.time_limit is None else self.time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            msg = "time limit reached while building the model; no incumbent"
+            return _Raw((), Status.TIME_LIMIT, route, msg, self._param())
         self._apply(model, problem)
-        out = model.solve(self.time_limit)
+        out = model.solve(left)
         return _Raw(out.selected, out.status, route, out.message, self._param())
 
     @abstractmethod

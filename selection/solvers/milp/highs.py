@@ -131,6 +131,17 @@ class HighsBackend(LexBackend):
 
         return np.clip(np.asarray(v, dtype=float), -highspy.kHighsInf, highspy.kHighsInf)
 
+    def _deadline(self, time_limit: float | None) -> float:
+        """HiGHS's ``time_limit`` for a run of at most ``time_limit`` seconds.
+
+        HiGHS compares its limit with the run time accumulated over every ``run`` of the
+        object, so a persistent model must be given the time so far plus the new allowance
+        (else, once a sweep's points add up to the limit, every later point stops at once).
+        """
+        if time_limit is None:
+            return INF
+        return float(self._h.getRunTime()) + max(float(time_limit), 0.0)
+
     def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
         inf = self._hs.kHighsInf
         self._h.changeRowBounds(row, max(lo, -inf), min(up, inf) if up != INF else inf)
@@ -150,7 +161,7 @@ class HighsBackend(LexBackend):
     def _relax(self, c, time_limit):
         h = self._h
         h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
-        h.setOptionValue("time_limit", float(time_limit) if time_limit is not None else INF)
+        h.setOptionValue("time_limit", self._deadline(time_limit))
         _use_threads(int(self.threads or 1))
         h.setOptionValue("solve_relaxation", True)
         try:
@@ -164,7 +175,7 @@ class HighsBackend(LexBackend):
     def _optimize(self, c, time_limit, hint):
         hs, h = self._hs, self._h
         h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
-        h.setOptionValue("time_limit", float(time_limit) if time_limit is not None else INF)
+        h.setOptionValue("time_limit", self._deadline(time_limit))
         if hint is not None:
             sol = hs.HighsSolution()
             sol.col_value = list(np.asarray(hint, dtype=float))

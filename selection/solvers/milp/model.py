@@ -203,6 +203,8 @@ class LexBackend(ABC):
                     new, best = self._reduce(j, best, left, tie_tol=not last)
                     cols = np.union1d(cols, new)
                     left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+                    if left is not None and left <= 0:
+                        return self._limited(best, f"time limit reached in stage {j + 1}")
                 kind, v, obj = self._optimize(c, left, best)
                 if kind == "infeasible":
                     if j == 0:
@@ -256,9 +258,14 @@ class LexBackend(ABC):
         spec, none = self.spec, np.zeros(0, dtype=np.int64)
         c = spec.objectives[j]
         self._lp = None
+        t0 = time.perf_counter()
         kind, y = self._relax(c, time_limit)
         if kind != "optimal" or y is None:
             return none, best
+        if time_limit is not None:
+            time_limit -= time.perf_counter() - t0
+            if time_limit <= 0:
+                return none, best
         bound, d = best_bound(spec, c, y, self._row_lo, self._row_up)
         if not np.isfinite(bound):
             return none, best

@@ -41,7 +41,7 @@ def simple_selector(spec: str, *, seed: int = 0):
 
 @pytest.fixture(scope="module")
 def demo_result() -> DemoResult:
-    pytest.importorskip("selection.pareto")
+    pytest.importorskip("selection.solvers.sweeps")
     settings = DemoSettings(rounds=3, seeds=2, k=3, selectors=("top", "rand", "low"))
     return run_demo(lambda s: fake.FakeOracle(seed=s), simple_selector, settings)
 
@@ -270,7 +270,7 @@ def test_fedsel_demo_bad_input_is_one_line(args, needle, tmp_path, capsys):
 
 
 def test_fronts_at_round_zero_use_the_initial_model():
-    pytest.importorskip("selection.pareto")
+    pytest.importorskip("selection.solvers.sweeps")
     settings = DemoSettings(rounds=1, seeds=1, k=2, selectors=("top", "low"))
     res = run_demo(lambda s: fake.FakeOracle(seed=s), simple_selector, settings)
     assert (res.fronts["round"] == 0).all()
