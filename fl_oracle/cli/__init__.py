@@ -67,7 +67,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     warnings.showwarning = _warn_line
     cli = build_app()
     try:
-        cli(args=list(argv) if argv is not None else None, standalone_mode=False)
+        code = cli(args=list(argv) if argv is not None else None, standalone_mode=False)
+        if isinstance(code, int) and code:  # click returns typer.Exit(n)'s code here
+            sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
