@@ -36,6 +36,7 @@ def test_deterministic_per_seed_and_prefix_stable(domain):
 
 def test_load_digits_shapes_labels_and_standardization(tmp_path):
     data = load_digits(
+        mode="generated",  # auto would serve the bundled genuine MNIST digits for mnist
         n_train=120,
         n_test={"mnist": 30, "usps": 10, "svhn": 10, "syn": 10},
         cache_dir=tmp_path,
