@@ -1,7 +1,7 @@
 """The round-stats table: the contract between the oracle and the selection layer.
 
 One row per (round, client). Torch-free, so both packages may import it. ``validate_stats``
-checks every rule of DESIGN.md and raises :class:`StatsError` naming the column, the row
+checks every rule of ``docs/contract.md`` and raises :class:`StatsError` naming the column, the row
 (0-based data row of the table), the client and the offending value.
 """
 
@@ -213,7 +213,7 @@ def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
     """Validate a round-stats table and return it with normalized dtypes.
 
     Args:
-        df: one row per (round, client) with the columns of DESIGN.md.
+        df: one row per (round, client) with the columns of ``docs/contract.md``.
 
     Returns:
         A copy with ``client_id``/``domain`` as str and ``round``/``n_samples`` as int64.

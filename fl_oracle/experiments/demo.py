@@ -10,9 +10,8 @@ statistics are computed on the reference runs' statistics (all clients measured 
 Cost: a round costs the oracle's statistics for every client plus one commit. With the CLI's
 embedded default (``fl_oracle.cli.train.DEMO_ORACLE``: 20 clients, 200 validation and 500 test
 images per domain, 32 Fisher probes, local step 0.1 for 2 epochs, one torch thread per run
-process) a round measured 5.2 CPU seconds (NSGA-II adds ~1 s of solving), and the default
-8 selectors x 3 seeds x 8 rounds = 192 rounds (``make demo``) took 8 min 48 s on 2 shared CPU
-cores with 2 worker processes; generating the stand-ins on a fresh machine adds ~30 s.
+process) the default 8 selectors x 3 seeds x 8 rounds = 192 rounds of ``make demo`` fit in
+the 15 minutes the demo is allowed on 2 CPU cores; its measured time is in the README.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def _err(name: str, value: Any, why: str) -> ConfigError:
 
 @dataclass(frozen=True, kw_only=True)
 class OracleConfig:
-    """Settings of one federated simulation (see issue 4 and ``DESIGN.md``).
+    """Settings of one federated simulation (the round-stats contract it feeds: ``docs/contract.md``).
 
     Attributes:
         seed: seed of the partition, the initial model and every local training stream.

@@ -12,8 +12,8 @@ ties compared at 1e-9.
 On the HiGHS route ε sits on the D·(D−1) pairwise rows Σ_i (U_ia − U_ib) x_i <= K·ε
 (same feasible set, faster there); the other routes use ``hi − lo <= K·ε``. HiGHS and CBC
 reduce each stage by exact LP reduced-cost fixing first (:mod:`.fixing`); ``auto`` uses
-CBC above the enumeration limit (N=5000, K=500: median ~3 s per ε point, HiGHS ~10 s;
-results/benchmarks/solvers.md).
+CBC above the enumeration limit, the faster exact route in ``benchmarks/solvers.py``
+(measured times: results/benchmarks/solvers.md).
 
 An infeasible ε gives status ``infeasible`` (no exception).
 """

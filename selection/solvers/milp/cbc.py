@@ -14,7 +14,8 @@ Before each stage the exact reduced-cost fixing of :mod:`.fixing` fixes the bina
 near-optimal selection can flip (by variable bounds, restored after the solve). Its LP
 relaxation and first incumbent come from a HiGHS twin of the model (highspy, the one HiGHS
 build in the process; CBC itself runs as a subprocess), so CBC only has to prove optimality
-on the ~100 binaries left free: 1-4 s per N=5000 ε point instead of 6-22 s. This is the
+on the ~100 binaries left free (several times faster at N=5000 than CBC alone; see
+results/benchmarks/solvers.md). This is the
 ``auto`` MILP route (:data:`.exact.AUTO_MILP`).
 """
 

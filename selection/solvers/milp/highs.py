@@ -12,12 +12,12 @@ on (with ``presolve = "off"`` HiGHS 1.16 once returned a wrong "optimal" ε poin
 because presolve is what drops the ~4900 fixed columns).
 
 Speed (N=5000, K=500, D=4, one ε point): HiGHS's own search spent nearly all its time at the
-root looking for an incumbent (LP bound within 0.5 s, a good selection after ~20 s), so
+root looking for an incumbent (the LP bound comes early, a good selection much later), so
 :meth:`_relax` (LP relaxation with row duals) and :meth:`_incumbent` (the MILP restricted
 to the LP core, at most ``INCUMBENT_NODES`` nodes) feed the exact reduced-cost fixing of
 :mod:`.fixing`; ε sits on the pairwise rows of ``eps_spec(pairwise=True)`` (2.5x faster
 than on ``hi − lo``). What is left is the proof on ~80-150 free binaries, which takes HiGHS
-thousands of nodes at ~1 ms each (3-30 s on the tight ε points); CBC does that part faster,
+thousands of nodes on the tight ε points; CBC does that part faster,
 so the CBC backend borrows this model for its LP and incumbent and ``auto`` uses CBC.
 
 This is the only HiGHS build fedsel loads: PuLP serves CBC only and OR-Tools CP-SAT only.
