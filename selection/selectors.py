@@ -15,6 +15,8 @@ order. Specs:
 ``random``             K clients uniformly at random
 ``all``                every client of the round (full participation; ignores k)
 ``proportional``       K clients drawn ∝ n_samples without replacement
+``stratified``         a quota of ⌊K/D⌋ per domain (the rest to domains drawn ∝ their samples),
+                       clients drawn ∝ n_samples within each domain
 ``power-of-choice:d``  d candidates drawn ∝ n_samples without replacement, keep the K with the
                        highest ``loss`` (lowest U when the table has no ``loss`` column), d >= K
 ``qffl:q``             K clients uniformly at random; the trainer reweights the aggregation with
@@ -48,7 +50,8 @@ import pandas as pd
 from selection.errors import SelectionError
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, SolveResult, Status, make_solver
+from selection.solvers.base import Solver, SolveResult, Status
+from selection.solvers.eps import min_gap_point
 
 __all__ = [
     "Selector",
@@ -57,34 +60,8 @@ __all__ = [
     "split_specs",
     "min_gap_point",
     "proportional_sample",
+    "stratified_sample",
 ]
-
-_BISECT_TOL = 1e-6
-
-
-def min_gap_point(problem: SelectionProblem, infeasible_eps: float = 0.0) -> SolveResult:
-    """The smallest-gap selection (highest U among ties), by bisection over ε.
-
-    Args:
-        problem: the round's problem.
-        infeasible_eps: an ε known to be infeasible (a lower bound on the smallest gap).
-
-    Returns:
-        The ε solver's result at the smallest feasible ε found (within 1e-6 points).
-    """
-    solver = make_solver("eps")
-    best = solver.solve(problem)  # unconstrained: the U* selection, always feasible
-    lo, hi = float(infeasible_eps), float(best.objectives["gap"])
-    for _ in range(64):
-        if hi - lo <= _BISECT_TOL:
-            break
-        mid = 0.5 * (lo + hi)
-        r = solver.with_param(mid).solve(problem)
-        if r.ok:
-            best, hi = r, min(mid, float(r.objectives["gap"]))
-        else:
-            lo = mid
-    return best
 
 
 def proportional_sample(n_samples: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -98,6 +75,41 @@ def proportional_sample(n_samples: np.ndarray, k: int, rng: np.random.Generator)
     """
     n = np.asarray(n_samples, dtype=float)
     return np.sort(rng.choice(len(n), k, replace=False, p=n / n.sum()))
+
+
+def stratified_sample(
+    domains: np.ndarray, n_samples: np.ndarray, k: int, rng: np.random.Generator
+) -> np.ndarray:
+    """K indices with a quota per domain, drawn ∝ n_samples within each domain, sorted.
+
+    Every domain gets ⌊K/D⌋ clients (fewer if it has fewer); the remaining slots go to domains
+    with clients left, drawn without replacement ∝ the domain's total samples. Within a domain
+    the clients are drawn without replacement ∝ n_samples (:func:`proportional_sample`).
+
+    Args:
+        domains: shape (N,), each client's domain.
+        n_samples: shape (N,), client training-set sizes.
+        k: how many, 1 <= k <= N.
+        rng: the caller's generator.
+    """
+    domains = np.asarray(domains)
+    n = np.asarray(n_samples, dtype=float)
+    names = list(dict.fromkeys(domains.tolist()))  # first-seen order: deterministic
+    members = [np.flatnonzero(domains == d) for d in names]
+    quota = np.array([min(k // len(names), len(m)) for m in members])
+    while quota.sum() < k:
+        spare = [i for i, m in enumerate(members) if quota[i] < len(m)]
+        weight = np.array([n[members[i]].sum() for i in spare])
+        extra = rng.choice(
+            len(spare),
+            min(k - int(quota.sum()), len(spare)),
+            replace=False,
+            p=weight / weight.sum(),
+        )
+        for j in extra:
+            quota[spare[j]] += 1
+    picks = [m[proportional_sample(n[m], q, rng)] for m, q in zip(members, quota, strict=True) if q]
+    return np.sort(np.concatenate(picks))
 
 
 def _result(problem: SelectionProblem, idx, method: str, param: str, t0: float) -> SolveResult:
@@ -187,6 +199,8 @@ class _RuleSelector(Selector):
             idx = np.arange(n)
         elif self.rule == "proportional":
             idx = proportional_sample(problem.n_samples, k, self.rng)
+        elif self.rule == "stratified":
+            idx = stratified_sample(problem.client_domains, problem.n_samples, k, self.rng)
         else:  # power-of-choice
             if self.d < k:
                 raise SelectionError(f"{self.spec}: d={self.d} must be at least k={k}")
@@ -222,7 +236,13 @@ def _number(spec: str, text: str, *, integer: bool = False) -> float:
     return v
 
 
-_RULES = ("fisher-topk", "random", "all", "proportional")  # baselines without an argument
+_RULES = (
+    "fisher-topk",
+    "random",
+    "all",
+    "proportional",
+    "stratified",
+)  # baselines without an argument
 _RULES_WITH_ARG = {"power-of-choice": "d", "qffl": "q"}
 # spec aliases: name -> (solver, keyword the argument fills)
 _ALIASES = {"composite": ("weighted", "composite")}

@@ -15,7 +15,10 @@ import warnings
 from collections.abc import Sequence
 
 import typer
-from typer.exceptions import TyperException
+try:  # typer >= 0.21 raises its own usage errors; older typer (pinned by flwr) raises click's
+    from typer.exceptions import TyperException as _UsageError
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click.exceptions import ClickException as _UsageError
 
 from selection.cli import app
 
@@ -74,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except typer.Abort:
         _fail("aborted", 130)
-    except TyperException as exc:  # usage errors: bad option, missing argument
+    except _UsageError as exc:  # usage errors: bad option, missing argument
         if type(exc).__name__ == "NoArgsIsHelpError":
             print(exc.format_message())
             sys.exit(0)

@@ -157,7 +157,7 @@ def fallback_selection(problem: SelectionProblem) -> tuple[list[str], str]:
     Returns:
         The selected ids and a description of the point that was taken.
     """
-    from selection.selectors import min_gap_point
+    from selection.solvers.eps import min_gap_point
 
     point = min_gap_point(problem)
     obj = point.objectives

@@ -1,10 +1,19 @@
 """Solvers, one module per formulation, behind :class:`selection.solvers.base.Solver`.
 
-Importing this package registers every built-in solver in ``SOLVERS``: adding a formulation
-means adding one module that decorates its class with ``@register`` and importing it here.
+Importing this package imports every module in it, and each formulation module registers its
+class with ``@register``: adding a formulation means adding one module (and its tests), no
+other file.
 """
 
-from selection.solvers import eps, exhaustive, maxmin, nsga2, weighted  # noqa: F401  (registration)
+import importlib
+import pkgutil
+
 from selection.solvers.base import SOLVERS, Solver, SolveResult, Status, make_solver, register
+
+_INFRASTRUCTURE = {"base", "params", "sweeps", "milp"}
+
+for _mod in pkgutil.iter_modules(__path__):
+    if _mod.name not in _INFRASTRUCTURE and not _mod.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_mod.name}")
 
 __all__ = ["SOLVERS", "SolveResult", "Solver", "Status", "make_solver", "register"]

@@ -25,7 +25,7 @@ import pandas as pd
 
 from selection.objectives import gap as gap_of
 from selection.problem import SelectionProblem
-from selection.solvers.base import Status, SweepOptions, _Raw, register
+from selection.solvers.base import SolveResult, Status, SweepOptions, _Raw, register
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -33,7 +33,7 @@ from selection.solvers.milp.formulations import eps_spec
 from selection.solvers.milp.model import INF, LexBackend
 from selection.solvers.params import check_finite, check_nonneg, fmt_param
 
-__all__ = ["EpsSolver"]
+__all__ = ["EpsSolver", "min_gap_point"]
 
 
 @register
@@ -147,3 +147,31 @@ class EpsSolver(ExactSolver):
             if self.route(problem) == "cpsat"
             else float(gap_of(problem, x)[0])
         )
+
+
+_BISECT_TOL = 1e-6
+
+
+def min_gap_point(problem: SelectionProblem, infeasible_eps: float = 0.0) -> SolveResult:
+    """The smallest-gap selection (highest U among ties), by bisection over ε.
+
+    Args:
+        problem: the round's problem.
+        infeasible_eps: an ε known to be infeasible (a lower bound on the smallest gap).
+
+    Returns:
+        The ε solver's result at the smallest feasible ε found (within 1e-6 points).
+    """
+    solver = EpsSolver()
+    best = solver.solve(problem)  # unconstrained: the U* selection, always feasible
+    lo, hi = float(infeasible_eps), float(best.objectives["gap"])
+    for _ in range(64):
+        if hi - lo <= _BISECT_TOL:
+            break
+        mid = 0.5 * (lo + hi)
+        r = solver.with_param(mid).solve(problem)
+        if r.ok:
+            best, hi = r, min(mid, float(r.objectives["gap"]))
+        else:
+            lo = mid
+    return best

@@ -164,3 +164,21 @@ def test_nsga2_selector_repeats_for_the_same_seed(last_round):
 )
 def test_split_specs_keeps_commas_inside_a_spec(text, specs):
     assert split_specs(text) == specs
+
+
+def test_stratified_quota_per_domain_and_seeded():
+    from selection.selectors import stratified_sample
+
+    domains = np.array(["a"] * 5 + ["b"] * 5 + ["c"] * 5 + ["d"] * 5)
+    n = np.array([600] * 5 + [72] * 5 + [732] * 5 + [100] * 5, dtype=float)
+    for k in (4, 5, 8, 11):
+        idx = stratified_sample(domains, n, k, np.random.default_rng(0))
+        counts = np.bincount(np.searchsorted(["a", "b", "c", "d"], domains[idx]), minlength=4)
+        assert len(set(idx)) == k and counts.min() >= k // 4 and counts.max() <= k // 4 + 1
+    a = stratified_sample(domains, n, 5, np.random.default_rng(1))
+    b = stratified_sample(domains, n, 5, np.random.default_rng(1))
+    assert a.tolist() == b.tolist()
+    # a small domain with fewer clients than its quota gives all it has
+    small = np.array(["a"] * 8 + ["b"])
+    idx = stratified_sample(small, np.ones(9), 6, np.random.default_rng(0))
+    assert (small[idx] == "b").sum() == 1 and len(idx) == 6

@@ -1,0 +1,75 @@
+"""ε relative to the round's own front: an ε-constraint whose ε adapts as training moves.
+
+A fixed ε (percentage points) means different things at different stages of training: early,
+when every domain is near chance, a gap of 5 points is loose; late, it may be below the
+smallest gap any selection reaches (and the ε point is infeasible). ``eps-rel`` places ε at a
+fraction α of the round's own achievable range instead:
+
+    ε_t = g_min + α · (g_top − g_min),
+
+with g_min the smallest gap of any K-selection of the round and g_top the gap of the U*
+selection (the unconstrained ε point). α = 0 is the fairest point of the front, α = 1 the
+utility-optimal one; in between, the ε point at the same relative position every round.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from selection.problem import SelectionProblem
+from selection.solvers.base import Solver, _Raw, register
+from selection.solvers.eps import EpsSolver, min_gap_point
+from selection.solvers.params import check_nonneg, fmt_param
+
+__all__ = ["EpsRelSolver"]
+
+
+@register
+class EpsRelSolver(Solver):
+    """max U s.t. gap <= g_min + α·(g_top − g_min), then min gap (module docstring).
+
+    Args:
+        alpha: position in the round's gap range, 0 <= α <= 1.
+        backend, time_limit, seed: of the underlying ε solves (see EpsSolver).
+    """
+
+    name: ClassVar[str] = "eps-rel"
+    summary: ClassVar[str] = "ε at a fraction α of the round's own gap range (adapts per round)"
+    param: ClassVar[str] = "alpha"
+    default_grid: ClassVar[tuple] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    spec_form: ClassVar[str] = "eps-rel:A"
+    order: ClassVar[int] = 25
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 0.5,
+        backend: str = "auto",
+        time_limit: float | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.alpha = check_nonneg("alpha", alpha, allow_none=False)
+        if self.alpha > 1:
+            raise ValueError(f"alpha={alpha!r} must be in [0, 1]")
+        self._eps = EpsSolver(backend=backend, time_limit=time_limit, seed=seed)
+
+    @classmethod
+    def spec_kwargs(cls, arg: str | None) -> dict:
+        if arg is None:
+            return {}
+        try:
+            return {"alpha": float(arg)}
+        except ValueError:
+            raise ValueError(f"{arg!r} is not a number") from None
+
+    def _solve(self, problem: SelectionProblem) -> _Raw:
+        top = self._eps.solve(problem)
+        param = fmt_param("alpha", self.alpha)
+        if not top.ok:
+            return _Raw((), top.status, top.backend, top.message, param)
+        g_top = float(top.objectives["gap"])
+        g_min = float(min_gap_point(problem).objectives["gap"])
+        eps = g_min + self.alpha * (g_top - g_min) + 1e-9
+        r = self._eps.with_param(eps).solve(problem)
+        msg = f"eps={eps:.6g} in [{g_min:.6g}, {g_top:.6g}]"
+        return _Raw(r.selected, r.status, r.backend, msg, param)
