@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -192,6 +193,21 @@ def _domain_utilities(df: pd.DataFrame) -> list[str]:
     return dcols
 
 
+def _known_domains(df: pd.DataFrame, domains: Sequence[str]) -> list[str]:
+    """``U_<d>`` of each given domain (all must exist); every client's domain must be one."""
+    missing = [f"U_{d}" for d in domains if f"U_{d}" not in df.columns]
+    if missing:
+        raise StatsError(f"round stats table is missing column(s): {', '.join(missing)}")
+    other = ~df["domain"].isin(list(domains)).to_numpy()
+    if other.any():
+        pos = int(np.flatnonzero(other)[0])
+        raise StatsError(
+            f"column domain: {_where(df, pos)} has domain {df['domain'].iloc[pos]!r}, "
+            f"not one of {', '.join(domains)}"
+        )
+    return [f"U_{d}" for d in domains]
+
+
 def _refuse_booleans(df: pd.DataFrame, col: str) -> None:
     """True/False is not a number here (pandas would read it as 1/0)."""
     values = df[col]
@@ -209,11 +225,13 @@ def _refuse_booleans(df: pd.DataFrame, col: str) -> None:
         )
 
 
-def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
+def validate_stats(df: pd.DataFrame, *, domains: Sequence[str] | None = None) -> pd.DataFrame:
     """Validate a round-stats table and return it with normalized dtypes.
 
     Args:
         df: one row per (round, client) with the columns of ``docs/contract.md``.
+        domains: the evaluation domains when the caller knows them (the oracle, whose table of
+            a subset of clients may lack a domain's clients); None = the ``domain`` values.
 
     Returns:
         A copy with ``client_id``/``domain`` as str and ``round``/``n_samples`` as int64.
@@ -232,7 +250,7 @@ def validate_stats(df: pd.DataFrame) -> pd.DataFrame:
     df = df.reset_index(drop=True).copy()
     for col in ("client_id", "domain"):
         df[col] = _strings(df, col)
-    dcols = _domain_utilities(df)
+    dcols = _domain_utilities(df) if domains is None else _known_domains(df, domains)
     numeric = ["round", "n_samples", "U", "F", "B", "cos_g", *dcols]
     for col in numeric:
         _refuse_booleans(df, col)

@@ -41,6 +41,9 @@ def oracle(
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
     cache_dir: str | None = typer.Option(None, "--cache-dir", help="Generated-data cache."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
+    ),
     measure_every: int = typer.Option(
         1, "--measure-every", min=1, help="Measure every N-th round; the others only train."
     ),
@@ -95,6 +98,7 @@ def oracle(
         rounds=rounds,
         out=out,
         resume=resume,
+        overwrite=overwrite,
         cache_dir=cache_dir,
         progress=progress,
         measure_round=None if full else schedule,

@@ -100,11 +100,15 @@ def train(
         min=0.0,
         help="Local epoch budget per round (oracle default 1).",
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
+    ),
 ) -> None:
     """Train with a selector choosing the K clients of every round."""
     from rich.progress import Progress
 
     from fl_oracle.experiments.loop import STATS_MODES, run_training
+    from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
     from selection.selectors import make_selector
 
@@ -122,40 +126,41 @@ def train(
         local_epochs=local_epochs,
     )
     sel = make_selector(selector, seed=seed)
-    oracle = make_oracle(config)
-    out.mkdir(parents=True, exist_ok=True)
-    if hasattr(config, "to_toml"):
-        write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
-    rows, tables = [], []
-    with Progress() as prog:
-        task = prog.add_task(f"train {selector}", total=rounds)
+    # one run per folder: locked, another run refused, nothing left behind by a failed start
+    with claim_run_folder(out, "train", overwrite=overwrite, committed="history.csv"):
+        oracle = make_oracle(config)
+        if hasattr(config, "to_toml"):
+            write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
+        rows, tables = [], []
+        with Progress() as prog:
+            task = prog.add_task(f"train {selector}", total=rounds)
 
-        def on_round(row, table):
-            import pandas as pd
+            def on_round(row, table):
+                import pandas as pd
 
-            rows.append(row)
-            tables.append(table)
-            _write_run(out, pd.DataFrame(rows), pd.concat(tables, ignore_index=True))
-            prog.update(
-                task,
-                advance=1,
-                description=(
-                    f"train {selector}: round {row['round']} avg {row['acc_avg']:.1f}% "
-                    f"worst {row['acc_worst']:.1f}%"
-                ),
+                rows.append(row)
+                tables.append(table)
+                _write_run(out, pd.DataFrame(rows), pd.concat(tables, ignore_index=True))
+                prog.update(
+                    task,
+                    advance=1,
+                    description=(
+                        f"train {selector}: round {row['round']} avg {row['acc_avg']:.1f}% "
+                        f"worst {row['acc_worst']:.1f}%"
+                    ),
+                )
+
+            res = run_training(
+                oracle,
+                sel,
+                rounds=rounds,
+                k=k,
+                name=selector,
+                seed=seed,
+                stats_mode=stats,
+                on_round=on_round,
             )
-
-        res = run_training(
-            oracle,
-            sel,
-            rounds=rounds,
-            k=k,
-            name=selector,
-            seed=seed,
-            stats_mode=stats,
-            on_round=on_round,
-        )
-    _write_run(out, res.history, res.stats)
+        _write_run(out, res.history, res.stats)
     last = res.history.iloc[-1]
     fb = int((res.history["fallback"] != "").sum())
     print(

@@ -146,6 +146,27 @@ def run_oracle(
     rounds: int,
     out: str | Path,
     resume: bool = False,
+    overwrite: bool = False,
+    **kwargs,
+) -> pd.DataFrame:
+    """:func:`_run_oracle` holding ``out`` (:func:`~fl_oracle.experiments.runfolder.claim_run_folder`).
+
+    The folder is locked for the run's lifetime; a folder holding another run is refused
+    unless ``resume`` or ``overwrite`` (delete that run's files first); a fresh run that fails
+    before its first checkpoint leaves no files behind. Other arguments as :func:`_run_oracle`.
+    """
+    from fl_oracle.experiments.runfolder import claim_run_folder
+
+    with claim_run_folder(out, "oracle", resume=resume, overwrite=overwrite):
+        return _run_oracle(config, rounds=rounds, out=out, resume=resume, **kwargs)
+
+
+def _run_oracle(
+    config: OracleConfig,
+    *,
+    rounds: int,
+    out: str | Path,
+    resume: bool = False,
     data: dict | None = None,
     cache_dir: str | None = None,
     progress: bool = True,
@@ -189,8 +210,7 @@ def run_oracle(
             )
     elif cfg_path.exists() or latest_checkpoint(ckdir) is not None:
         raise CheckpointError(f"{out} already holds a run; pass --resume or choose another --out")
-    else:
-        write_text_atomic(config.to_toml(), cfg_path)
+    # a fresh run's record is written below, once the oracle (and its data) could be built
 
     oracle = Oracle(config, data=data, cache_dir=cache_dir, progress=progress)
     from fl_oracle.sim.data.provenance import provenance_lines

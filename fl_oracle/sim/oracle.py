@@ -320,7 +320,7 @@ class Oracle:
         rows["loss"] = probe.loss[idx].cpu().numpy()
         rows["steps"] = np.array([self._updates[i][1] for i in idx], dtype=np.int64)
         rows["gamma_achieved"] = np.array([self._updates[i][2] for i in idx])
-        return validate_stats(pd.DataFrame(rows))
+        return validate_stats(pd.DataFrame(rows), domains=self.domains)  # subsets keep all D
 
     def evaluate(
         self,

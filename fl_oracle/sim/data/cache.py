@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -60,8 +61,8 @@ def read_cached(
         try:
             with np.load(cache_path(root, domain, split, size, seed)) as z:
                 x, y = z["images"], z["labels"]
-        except (OSError, ValueError, KeyError):
-            continue
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            continue  # truncated or damaged: regenerated and overwritten
         if x.shape == (size, 32, 32, 3) and x.dtype == np.uint8 and y.shape == (size,):
             return x[:n].copy(), y[:n].astype(np.int64)
     return None

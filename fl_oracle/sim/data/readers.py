@@ -75,9 +75,16 @@ def read_idx(path: str | Path, kind: str) -> np.ndarray:
     return np.frombuffer(raw, np.uint8, offset=head).reshape(dims).copy()
 
 
+def _nonempty(n: int, where: str | Path) -> None:
+    """A dataset file with no images is an error (every reader and ``data preview`` agree)."""
+    if n == 0:
+        raise DataError(f"{where}: holds 0 images; a dataset file needs at least one")
+
+
 def read_mnist_idx(images: str | Path, labels: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """MNIST from its two IDX files: uint8 (N, 28, 28) images and int64 (N,) labels."""
     x = read_idx(images, "images")
+    _nonempty(len(x), images)
     y = read_idx(labels, "labels").astype(np.int64)
     if len(x) != len(y):
         raise DataError(f"{images}: {len(x)} images but {labels} holds {len(y)} labels")
@@ -98,6 +105,7 @@ def read_usps_libsvm(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             lines = [ln for ln in fh.read().splitlines() if ln.strip()]
     except (OSError, EOFError, ValueError) as exc:
         raise DataError(f"{path}: cannot read bz2 LIBSVM ({exc})") from None
+    _nonempty(len(lines), path)
     x = np.zeros((len(lines), 256), np.float32)
     y = np.empty(len(lines), np.int64)
     for r, line in enumerate(lines):
@@ -138,6 +146,7 @@ def read_mat(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     y[y == 10] = 0
     if y.size and (y.min() < 0 or y.max() > 9):
         raise DataError(f"{path}: label {int(y[(y < 0) | (y > 9)][0])} outside 0..10")
+    _nonempty(x.shape[3], path)
     return np.ascontiguousarray(np.moveaxis(x, 3, 0)).astype(np.uint8), y
 
 
@@ -201,6 +210,7 @@ def read_fedbn_pickle(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             f"{where}: expected a pickled (images, labels) pair, got {type(obj).__name__}"
         )
     x, y = np.asarray(obj[0]), np.asarray(obj[1]).reshape(-1)
+    _nonempty(len(x) if x.ndim else 0, where)
     if len(x) != len(y):
         raise DataError(f"{where}: {len(x)} images but {len(y)} labels")
     if y.dtype.kind == "f" and not np.all(y == np.round(y)):

@@ -1,0 +1,160 @@
+"""One run per folder: claim a run folder for a command's lifetime.
+
+Every command that writes a run folder (``fedsel oracle``, ``fedsel train``) enters
+:func:`claim_run_folder` before it writes anything:
+
+* **Exclusive lock.** ``DIR/.fedsel.lock`` is created atomically (``O_CREAT``) and locked with
+  ``flock(LOCK_EX | LOCK_NB)`` for the run's lifetime; a second process on the same folder gets
+  :class:`RunFolderError` naming the holder's pid. The kernel drops the lock when the holder
+  exits, however it exits (``kill -9`` included), so a killed run never leaves a stale lock and
+  ``--resume`` works at once. The file itself stays (unlinking it would let two processes lock
+  two different files).
+* **Another run's folder is refused.** A folder holding a run (any of :data:`RUN_FILES`) is
+  refused unless ``resume`` (continue a run of the same kind) or ``overwrite`` (delete the run's
+  files, only those, then start afresh). The error names the run's kind and seed.
+* **No half run.** A fresh run that fails before its first committed round (bad data, a bad
+  option found late) has the files it wrote removed again, so the retry is not refused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from fl_oracle.errors import CheckpointError
+
+__all__ = ["RUN_FILES", "LOCK_NAME", "RunFolderError", "run_kind", "claim_run_folder"]
+
+LOCK_NAME = ".fedsel.lock"
+# What a run writes into its folder (oracle: config, stats, rounds, checkpoints; train:
+# config, history, stats). --overwrite deletes exactly these.
+RUN_FILES = (
+    "config.toml",
+    "stats.parquet",
+    "stats.csv",
+    "rounds.csv",
+    "history.csv",
+    "checkpoints",
+    "study.toml",  # a study (fedsel study): its settings and its finished runs
+    "runs",
+)
+
+
+class RunFolderError(CheckpointError):
+    """A run folder is locked by another process or holds another run."""
+
+
+def run_kind(folder: str | os.PathLike) -> str | None:
+    """``oracle``, ``train``, ``study``, ``unknown`` (run files of no known shape) or None."""
+    d = Path(folder)
+    present = [name for name in RUN_FILES if (d / name).exists()]
+    if not present:
+        return None
+    if (d / "study.toml").exists():
+        return "study"
+    if (d / "checkpoints").is_dir() or (d / "rounds.csv").exists():
+        return "oracle"
+    if (d / "history.csv").exists():
+        return "train"
+    return "unknown"
+
+
+def _describe(folder: Path, kind: str) -> str:
+    """``a run (oracle, seed 3, k=5)``: the kind and the settings that tell runs apart."""
+    parts = [kind]
+    try:
+        cfg = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+        parts += [f"{key} {cfg[key]}" for key in ("seed", "k") if key in cfg]
+    except (OSError, ValueError, UnicodeDecodeError):
+        pass
+    return f"a run ({', '.join(parts)})"
+
+
+def _remove_run_files(folder: Path) -> None:
+    for name in RUN_FILES:
+        p = folder / name
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+
+
+@contextmanager
+def _lock(folder: Path) -> Iterator[None]:
+    path = folder / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock (documented limitation)
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
+                raise RunFolderError(
+                    f"{folder} is in use by another fedsel process (pid {holder}); "
+                    "wait for it to finish or choose another --out"
+                ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+@contextmanager
+def claim_run_folder(
+    folder: str | os.PathLike,
+    kind: str,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    committed: str = "checkpoints",
+) -> Iterator[Path]:
+    """Hold ``folder`` for one run of ``kind`` (``oracle`` or ``train``) for the with-block.
+
+    Args:
+        folder: the run folder (created when missing).
+        kind: the command's run kind.
+        resume: continue the run in the folder (it must be a run of ``kind``, or empty).
+        overwrite: delete the run files of whatever run the folder holds, then start afresh.
+        committed: the file or folder whose presence means a round was committed; a fresh run
+            that fails before it exists has its files removed.
+
+    Raises:
+        RunFolderError: the folder is locked by another process, holds another run (neither
+            ``resume`` nor ``overwrite``), or ``resume`` names a run of another kind.
+    """
+    if resume and overwrite:
+        raise RunFolderError("give --resume or --overwrite, not both")
+    d = Path(folder)
+    if d.exists() and not d.is_dir():
+        raise RunFolderError(f"--out {d} is a file, not a folder")
+    d.mkdir(parents=True, exist_ok=True)
+    with _lock(d):
+        found = run_kind(d)
+        if resume:
+            if found not in (None, kind, "unknown"):  # unknown: killed before round 1
+                raise RunFolderError(
+                    f"cannot resume {d}: it holds {_describe(d, found)}, not a {kind} run"
+                )
+        elif found is not None:
+            if not overwrite:
+                raise RunFolderError(
+                    f"{d} already holds {_describe(d, found)}; pass --resume to continue it, "
+                    "--overwrite to replace it, or choose another --out"
+                )
+            _remove_run_files(d)
+        fresh = not resume
+        try:
+            yield d
+        except BaseException:
+            if fresh and not (d / committed).exists():
+                _remove_run_files(d)
+            raise
