@@ -27,6 +27,7 @@ _COMMAND_MODULES = (
     "fl_oracle.cli.data",  # fedsel data ...
     "fl_oracle.cli.oracle",  # fedsel oracle
     "fl_oracle.cli.train",  # fedsel train, fedsel demo
+    "fl_oracle.cli.study",  # fedsel study
 )
 _registered = False
 

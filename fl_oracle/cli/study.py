@@ -1,0 +1,132 @@
+"""``fedsel study``: thin wrapper over :mod:`fl_oracle.experiments.study` and its report.
+
+Settings come from built-in defaults, then ``--config FILE`` (TOML), then the flags. The folder
+is held by an exclusive lock for the study's lifetime; started again with the same arguments a
+study continues where it stopped (finished runs are not redone).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+__all__ = ["register", "study_factory"]
+
+
+def study_factory(overrides: dict[str, Any]):
+    """The picklable ``seed -> Oracle`` factory (tests inject tiny data by replacing this)."""
+    from fl_oracle.experiments.demo_workers import OracleFactory
+
+    return OracleFactory(overrides)
+
+
+def study(
+    out: Path | None = typer.Option(None, "--out", "-o", help="Study folder (resumable)."),
+    config: Path | None = typer.Option(None, "--config", "-c", help="Settings (TOML)."),
+    seeds: int | None = typer.Option(None, "--seeds", min=1, help="Seeds 0..N-1 [default: 10]."),
+    rounds: int | None = typer.Option(
+        None, "--rounds", min=1, help="Rounds per run [default: 40]."
+    ),
+    k: int | None = typer.Option(None, "--k", min=1, help="Clients per round [default: 5]."),
+    selectors: str | None = typer.Option(
+        None,
+        "--selectors",
+        help="Comma-separated entries SPEC or SPEC@stale, e.g. "
+        "'proportional,weighted:1,0,eps:5,maxmin:2@stale' [default: 7 baselines and the swept "
+        "formulations, see fedsel study --show-defaults].",
+    ),
+    reference: str | None = typer.Option(
+        None, "--reference", help="Entry the others are paired with [default: proportional]."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", "-w", min=1, help="Run processes [default: CPU count, at most 8]."
+    ),
+    data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real datasets."),
+    data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
+    device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
+    report_only: bool = typer.Option(
+        False, "--report-only", help="Write the tables and report from the finished runs only."
+    ),
+    show_defaults: bool = typer.Option(
+        False, "--show-defaults", help="Print the default settings as TOML and exit."
+    ),
+) -> None:
+    """Paired multi-seed comparison of selectors in live training; writes report.html."""
+    from fl_oracle.cli.train import make_config
+    from fl_oracle.experiments.runfolder import claim_run_folder
+    from fl_oracle.experiments.study import StudySettings, parse_entry, run_study
+    from fl_oracle.experiments.study_report import finish_study
+    from selection.progress import rich_progress
+    from selection.selectors import make_selector, split_specs
+
+    if show_defaults:
+        print(StudySettings().to_toml(), end="")
+        return
+    if out is None:
+        raise typer.BadParameter("is required", param_hint="--out")
+    if data not in (None, "auto", "real", "generated"):
+        raise typer.BadParameter(
+            f"{data!r} is not one of auto, real, generated", param_hint="--data"
+        )
+    text = ""
+    if config is not None:
+        if not config.is_file():
+            raise ValueError(f"--config {config}: no such file")
+        text = config.read_text(encoding="utf-8")
+    entries = None if selectors is None else tuple(split_specs(selectors))
+    settings = StudySettings.from_toml(
+        text, seeds=seeds, rounds=rounds, k=k, selectors=entries, reference=reference
+    )
+    if data is not None or data_root is not None or device is not None:
+        extra = {"data_mode": data, "data_root": None if data_root is None else str(data_root),
+                 "device": device}  # fmt: skip
+        settings = StudySettings.from_toml(
+            settings.to_toml(),
+            oracle={**settings.oracle, **{a: v for a, v in extra.items() if v is not None}},
+        )
+    for entry in settings.selectors:
+        make_selector(parse_entry(entry)[0], seed=0)  # bad spec -> one line before any work
+    overrides = {**settings.oracle, "k": settings.k}
+    make_config(0, **overrides)  # bad oracle setting -> one line before any process starts
+    with claim_run_folder(out, "study", resume=True, committed="study.toml"):
+        if not report_only:
+            runs = settings.seeds * len(settings.selectors)
+            n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
+            factory = study_factory(overrides)
+            _record_sources(factory, out)
+            with rich_progress(transient=False) as progress:
+                run_study(
+                    settings,
+                    out,
+                    make_oracle=factory,
+                    make_selector=make_selector,
+                    workers=n_workers,
+                    progress=progress,
+                )
+        res = finish_study(settings, out)
+    for line in res.verdict:
+        print(line)
+    print(f"wrote {out / 'report.html'}, history.csv, summary.csv, paired.csv", file=sys.stderr)
+
+
+def _record_sources(factory, out: Path) -> None:
+    """Load the data once (before the workers) and record where it came from."""
+    from fl_oracle.experiments.run_record import record_toml, run_record
+    from fl_oracle.sim.data.provenance import data_provenance, provenance_lines, provenance_toml
+    from selection.atomic import write_text_atomic
+
+    data = factory.load(progress=True)
+    prov = data_provenance(data)
+    for line in provenance_lines(prov):
+        print(line, file=sys.stderr)
+    rec = run_record(factory.config(0).device, command=" ".join(sys.argv))
+    write_text_atomic(record_toml(rec) + "\n" + provenance_toml(prov), out / "sources.toml")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``study`` to the fedsel app."""
+    app.command("study")(study)

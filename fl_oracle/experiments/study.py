@@ -1,0 +1,310 @@
+"""``fedsel study``: a paired multi-seed comparison of selectors in live training.
+
+Design (common random numbers): for each seed every selector trains the same federation from
+the same initial model, and every random stream of training is a function of (seed, round,
+client); a selector's own stream is seeded by the seed. So two selectors on one seed differ
+only by what they choose, and they are compared seed by seed (:mod:`.study_stats`).
+
+A study entry is a selector spec (:func:`selection.selectors.make_selector`), optionally with
+``@stale`` (stale statistics: only the previously selected clients are re-measured). Each
+formulation is swept over its parameter (ε grid, δ grid, weight pairs, α grid), so it draws a
+realized (average, worst-domain) front of its own.
+
+The study folder:
+
+* ``study.toml`` — the settings (written first; a restart with other settings is refused);
+* ``runs/<entry>/seed<NN>.csv`` — one finished run's history, written atomically when the run
+  ends, so a killed study restarted with the same arguments redoes only unfinished runs and
+  ends with exactly the history of an uninterrupted one; ``runs/<reference>/seed00.stats.parquet``
+  — the reference run's statistics (every client, every round: the fronts over rounds);
+* ``history.csv``, ``summary.csv``, ``paired.csv``, ``fronts.csv``, ``surrogate.csv``,
+  ``report.html`` — assembled from the run files (:func:`finish_study`).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fl_oracle.experiments.demo_workers import RunTask, run_all
+from fl_oracle.experiments.loop import STATS_MODES
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.progress import ProgressFn, report
+
+__all__ = [
+    "DEFAULT_SELECTORS",
+    "STUDY_ORACLE",
+    "StudySettings",
+    "parse_entry",
+    "entry_slug",
+    "run_study",
+    "load_history",
+]
+
+BASELINES: tuple[str, ...] = (
+    "proportional",
+    "random",
+    "stratified",
+    "power-of-choice:10",
+    "fisher-topk",
+    "qffl:1",
+    "all",
+)
+DEFAULT_SELECTORS: tuple[str, ...] = (
+    *BASELINES,
+    "eps:2",
+    "eps:5",
+    "eps:10",
+    "eps:20",
+    "eps-rel:0.25",
+    "eps-rel:0.5",
+    "eps-rel:0.75",
+    "maxmin:0",
+    "maxmin:2",
+    "maxmin:5",
+    "maxmin:10",
+    "weighted:1,0",
+    "weighted:0.5,0.5",
+    "weighted:0,1",
+    "eps:5@stale",
+    "eps-rel:0.5@stale",
+    "maxmin:2@stale",
+)
+# Oracle settings of the study's embedded default: the demo's (20 clients, local step 0.1 for
+# two epochs, small evaluation sets, 32 Fisher probes, one torch thread per run process).
+STUDY_ORACLE: dict[str, Any] = {
+    "lr": 0.1,
+    "local_epochs": 2.0,
+    "val_per_domain": 200,
+    "test_per_domain": 500,
+    "fisher_samples": 32,
+    "threads": 1,
+}
+
+
+def parse_entry(entry: str) -> tuple[str, str]:
+    """``"eps:5@stale"`` -> ("eps:5", "stale"); no suffix -> fresh statistics."""
+    spec, _, mode = str(entry).strip().partition("@")
+    mode = mode or "fresh"
+    if mode not in STATS_MODES:
+        raise ValueError(
+            f"study entry {entry!r}: statistics mode {mode!r} must be one of {', '.join(STATS_MODES)}"
+        )
+    return spec, mode
+
+
+def entry_slug(entry: str) -> str:
+    """A folder name for an entry: ``eps:5@stale`` -> ``eps_5@stale``."""
+    return re.sub(r"[^A-Za-z0-9.@-]+", "_", entry)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudySettings:
+    """What a study runs (all of it recorded in ``study.toml``).
+
+    Attributes:
+        seeds: number of seeds 0..seeds-1 (each its own federation and initial model).
+        rounds: training rounds per run.
+        k: clients selected per round (``all`` takes every client).
+        selectors: study entries, ``SPEC`` or ``SPEC@stale``.
+        reference: the entry every other is compared with (paired differences).
+        target_worst: worst-domain test accuracy (%) whose first reach is timed.
+        front_rounds: rounds of the reference run (seed 0) whose exact predicted front is
+            drawn; empty = five rounds spread over the run.
+        bootstrap: bootstrap resamples of the paired intervals.
+        oracle: :class:`fl_oracle.sim.config.OracleConfig` fields besides ``seed`` and ``k``.
+    """
+
+    seeds: int = 10
+    rounds: int = 40
+    k: int = 5
+    selectors: tuple[str, ...] = DEFAULT_SELECTORS
+    reference: str = "proportional"
+    target_worst: float = 60.0
+    front_rounds: tuple[int, ...] = ()
+    bootstrap: int = 10_000
+    oracle: dict[str, Any] = field(default_factory=lambda: dict(STUDY_ORACLE))
+
+    def __post_init__(self) -> None:
+        for name in ("seeds", "rounds", "k", "bootstrap"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"study: {name}={v!r} must be an integer >= 1")
+        object.__setattr__(self, "selectors", tuple(self.selectors))
+        object.__setattr__(self, "front_rounds", tuple(int(r) for r in self.front_rounds))
+        if not self.selectors or len(set(self.selectors)) != len(self.selectors):
+            raise ValueError("study: selectors must be a non-empty list without repeats")
+        for entry in self.selectors:
+            parse_entry(entry)
+        if self.reference not in self.selectors:
+            raise ValueError(f"study: reference {self.reference!r} is not among the selectors")
+        bad = [r for r in self.front_rounds if not 0 <= r < self.rounds]
+        if bad:
+            raise ValueError(f"study: front_rounds {bad} outside 0..{self.rounds - 1}")
+
+    @property
+    def fronts_at(self) -> tuple[int, ...]:
+        """Rounds whose predicted front is drawn."""
+        if self.front_rounds:
+            return self.front_rounds
+        r = self.rounds
+        return tuple(sorted({0, r // 4, r // 2, (3 * r) // 4, r - 1}))
+
+    @classmethod
+    def from_toml(cls, text: str, **overrides: Any) -> StudySettings:
+        """Settings from a TOML text (unknown keys are an error), then non-None overrides."""
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"study config is not valid TOML: {exc}") from None
+        known = {f.name for f in fields(cls)}
+        bad = sorted(set(raw) - known)
+        if bad:
+            raise ValueError(
+                f"study config: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(known))}"
+            )
+        if "oracle" in raw and not isinstance(raw["oracle"], dict):
+            raise ValueError("study config: [oracle] must be a table")
+        merged = {**raw, **{k: v for k, v in overrides.items() if v is not None}}
+        if "oracle" in merged:
+            merged["oracle"] = {**STUDY_ORACLE, **merged["oracle"]}
+        return cls(**merged)
+
+    def to_toml(self) -> str:
+        """The settings as TOML (read back by :meth:`from_toml` to equal settings)."""
+        d = asdict(self)
+        oracle = d.pop("oracle")
+        lines = [f"{k} = {_toml_value(v)}" for k, v in d.items()]
+        lines += ["", "[oracle]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(oracle.items())]
+        return "\n".join(lines) + "\n"
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def run_path(out: Path, entry: str, seed: int) -> Path:
+    return out / "runs" / entry_slug(entry) / f"seed{seed:02d}.csv"
+
+
+def _tasks(settings: StudySettings) -> list[tuple[str, RunTask]]:
+    out = []
+    for seed in range(settings.seeds):  # seed-major: every selector of a seed, then the next
+        for entry in settings.selectors:
+            spec, mode = parse_entry(entry)
+            out.append((entry, RunTask(spec, seed, settings.rounds, settings.k, mode)))
+    return out
+
+
+def run_study(
+    settings: StudySettings,
+    out: str | Path,
+    *,
+    make_oracle: Callable[[int], Any],
+    make_selector: Callable[..., Callable],
+    workers: int = 1,
+    progress: ProgressFn | None = None,
+    on_run: Callable[[str, int], None] | None = None,
+) -> pd.DataFrame:
+    """Run every (entry, seed) not finished yet, then return the whole history.
+
+    Args:
+        settings: the study; must equal the folder's ``study.toml`` when there is one.
+        out: the study folder.
+        make_oracle: picklable ``seed -> Oracle`` (``k`` set to ``settings.k``).
+        make_selector: :func:`selection.selectors.make_selector` (picklable).
+        workers: run processes (1 = in this process).
+        progress: ``(rounds done, rounds total, label)`` callback.
+        on_run: called with (entry, seed) after each finished run is written.
+
+    Returns:
+        The history of every run (:func:`load_history`).
+    """
+    out = Path(out)
+    cfg = out / "study.toml"
+    if cfg.is_file():
+        stored = StudySettings.from_toml(cfg.read_text(encoding="utf-8"))
+        if stored != settings:
+            diff = [
+                f.name
+                for f in fields(StudySettings)
+                if getattr(stored, f.name) != getattr(settings, f.name)
+            ]
+            raise ValueError(
+                f"{out} holds a study with other {', '.join(diff)}; run it with the same "
+                "settings to continue it, or choose another --out"
+            )
+    else:
+        write_text_atomic(settings.to_toml(), cfg)
+    todo = [(e, t) for e, t in _tasks(settings) if not run_path(out, e, t.seed).is_file()]
+    total = settings.seeds * len(settings.selectors) * settings.rounds
+    done = total - len(todo) * settings.rounds
+    label = f"study: {len(todo)} runs left"
+    report(progress, done, total, label)
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        report(progress, done, total, label)
+
+    by_task = {(t.spec, t.stats_mode, t.seed): e for e, t in todo}
+    for task, (res, _snap, _setup) in run_all(
+        make_oracle, make_selector, [t for _, t in todo], workers=workers, tick=tick
+    ):
+        entry = by_task[(task.spec, task.stats_mode, task.seed)]
+        hist = res.history.assign(entry=entry)
+        if entry == settings.reference and task.seed == 0:
+            write_table_atomic(res.stats, run_path(out, entry, 0).with_suffix(".stats.parquet"))
+        write_table_atomic(hist, run_path(out, entry, task.seed))
+        if on_run is not None:
+            on_run(entry, task.seed)
+    return load_history(settings, out)
+
+
+def load_history(settings: StudySettings, out: str | Path) -> pd.DataFrame:
+    """Every finished run's history, in settings order (entry, seed, round)."""
+    out = Path(out)
+    frames = []
+    for entry in settings.selectors:
+        for seed in range(settings.seeds):
+            p = run_path(out, entry, seed)
+            if p.is_file():
+                frames.append(
+                    pd.read_csv(p, dtype={"selected": str, "fallback": str}, keep_default_na=False)
+                )
+    if not frames:
+        return pd.DataFrame()
+    h = pd.concat(frames, ignore_index=True)
+    cols = ["entry", *[c for c in h.columns if c != "entry"]]
+    return h[cols]
+
+
+def missing_runs(settings: StudySettings, out: str | Path) -> list[tuple[str, int]]:
+    """(entry, seed) pairs without a finished run file."""
+    return [
+        (e, s)
+        for s in range(settings.seeds)
+        for e in settings.selectors
+        if not run_path(Path(out), e, s).is_file()
+    ]
+
+
+def reference_stats(settings: StudySettings, out: str | Path) -> pd.DataFrame | None:
+    p = run_path(Path(out), settings.reference, 0).with_suffix(".stats.parquet")
+    return pd.read_parquet(p) if p.is_file() else None
+
+
+def entries_of(settings: StudySettings, names: Sequence[str]) -> list[str]:
+    return [e for e in settings.selectors if e in set(names)]

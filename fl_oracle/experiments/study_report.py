@@ -1,0 +1,401 @@
+"""The study's tables and its one self-contained HTML report.
+
+:func:`finish_study` assembles ``history.csv`` from the run files, computes the metrics and
+paired statistics (:mod:`.study_stats`), the exact predicted fronts of the reference run at
+several rounds, the surrogate error, a plain-language verdict, and writes them with
+``report.html`` (plotly, inlined once: the page works offline).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fl_oracle.experiments.study import (
+    BASELINES,
+    StudySettings,
+    load_history,
+    missing_runs,
+    parse_entry,
+    reference_stats,
+)
+from fl_oracle.experiments.study_stats import (
+    METRICS,
+    dominance,
+    paired_differences,
+    run_metrics,
+    summary_table,
+    surrogate_error,
+)
+from selection.atomic import write_table_atomic, write_text_atomic
+
+__all__ = ["StudyResult", "family", "finish_study", "fronts_over_rounds", "verdict"]
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """The assembled study (every table the report is drawn from)."""
+
+    settings: StudySettings
+    history: pd.DataFrame
+    metrics: pd.DataFrame
+    summary: pd.DataFrame
+    paired: pd.DataFrame
+    dominance: pd.DataFrame
+    fronts: pd.DataFrame
+    surrogate: pd.DataFrame
+    verdict: list[str]
+    missing: list[tuple[str, int]]
+
+
+def family(entry: str) -> str:
+    """The formulation an entry belongs to: ``eps:5@stale`` -> ``eps@stale``; baselines: itself."""
+    spec, mode = parse_entry(entry)
+    name = spec.partition(":")[0]
+    if entry in BASELINES or name in ("proportional", "random", "stratified", "all"):
+        return entry
+    if name in ("power-of-choice", "fisher-topk", "qffl"):
+        return entry
+    return name + ("@stale" if mode == "stale" else "")
+
+
+def _param(entry: str) -> str:
+    spec, mode = parse_entry(entry)
+    name, _, arg = spec.partition(":")
+    sym = {"eps": "ε", "maxmin": "δ", "eps-rel": "α", "weighted": "w"}.get(name, name)
+    return f"{sym}={arg}" if arg else name
+
+
+def fronts_over_rounds(settings: StudySettings, stats: pd.DataFrame | None) -> pd.DataFrame:
+    """Exact predicted fronts (max U, max worst) and (max U, min gap) of the reference run."""
+    from selection.problem import SelectionProblem
+    from selection.solvers.exhaustive import exact_front
+
+    if stats is None:
+        return pd.DataFrame()
+    frames = []
+    k = min(settings.k, int(stats.groupby("round").size().min()))
+    for r in settings.fronts_at:
+        if r not in set(stats["round"]):
+            continue
+        problem = SelectionProblem.from_stats(stats, k, round=r)
+        for plane in (("utility", "worst"), ("utility", "gap")):
+            f = exact_front(problem, plane).assign(round=r, plane=",".join(plane))
+            frames.append(f[["round", "plane", "utility", "worst", "gap", "selected"]])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def verdict(settings: StudySettings, paired: pd.DataFrame, dom: pd.DataFrame) -> list[str]:
+    """Plain sentences, each claiming only what a 95 % interval (and Holm's test) supports."""
+    ref = settings.reference
+    lines = [
+        f"Paired over {settings.seeds} seeds x {settings.rounds} rounds, K={settings.k}: every "
+        f"difference below is an entry minus {ref} on the same seed, with a bootstrap 95 % "
+        "interval and a Wilcoxon signed-rank test (Holm-adjusted across entries)."
+    ]
+    if paired.empty:
+        return [*lines, "No paired differences yet (runs missing)."]
+    for metric in ("final_worst", "final_avg", "auc_worst"):
+        label = METRICS[metric][0]
+        sub = paired[paired["metric"] == metric]
+        better = sub[sub["better"] & (sub["p_holm"] < 0.05)]
+        worse = sub[sub["worse"] & (sub["p_holm"] < 0.05)]
+
+        def fmt(df: pd.DataFrame) -> str:
+            return "; ".join(
+                f"{r.entry} {r.diff:+.2f} [{r.ci_lo:+.2f}, {r.ci_hi:+.2f}]"
+                for r in df.sort_values("diff", ascending=False).itertuples()
+            )
+
+        lines.append(
+            f"{label}: better than {ref}: {fmt(better) or 'none'}. Worse: {fmt(worse) or 'none'}."
+        )
+    if not dom.empty:
+        beats_all = [e for e, g in dom.groupby("entry", sort=False) if bool(g["beats"].all())]
+        if beats_all:
+            lines.append(
+                "Formulations whose realized (average, worst-domain) point beats every baseline "
+                f"on both, with intervals excluding zero: {', '.join(beats_all)}."
+            )
+        else:
+            best = dom.groupby("entry")["beats"].sum().sort_values(ascending=False).head(3)
+            n_base = dom["baseline"].nunique()
+            lines.append(
+                "No formulation beats every baseline on both final average and final worst-domain "
+                "accuracy with intervals excluding zero; the closest: "
+                + ", ".join(f"{e} ({int(n)}/{n_base} baselines)" for e, n in best.items())
+                + "."
+            )
+    return lines
+
+
+def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
+    """Assemble and write every table and ``report.html`` from the run files in ``out``."""
+    out = Path(out)
+    history = load_history(settings, out)
+    missing = missing_runs(settings, out)
+    if history.empty:
+        raise ValueError(f"{out} holds no finished run yet")
+    metrics = run_metrics(history, target_worst=settings.target_worst, rounds=settings.rounds)
+    order = list(settings.selectors)
+    summary = summary_table(metrics, order)
+    paired = paired_differences(
+        metrics, settings.reference, entries=order, resamples=settings.bootstrap, seed=0
+    )
+    baselines = [e for e in order if e in BASELINES and e != "all"]
+    candidates = [e for e in order if e not in BASELINES]
+    dom = (
+        dominance(metrics, candidates, baselines, resamples=settings.bootstrap, seed=0)
+        if candidates and baselines
+        else pd.DataFrame()
+    )
+    fronts = fronts_over_rounds(settings, reference_stats(settings, out))
+    surrogate = surrogate_error(history)
+    lines = verdict(settings, paired, dom)
+    if missing:
+        lines.insert(0, f"PARTIAL: {len(missing)} of {settings.seeds * len(order)} runs missing.")
+    res = StudyResult(
+        settings, history, metrics, summary, paired, dom, fronts, surrogate, lines, missing
+    )
+    write_table_atomic(history, out / "history.csv")
+    write_table_atomic(metrics, out / "metrics.csv")
+    write_table_atomic(summary, out / "summary.csv")
+    write_table_atomic(paired, out / "paired.csv")
+    if not dom.empty:
+        write_table_atomic(dom, out / "dominance.csv")
+    if not fronts.empty:
+        write_table_atomic(fronts, out / "fronts.csv")
+    write_table_atomic(surrogate, out / "surrogate.csv")
+    write_text_atomic("\n\n".join(lines) + "\n", out / "verdict.md")
+    write_text_atomic(render_html(res), out / "report.html")
+    return res
+
+
+# ---------------------------------------------------------------- report
+_PALETTE = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f",
+]  # fmt: skip
+
+
+def _colors(settings: StudySettings) -> dict[str, str]:
+    fams = list(dict.fromkeys(family(e) for e in settings.selectors))
+    return {f: _PALETTE[i % len(_PALETTE)] for i, f in enumerate(fams)}
+
+
+def _mean_ci(x: np.ndarray) -> tuple[float, float]:
+    """Mean and half-width of its t-based 95 % interval over seeds."""
+    from scipy import stats as sps
+
+    x = np.asarray(x, dtype=float)
+    if len(x) < 2:
+        return float(x.mean()), 0.0
+    return float(x.mean()), float(sps.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
+
+
+def _plane_figure(res: StudyResult) -> dict:
+    """Realized (final average, final worst) plane: seeds faint, means with 95 % intervals,
+    each formulation's swept points joined in parameter order and labelled by parameter."""
+    colors = _colors(res.settings)
+    traces = []
+    m = res.metrics
+    fam_of = {e: family(e) for e in res.settings.selectors}
+    for fam in dict.fromkeys(fam_of.values()):
+        entries = [e for e in res.settings.selectors if fam_of[e] == fam]
+        xs, ys, ex, ey, labels = [], [], [], [], []
+        for e in entries:
+            g = m[m["entry"] == e]
+            if g.empty:
+                continue
+            traces.append(
+                {
+                    "type": "scatter", "mode": "markers", "x": g["final_avg"].tolist(),
+                    "y": g["final_worst"].tolist(), "legendgroup": fam, "showlegend": False,
+                    "marker": {"color": colors[fam], "size": 5, "opacity": 0.25},
+                    "hovertext": [f"{e}, seed {s}" for s in g["seed"]], "hoverinfo": "text",
+                }
+            )  # fmt: skip
+            mx, hx = _mean_ci(g["final_avg"])
+            my, hy = _mean_ci(g["final_worst"])
+            xs.append(mx), ys.append(my), ex.append(hx), ey.append(hy)
+            labels.append(_param(e) if len(entries) > 1 else e)
+        if not xs:
+            continue
+        positions = ["top center", "bottom center", "middle right", "middle left"]
+        traces.append(
+            {
+                "type": "scatter", "mode": "lines+markers+text" if len(xs) > 1 else "markers+text",
+                "x": xs, "y": ys, "name": fam, "legendgroup": fam, "text": labels,
+                "textposition": [positions[i % 4] for i in range(len(xs))],
+                "textfont": {"size": 10, "color": colors[fam]},
+                "error_x": {"type": "data", "array": ex, "thickness": 1, "width": 0},
+                "error_y": {"type": "data", "array": ey, "thickness": 1, "width": 0},
+                "marker": {"color": colors[fam], "size": 9,
+                           "symbol": "circle" if len(xs) > 1 else "diamond"},
+                "line": {"color": colors[fam], "width": 1.5},
+            }
+        )  # fmt: skip
+    layout = {
+        "xaxis": {"title": "final average test accuracy over domains (%)"},
+        "yaxis": {"title": "final worst-domain test accuracy (%)"},
+        "height": 620, "margin": {"t": 30}, "legend": {"orientation": "v"},
+    }  # fmt: skip
+    return {"data": traces, "layout": layout}
+
+
+def _forest_figure(res: StudyResult, metric: str) -> dict:
+    sub = res.paired[res.paired["metric"] == metric]
+    sub = sub.iloc[::-1]
+    colors = ["#2ca02c" if b else ("#d62728" if w else "#7f7f7f")
+              for b, w in zip(sub["better"], sub["worse"], strict=True)]  # fmt: skip
+    trace = {
+        "type": "scatter", "mode": "markers", "x": sub["diff"].tolist(), "y": sub["entry"].tolist(),
+        "marker": {"color": colors, "size": 8},
+        "error_x": {"type": "data", "symmetric": False,
+                    "array": (sub["ci_hi"] - sub["diff"]).tolist(),
+                    "arrayminus": (sub["diff"] - sub["ci_lo"]).tolist()},
+        "hovertext": [f"{r.entry}: {r.diff:+.2f} [{r.ci_lo:+.2f}, {r.ci_hi:+.2f}], p_holm={r.p_holm:.3g}"
+                      for r in sub.itertuples()], "hoverinfo": "text",
+    }  # fmt: skip
+    layout = {
+        "xaxis": {"title": f"{METRICS[metric][0]}: entry − {res.settings.reference}",
+                  "zeroline": True, "zerolinewidth": 2},
+        "yaxis": {"automargin": True}, "height": 60 + 22 * max(len(sub), 1),
+        "margin": {"t": 10}, "showlegend": False,
+    }  # fmt: skip
+    return {"data": [trace], "layout": layout}
+
+
+def _curves_figure(res: StudyResult, column: str, title: str) -> dict:
+    colors = _colors(res.settings)
+    shown = {res.settings.reference, "stratified", "eps-rel:0.5", "maxmin:2", "eps:5", "all"}
+    traces = []
+    for e in res.settings.selectors:
+        g = res.history[res.history["entry"] == e]
+        if g.empty:
+            continue
+        by = g.groupby("round")[column]
+        mean, sd, n = by.mean(), by.std(ddof=1).fillna(0.0), by.size()
+        half = 1.96 * sd / np.sqrt(n.clip(lower=1))
+        r = (mean.index + 1).tolist()
+        c = colors[family(e)]
+        vis = True if e in shown else "legendonly"
+        traces.append(
+            {"type": "scatter", "x": r + r[::-1],
+             "y": (mean + half).tolist() + (mean - half).tolist()[::-1],
+             "fill": "toself", "fillcolor": c, "opacity": 0.15, "line": {"width": 0},
+             "legendgroup": e, "showlegend": False, "hoverinfo": "skip", "visible": vis}
+        )  # fmt: skip
+        traces.append(
+            {"type": "scatter", "mode": "lines", "x": r, "y": mean.tolist(), "name": e,
+             "legendgroup": e, "line": {"color": c, "width": 1.5}, "visible": vis}
+        )  # fmt: skip
+    layout = {"xaxis": {"title": "committed rounds"}, "yaxis": {"title": title},
+              "height": 460, "margin": {"t": 10}}  # fmt: skip
+    return {"data": traces, "layout": layout}
+
+
+def _fronts_figure(res: StudyResult) -> dict:
+    f = res.fronts
+    traces = []
+    if f.empty:
+        return {"data": [], "layout": {}}
+    sub = f[f["plane"] == "utility,worst"]
+    rounds = sorted(sub["round"].unique())
+    for i, r in enumerate(rounds):
+        g = sub[sub["round"] == r].sort_values("utility")
+        shade = int(40 + 180 * i / max(len(rounds) - 1, 1))
+        traces.append(
+            {"type": "scatter", "mode": "lines+markers", "x": g["utility"].tolist(),
+             "y": g["worst"].tolist(), "name": f"round {r}",
+             "line": {"color": f"rgb({255 - shade},{80},{shade})", "shape": "hv"},
+             "hovertext": g["selected"].tolist()}
+        )  # fmt: skip
+    layout = {"xaxis": {"title": "predicted U(S) (%)"},
+              "yaxis": {"title": "predicted worst(S) (%)"}, "height": 460, "margin": {"t": 10}}  # fmt: skip
+    return {"data": traces, "layout": layout}
+
+
+def _table(df: pd.DataFrame, digits: int = 2) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    body = []
+    for row in df.itertuples(index=False):
+        cells = []
+        for v in row:
+            if isinstance(v, (float, np.floating)):
+                txt = f"{v:.{digits}f}" if abs(v) >= 1e-3 or v == 0 else f"{v:.2g}"
+                cells.append(f"<td class='n'>{txt}</td>")
+            else:
+                cells.append(f"<td>{html.escape(str(v))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def render_html(res: StudyResult) -> str:
+    """The report page (plotly.js inlined once)."""
+    from plotly.offline import get_plotlyjs
+
+    figs = {
+        "plane": _plane_figure(res),
+        "forest_worst": _forest_figure(res, "final_worst"),
+        "forest_avg": _forest_figure(res, "final_avg"),
+        "curve_worst": _curves_figure(res, "acc_worst", "worst-domain test accuracy (%)"),
+        "curve_avg": _curves_figure(res, "acc_avg", "average test accuracy (%)"),
+        "fronts": _fronts_figure(res),
+    }
+    s = res.settings
+    summary = res.summary[
+        ["entry", "n_seeds", "final_avg_mean", "final_worst_mean", "final_gap_mean",
+         "auc_worst_mean", "rounds_to_target_mean", "reached_target"]
+    ]  # fmt: skip
+    paired = res.paired[res.paired["metric"].isin(["final_worst", "final_avg"])][
+        ["entry", "metric", "mean", "diff", "ci_lo", "ci_hi", "p", "p_holm", "better", "worse"]
+    ]
+    divs = "".join(
+        f"<script>Plotly.newPlot('{k}', {json.dumps(v['data'])}, {json.dumps(v['layout'])},"
+        " {responsive: true, displaylogo: false});</script>"
+        for k, v in figs.items()
+    )
+    verdict_html = "".join(f"<p>{html.escape(line)}</p>" for line in res.verdict)
+    return f"""<!DOCTYPE html><html><head><meta charset="utf-8">
+<title>fedsel study</title><script>{get_plotlyjs()}</script>
+<style>body{{font-family:system-ui,sans-serif;max-width:1200px;margin:auto;padding:1em;color:#222}}
+table{{border-collapse:collapse;font-size:13px;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:3px 7px}}
+th{{background:#f3f3f3}}td.n{{text-align:right;font-variant-numeric:tabular-nums}}
+.verdict{{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.5em 1em}}
+.note{{color:#555;font-size:14px}}pre{{background:#f6f6f6;padding:.6em;font-size:12px}}</style>
+</head><body>
+<h1>fedsel study: {len(s.selectors)} selectors × {s.seeds} seeds × {s.rounds} rounds, K={s.k}</h1>
+<div class="verdict"><h2>Verdict</h2>{verdict_html}</div>
+<h2>1. Realized (average, worst-domain) plane</h2>
+<p class="note">Faint dots: one seed each. Large markers: mean over seeds with 95 % t-intervals;
+a formulation's swept points are joined in parameter order and labelled by their parameter
+(ε, δ: percentage points; α: position in the round's gap range; w: (w_U, w_R)). Diamonds:
+baselines.</p><div id="plane"></div>
+<h2>2. Paired differences against {html.escape(s.reference)}</h2>
+<p class="note">Mean over seeds of (entry − {html.escape(s.reference)}) on the same seed, bootstrap
+BCa 95 % interval. Green: interval above zero; red: below.</p>
+<h3>final worst-domain accuracy</h3><div id="forest_worst"></div>
+<h3>final average accuracy</h3><div id="forest_avg"></div>
+{_table(paired, 3)}
+<h2>3. Curves over rounds (mean, 95 % band over seeds)</h2>
+<p class="note">Click legend entries to show the other selectors.</p>
+<div id="curve_worst"></div><div id="curve_avg"></div>
+<h2>4. The exact predicted front over rounds</h2>
+<p class="note">Exact (max U, max worst) front of the linear model on the reference run's
+statistics (seed 0) at rounds {", ".join(map(str, s.fronts_at))}: how the trade-off the
+formulations solve moves as training goes on.</p><div id="fronts"></div>
+<h2>5. Predicted vs realized (the surrogate's error)</h2>
+<p class="note">Predicted worst(S) and gap(S) from the round's statistics vs the worst-domain
+test accuracy and gap of the committed model, over all rounds and seeds (bias = predicted −
+realized).</p>{_table(res.surrogate)}
+<h2>6. Summary per selector (means over seeds)</h2>
+<p class="note">rounds_to_target: rounds until the worst domain reaches {s.target_worst:g} %
+(runs that never do count as {s.rounds + 1}).</p>{_table(summary)}
+<h2>7. Settings</h2><pre>{html.escape(s.to_toml())}</pre>
+{divs}</body></html>"""

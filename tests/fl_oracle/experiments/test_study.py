@@ -1,0 +1,245 @@
+"""fedsel study: settings, paired statistics, resumption after kill -9, the report."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from fl_oracle.experiments.study import StudySettings, entry_slug, parse_entry, run_study
+from fl_oracle.experiments.study_report import family, finish_study
+from fl_oracle.experiments.study_stats import holm, paired_differences, run_metrics
+from selection.selectors import make_selector
+
+_FAKE = Path(__file__).parents[1] / "_fake_oracle.py"
+_spec = importlib.util.spec_from_file_location("_fake_oracle_study", _FAKE)
+fake = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fake)
+
+SMALL = dict(
+    seeds=3,
+    rounds=4,
+    k=3,
+    selectors=("proportional", "random", "stratified", "eps-rel:0.5", "maxmin:2", "eps:5@stale"),
+    bootstrap=2000,
+    target_worst=50.0,
+)
+
+
+def _fake_oracle(seed: int):
+    return fake.FakeOracle(seed, clients_per_domain=2)
+
+
+# ---------------------------------------------------------------- settings
+def test_settings_round_trip_and_overrides():
+    s = StudySettings(**SMALL)
+    again = StudySettings.from_toml(s.to_toml())
+    assert again == s
+    o = StudySettings.from_toml(s.to_toml(), seeds=5, selectors=("proportional", "eps:5"))
+    assert o.seeds == 5 and o.selectors == ("proportional", "eps:5") and o.rounds == 4
+    assert StudySettings().seeds >= 10 and StudySettings().rounds >= 40 and StudySettings().k == 5
+
+
+@pytest.mark.parametrize(
+    ("toml", "match"),
+    [
+        ("seeds = 0", "seeds=0"),
+        ("bogus = 1", "unknown key"),
+        ('selectors = ["eps:5", "eps:5"]', "without repeats"),
+        ('selectors = ["eps:5"]', "reference 'proportional'"),
+        ('selectors = ["proportional", "eps:5@later"]', "statistics mode 'later'"),
+        ("front_rounds = [99]", "outside"),
+        ("seeds = [", "not valid TOML"),
+    ],
+)
+def test_bad_settings_are_one_clear_error(toml, match):
+    with pytest.raises(ValueError, match=match):
+        StudySettings.from_toml(toml)
+
+
+def test_entries_and_families():
+    assert parse_entry("eps:5@stale") == ("eps:5", "stale")
+    assert parse_entry("weighted:1,0") == ("weighted:1,0", "fresh")
+    assert entry_slug("weighted:0.5,0.5@stale") == "weighted_0.5_0.5@stale"
+    assert family("eps:5@stale") == "eps@stale" and family("maxmin:2") == "maxmin"
+    assert family("proportional") == "proportional" and family("qffl:1") == "qffl:1"
+
+
+# ---------------------------------------------------------------- statistics
+def test_holm_matches_the_textbook_example():
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02])
+
+
+def test_paired_differences_hand_computed():
+    rng = np.random.default_rng(0)
+    base = rng.normal(60, 5, 10)
+    m = pd.DataFrame(
+        {
+            "entry": ["ref"] * 10 + ["up"] * 10 + ["same"] * 10,
+            "seed": list(range(10)) * 3,
+            "final_avg": np.r_[base, base + 2.0 + rng.normal(0, 0.1, 10), base],
+        }
+    )
+    for col in ("final_worst", "final_gap", "auc_avg", "auc_worst", "auc_gap", "rounds_to_target"):
+        m[col] = m["final_avg"]
+    p = paired_differences(m, "ref", resamples=2000).set_index(["entry", "metric"])
+    up = p.loc[("up", "final_avg")]
+    d = m[m.entry == "up"].final_avg.to_numpy() - base
+    assert up["diff"] == pytest.approx(d.mean()) and up["ci_lo"] < d.mean() < up["ci_hi"]
+    assert up["ci_lo"] > 1.5 and up["better"] and not up["worse"]
+    assert up["p"] == pytest.approx(sps.wilcoxon(d).pvalue)
+    assert up["p_holm"] == pytest.approx(min(1.0, 2 * up["p"]))  # two entries in the family
+    same = p.loc[("same", "final_avg")]
+    assert same["diff"] == 0 and same["p"] == 1.0 and not same["better"]
+    # lower is better for the gap: a higher gap is "worse"
+    assert p.loc[("up", "final_gap")]["worse"] and not p.loc[("up", "final_gap")]["better"]
+
+
+def test_run_metrics_rounds_to_target_and_censoring():
+    h = pd.DataFrame(
+        {
+            "entry": ["a"] * 3 + ["b"] * 3,
+            "seed": 0,
+            "round": [0, 1, 2] * 2,
+            "acc_avg": [50, 60, 70, 50, 51, 52],
+            "acc_worst": [40, 55, 65, 40, 41, 42],
+            "acc_gap": [20, 10, 5, 20, 19, 18],
+        }
+    )
+    m = run_metrics(h, target_worst=50, rounds=3).set_index("entry")
+    assert m.loc["a", "rounds_to_target"] == 2 and m.loc["a", "reached"]
+    assert m.loc["b", "rounds_to_target"] == 4 and not m.loc["b", "reached"]
+    assert m.loc["a", "auc_worst"] == pytest.approx(np.mean([40, 55, 65]))
+    assert m.loc["a", "final_gap"] == 5
+
+
+# ---------------------------------------------------------------- runs
+def test_study_is_paired_and_resumable_in_process(tmp_path):
+    s = StudySettings(**SMALL)
+    done = []
+    h = run_study(
+        s, tmp_path, make_oracle=_fake_oracle, make_selector=make_selector,
+        on_run=lambda e, seed: done.append((e, seed)),
+    )  # fmt: skip
+    assert len(done) == s.seeds * len(s.selectors) and len(h) == len(done) * s.rounds
+    # common random numbers: the same seed's round-0 statistics are identical for every entry
+    # with fresh statistics (same federation, same initial model)
+    first = h[h["round"] == 0]
+    assert first.groupby("seed")["k"].nunique().eq(1).all()
+    # a second call finds every run finished and redoes none
+    again = []
+    h2 = run_study(s, tmp_path, make_oracle=_fake_oracle, make_selector=make_selector,
+                   on_run=lambda e, seed: again.append(e))  # fmt: skip
+    assert again == [] and h2.equals(h)
+    # other settings on the same folder are refused, naming what differs
+    with pytest.raises(ValueError, match="other seeds"):
+        run_study(StudySettings(**{**SMALL, "seeds": 2}), tmp_path,
+                  make_oracle=_fake_oracle, make_selector=make_selector)  # fmt: skip
+    res = finish_study(s, tmp_path)
+    text = (tmp_path / "report.html").read_text()
+    assert text.count("plotly.js v") == 1 and "Verdict" in text
+    for key in ("plane", "forest_worst", "curve_worst", "fronts"):
+        assert f"Plotly.newPlot('{key}'" in text
+    # the summary's intervals are recomputed from the committed history alone
+    hist = pd.read_csv(tmp_path / "history.csv", keep_default_na=False)
+    m = run_metrics(hist, target_worst=s.target_worst, rounds=s.rounds)
+    p = paired_differences(m, "proportional", entries=list(s.selectors), resamples=s.bootstrap)
+    pd.testing.assert_frame_equal(
+        p.reset_index(drop=True), pd.read_csv(tmp_path / "paired.csv"), check_dtype=False
+    )
+    assert not res.fronts.empty and set(res.fronts["round"]) <= set(range(s.rounds))
+
+
+_KILL_SCRIPT = textwrap.dedent(
+    """
+    import importlib.util, sys, time
+    from fl_oracle.experiments.study import StudySettings, run_study
+    from selection.selectors import make_selector
+    spec = importlib.util.spec_from_file_location("fake", {fake!r})
+    fake = importlib.util.module_from_spec(spec); spec.loader.exec_module(fake)
+    s = StudySettings(**{small!r})
+    def slow(seed):
+        o = fake.FakeOracle(seed, clients_per_domain=2)
+        step = o.step
+        def step_slowly(*a, **k):
+            time.sleep({delay})
+            return step(*a, **k)
+        o.step = step_slowly
+        return o
+    run_study(s, sys.argv[1], make_oracle=slow, make_selector=make_selector,
+              on_run=lambda e, seed: print("done", e, seed, flush=True))
+    """
+)
+
+
+def test_kill_9_then_restart_gives_the_uninterrupted_history(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])}
+
+    def script(delay: float) -> list[str]:
+        code = _KILL_SCRIPT.format(fake=str(_FAKE), small=SMALL, delay=delay)
+        return [sys.executable, "-c", code]
+
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    subprocess.run([*script(0.0), str(full)], check=True, env=env, capture_output=True)
+    proc = subprocess.Popen([*script(0.01), str(cut)], env=env, stdout=subprocess.PIPE, text=True)
+    seen = 0
+    while seen < 5:  # kill after a few finished runs, in the middle of another
+        line = proc.stdout.readline()
+        assert line, "the study ended before it could be killed"
+        seen += line.startswith("done")
+    time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = list((cut / "runs").rglob("seed*.csv"))
+    assert 5 <= len(partial) < SMALL["seeds"] * len(SMALL["selectors"])
+    subprocess.run([*script(0.0), str(cut)], check=True, env=env, capture_output=True)
+    s = StudySettings(**SMALL)
+    finish_study(s, full)
+    finish_study(s, cut)
+    # identical history, timing columns aside (wall and CPU seconds differ run to run)
+    timing = ["solve_seconds", "round_seconds", "round_cpu_seconds"]
+    a = pd.read_csv(full / "history.csv", keep_default_na=False).drop(columns=timing)
+    b = pd.read_csv(cut / "history.csv", keep_default_na=False).drop(columns=timing)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert (full / "paired.csv").read_bytes() == (cut / "paired.csv").read_bytes()
+
+
+def test_cli_study_on_tiny_data(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("fl_oracle.sim.oracle")
+    import fl_oracle.cli.study as cli_study
+    from fl_oracle.cli import main
+    from fl_oracle.experiments.demo_workers import OracleFactory
+
+    data = fake.tiny_data()
+    monkeypatch.setattr(
+        cli_study, "study_factory",
+        lambda overrides: OracleFactory({**fake.tiny_overrides(), "k": overrides["k"]}, data),
+    )  # fmt: skip
+    cfg = tmp_path / "study.toml"
+    cfg.write_text('seeds = 2\nrounds = 2\nselectors = ["proportional", "eps-rel:0.5"]\n')
+    out = tmp_path / "st"
+    argv = ["study", "--config", cfg, "--out", out, "--k", "3", "--workers", "1"]
+    try:
+        main([str(a) for a in argv])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    h = pd.read_csv(out / "history.csv", keep_default_na=False)
+    assert len(h) == 2 * 2 * 2 and set(h["k"]) == {3}
+    assert (h["selected"].str.count(";") == 2).all()
+    assert (out / "report.html").is_file() and (out / "sources.toml").is_file()
+    assert "[sources." in (out / "sources.toml").read_text()
+    # a bad entry is one line and exit 2, before any work
+    with pytest.raises(SystemExit) as exc:
+        main(["study", "--out", str(tmp_path / "bad"), "--selectors", "proportional,bogus"])
+    assert exc.value.code == 2
+    assert "bad selector spec 'bogus'" in capsys.readouterr().err
