@@ -1,0 +1,9 @@
+"""fedsel on Flower: a selection strategy and the Digits-4 apps (needs ``fedsel[flower]``).
+
+* :mod:`.strategy` — :class:`FedselStrategy`, Flower FedProx whose ``configure_train`` picks K
+  nodes with any fedsel selector (usable in any Flower app).
+* :mod:`.digits` — the oracle's per-client and server-side computations, one node at a time.
+* :mod:`.client_app`, :mod:`.server_app` — the Digits-4 ClientApp and ServerApp (``flwr run``).
+* :mod:`.local_grid` — a Grid that runs ClientApps in this process (tests, ``--engine local``).
+* :mod:`.run` — :func:`run_flower`: Flower's simulation engine (Ray) or the local grid.
+"""

@@ -1,0 +1,123 @@
+"""The Digits-4 Flower ClientApp: fedsel's local training and statistics on one node.
+
+Train messages (``fedsel-phase`` ``measure`` or ``commit``, FedProx's ``proximal-mu``, the
+fedsel round in ``fedsel-round``) run :func:`fl_oracle.experiments.flower.digits.client_update`
+at the received model and reply with the update (``ArrayRecord`` ``"delta"``), the statistics
+(``MetricRecord`` ``"metrics"``: ``partition-id``, ``num-examples``, ``F``, ``loss``, ``steps``,
+``gamma-achieved``, ``label-hist``, ``U_local``) and the domain (``ConfigRecord`` ``"fedsel"``).
+Evaluate messages reply with the probe loss and F at the received model and the probe
+gradient (``ArrayRecord`` ``"grad"``).
+
+The node's partition is ``context.node_config["partition-id"]`` (set by the simulation engine,
+or ``flower-supernode --node-config "partition-id=3 num-partitions=20"``).
+
+``app`` (for ``flwr run``) reads its settings from the run config
+(:func:`fl_oracle.experiments.flower.digits.settings_from_run_config`);
+:func:`make_client_app` takes them directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+
+from fl_oracle.experiments.flower.digits import (
+    DigitsSettings,
+    client_probe,
+    client_update,
+    settings_from_run_config,
+)
+
+__all__ = ["make_client_app", "app"]
+
+
+def _partition(context: Context) -> int:
+    pid = context.node_config.get("partition-id")
+    if pid is None:
+        raise ValueError("node_config has no partition-id (start the node with one)")
+    return int(pid)
+
+
+def _model(message: Message) -> np.ndarray:
+    arrays = message.content["arrays"]
+    return np.concatenate([np.asarray(a.numpy(), dtype=np.float32).ravel() for a in arrays.values()])
+
+
+def _train(settings: DigitsSettings, message: Message, context: Context) -> Message:
+    cfg = message.content["config"]
+    pid = _partition(context)
+    extra = {k: cfg[k] for k in ("lr", "gamma", "local-epochs") if k in cfg}
+    delta, info = client_update(
+        settings,
+        pid,
+        _model(message),
+        round_=int(cfg.get("fedsel-round", int(cfg.get("server-round", 1)) - 1)),
+        mu=float(cfg.get("proximal-mu", 0.0)),
+        lr=extra.get("lr"),
+        gamma=extra.get("gamma"),
+        local_epochs=extra.get("local-epochs"),
+    )
+    metrics = {
+        "partition-id": pid,
+        "num-examples": info["n_samples"],
+        "F": info["F"],
+        "loss": info["loss"],
+        "steps": info["steps"],
+        "gamma-achieved": info["gamma_achieved"],
+        "label-hist": info["label_hist"],
+    }
+    if "U_local" in info:
+        metrics["U_local"] = info["U_local"]
+    content = RecordDict(
+        {
+            "delta": ArrayRecord({"delta": Array(delta)}),
+            "metrics": MetricRecord(metrics),
+            "fedsel": ConfigRecord({"domain": info["domain"], "client-id": info["client_id"]}),
+        }
+    )
+    return Message(content, reply_to=message)
+
+
+def _evaluate(settings: DigitsSettings, message: Message, context: Context) -> Message:
+    pid = _partition(context)
+    p = client_probe(settings, pid, _model(message))
+    content = RecordDict(
+        {
+            "grad": ArrayRecord({"grad": Array(p["grad"])}),
+            "metrics": MetricRecord(
+                {
+                    "partition-id": pid,
+                    "num-examples": p["n_samples"],
+                    "loss": p["loss"],
+                    "F": p["F"],
+                }
+            ),
+        }
+    )
+    return Message(content, reply_to=message)
+
+
+def make_client_app(settings: DigitsSettings | None = None) -> ClientApp:
+    """A ClientApp on ``settings`` (None: built from each message's run config)."""
+    client = ClientApp()
+
+    def resolve(context: Context) -> DigitsSettings:
+        if settings is not None:
+            return settings
+        return settings_from_run_config(
+            context.run_config, int(context.node_config.get("num-partitions", 0)) or None
+        )
+
+    @client.train()
+    def train(message: Message, context: Context) -> Message:
+        return _train(resolve(context), message, context)
+
+    @client.evaluate()
+    def evaluate(message: Message, context: Context) -> Message:
+        return _evaluate(resolve(context), message, context)
+
+    return client
+
+
+app = make_client_app()

@@ -1,0 +1,319 @@
+"""The Digits-4 computations behind the Flower apps: the oracle's per-client work, split in two.
+
+One implementation, two engines: the client side runs exactly what
+:class:`fl_oracle.sim.oracle.Oracle` runs for one client (probe statistics at w_t, local training
+with FedProx μ and γ-inexact stops on the mini-batch stream of (seed, round, client), the local
+hold-out accuracy), the server side runs what the oracle runs on its validation and test sets
+(U, U_<domain>, dU of w_t + Δ_i; test accuracy of the aggregate). The functions come from
+:mod:`fl_oracle.sim` (``train_clients``, ``probe_stats``, ``correct_stacked``, ...).
+
+What differs from the in-process oracle is the grouping, not the arithmetic: the oracle trains
+the clients that share a step budget as one stacked model batch, a Flower node trains alone.
+Stacked and single kernels round differently in float32 (measured: |ΔΔ| ≈ 1.5e-8 after one
+local epoch, F within 2e-7 relative), which is the tolerance of the equivalence test
+(``tests/fl_oracle/experiments/test_flower.py``).
+
+The data: :class:`DigitsSettings` names the configuration (``OracleConfig`` TOML) and, for
+tests, a file holding the domains' tensors (``save_data``); without it each process loads the
+federation data as the oracle does (:func:`fl_oracle.sim.oracle.load_federation_data`, the
+generated stand-ins come from the on-disk cache). Each process builds the partition once and
+keeps it (:func:`federation`). In this simulation a client rebuilds the whole partition to find
+its own shard; a deployed client would load only its local data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.local import train_clients
+from fl_oracle.sim.model import get_arch, init_params
+from fl_oracle.sim.partition import build_federation
+from fl_oracle.sim.stats import correct_stacked, probe_stats
+
+__all__ = [
+    "DigitsSettings",
+    "DigitsServer",
+    "client_update",
+    "client_probe",
+    "federation",
+    "save_data",
+    "settings_from_run_config",
+    "stream_seed",
+]
+
+_F_FLOOR = 1e-12  # as the oracle: F > 0 in the contract
+
+
+@dataclass(frozen=True)
+class DigitsSettings:
+    """What a Digits-4 client or server needs to rebuild its part of the federation.
+
+    Attributes:
+        config_toml: the :class:`OracleConfig` as TOML (``to_toml``).
+        data_file: a file written by :func:`save_data` (tests, tiny data); None = load the
+            data as the oracle does.
+    """
+
+    config_toml: str
+    data_file: str | None = None
+
+    @classmethod
+    def of(cls, config: OracleConfig, data_file: str | Path | None = None) -> DigitsSettings:
+        return cls(config.to_toml(), None if data_file is None else str(data_file))
+
+    @property
+    def config(self) -> OracleConfig:
+        return OracleConfig.from_toml(self.config_toml)
+
+
+def save_data(data: dict, path: str | Path) -> Path:
+    """Write a ``{domain: {split: DomainData}}`` dict for :class:`DigitsSettings` (plain tensors)."""
+    plain = {
+        d: {
+            s: {
+                "images": torch.as_tensor(v.images),
+                "labels": torch.as_tensor(v.labels),
+                "source": str(getattr(v, "source", "generated")),
+            }
+            for s, v in splits.items()
+        }
+        for d, splits in data.items()
+    }
+    path = Path(path)
+    torch.save(plain, path)
+    return path
+
+
+def _load_data(path: str) -> dict:
+    from fl_oracle.sim.data import DomainData
+
+    plain = torch.load(path, weights_only=True)
+    return {
+        d: {
+            s: DomainData(d, s, v["images"], v["labels"], v["source"])
+            for s, v in splits.items()
+        }
+        for d, splits in plain.items()
+    }
+
+
+_CACHE: dict[DigitsSettings, tuple[Any, Any, dict]] = {}
+
+
+def federation(settings: DigitsSettings) -> tuple[Any, Any, dict]:
+    """(arch, Federation, data) of the settings, built once per process (CPU tensors)."""
+    hit = _CACHE.get(settings)
+    if hit is None:
+        config = settings.config
+        if config.threads is not None:
+            torch.set_num_threads(config.threads)
+        if settings.data_file is not None:
+            data = _load_data(settings.data_file)
+        else:
+            from fl_oracle.sim.oracle import load_federation_data
+
+            data = load_federation_data(config)
+        device = torch.device("cpu")
+        hit = (get_arch(config.model), build_federation(config, data, device), data)
+        _CACHE.clear()  # one federation per process
+        _CACHE[settings] = hit
+    return hit
+
+
+def stream_seed(seed: int, round_: int, client: int) -> int:
+    """The mini-batch stream seed of (seed, round, client), as ``Oracle._stream_seed``."""
+    ss = np.random.SeedSequence([seed, round_, client, 0xB47C])
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def _single_probe(arch, w: torch.Tensor, fed, i: int):
+    x, y = fed.xs[i][fed.probe[i]], fed.ys[i][fed.probe[i]]
+    return probe_stats(arch, w, x, y, torch.zeros(len(y), dtype=torch.int64), 1)
+
+
+def client_probe(settings: DigitsSettings, partition: int, w: np.ndarray) -> dict[str, Any]:
+    """Probe statistics of one client at ``w``: loss, F and the mean loss gradient (P,)."""
+    arch, fed, _ = federation(settings)
+    p = _single_probe(arch, torch.as_tensor(w, dtype=torch.float32), fed, _check(fed, partition))
+    return {
+        "loss": float(p.loss[0]),
+        "F": max(float(p.fisher[0]), _F_FLOOR),
+        "grad": p.grad[0].numpy().astype(np.float32),
+        "n_samples": int(fed.n_samples[partition]),
+    }
+
+
+def _check(fed, partition: int) -> int:
+    if isinstance(partition, bool) or not 0 <= int(partition) < len(fed.client_ids):
+        raise ValueError(
+            f"partition {partition!r} is outside the federation's {len(fed.client_ids)} clients"
+        )
+    return int(partition)
+
+
+def client_update(
+    settings: DigitsSettings,
+    partition: int,
+    w: np.ndarray,
+    *,
+    round_: int,
+    mu: float,
+    lr: float | None = None,
+    gamma: float | None = None,
+    local_epochs: float | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """One client's candidate update at w_t and its own statistics, as the oracle computes them.
+
+    Args:
+        settings: the federation.
+        partition: the client's index in federation order (its Flower partition id).
+        w: (P,) float32 global model w_t.
+        round_: the fedsel round t (keys the mini-batch stream).
+        mu: FedProx proximal coefficient.
+        lr, gamma, local_epochs: override the configuration's (the server sends them).
+
+    Returns:
+        Δ_i (P,) float32 and ``client_id, domain, n_samples, F, loss, steps, gamma_achieved,
+        label_hist`` (10 counts) and ``U_local`` (% on the local hold-out; absent without one).
+    """
+    arch, fed, _ = federation(settings)
+    cfg = settings.config
+    i = _check(fed, partition)
+    wt = torch.as_tensor(w, dtype=torch.float32)
+    probe = _single_probe(arch, wt, fed, i)
+    cid = fed.client_ids[i]
+    budget = cfg.budget(cid) if local_epochs is None else float(local_epochs)
+    res = train_clients(
+        arch,
+        wt,
+        [0],
+        xs=[fed.xs[i]],
+        ys=[fed.ys[i]],
+        probes=[fed.probe[i]],
+        budgets=[budget],
+        seeds=[stream_seed(cfg.seed, round_, i)],
+        batch_size=cfg.batch_size,
+        lr=cfg.lr if lr is None else float(lr),
+        mu=float(mu),
+        gamma=cfg.gamma if gamma is None else float(gamma),
+        g0_norm=probe.grad.norm(dim=1),
+    )
+    delta, steps, ratio = res[0]
+    out: dict[str, Any] = {
+        "client_id": cid,
+        "domain": fed.client_domain[i],
+        "n_samples": int(fed.n_samples[i]),
+        "F": max(float(probe.fisher[0]), _F_FLOOR),
+        "loss": float(probe.loss[0]),
+        "steps": int(steps),
+        "gamma_achieved": float(ratio),
+        "label_hist": [float(v) for v in fed.hist[i]],
+    }
+    if fed.local and len(fed.local[i][1]):
+        x, y = fed.local[i]
+        hits = correct_stacked(arch, wt.unsqueeze(0) + delta.unsqueeze(0), x, y)
+        out["U_local"] = 100.0 * float(hits[0]) / len(y)
+    return delta.numpy().astype(np.float32), out
+
+
+class DigitsServer:
+    """The server's side: the initial model, validation-set utilities and test accuracy.
+
+    Holds only the validation and test sets of the federation (and the client ids and domains,
+    which map Flower partition ids to fedsel client ids).
+    """
+
+    def __init__(self, settings: DigitsSettings) -> None:
+        self.settings = settings
+        self.config = settings.config
+        self.arch, fed, self.data = federation(settings)
+        self.domains = list(fed.domains)
+        self.client_ids = list(fed.client_ids)
+        self.client_domains = list(fed.client_domain)
+        self.sources = dict(fed.sources)
+        self._val = fed.val
+        self._test = fed.test
+
+    def initial_params(self) -> np.ndarray:
+        """w_0, the oracle's initial model of the configuration's seed (P,) float32."""
+        g = torch.Generator().manual_seed(self.config.seed)
+        return init_params(self.arch, g).numpy()
+
+    def _hits(self, W: torch.Tensor, split: str) -> tuple[np.ndarray, np.ndarray]:
+        sets = self._val if split == "val" else self._test
+        hits = [correct_stacked(self.arch, W, *sets[d]).cpu().numpy() for d in self.domains]
+        return np.stack(hits, axis=1), np.array([len(sets[d][1]) for d in self.domains])
+
+    def candidate_utilities(self, w: np.ndarray, deltas: np.ndarray) -> dict[str, np.ndarray]:
+        """U, U_<domain> and dU (%) of each candidate w_t + Δ_i on the validation sets."""
+        wt = torch.as_tensor(w, dtype=torch.float32)
+        D = torch.as_tensor(deltas, dtype=torch.float32)
+        hits, sizes = self._hits(wt.unsqueeze(0) + D, "val")
+        Ud = 100.0 * hits / sizes
+        U = 100.0 * hits.sum(1) / sizes.sum()
+        out = {"U": U}
+        for j, d in enumerate(self.domains):
+            out[f"U_{d}"] = Ud[:, j]
+        hits0, _ = self._hits(wt.unsqueeze(0), "val")
+        out["dU"] = U - 100.0 * hits0[0].sum() / sizes.sum()
+        return out
+
+    def test_metrics(self, w: np.ndarray) -> dict[str, float]:
+        """``acc_<domain>``, ``acc_pooled``, ``acc_avg``, ``acc_worst`` (%) of w on the test sets."""
+        hits, sizes = self._hits(torch.as_tensor(w, dtype=torch.float32).unsqueeze(0), "test")
+        acc = 100.0 * hits[0] / sizes
+        out = {f"acc_{d}": float(a) for d, a in zip(self.domains, acc, strict=True)}
+        out["acc_pooled"] = float(100.0 * hits[0].sum() / sizes.sum())
+        out["acc_avg"] = float(acc.mean())
+        out["acc_worst"] = float(acc.min())
+        return out
+
+    def provenance(self) -> dict:
+        """``{domain: {split: record}}`` of the data (as the oracle's ``provenance``)."""
+        from fl_oracle.sim.data.provenance import data_provenance
+
+        try:
+            return data_provenance({d: self.data[d] for d in self.domains})
+        except Exception:  # tiny injected data may lack provenance fields
+            return {}
+
+
+# Run-config keys (``[tool.flwr.app.config]``, ``flwr run --run-config``) -> OracleConfig fields.
+RUN_CONFIG_FIELDS = {
+    "seed": ("seed", int),
+    "mu": ("mu", float),
+    "gamma": ("gamma", float),
+    "lr": ("lr", float),
+    "local-epochs": ("local_epochs", float),
+    "data": ("data_mode", str),
+    "data-root": ("data_root", str),
+    "model": ("model", str),
+    "threads": ("threads", int),
+}
+
+
+def settings_from_run_config(run_config: Any, num_partitions: int | None = None) -> DigitsSettings:
+    """:class:`DigitsSettings` of a Flower run config (the ``flwr run`` path).
+
+    Keys of :data:`RUN_CONFIG_FIELDS` set the matching ``OracleConfig`` fields (an empty
+    ``data-root`` = none); ``num_partitions`` (the node count) sets ``clients_per_domain`` =
+    num_partitions / 4 and must be a multiple of the number of domains.
+    """
+    kw: dict[str, Any] = {"device": "cpu"}
+    for key, (name, kind) in RUN_CONFIG_FIELDS.items():
+        if key in run_config and run_config[key] != "":
+            kw[name] = kind(run_config[key])
+    if num_partitions:
+        n_dom = len(OracleConfig().domains)
+        if num_partitions % n_dom:
+            raise ValueError(
+                f"{num_partitions} nodes: the Digits-4 federation needs a multiple of {n_dom}"
+            )
+        kw["clients_per_domain"] = num_partitions // n_dom
+    return DigitsSettings.of(OracleConfig(**kw))

@@ -1,0 +1,149 @@
+"""The Digits-4 Flower ServerApp: :class:`FedselStrategy` with the oracle's server-side data.
+
+The server holds the validation and test sets of the federation (never a client's shard): it
+evaluates U and U_<domain> of every candidate w_t + Δ_i on the validation sets, and the test
+accuracy of each new global model for the history, as the in-process oracle does.
+
+``app`` (for ``flwr run``) reads the run from the run config (``selector``, ``k``,
+``num-server-rounds``, ``stats``, ``timeout``, ``out`` and the federation keys of
+:data:`fl_oracle.experiments.flower.digits.RUN_CONFIG_FIELDS`); :func:`make_server_app` takes a
+:class:`FlowerRun` directly and leaves the history in :attr:`FlowerRun.result`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from flwr.app import Array, ArrayRecord, Context
+from flwr.serverapp import Grid, ServerApp
+
+from fl_oracle.experiments.flower.digits import (
+    DigitsServer,
+    DigitsSettings,
+    settings_from_run_config,
+)
+from fl_oracle.experiments.flower.strategy import FedselStrategy
+
+__all__ = ["FlowerRun", "FlowerResult", "make_server_app", "write_run", "app"]
+
+
+@dataclass
+class FlowerResult:
+    """What a run produced: ``history`` rows and per-round ``stats`` tables."""
+
+    history: list[dict] = field(default_factory=list)
+    tables: list[pd.DataFrame] = field(default_factory=list)
+    server: DigitsServer | None = None
+
+    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        h = pd.DataFrame(self.history)
+        s = pd.concat(self.tables, ignore_index=True) if self.tables else pd.DataFrame()
+        return h, s
+
+
+@dataclass
+class FlowerRun:
+    """One fedsel run on Flower.
+
+    Attributes:
+        settings: the Digits-4 federation.
+        selector: selector spec.
+        k: nodes trained per round.
+        rounds: rounds R.
+        stats: ``fresh`` or ``stale``.
+        timeout: seconds to wait for one exchange's replies.
+        wait_for_nodes: seconds to wait for K nodes to connect.
+        out: folder for ``history.csv`` and ``stats.parquet`` after every round (None = none).
+        result: filled while the ServerApp runs.
+    """
+
+    settings: DigitsSettings
+    selector: str
+    k: int
+    rounds: int
+    stats: str = "fresh"
+    timeout: float = 600.0
+    wait_for_nodes: float = 30.0
+    out: Path | None = None
+    result: FlowerResult = field(default_factory=FlowerResult)
+
+
+def write_run(out: Path, history: pd.DataFrame, stats: pd.DataFrame) -> None:
+    """``history.csv`` and ``stats.parquet`` atomically (as ``fedsel train``)."""
+    from selection.atomic import write_table_atomic
+
+    write_table_atomic(history, out / "history.csv")
+    write_table_atomic(stats, out / "stats.parquet")
+
+
+def run_strategy(grid: Grid, run: FlowerRun) -> FlowerResult:
+    """Build the server and the strategy and run ``run.rounds`` rounds on ``grid``."""
+    server = DigitsServer(run.settings)
+    cfg = server.config
+    res = run.result
+    res.server = server
+
+    def on_round(row: dict, table: pd.DataFrame) -> None:
+        if not res.history or res.history[-1] is not row:
+            res.history.append(row)
+            res.tables.append(table)
+        if run.out is not None:
+            write_run(Path(run.out), *res.frames())
+
+    strategy = FedselStrategy(
+        run.selector,
+        run.k,
+        seed=cfg.seed,
+        stats=run.stats,
+        proximal_mu=cfg.mu,
+        client_ids=server.client_ids,
+        evaluate_candidates=server.candidate_utilities,
+        evaluate_global=server.test_metrics,
+        aggregation=cfg.aggregation,
+        timeout=run.timeout,
+        wait_for_nodes=run.wait_for_nodes,
+        train_config={"lr": cfg.lr, "gamma": cfg.gamma},
+        on_round=on_round,
+    )
+    arrays = ArrayRecord({"w": Array(server.initial_params())})
+    strategy.start(grid=grid, initial_arrays=arrays, num_rounds=run.rounds, timeout=run.timeout)
+    return res
+
+
+def make_server_app(run: FlowerRun) -> ServerApp:
+    """A ServerApp running ``run``; its history lands in ``run.result``."""
+    server_app = ServerApp()
+
+    @server_app.main()
+    def main(grid: Grid, context: Context) -> None:
+        run_strategy(grid, run)
+
+    return server_app
+
+
+def _run_from_context(grid: Grid, context: Context) -> FlowerRun:
+    rc: Any = context.run_config
+    nodes = int(rc.get("num-partitions", 0)) or len(list(grid.get_node_ids())) or None
+    return FlowerRun(
+        settings=settings_from_run_config(rc, nodes),
+        selector=str(rc.get("selector", "maxmin:2")),
+        k=int(rc.get("k", 5)),
+        rounds=int(rc.get("num-server-rounds", 3)),
+        stats=str(rc.get("stats", "fresh")),
+        timeout=float(rc.get("timeout", 600.0)),
+        out=Path(str(rc.get("out", "runs/flower"))),
+    )
+
+
+app = ServerApp()
+
+
+@app.main()
+def _main(grid: Grid, context: Context) -> None:
+    run = _run_from_context(grid, context)
+    if run.out is not None:
+        run.out.mkdir(parents=True, exist_ok=True)
+    run_strategy(grid, run)

@@ -1,0 +1,583 @@
+"""``FedselStrategy``: Flower FedProx whose ``configure_train`` picks K nodes with a fedsel selector.
+
+A drop-in strategy for a Flower ServerApp on the Message API (``flwr.serverapp``)::
+
+    strategy = FedselStrategy("maxmin:2", k=5, proximal_mu=0.01,
+                              evaluate_candidates=my_val_accuracies)
+    strategy.start(grid=grid, initial_arrays=ArrayRecord(model.state_dict()), num_rounds=10)
+
+Every round t (Flower's ``server_round`` = t + 1):
+
+1. **Measure.** ``stats="fresh"`` (default): every connected node gets a train message with
+   ``config["fedsel-phase"] = "measure"`` at w_t and replies with its update and statistics;
+   nothing of it is aggregated. ``stats="stale"``: only nodes never measured before get it;
+   the others keep the statistics of their last training reply (measured at the model they
+   trained from, so up to several rounds old).
+2. **Select.** The statistics of the connected nodes become a round-stats table
+   (``docs/contract.md``) and the selector (any :func:`selection.selectors.make_selector` spec,
+   or a callable ``(table, k) -> ids``) picks K client ids; an infeasible ε falls back to the
+   smallest-gap point, as in ``fedsel train``.
+3. **Commit.** The K nodes get ``fedsel-phase = "commit"`` (and FedProx's ``proximal-mu``); the
+   new model is w_t + Σ α_i Δ_i over the replies that arrived, α ∝ n_i (``aggregation=
+   "samples"``), uniform, or q-FFL's n_i·loss_i^q for ``qffl:q`` selectors.
+4. **Evaluate** (optional, FedAvg's federated evaluation): nodes report their probe loss (and
+   gradient) at w_{t+1}; the history gets ``global_loss`` and ``B_dissimilarity``.
+
+Who computes what. The server computes from the replies: ``cos_g`` (cosine of Δ_i with the
+sample-weighted mean update of the nodes measured with it), ``B`` (JS divergence of the node's
+label histogram from the sum of all histograms seen) and, with ``evaluate_candidates``, ``U``,
+``U_<domain>`` (and any further column it returns) of w_t + Δ_i on server-held validation data.
+The node reports the rest in its reply's ``MetricRecord``: ``partition-id`` (echoed back: it
+maps the Flower node id to the fedsel client id ``client_ids[partition-id]``),
+``num-examples`` (n_samples), ``F``, ``loss``, ``label-hist`` (class counts) or ``B``, and
+optionally ``steps``, ``gamma-achieved``, ``U_local``, or ``U``/``U_<domain>`` when the server
+has no validation data; its ``ConfigRecord`` ``"fedsel"`` holds ``domain``. The update is the
+``ArrayRecord`` ``"delta"`` (Δ_i) when present, otherwise the first ``ArrayRecord`` (the locally
+trained model, Δ_i = it − w_t).
+
+Failures never stop a round and never hang it: a reply carrying an error, a reply without the
+statistics, or no reply within ``timeout`` seconds leaves that node out (of the table, or of the
+aggregate), and the history row lists it (``failed``, ``failures``). Fewer than K measured
+nodes, or fewer than K connected after ``wait_for_nodes`` seconds, raise
+:class:`FlowerRunError` with the reason.
+
+``history`` holds one row per round in the contract of ``fedsel train``'s ``history.csv``
+(:mod:`fl_oracle.experiments.loop`), plus ``engine``, ``failed``, ``failures`` and
+``n_aggregated``; ``stats`` every round's table with ``measured_round`` and ``chosen``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord
+from flwr.app import RecordDict
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import FedProx
+
+from fl_oracle.experiments.loop import GLOBAL_KEYS, _select, domain_metrics, qffl_weights
+from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
+from selection.objectives import evaluate as evaluate_objectives
+from selection.problem import SelectionProblem
+
+__all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHASE_KEY"]
+
+PHASE_KEY = "fedsel-phase"
+ROUND_KEY = "fedsel-round"
+STATS_MODES = ("fresh", "stale")
+_F_FLOOR = 1e-12
+# Reply metrics that are bookkeeping, not statistics columns.
+_INTERNAL = {"partition-id", "num-examples", "label-hist", "gamma-achieved"}
+
+
+class FlowerRunError(RuntimeError):
+    """A round cannot proceed (too few nodes, too few statistics); the message says why."""
+
+
+def flatten(arrays: ArrayRecord) -> np.ndarray:
+    """All arrays of a record as one float32 vector (record order)."""
+    parts = [np.asarray(a.numpy(), dtype=np.float32).ravel() for a in arrays.values()]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+
+
+def unflatten_like(flat: np.ndarray, like: ArrayRecord) -> ArrayRecord:
+    """A record with the keys, shapes and dtypes of ``like`` holding ``flat``."""
+    out, i = {}, 0
+    for key, a in like.items():
+        ref = a.numpy()
+        n = int(ref.size)
+        out[key] = Array(np.asarray(flat[i : i + n], dtype=ref.dtype).reshape(ref.shape))
+        i += n
+    if i != len(flat):
+        raise ValueError(f"flat vector has {len(flat)} values, the record {i}")
+    return ArrayRecord(out)
+
+
+@dataclass
+class _Reply:
+    node: int
+    pid: int | None = None
+    client_id: str = ""
+    domain: str = ""
+    n: int = 0
+    delta: np.ndarray | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass
+class _Pending:
+    t: int
+    ids: list[str]
+    nodes: dict[str, int]
+    pred: dict[str, float]
+    solve_seconds: float
+    fallback: str
+    table: pd.DataFrame
+    weights: dict[str, float] | None
+    w_t: np.ndarray
+    clocks: tuple[float, float]
+    failures: dict[str, str]
+
+
+class FedselStrategy(FedProx):
+    """FedProx whose training nodes are chosen by a fedsel selector (module docstring).
+
+    Args:
+        selector: a selector spec (``eps:5``, ``maxmin:2``, ``nsga2:knee``, ``random``, ...) or
+            a callable ``(round_stats, k) -> ids`` (optionally with ``.choose(problem)``).
+        k: nodes trained per round.
+        seed: seed of the selector's own random stream.
+        stats: ``fresh`` or ``stale`` (module docstring).
+        proximal_mu: FedProx μ, sent in every train message's config.
+        client_ids: fedsel client id of each partition id (default ``str(partition_id)``).
+        evaluate_candidates: ``(w_t, deltas (M, P)) -> {column: (M,) values}`` giving at
+            least ``U`` and ``U_<domain>`` on server-held validation data; None = the nodes
+            report them.
+        evaluate_global: ``w -> {"acc_<domain>": %, ...}`` test accuracy of a model for the
+            history (None = no accuracy columns).
+        aggregation: ``samples`` (α ∝ n) or ``uniform``; q-FFL selectors override it.
+        timeout: seconds to wait for the replies of one exchange.
+        wait_for_nodes: seconds to wait for K nodes to connect before failing.
+        train_config: extra entries for every train message's config (lr, local epochs, ...).
+        on_round: called with (history row, stats table) once a round is complete.
+        fraction_evaluate: fraction of nodes asked for their loss at w_{t+1} (0 = none).
+        name: the selector's name in the history (default the spec).
+    """
+
+    def __init__(
+        self,
+        selector: str | Callable,
+        k: int,
+        *,
+        seed: int = 0,
+        stats: str = "fresh",
+        proximal_mu: float = 0.0,
+        client_ids: Sequence[str] | None = None,
+        evaluate_candidates: Callable[[np.ndarray, np.ndarray], Mapping[str, Any]] | None = None,
+        evaluate_global: Callable[[np.ndarray], Mapping[str, float]] | None = None,
+        aggregation: str = "samples",
+        timeout: float = 600.0,
+        wait_for_nodes: float = 30.0,
+        train_config: Mapping[str, Any] | None = None,
+        on_round: Callable[[dict, pd.DataFrame], None] | None = None,
+        fraction_evaluate: float = 1.0,
+        name: str | None = None,
+    ) -> None:
+        from selection.selectors import make_selector
+
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise ValueError(f"k={k!r} must be an integer >= 1")
+        if stats not in STATS_MODES:
+            raise ValueError(f"stats mode {stats!r} must be one of {', '.join(STATS_MODES)}")
+        if aggregation not in ("samples", "uniform"):
+            raise ValueError(f"aggregation {aggregation!r} must be 'samples' or 'uniform'")
+        if not (timeout > 0 and wait_for_nodes >= 0):
+            raise ValueError("timeout must be > 0 and wait_for_nodes >= 0 seconds")
+        self.selector = make_selector(selector, seed=seed) if isinstance(selector, str) else selector
+        self.name = name or (selector if isinstance(selector, str) else type(selector).__name__)
+        super().__init__(
+            fraction_train=1.0,
+            fraction_evaluate=fraction_evaluate,
+            min_train_nodes=int(k),
+            min_evaluate_nodes=0,
+            min_available_nodes=int(k),
+            proximal_mu=float(proximal_mu),
+        )
+        self.k = int(k)
+        self.seed = int(seed)
+        self.stats_mode = stats
+        self.client_ids = None if client_ids is None else [str(c) for c in client_ids]
+        self.evaluate_candidates = evaluate_candidates
+        self.evaluate_global = evaluate_global
+        self.aggregation = aggregation
+        self.timeout = float(timeout)
+        self.wait_for_nodes = float(wait_for_nodes)
+        self.train_config = dict(train_config or {})
+        self.on_round = on_round
+        self.history: list[dict] = []
+        self.tables: list[pd.DataFrame] = []
+        self._rows: dict[str, dict] = {}  # client id -> its latest statistics row
+        self._hist: dict[str, np.ndarray] = {}  # client id -> label histogram
+        self._node_of: dict[str, int] = {}  # client id -> node id
+        self._client_of: dict[int, str] = {}  # node id -> client id
+        self._pending: _Pending | None = None
+        self._like: ArrayRecord | None = None
+        self._domains: list[str] | None = None
+
+    # ------------------------------------------------------------------ Flower API
+    def summary(self) -> None:
+        from logging import INFO
+
+        from flwr.supercore import log
+
+        log(INFO, "\t├──> fedsel selection: %s, K=%d, stats %s", self.name, self.k, self.stats_mode)
+        super().summary()
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        """Measure (fresh: all nodes; stale: unseen ones), select K, return their train messages."""
+        clocks = (time.perf_counter(), time.process_time())
+        t = int(server_round) - 1
+        nodes = self._connected(grid)
+        w_t = flatten(arrays)
+        failures: dict[str, str] = {}
+        if self.stats_mode == "fresh":
+            measure = nodes
+        else:
+            measure = [n for n in nodes if n not in self._client_of]
+        if measure:
+            msgs = self._messages(measure, arrays, config, "measure", t)
+            replies = grid.send_and_receive(msgs, timeout=self.timeout)
+            self._ingest(self._collect(replies, measure, w_t, failures), w_t, t)
+        table = self._table(nodes, t)
+        if len(table) < self.k:
+            detail = "; ".join(f"{c}: {r}" for c, r in failures.items()) or "none failed"
+            raise FlowerRunError(
+                f"round {t}: only {len(table)} of {len(nodes)} connected nodes have statistics, "
+                f"fewer than K={self.k} ({detail})"
+            )
+        problem = SelectionProblem.from_stats(table, self.k)
+        ids, solve_seconds, fallback = _select(self.selector, table, problem)
+        bad = sorted(set(ids) - set(problem.ids))
+        if bad or len(set(ids)) != len(ids) or len(ids) not in (self.k, problem.n):
+            raise FlowerRunError(
+                f"selector {self.name} returned {len(ids)} ids ({len(set(ids))} distinct, "
+                f"unknown: {', '.join(bad) or 'none'}) for K={self.k} in round {t}"
+            )
+        pos = {c: i for i, c in enumerate(problem.ids)}
+        pred = evaluate_objectives(problem, [pos[c] for c in ids])
+        q = getattr(self.selector, "aggregation_q", None)
+        weights = qffl_weights(table, ids, float(q)) if q is not None else None
+        self._pending = _Pending(
+            t, ids, {c: self._node_of[c] for c in ids}, pred, solve_seconds, fallback,
+            table, weights, w_t, clocks, failures,
+        )
+        return self._messages([self._node_of[c] for c in ids], arrays, config, "commit", t)
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """w_t + Σ α_i Δ_i over the selected nodes that replied; the history row."""
+        p = self._pending
+        if p is None or p.t != int(server_round) - 1:
+            raise FlowerRunError(f"aggregate_train of round {server_round} without its selection")
+        got = self._collect(replies, list(p.nodes.values()), p.w_t, p.failures)
+        ok = [r for r in got if r.client_id in p.nodes]
+        if self.stats_mode == "stale" and ok:
+            self._ingest(ok, p.w_t, p.t)
+        new_arrays, new_w = None, p.w_t
+        if ok:
+            D = torch.as_tensor(np.stack([r.delta for r in ok]), dtype=torch.float32)
+            alpha = torch.as_tensor(self._alpha(ok, p.weights), dtype=torch.float32)
+            w = torch.as_tensor(p.w_t, dtype=torch.float32)
+            new_w = (w + (alpha.unsqueeze(1) * D).sum(0)).numpy()
+            new_arrays = unflatten_like(new_w, self._like)
+        row = {
+            "round": p.t,
+            "selector": self.name,
+            "seed": self.seed,
+            "stats_mode": self.stats_mode,
+            "k": self.k,
+            "selected": ";".join(p.ids),
+        }
+        if self.evaluate_global is not None:
+            metrics = dict(self.evaluate_global(new_w))
+            row.update(domain_metrics(metrics, self._domain_list(metrics)))
+        row.update(
+            pred_utility=p.pred["utility"],
+            pred_gap=p.pred["gap"],
+            pred_worst=p.pred["worst"],
+            solve_seconds=float(p.solve_seconds),
+            fallback=p.fallback,
+            round_seconds=time.perf_counter() - p.clocks[0],
+            round_cpu_seconds=time.process_time() - p.clocks[1],
+            mu=float(self.proximal_mu),
+            engine="flower",
+            n_aggregated=len(ok),
+            failed=";".join(p.failures),
+            failures=" | ".join(f"{c}: {r}" for c, r in p.failures.items()),
+        )
+        if not ok:
+            row["fallback"] = (row["fallback"] + "; " if row["fallback"] else "") + (
+                "no selected node replied: the model is unchanged"
+            )
+        table = p.table.assign(chosen=p.table["client_id"].isin(p.ids))
+        self.history.append(row)
+        self.tables.append(table)
+        self._pending = None
+        if self.fraction_evaluate == 0.0 and self.on_round is not None:
+            self.on_round(row, table)
+        return new_arrays, MetricRecord(
+            {"n-aggregated": len(ok), "n-failed": len(p.failures), "fedsel-round": p.t}
+        )
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        """Ask the nodes for their loss (and probe gradient) at w_{t+1}."""
+        if self.fraction_evaluate == 0.0:
+            return []
+        nodes = list(grid.get_node_ids())
+        n = max(1, int(len(nodes) * self.fraction_evaluate)) if nodes else 0
+        config[ROUND_KEY] = int(server_round)
+        config["server-round"] = int(server_round)
+        record = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: config})
+        return self._construct_messages(record, sorted(nodes)[:n], MessageType.EVALUATE)
+
+    def aggregate_evaluate(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> MetricRecord | None:
+        """``global_loss`` (n-weighted probe loss) and ``B_dissimilarity`` at w_{t+1}."""
+        losses, ns, grads = [], [], []
+        for msg in replies:
+            if msg.has_error() or not msg.has_content():
+                continue
+            m = _first_metrics(msg.content)
+            if m is None or "loss" not in m or "num-examples" not in m:
+                continue
+            losses.append(float(m["loss"]))
+            ns.append(float(m["num-examples"]))
+            if "grad" in msg.content.array_records:
+                grads.append(flatten(msg.content["grad"]))
+        out = MetricRecord()
+        if losses:
+            n = np.asarray(ns)
+            out["global_loss"] = float((n * np.asarray(losses)).sum() / n.sum())
+            if len(grads) == len(losses):
+                g = torch.as_tensor(np.stack(grads))
+                out["B_dissimilarity"] = b_dissimilarity(g, torch.as_tensor(n, dtype=torch.float32))
+            out["n-evaluated"] = len(losses)
+        if self.history and self.history[-1]["round"] == int(server_round) - 1:
+            row = self.history[-1]
+            for key in GLOBAL_KEYS:
+                if key in out:
+                    row[key] = float(out[key])
+            if self.on_round is not None and self.fraction_evaluate > 0.0:
+                self.on_round(row, self.tables[-1])
+        return out if losses else None
+
+    # ------------------------------------------------------------------ helpers
+    def _connected(self, grid: Grid) -> list[int]:
+        deadline = time.monotonic() + self.wait_for_nodes
+        while True:
+            nodes = sorted(int(n) for n in grid.get_node_ids())
+            if len(nodes) >= self.k:
+                return nodes
+            if time.monotonic() >= deadline:
+                raise FlowerRunError(
+                    f"K={self.k} exceeds the {len(nodes)} connected node(s) "
+                    f"(waited {self.wait_for_nodes:g} s for more)"
+                )
+            time.sleep(min(1.0, max(0.05, deadline - time.monotonic())))
+
+    def _messages(
+        self, nodes: Sequence[int], arrays: ArrayRecord, config: ConfigRecord, phase: str, t: int
+    ) -> list[Message]:
+        self._like = arrays
+        cfg = ConfigRecord(dict(config))
+        for key, value in self.train_config.items():
+            cfg[key] = value
+        cfg["server-round"] = t + 1
+        cfg[ROUND_KEY] = t
+        cfg[PHASE_KEY] = phase
+        cfg["proximal-mu"] = float(self.proximal_mu)
+        record = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: cfg})
+        return list(self._construct_messages(record, list(nodes), MessageType.TRAIN))
+
+    def _collect(
+        self,
+        replies: Iterable[Message],
+        asked: Sequence[int],
+        w_t: np.ndarray,
+        failures: dict[str, str],
+    ) -> list[_Reply]:
+        """Parse replies; failures (error, no statistics, no reply) go to ``failures``."""
+        out, seen = [], set()
+        for msg in replies:
+            node = int(msg.metadata.src_node_id)
+            seen.add(node)
+            r = _parse(msg, w_t, self.client_ids)
+            who = r.client_id or self._client_of.get(node) or f"node-{node}"
+            if r.error:
+                failures[who] = r.error
+                continue
+            prev = self._client_of.get(node)
+            if prev is not None and prev != r.client_id:
+                failures[who] = f"node {node} echoed partition of {r.client_id}, was {prev}"
+                continue
+            other = self._node_of.get(r.client_id)
+            if other is not None and other != node and other in asked:
+                failures[who] = f"partition {r.pid} is claimed by nodes {other} and {node}"
+                continue
+            self._node_of[r.client_id] = node
+            self._client_of[node] = r.client_id
+            out.append(r)
+        for node in asked:
+            if node not in seen:
+                who = self._client_of.get(node, f"node-{node}")
+                failures[who] = f"no reply within {self.timeout:g} s"
+        return sorted(out, key=lambda r: r.pid)
+
+    def _ingest(self, replies: list[_Reply], w_t: np.ndarray, t: int) -> None:
+        """Statistics rows of measured nodes (server part computed here) at round t."""
+        if not replies:
+            return
+        D = np.stack([r.delta for r in replies])
+        server: dict[str, np.ndarray] = {}
+        if self.evaluate_candidates is not None:
+            server = {c: np.asarray(v) for c, v in self.evaluate_candidates(w_t, D).items()}
+        Dt = torch.as_tensor(D, dtype=torch.float32)
+        n = torch.as_tensor([r.n for r in replies], dtype=torch.float32)
+        cos = cosine_to(Dt, (n.unsqueeze(1) * Dt).sum(0) / n.sum()).numpy()
+        for r in replies:
+            if "label-hist" in r.metrics:
+                self._hist[r.client_id] = np.asarray(r.metrics["label-hist"], dtype=np.float64)
+        glob = sum(self._hist.values()) if self._hist else None
+        for j, r in enumerate(replies):
+            row: dict[str, Any] = {
+                "client_id": r.client_id,
+                "domain": r.domain,
+                "n_samples": int(r.n),
+            }
+            mine = {c: float(v[j]) for c, v in server.items()}
+            theirs = {
+                c: v for c, v in r.metrics.items() if c not in _INTERNAL and not isinstance(v, list)
+            }
+            u_cols = [c for c in (*mine, *theirs) if c.startswith("U_")]
+            for col in ("U", *dict.fromkeys(u_cols)):
+                if col in mine or col in theirs:
+                    row[col] = mine.get(col, theirs.get(col))
+            if f"U_{r.domain}" in row and "U_own" not in theirs:
+                row["U_own"] = row[f"U_{r.domain}"]
+            for col, v in {**theirs, **mine}.items():
+                row.setdefault(col, v)
+            row["F"] = max(float(r.metrics.get("F", np.nan)), _F_FLOOR)
+            if "B" not in theirs and glob is not None and r.client_id in self._hist:
+                row["B"] = js_divergence(self._hist[r.client_id], glob)
+            row["cos_g"] = float(cos[j])
+            if "gamma-achieved" in r.metrics:
+                row["gamma_achieved"] = float(r.metrics["gamma-achieved"])
+            row["measured_round"] = t
+            row["_pid"] = r.pid
+            self._rows[r.client_id] = row
+
+    def _table(self, nodes: Sequence[int], t: int) -> pd.DataFrame:
+        """The round-stats table of the connected nodes that have statistics (partition order)."""
+        rows = []
+        for node in nodes:
+            cid = self._client_of.get(node)
+            row = self._rows.get(cid) if cid is not None else None
+            if row is None or (self.stats_mode == "fresh" and row["measured_round"] != t):
+                continue
+            rows.append({"round": t, **row})
+        if not rows:
+            return pd.DataFrame()
+        table = pd.DataFrame(rows).sort_values("_pid", kind="stable").drop(columns="_pid")
+        return _order(table.reset_index(drop=True))
+
+    def _alpha(self, ok: list[_Reply], weights: dict[str, float] | None) -> np.ndarray:
+        if weights is not None:
+            w = np.array([float(weights.get(r.client_id, 0.0)) for r in ok])
+        elif self.aggregation == "uniform":
+            w = np.ones(len(ok))
+        else:
+            w = np.array([float(r.n) for r in ok])
+        if w.sum() <= 0:
+            w = np.ones(len(ok))
+        return w / w.sum()
+
+    def _domain_list(self, metrics: Mapping[str, Any]) -> list[str]:
+        if self._domains is None:
+            self._domains = [
+                k[4:] for k in metrics if k.startswith("acc_") and k[4:] not in _ACC_SUMMARY
+            ]
+        return self._domains
+
+
+_ACC_SUMMARY = {"pooled", "avg", "worst", "gap", "std"}
+_FRONT = ("round", "client_id", "domain", "n_samples", "U")
+_BACK = ("U_own", "U_local", "dU", "F", "B", "cos_g", "loss", "steps", "gamma_achieved")
+
+
+def _order(table: pd.DataFrame) -> pd.DataFrame:
+    """The oracle's column order: round, client_id, domain, n_samples, U, U_<d>..., rest."""
+    cols = list(table.columns)
+    doms = [c for c in cols if c.startswith("U_") and c not in _BACK]
+    front = [c for c in _FRONT if c in cols] + doms + [c for c in _BACK if c in cols]
+    rest = [c for c in cols if c not in front and c != "measured_round"]
+    tail = ["measured_round"] if "measured_round" in cols else []
+    return table[front + rest + tail]
+
+
+def _first_metrics(content: RecordDict) -> dict | None:
+    recs = list(content.metric_records.values())
+    return dict(recs[0]) if recs else None
+
+
+def _parse(msg: Message, w_t: np.ndarray, client_ids: list[str] | None) -> _Reply:
+    """One train reply as a :class:`_Reply` (``error`` set when it cannot be used)."""
+    r = _Reply(node=int(msg.metadata.src_node_id))
+    if msg.has_error():
+        r.error = f"node error: {msg.error.reason}"
+        return r
+    if not msg.has_content():
+        r.error = "empty reply"
+        return r
+    content = msg.content
+    m = _first_metrics(content)
+    if m is None:
+        r.error = "reported no statistics (no MetricRecord)"
+        return r
+    pid = m.get("partition-id")
+    if isinstance(pid, bool) or not isinstance(pid, int | float) or int(pid) != pid or pid < 0:
+        r.error = "reported no partition-id"
+        return r
+    r.pid = int(pid)
+    if client_ids is not None:
+        if r.pid >= len(client_ids):
+            r.error = f"partition-id {r.pid} is not one of the {len(client_ids)} partitions"
+            return r
+        r.client_id = client_ids[r.pid]
+    else:
+        r.client_id = str(r.pid)
+    need = [c for c in ("num-examples", "F") if c not in m]
+    if "label-hist" not in m and "B" not in m:
+        need.append("label-hist")
+    if need:
+        r.error = f"reported no statistics (lacks {', '.join(need)})"
+        return r
+    info = content.config_records.get("fedsel")
+    domain = None if info is None else info.get("domain")
+    if not isinstance(domain, str) or not domain:
+        r.error = "reported no domain (ConfigRecord 'fedsel')"
+        return r
+    r.domain = domain
+    n = m["num-examples"]
+    if isinstance(n, bool) or not isinstance(n, int | float) or n < 1:
+        r.error = f"num-examples={n!r} must be >= 1"
+        return r
+    r.n = int(n)
+    if "delta" in content.array_records:
+        delta = flatten(content["delta"])
+    elif content.array_records:
+        delta = flatten(next(iter(content.array_records.values()))) - w_t
+    else:
+        r.error = "reported no update (no ArrayRecord)"
+        return r
+    if delta.shape != w_t.shape:
+        r.error = f"update has {delta.size} values, the model {w_t.size}"
+        return r
+    if not np.all(np.isfinite(delta)):
+        r.error = "update has non-finite values"
+        return r
+    r.delta = delta
+    r.metrics = m
+    return r
