@@ -18,8 +18,8 @@ ProgressFn = Callable[[int, "int | None", str], None]
 
 
 def report(progress: ProgressFn | None, done: int, total: int | None, label: str) -> None:
-    """Call ``progress`` when there is one."""
-    if progress is not None:
+    """Call ``progress`` when there is one (anything not callable, e.g. False, is none)."""
+    if callable(progress):
         progress(int(done), None if total is None else int(total), label)
 
 

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Sequence
 
 import typer
+
 try:  # typer >= 0.21 raises its own usage errors; older typer (pinned by flwr) raises click's
     from typer.exceptions import TyperException as _UsageError
 except ImportError:  # pragma: no cover - depends on the installed typer
@@ -28,6 +29,7 @@ _COMMAND_MODULES = (
     "fl_oracle.cli.oracle",  # fedsel oracle
     "fl_oracle.cli.train",  # fedsel train, fedsel demo
     "fl_oracle.cli.study",  # fedsel study
+    "fl_oracle.cli.flower",  # fedsel flower (needs the flower extra)
 )
 _registered = False
 

@@ -40,20 +40,23 @@ def preview(
     if data not in ("auto", "real", "generated"):
         raise typer.BadParameter(f"--data {data!r} must be auto, real or generated")
     check_real(DOMAINS, data_root, data, [split])
-    rows = [
-        load_domain(
-            d,
-            split,
-            root=data_root,
-            mode=data,
-            n=n,
-            seed=seed,
-            standardize=False,
-            cache_dir=cache_dir,
-            progress=True,
-        )
-        for d in DOMAINS
-    ]
+    from selection.progress import rich_progress
+
+    with rich_progress() as progress:
+        rows = [
+            load_domain(
+                d,
+                split,
+                root=data_root,
+                mode=data,
+                n=n,
+                seed=seed,
+                standardize=False,
+                cache_dir=cache_dir,
+                progress=progress,
+            )
+            for d in DOMAINS
+        ]
     path = render_preview(rows, out)
     print(f"wrote {path}")
 

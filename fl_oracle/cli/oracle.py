@@ -93,16 +93,19 @@ def oracle(
         ) from None
     schedule = measure_schedule(measure_every, measure_from, at)
     full = measure_every == 1 and measure_from == 0
-    table = run_oracle(
-        config,
-        rounds=rounds,
-        out=out,
-        resume=resume,
-        overwrite=overwrite,
-        cache_dir=cache_dir,
-        progress=progress,
-        measure_round=None if full else schedule,
-    )
+    from selection.progress import rich_progress
+
+    with rich_progress(enabled=progress, transient=False) as bar:
+        table = run_oracle(
+            config,
+            rounds=rounds,
+            out=out,
+            resume=resume,
+            overwrite=overwrite,
+            cache_dir=cache_dir,
+            progress=bar,
+            measure_round=None if full else schedule,
+        )
     n_rounds = table["round"].nunique() if len(table) else 0
     print(f"wrote {len(table)} rows over {n_rounds} measured rounds to {out / 'stats.parquet'}")
 

@@ -118,8 +118,10 @@ def _record_sources(factory, out: Path) -> None:
     from fl_oracle.experiments.run_record import record_toml, run_record
     from fl_oracle.sim.data.provenance import data_provenance, provenance_lines, provenance_toml
     from selection.atomic import write_text_atomic
+    from selection.progress import rich_progress
 
-    data = factory.load(progress=True)
+    with rich_progress() as progress:
+        data = factory.load(progress=progress)
     prov = data_provenance(data)
     for line in provenance_lines(prov):
         print(line, file=sys.stderr)

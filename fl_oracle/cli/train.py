@@ -105,11 +105,10 @@ def train(
     ),
 ) -> None:
     """Train with a selector choosing the K clients of every round."""
-    from rich.progress import Progress
-
     from fl_oracle.experiments.loop import STATS_MODES, run_training
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
+    from selection.progress import rich_progress
     from selection.selectors import make_selector
 
     _check_choice("--stats", stats, STATS_MODES)
@@ -129,11 +128,9 @@ def train(
     # one run per folder: locked, another run refused, nothing left behind by a failed start
     with claim_run_folder(out, "train", overwrite=overwrite, committed="history.csv"):
         oracle = make_oracle(config)
-        if hasattr(config, "to_toml"):
-            write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
+        write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
         rows, tables = [], []
-        with Progress() as prog:
-            task = prog.add_task(f"train {selector}", total=rounds)
+        with rich_progress(transient=False) as progress:
 
             def on_round(row, table):
                 import pandas as pd
@@ -141,10 +138,10 @@ def train(
                 rows.append(row)
                 tables.append(table)
                 _write_run(out, pd.DataFrame(rows), pd.concat(tables, ignore_index=True))
-                prog.update(
-                    task,
-                    advance=1,
-                    description=(
+                progress(
+                    len(rows),
+                    rounds,
+                    (
                         f"train {selector}: round {row['round']} avg {row['acc_avg']:.1f}% "
                         f"worst {row['acc_worst']:.1f}%"
                     ),
@@ -210,6 +207,7 @@ def demo(
     """Compare selectors on the same federation over several seeds; write report.html and tables."""
     from fl_oracle.experiments.demo import DemoSettings, run_demo
     from fl_oracle.experiments.report_demo import write_outputs
+    from selection.progress import rich_progress
     from selection.selectors import make_selector, split_specs
 
     _check_choice("--data", data, ("auto", "real", "generated"))
@@ -227,8 +225,9 @@ def demo(
     runs = settings.seeds * len(settings.selectors)
     n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
     factory = demo_factory(overrides)
-    factory.load(progress=True)  # generate or read the data once, before the workers start
-    result = run_demo(factory, make_selector, settings, workers=n_workers, progress=True)
+    with rich_progress(transient=False) as progress:
+        factory.load(progress=progress)  # generate or read the data once, before the workers
+        result = run_demo(factory, make_selector, settings, workers=n_workers, progress=progress)
     paths = write_outputs(result, out)
     print(result.summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print("wrote " + ", ".join(str(p) for p in paths))

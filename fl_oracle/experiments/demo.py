@@ -17,7 +17,6 @@ the 15 minutes the demo is allowed on 2 CPU cores; its measured time is in the R
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -25,6 +24,7 @@ import pandas as pd
 from fl_oracle.experiments.demo_fronts import front_points
 from fl_oracle.experiments.demo_workers import RunTask, run_all
 from fl_oracle.experiments.loop import OracleLike, TrainResult
+from selection.progress import ProgressFn, report
 
 __all__ = [
     "DEFAULT_SELECTORS",
@@ -153,7 +153,7 @@ def run_demo(
     settings: DemoSettings,
     *,
     workers: int = 1,
-    progress: bool = False,
+    progress: ProgressFn | None = None,
 ) -> DemoResult:
     """Run every selector on every seed's federation, then sweep the fronts.
 
@@ -163,7 +163,7 @@ def run_demo(
         make_selector: ``selection.selectors.make_selector`` (spec, seed=...) -> selector.
         settings: what to run.
         workers: processes running runs in parallel (1 = this process).
-        progress: show a rich progress bar over all rounds.
+        progress: ``(done, total, label)`` callback over all rounds (+1 for the fronts).
     """
     s = settings
     ref = s.selectors[0]
@@ -181,26 +181,25 @@ def run_demo(
     ]
     runs: dict[tuple[str, int], TrainResult] = {}
     snapshot, setup = None, {}
-    bar = _progress_bar() if progress else nullcontext()
-    with bar as prog:
-        task_id = prog.add_task("demo runs", total=len(tasks) * s.rounds + 1) if prog else None
+    total = len(tasks) * s.rounds + 1
+    done_rounds = 0
 
-        def tick() -> None:
-            if prog is not None:
-                prog.advance(task_id)
+    def tick(label: str = "demo runs") -> None:
+        nonlocal done_rounds
+        done_rounds += 1
+        report(progress, done_rounds, total, label)
 
-        cache: dict = {}
-        done = run_all(make_oracle, make_selector, tasks, workers=workers, cache=cache, tick=tick)
-        for task, (res, snap, fed) in done:
-            runs[(task.spec, task.seed)] = res
-            snapshot = snap if snap is not None else snapshot
-            setup = setup or fed
-        if prog is not None:
-            prog.update(task_id, description=f"fronts at round {s.chosen_round}")
-        oracle = cache[0][0] if 0 in cache else make_oracle(0)
-        oracle.load_state_dict(snapshot)
-        fronts = front_points(oracle, s.k, s.front_delta)
-        tick()
+    cache: dict = {}
+    done = run_all(make_oracle, make_selector, tasks, workers=workers, cache=cache, tick=tick)
+    for task, (res, snap, fed) in done:
+        runs[(task.spec, task.seed)] = res
+        snapshot = snap if snap is not None else snapshot
+        setup = setup or fed
+    report(progress, done_rounds, total, f"demo runs: fronts at round {s.chosen_round}")
+    oracle = cache[0][0] if 0 in cache else make_oracle(0)
+    oracle.load_state_dict(snapshot)
+    fronts = front_points(oracle, s.k, s.front_delta)
+    tick("demo runs: done")
     history = pd.concat([runs[(t.spec, t.seed)].history for t in tasks], ignore_index=True)
     stats = pd.concat(
         [runs[(ref, seed)].stats.assign(seed=seed) for seed in range(s.seeds)], ignore_index=True
@@ -223,23 +222,4 @@ def run_demo(
         fronts=fronts,
         summary=summarize(history),
         setup=setup,
-    )
-
-
-def _progress_bar():
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
     )

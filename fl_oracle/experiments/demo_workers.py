@@ -40,7 +40,7 @@ class OracleFactory:
 
         return OracleConfig(seed=int(seed), **self.overrides)
 
-    def load(self, *, progress: bool = False) -> dict:
+    def load(self, *, progress: Any = None) -> dict:
         """The federation's data, loaded (or generated and cached on disk) once per process.
 
         Call it in the parent before starting workers: generated stand-ins are then made

@@ -40,6 +40,7 @@ from fl_oracle.sim.checkpoint import (
 )
 from fl_oracle.sim.config import OracleConfig
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.progress import ProgressFn, report
 from selection.selectors import proportional_sample
 
 __all__ = ["run_oracle", "sample_clients", "MeasuringSampler", "measure_schedule"]
@@ -169,7 +170,7 @@ def _run_oracle(
     resume: bool = False,
     data: dict | None = None,
     cache_dir: str | None = None,
-    progress: bool = True,
+    progress: ProgressFn | None = None,
     after_round: Callable[[int], None] | None = None,
     measure_round: Callable[[int], bool] | None = None,
 ) -> pd.DataFrame:
@@ -183,7 +184,7 @@ def _run_oracle(
         resume: continue the run in ``out`` (its ``config.toml`` must equal ``config``).
         data: injected ``{domain: {"train", "test"}}`` data (tests); None = load.
         cache_dir: cache folder of generated data.
-        progress: show a rich progress bar over rounds and clients.
+        progress: ``(done, total, label)`` callback over rounds (:mod:`selection.progress`).
         after_round: called with t after round t is fully written (tests simulate kills).
         measure_round: predicate "round t is measured" (:func:`measure_schedule`); None =
             every round.
@@ -191,8 +192,6 @@ def _run_oracle(
     Returns:
         The stats table of every round so far.
     """
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from fl_oracle.sim.oracle import Oracle
 
     if rounds < 1:
@@ -234,51 +233,44 @@ def _run_oracle(
             f"cannot resume {out}: tables hold fewer rounds than checkpoint {start}"
         )
 
-    columns = [
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:.0f}/{task.total:.0f}"),
-        TimeElapsedColumn(),
-    ]
     if start >= rounds:
         return pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()
-    with Progress(*columns, disable=not progress, transient=False) as bar:
-        t_rounds = bar.add_task("rounds", total=rounds, completed=start)
+    report(progress, start, rounds, "oracle rounds")
 
-        def before_step() -> dict:
-            g = oracle.global_stats()
-            return {f"wt_{key}": g[key] for key in ("global_loss", "B_dissimilarity", "mu")}
+    def before_step() -> dict:
+        g = oracle.global_stats()
+        return {f"wt_{key}": g[key] for key in ("global_loss", "B_dissimilarity", "mu")}
 
-        def on_round(row: dict, table: pd.DataFrame) -> None:
-            t = int(row["round"])
-            rec = {"round": t, "selected": row["selected"]}
-            rec.update({key: row[f"wt_{key}"] for key in ("global_loss", "B_dissimilarity", "mu")})
-            rec.update({key: row[key] for key in acc_keys})
-            rec["measured"] = bool(row.get("measured", True))
-            history.append(rec)
-            if rec["measured"]:
-                stats.append(table.drop(columns=["measured_round", "chosen"]))
-                whole = pd.concat(stats, ignore_index=True)
-                write_table_atomic(whole, out / "stats.parquet")
-                write_table_atomic(whole, out / "stats.csv")
-            write_table_atomic(pd.DataFrame(history), out / "rounds.csv")
-            save_checkpoint({"oracle": oracle.state_dict()}, checkpoint_path(ckdir, t + 1))
-            bar.update(t_rounds, completed=t + 1)
-            if after_round is not None:
-                after_round(t)
+    def on_round(row: dict, table: pd.DataFrame) -> None:
+        t = int(row["round"])
+        rec = {"round": t, "selected": row["selected"]}
+        rec.update({key: row[f"wt_{key}"] for key in ("global_loss", "B_dissimilarity", "mu")})
+        rec.update({key: row[key] for key in acc_keys})
+        rec["measured"] = bool(row.get("measured", True))
+        history.append(rec)
+        if rec["measured"]:
+            stats.append(table.drop(columns=["measured_round", "chosen"]))
+            whole = pd.concat(stats, ignore_index=True)
+            write_table_atomic(whole, out / "stats.parquet")
+            write_table_atomic(whole, out / "stats.csv")
+        write_table_atomic(pd.DataFrame(history), out / "rounds.csv")
+        save_checkpoint({"oracle": oracle.state_dict()}, checkpoint_path(ckdir, t + 1))
+        report(progress, t + 1, rounds, "oracle rounds")
+        if after_round is not None:
+            after_round(t)
 
-        acc_keys = [f"acc_{d}" for d in oracle.domains] + ["acc_pooled", "acc_avg", "acc_worst"]
-        n = len(oracle.clients)
-        run_training(
-            oracle,
-            MeasuringSampler(config.k, config.seed),
-            rounds=rounds - start,
-            k=n if config.k is None else min(int(config.k), n),
-            name="proportional",
-            seed=config.seed,
-            on_round=on_round,
-            before_step=before_step,
-            keep_metrics=("acc_pooled",),
-            measure=measure_round,
-        )
+    acc_keys = [f"acc_{d}" for d in oracle.domains] + ["acc_pooled", "acc_avg", "acc_worst"]
+    n = len(oracle.clients)
+    run_training(
+        oracle,
+        MeasuringSampler(config.k, config.seed),
+        rounds=rounds - start,
+        k=n if config.k is None else min(int(config.k), n),
+        name="proportional",
+        seed=config.seed,
+        on_round=on_round,
+        before_step=before_step,
+        keep_metrics=("acc_pooled",),
+        measure=measure_round,
+    )
     return pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()

@@ -35,6 +35,7 @@ from fl_oracle.sim.stats import (
     probe_stats,
     probe_stats_vmap,
 )
+from selection.progress import ProgressFn
 from selection.schema import validate_stats
 
 __all__ = ["Oracle", "resolve_device", "load_federation_data"]
@@ -52,7 +53,9 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def load_federation_data(config: OracleConfig, *, cache_dir=None, progress: bool = False) -> dict:
+def load_federation_data(
+    config: OracleConfig, *, cache_dir=None, progress: ProgressFn | None = None
+) -> dict:
     """Load exactly what the federation needs (clients x samples + validation per domain)."""
     from fl_oracle.sim.data import load_digits
 
@@ -92,7 +95,7 @@ class Oracle:
         *,
         data: dict | None = None,
         cache_dir=None,
-        progress: bool = False,
+        progress: ProgressFn | None = None,
     ) -> None:
         if not isinstance(config, OracleConfig):
             raise OracleError(f"config must be an OracleConfig, got {type(config).__name__}")

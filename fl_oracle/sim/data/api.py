@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from selection.progress import ProgressFn
+
 from . import cache
 from .base import DOMAINS, SPLITS, DataError, DomainData, domain_index, split_index
 from .bundled import PACKAGE as BUNDLED_PACKAGE
@@ -106,7 +108,7 @@ def load_domain(
     seed: int = 0,
     standardize: bool = True,
     cache_dir: str | Path | None = None,
-    progress: bool = False,
+    progress: ProgressFn | None = None,
 ) -> DomainData:
     """Load one split of one digit domain as 3×32×32 float images.
 
@@ -120,7 +122,7 @@ def load_domain(
         seed: seeds the generator and the subsample.
         standardize: standardize each image by its own mean and std; else values in [0, 1].
         cache_dir: folder for generated stand-ins (default: see :func:`cache.cache_root`).
-        progress: show a progress bar while generating.
+        progress: ``(done, total, label)`` callback while generating (:mod:`selection.progress`).
 
     Returns:
         The :class:`DomainData` with ``source`` "real", "bundled" or "generated".
@@ -204,7 +206,7 @@ def load_digits(
     seed: int = 0,
     standardize: bool = True,
     cache_dir: str | Path | None = None,
-    progress: bool = False,
+    progress: ProgressFn | None = None,
 ) -> dict[str, dict[str, DomainData]]:
     """Load train and test splits of several domains.
 

@@ -15,6 +15,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from selection.progress import ProgressFn, report
+
 from .base import DataError, domain_index, split_index
 
 __all__ = ["PARALLEL_MIN", "generate", "n_workers"]
@@ -49,7 +51,13 @@ def n_workers(n: int) -> int:
 
 
 def generate(
-    domain: str, split: str, n: int, seed: int, *, start: int = 0, progress: bool = False
+    domain: str,
+    split: str,
+    n: int,
+    seed: int,
+    *,
+    start: int = 0,
+    progress: ProgressFn | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Generated stand-in images ``start .. start+n-1`` of (domain, split, seed).
 
@@ -59,7 +67,7 @@ def generate(
         n: number of images (≥ 0).
         seed: non-negative integer.
         start: index of the first image; image i depends only on (seed, domain, split, i).
-        progress: show a rich progress bar.
+        progress: ``(done, total, label)`` callback over images (:mod:`selection.progress`).
 
     Returns:
         uint8 images (n, 32, 32, 3) and int64 labels (n,).
@@ -69,30 +77,21 @@ def generate(
     chunks = [(b, min(_CHUNK, start + n - b)) for b in range(start, start + n, _CHUNK)]
     workers = n_workers(n)
     parts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    bar = task = None
-    if progress:
-        from rich.progress import Progress
-
-        bar = Progress(transient=True)
-        task = bar.add_task(f"generating {domain} {split} stand-in", total=n)
-        bar.start()
-    try:
-        if workers == 1:
-            for b, k in chunks:
-                parts[b] = _one(domain, split, k, seed, b)
-                if bar is not None:
-                    bar.advance(task, k)
-        else:
-            ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch
-            with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=ctx) as pool:
-                futs = {pool.submit(_one, domain, split, k, seed, b): (b, k) for b, k in chunks}
-                for fut, (b, k) in futs.items():
-                    parts[b] = fut.result()
-                    if bar is not None:
-                        bar.advance(task, k)
-    finally:
-        if bar is not None:
-            bar.stop()
+    label = f"generating {domain} {split} stand-in"
+    done = 0
+    if workers == 1:
+        for b, k in chunks:
+            parts[b] = _one(domain, split, k, seed, b)
+            done += k
+            report(progress, done, n, label)
+    else:
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch
+        with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=ctx) as pool:
+            futs = {pool.submit(_one, domain, split, k, seed, b): (b, k) for b, k in chunks}
+            for fut, (b, k) in futs.items():
+                parts[b] = fut.result()
+                done += k
+                report(progress, done, n, label)
     xs = [parts[b][0] for b, _ in chunks] or [np.empty((0, 32, 32, 3), np.uint8)]
     ys = [parts[b][1] for b, _ in chunks] or [np.empty(0, np.int64)]
     return np.concatenate(xs), np.concatenate(ys)

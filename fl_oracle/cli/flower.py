@@ -1,0 +1,194 @@
+"""``fedsel flower``: live training with a selector, run as a Flower simulation.
+
+The Digits-4 federation of ``fedsel train`` on Flower's simulation engine (Ray): one SuperNode
+per client, :class:`fl_oracle.experiments.flower.strategy.FedselStrategy` in the ServerApp.
+Writes ``history.csv`` (the columns of ``fedsel train``, plus ``engine``, ``failed``,
+``failures``, ``n_aggregated``), ``stats.parquet`` and ``config.toml`` (configuration, data
+provenance, run record). Needs the ``flower`` extra (``pip install 'fedsel[flower]'``); Flower
+and torch are imported inside the command only.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+__all__ = ["register", "make_settings", "flower"]
+
+_STATS = ("fresh", "stale")
+_ENGINES = ("ray", "local")
+_DATA = ("auto", "real", "generated")
+
+
+def make_settings(config):
+    """The :class:`DigitsSettings` of a configuration (tests inject a tiny federation here)."""
+    from fl_oracle.experiments.flower.digits import DigitsSettings
+
+    return DigitsSettings.of(config)
+
+
+def _check_choice(name: str, value: str | None, choices: tuple[str, ...]) -> None:
+    if value is not None and value not in choices:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}", param_hint=name)
+
+
+def _config(seed: int, num_supernodes: int, **overrides: Any):
+    from fl_oracle.sim.config import OracleConfig
+
+    n_dom = len(OracleConfig().domains)
+    if num_supernodes % n_dom:
+        raise typer.BadParameter(
+            f"{num_supernodes} nodes: the Digits-4 federation has one node per client, "
+            f"{n_dom} domains x clients per domain, so a multiple of {n_dom}",
+            param_hint="--num-supernodes",
+        )
+    kw = {k: v for k, v in overrides.items() if v is not None}
+    return OracleConfig(
+        seed=int(seed), clients_per_domain=num_supernodes // n_dom, device="cpu", **kw
+    )
+
+
+def _record(config, prov: dict, extra: dict[str, Any]) -> str:
+    from fl_oracle.experiments.run_record import record_toml, run_record
+    from fl_oracle.sim.data.provenance import provenance_lines, provenance_toml
+
+    for line in provenance_lines(prov):
+        print(line, file=sys.stderr)
+    rec = run_record("cpu", command=" ".join(["fedsel", *sys.argv[1:]]))
+    rec.update(extra)
+    return config.to_toml() + "\n" + provenance_toml(prov) + "\n" + record_toml(rec)
+
+
+def flower(
+    selector: str = typer.Option(
+        ...,
+        "--selector",
+        help=(
+            "Selector spec: all, random, proportional, power-of-choice:d, fisher-topk, "
+            "weighted:..., eps:ε, maxmin:δ, nsga2:knee, qffl:q."
+        ),
+    ),
+    k: int = typer.Option(..., "--k", min=1, help="Nodes (clients) trained per round."),
+    rounds: int = typer.Option(3, "--rounds", min=1, help="Training rounds."),
+    num_supernodes: int = typer.Option(
+        20, "--num-supernodes", min=1, help="Flower nodes, one per client (a multiple of 4)."
+    ),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the federation and selector."),
+    out: Path = typer.Option(
+        ..., "--out", help="Output folder: history.csv, stats.parquet, config.toml."
+    ),
+    stats: str = typer.Option(
+        "fresh",
+        "--stats",
+        help="fresh (every node measured each round) | stale (only unseen nodes; others "
+        "keep the statistics of their last training reply).",
+    ),
+    mu: float | None = typer.Option(None, "--mu", min=0.0, help="FedProx proximal μ."),
+    gamma: float | None = typer.Option(None, "--gamma", min=0.0, help="γ-inexactness."),
+    lr: float | None = typer.Option(None, "--lr", min=0.0, help="Local SGD step size."),
+    local_epochs: float | None = typer.Option(
+        None, "--local-epochs", min=0.0, help="Local epoch budget per round."
+    ),
+    data_root: Path | None = typer.Option(
+        None, "--data-root", help="Folder with the real digit datasets."
+    ),
+    data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
+    engine: str = typer.Option(
+        "ray",
+        "--engine",
+        help="ray (Flower's simulation engine) | local (the same apps in this process).",
+    ),
+    timeout: float = typer.Option(
+        600.0, "--timeout", min=1.0, help="Seconds to wait for the replies of one exchange."
+    ),
+    num_cpus: int | None = typer.Option(
+        None, "--num-cpus", min=1, help="CPUs for the simulation (default: all)."
+    ),
+    client_cpus: float = typer.Option(
+        1.0, "--client-cpus", min=0.01, help="CPUs reserved per ClientApp actor."
+    ),
+) -> None:
+    """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
+    from selection.atomic import write_text_atomic
+    from selection.selectors import make_selector
+
+    _check_choice("--stats", stats, _STATS)
+    _check_choice("--engine", engine, _ENGINES)
+    _check_choice("--data", data, _DATA)
+    make_selector(selector, seed=seed)  # an unknown spec fails here, before anything starts
+    if k > num_supernodes:
+        raise typer.BadParameter(f"K={k} exceeds the {num_supernodes} nodes", param_hint="--k")
+    if num_cpus is not None and client_cpus > num_cpus:
+        raise typer.BadParameter(
+            f"{client_cpus:g} CPUs per client exceed the {num_cpus} of the simulation",
+            param_hint="--client-cpus",
+        )
+    try:
+        import flwr  # noqa: F401
+
+        from fl_oracle.experiments.flower.digits import federation
+        from fl_oracle.experiments.flower.run import run_flower
+        from fl_oracle.experiments.flower.server_app import FlowerRun, write_run
+        from fl_oracle.experiments.flower.strategy import FlowerRunError
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("flwr", "ray"):
+            raise ValueError(
+                f"fedsel flower needs Flower ({exc.name} is not installed): "
+                "pip install 'fedsel[flower]'"
+            ) from exc
+        raise
+    config = _config(
+        seed,
+        num_supernodes,
+        data_root=None if data_root is None else str(data_root),
+        data_mode=data,
+        mu=mu,
+        gamma=gamma,
+        lr=lr,
+        local_epochs=local_epochs,
+    )
+    settings = make_settings(config)
+    config = settings.config
+    federation(settings)  # load (or generate and cache) the data once, before the nodes start
+    from fl_oracle.experiments.flower.digits import DigitsServer
+
+    prov = DigitsServer(settings).provenance()
+    out.mkdir(parents=True, exist_ok=True)
+    extra = {
+        "engine": f"flower-{engine}",
+        "flwr_version": flwr.__version__,
+        "selector": selector,
+        "k": int(k),
+        "rounds": int(rounds),
+        "num_supernodes": int(num_supernodes),
+        "stats_mode": stats,
+    }
+    write_text_atomic(_record(config, prov, extra), out / "config.toml")
+    run = FlowerRun(settings, selector, k, rounds, stats=stats, timeout=timeout, out=out)
+    try:
+        res = run_flower(
+            run, num_supernodes, engine=engine, num_cpus=num_cpus, client_cpus=client_cpus
+        )
+    except (FlowerRunError, RuntimeError) as exc:
+        if run.result.history:
+            write_run(out, *run.result.frames())
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"fedsel: error: {msg}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    history, table = res.frames()
+    write_run(out, history, table)
+    last = history.iloc[-1]
+    failed = int((history["failed"] != "").sum())
+    note = f", {failed} round(s) with failed nodes (see failures)" if failed else ""
+    print(
+        f"{selector} on Flower ({engine}): {rounds} rounds, final avg {last['acc_avg']:.2f}% "
+        f"worst {last['acc_worst']:.2f}%{note} -> {out}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``flower`` to the fedsel app."""
+    app.command("flower")(flower)
