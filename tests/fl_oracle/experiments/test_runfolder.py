@@ -1,0 +1,236 @@
+"""One run per folder (issue 9, classes 3-5): locks, refusing another run, no half runs."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fl_oracle.cli import main
+from fl_oracle.errors import CheckpointError, OracleError
+from fl_oracle.experiments.oracle_run import run_oracle
+from fl_oracle.experiments.runfolder import (
+    LOCK_NAME,
+    RUN_FILES,
+    RunFolderError,
+    claim_run_folder,
+    run_kind,
+)
+
+_spec = importlib.util.spec_from_file_location(
+    "_oracle_helpers_runfolder", Path(__file__).parents[1] / "oracle_helpers.py"
+)
+helpers = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = helpers
+_spec.loader.exec_module(helpers)
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run_cli(argv) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main([str(a) for a in argv])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, err.getvalue()
+
+
+def fake_oracle_run(folder: Path, seed: int = 7) -> Path:
+    (folder / "checkpoints").mkdir(parents=True)
+    (folder / "checkpoints" / "round_00001.pt").write_bytes(b"x")
+    (folder / "config.toml").write_text(f"seed = {seed}\nk = 3\n")
+    (folder / "stats.parquet").write_bytes(b"stats")
+    (folder / "rounds.csv").write_text("round\n0\n")
+    return folder
+
+
+def fake_train_run(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.toml").write_text("seed = 2\n")
+    (folder / "history.csv").write_text("round\n0\n")
+    return folder
+
+
+def test_run_kind(tmp_path):
+    assert run_kind(tmp_path) is None
+    assert run_kind(fake_oracle_run(tmp_path / "o")) == "oracle"
+    assert run_kind(fake_train_run(tmp_path / "t")) == "train"
+    (tmp_path / "u").mkdir()
+    (tmp_path / "u" / "config.toml").write_text("seed = 1\n")
+    assert run_kind(tmp_path / "u") == "unknown"
+
+
+@pytest.mark.parametrize("kind", ["oracle", "train"])
+def test_another_run_is_refused_and_left_intact(kind, tmp_path):
+    folder = fake_oracle_run(tmp_path / "run")
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    with pytest.raises(RunFolderError, match=r"already holds a run \(oracle, seed 7, k 3\)"):
+        with claim_run_folder(folder, kind):
+            pytest.fail("entered")
+    assert {
+        p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != LOCK_NAME
+    } == before
+
+
+def test_resume_of_another_kind_is_refused(tmp_path):
+    folder = fake_train_run(tmp_path / "t")
+    with pytest.raises(RunFolderError, match="cannot resume .* not a oracle run"):
+        with claim_run_folder(folder, "oracle", resume=True):
+            pass
+    with pytest.raises(RunFolderError, match="--resume or --overwrite, not both"):
+        with claim_run_folder(folder, "train", resume=True, overwrite=True):
+            pass
+
+
+def test_overwrite_deletes_only_the_run_files(tmp_path):
+    folder = fake_oracle_run(tmp_path / "run")
+    (folder / "notes.txt").write_text("mine")
+    with claim_run_folder(folder, "train", overwrite=True) as d:
+        assert run_kind(d) is None
+        (d / "history.csv").write_text("round\n0\n")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [LOCK_NAME, "history.csv", "notes.txt"]
+    )
+
+
+def test_out_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(RunFolderError, match="is a file"):
+        with claim_run_folder(tmp_path / "f", "oracle"):
+            pass
+
+
+def test_a_failed_fresh_start_leaves_nothing(tmp_path):
+    folder = tmp_path / "run"
+    with pytest.raises(OracleError, match="bad data"):
+        with claim_run_folder(folder, "oracle"):
+            (folder / "config.toml").write_text("seed = 0\n")
+            raise OracleError("bad data")
+    assert not any((folder / n).exists() for n in RUN_FILES)
+    with claim_run_folder(folder, "oracle"):  # the retry is not refused
+        (folder / "checkpoints").mkdir()
+        (folder / "config.toml").write_text("seed = 0\n")
+        raise_later = True
+    assert raise_later and (folder / "config.toml").exists()
+
+
+def test_a_failure_after_a_committed_round_keeps_the_run(tmp_path):
+    folder = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        with claim_run_folder(folder, "oracle"):
+            (folder / "checkpoints").mkdir()
+            (folder / "config.toml").write_text("seed = 0\n")
+            raise KeyboardInterrupt
+    assert (folder / "config.toml").exists()
+
+
+def test_second_claim_on_a_locked_folder_is_refused(tmp_path):
+    with claim_run_folder(tmp_path, "oracle"):
+        with pytest.raises(
+            RunFolderError, match=f"in use by another fedsel process \\(pid {os.getpid()}\\)"
+        ):
+            with claim_run_folder(tmp_path, "oracle"):
+                pass
+    with claim_run_folder(tmp_path, "oracle"):  # released on exit
+        pass
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from fl_oracle.experiments.runfolder import claim_run_folder, RunFolderError
+    folder = Path(sys.argv[1])
+    try:
+        with claim_run_folder(folder, "oracle"):
+            (folder / "config.toml").write_text(f"seed = {sys.argv[2]}\\n")
+            (folder / "checkpoints").mkdir(exist_ok=True)
+            print("held", flush=True)
+            time.sleep(float(sys.argv[3]))
+            (folder / "stats.csv").write_text(f"seed {sys.argv[2]}\\n")
+    except RunFolderError as exc:
+        print(f"refused: {exc}", flush=True)
+        sys.exit(2)
+    """
+)
+
+
+def _holder(folder: Path, seed: int, sleep: float) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(folder), str(seed), str(sleep)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_lock_is_released_when_the_holder_is_killed(tmp_path):
+    proc = _holder(tmp_path, 1, 60)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(RunFolderError, match=f"pid {proc.pid}"):
+            with claim_run_folder(tmp_path, "oracle", resume=True):
+                pass
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with claim_run_folder(tmp_path, "oracle", resume=True):  # kill -9 then --resume works
+        pass
+
+
+def test_concurrent_starts_one_wins_the_other_is_refused(tmp_path):
+    procs = [_holder(tmp_path, seed, 1.0) for seed in (1, 2)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], outs
+    loser = outs[[p.returncode for p in procs].index(2)]
+    assert "in use by another fedsel process" in loser or "already holds a run" in loser
+    winner = (1, 2)[[p.returncode for p in procs].index(0)]
+    assert (tmp_path / "config.toml").read_text() == f"seed = {winner}\n"
+    assert (tmp_path / "stats.csv").read_text() == f"seed {winner}\n"
+
+
+# -- through the commands ----------------------------------------------------------------------
+
+
+def test_train_refuses_an_oracle_folder_and_changes_nothing(tmp_path):
+    folder = fake_oracle_run(tmp_path / "run")
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    code, err = run_cli(["train", "--selector", "random", "--k", 2, "--rounds", 1, "--out", folder])
+    assert code == 2 and err.count("\n") == 1, err
+    assert "already holds a run (oracle, seed 7" in err and "--overwrite" in err
+    after = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != LOCK_NAME}
+    assert after == before
+
+
+def test_oracle_failed_start_then_retry_then_damaged_checkpoint(tmp_path, monkeypatch):
+    import fl_oracle.sim.oracle as oracle_mod
+
+    data, cfg, out = helpers.tiny_data(), helpers.tiny_config(k=3, lr=0.2), tmp_path / "run"
+
+    def broken(*args, **kwargs):
+        raise OracleError("truncated IDX file")
+
+    with monkeypatch.context() as m:
+        m.setattr(oracle_mod, "Oracle", broken)
+        with pytest.raises(OracleError, match="truncated IDX"):
+            run_oracle(cfg, rounds=1, out=out, data=data, progress=False)
+    assert not any((out / n).exists() for n in RUN_FILES)  # no half run
+    run_oracle(cfg, rounds=1, out=out, data=data, progress=False)  # the retry starts
+    assert (out / "config.toml").is_file() and (out / "checkpoints" / "round_00001.pt").is_file()
+    with pytest.raises(CheckpointError, match="already holds a run"):
+        run_oracle(cfg, rounds=1, out=out, data=data, progress=False)
+    (out / "checkpoints" / "round_00002.pt").write_bytes(b"")  # a zero-byte checkpoint
+    with pytest.raises(CheckpointError, match="round_00002.pt is empty"):
+        run_oracle(cfg, rounds=2, out=out, data=data, progress=False, resume=True)
