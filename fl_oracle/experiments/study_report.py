@@ -241,8 +241,8 @@ def _plane_figure(res: StudyResult) -> dict:
             }
         )  # fmt: skip
     layout = {
-        "xaxis": {"title": "final average test accuracy over domains (%)"},
-        "yaxis": {"title": "final worst-domain test accuracy (%)"},
+        "xaxis": {"title": {"text": "final average test accuracy over domains (%)"}},
+        "yaxis": {"title": {"text": "final worst-domain test accuracy (%)"}},
         "height": 620, "margin": {"t": 30}, "legend": {"orientation": "v"},
     }  # fmt: skip
     return {"data": traces, "layout": layout}
@@ -263,9 +263,9 @@ def _forest_figure(res: StudyResult, metric: str) -> dict:
                       for r in sub.itertuples()], "hoverinfo": "text",
     }  # fmt: skip
     layout = {
-        "xaxis": {"title": f"{METRICS[metric][0]}: entry − {res.settings.reference}",
+        "xaxis": {"title": {"text": f"{METRICS[metric][0]}: entry − {res.settings.reference}"},
                   "zeroline": True, "zerolinewidth": 2},
-        "yaxis": {"automargin": True}, "height": 60 + 22 * max(len(sub), 1),
+        "yaxis": {"automargin": True}, "height": 140 + 24 * max(len(sub), 1),
         "margin": {"t": 10}, "showlegend": False,
     }  # fmt: skip
     return {"data": [trace], "layout": layout}
@@ -295,7 +295,7 @@ def _curves_figure(res: StudyResult, column: str, title: str) -> dict:
             {"type": "scatter", "mode": "lines", "x": r, "y": mean.tolist(), "name": e,
              "legendgroup": e, "line": {"color": c, "width": 1.5}, "visible": vis}
         )  # fmt: skip
-    layout = {"xaxis": {"title": "committed rounds"}, "yaxis": {"title": title},
+    layout = {"xaxis": {"title": {"text": "committed rounds"}}, "yaxis": {"title": {"text": title}},
               "height": 460, "margin": {"t": 10}}  # fmt: skip
     return {"data": traces, "layout": layout}
 
@@ -316,8 +316,8 @@ def _fronts_figure(res: StudyResult) -> dict:
              "line": {"color": f"rgb({255 - shade},{80},{shade})", "shape": "hv"},
              "hovertext": g["selected"].tolist()}
         )  # fmt: skip
-    layout = {"xaxis": {"title": "predicted U(S) (%)"},
-              "yaxis": {"title": "predicted worst(S) (%)"}, "height": 460, "margin": {"t": 10}}  # fmt: skip
+    layout = {"xaxis": {"title": {"text": "predicted U(S) (%)"}},
+              "yaxis": {"title": {"text": "predicted worst(S) (%)"}}, "height": 460, "margin": {"t": 10}}  # fmt: skip
     return {"data": traces, "layout": layout}
 
 

@@ -78,7 +78,9 @@ def holm(p: Sequence[float]) -> np.ndarray:
 
 
 def _interval(d: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
-    if len(d) < 2 or np.ptp(d) == 0:
+    if len(d) < 2:  # one seed: no interval, nothing can be claimed
+        return float("nan"), float("nan")
+    if np.ptp(d) == 0:  # every seed gives the same difference: the interval is that point
         return float(d.mean()), float(d.mean())
     res = sps.bootstrap(
         (d,),
