@@ -41,7 +41,9 @@ def _partition(context: Context) -> int:
 
 def _model(message: Message) -> np.ndarray:
     arrays = message.content["arrays"]
-    return np.concatenate([np.asarray(a.numpy(), dtype=np.float32).ravel() for a in arrays.values()])
+    return np.concatenate(
+        [np.asarray(a.numpy(), dtype=np.float32).ravel() for a in arrays.values()]
+    )
 
 
 def _train(settings: DigitsSettings, message: Message, context: Context) -> Message:

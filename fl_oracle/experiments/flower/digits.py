@@ -95,10 +95,7 @@ def _load_data(path: str) -> dict:
 
     plain = torch.load(path, weights_only=True)
     return {
-        d: {
-            s: DomainData(d, s, v["images"], v["labels"], v["source"])
-            for s, v in splits.items()
-        }
+        d: {s: DomainData(d, s, v["images"], v["labels"], v["source"]) for s, v in splits.items()}
         for d, splits in plain.items()
     }
 

@@ -88,7 +88,9 @@ class LocalGrid(Grid):
                 reply = self.client_app(msg, self.contexts[node])
             except Exception as exc:  # the engine's behaviour: an error reply
                 reason = f"{type(exc).__name__}: {exc}"
-                reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason), reply_to=msg)
+                reply = Message(
+                    Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason), reply_to=msg
+                )
             self._outbox[mid] = reply
             ids.append(mid)
         return ids

@@ -56,8 +56,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord
-from flwr.app import RecordDict
+from flwr.app import (
+    Array,
+    ArrayRecord,
+    ConfigRecord,
+    Message,
+    MessageType,
+    MetricRecord,
+    RecordDict,
+)
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedProx
 
@@ -180,7 +187,9 @@ class FedselStrategy(FedProx):
             raise ValueError(f"aggregation {aggregation!r} must be 'samples' or 'uniform'")
         if not (timeout > 0 and wait_for_nodes >= 0):
             raise ValueError("timeout must be > 0 and wait_for_nodes >= 0 seconds")
-        self.selector = make_selector(selector, seed=seed) if isinstance(selector, str) else selector
+        self.selector = (
+            make_selector(selector, seed=seed) if isinstance(selector, str) else selector
+        )
         self.name = name or (selector if isinstance(selector, str) else type(selector).__name__)
         super().__init__(
             fraction_train=1.0,
@@ -257,8 +266,17 @@ class FedselStrategy(FedProx):
         q = getattr(self.selector, "aggregation_q", None)
         weights = qffl_weights(table, ids, float(q)) if q is not None else None
         self._pending = _Pending(
-            t, ids, {c: self._node_of[c] for c in ids}, pred, solve_seconds, fallback,
-            table, weights, w_t, clocks, failures,
+            t,
+            ids,
+            {c: self._node_of[c] for c in ids},
+            pred,
+            solve_seconds,
+            fallback,
+            table,
+            weights,
+            w_t,
+            clocks,
+            failures,
         )
         return self._messages([self._node_of[c] for c in ids], arrays, config, "commit", t)
 

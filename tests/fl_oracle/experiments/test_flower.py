@@ -1,0 +1,336 @@
+"""fedsel on Flower: the strategy, the Digits-4 apps, ``fedsel flower``, and the faithful port.
+
+Equivalence (issue 12, item 4): with the same seed, data and settings, the Flower apps and the
+in-process loop (``fedsel train``'s ``run_training`` on the oracle) make the same selections and
+reach the same accuracies. The tolerance: a Flower node trains alone, the oracle trains the
+clients sharing a step budget as one stacked batch, and float32 kernels round differently for
+the two (|ΔΔ| ≈ 1.5e-8 after a local epoch). Accuracies and U are counts of correct samples, so
+they agree exactly unless a sample sits within that rounding of a decision boundary: allowed
+is one sample per domain (100 / n_test points); F, loss and B-dissimilarity agree to 1e-4
+relative, cos_g to 1e-4 (the rounding grows over rounds: 2e-5 by round 2 in the Ray run, whose
+actors run other kernels). The selections must be identical. Measured here: all equal, the
+accuracies exactly.
+
+Two engines drive the same ServerApp strategy and ClientApp code: the in-process grid
+(``LocalGrid``, fast: most tests) and Flower's simulation engine on Ray (one CLI run of 20
+SuperNodes x 3 rounds, ~30-40 s on two cores).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("flwr")
+
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict  # noqa: E402
+from flwr.clientapp import ClientApp  # noqa: E402
+
+from fl_oracle.experiments.flower.client_app import make_client_app  # noqa: E402
+from fl_oracle.experiments.flower.digits import DigitsSettings, save_data, stream_seed  # noqa: E402
+from fl_oracle.experiments.flower.local_grid import LocalGrid  # noqa: E402
+from fl_oracle.experiments.flower.run import run_flower  # noqa: E402
+from fl_oracle.experiments.flower.server_app import FlowerRun, run_strategy  # noqa: E402
+from fl_oracle.experiments.flower.strategy import FedselStrategy, FlowerRunError  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "_oracle_helpers_flower", Path(__file__).parents[1] / "oracle_helpers.py"
+)
+helpers = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = helpers
+_spec.loader.exec_module(helpers)
+
+DOMAINS = helpers.DOMAINS
+N_TEST = 40  # tiny_data's test samples per domain
+N_VAL = 30  # tiny_config's validation samples per domain
+
+
+def _config(seed: int = 0, **changes):
+    base = dict(seed=seed, clients_per_domain=5, lr=0.2)
+    base.update(changes)
+    return helpers.tiny_config(**base)
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory):
+    data = helpers.tiny_data(n_train=400)
+    path = save_data(data, tmp_path_factory.mktemp("flower") / "tiny.pt")
+    return data, path
+
+
+def _oracle_run(config, data, spec: str, rounds: int, k: int, stats: str = "fresh"):
+    from fl_oracle.experiments.loop import run_training
+    from fl_oracle.sim.oracle import Oracle
+    from selection.selectors import make_selector
+
+    oracle = Oracle(config, data=data)
+    return run_training(
+        oracle,
+        make_selector(spec, seed=config.seed),
+        rounds=rounds,
+        k=k,
+        name=spec,
+        seed=config.seed,
+        stats_mode=stats,
+    )
+
+
+def assert_same_run(flower_hist, flower_stats, ref) -> None:
+    """The equivalence of the module docstring."""
+    h, r = flower_hist.reset_index(drop=True), ref.history
+    assert list(h["selected"]) == list(r["selected"])
+    for d in DOMAINS:
+        np.testing.assert_allclose(h[f"acc_{d}"], r[f"acc_{d}"], rtol=0, atol=100 / N_TEST + 1e-9)
+    for col in ("global_loss", "B_dissimilarity"):
+        np.testing.assert_allclose(h[col], r[col], rtol=1e-4)
+    np.testing.assert_allclose(h["mu"], r["mu"])
+    s, o = flower_stats.reset_index(drop=True), ref.stats
+    assert list(s.columns) == list(o.columns)
+    assert list(s["client_id"]) == list(o["client_id"])
+    pd.testing.assert_series_equal(s["chosen"], o["chosen"])
+    for col in ("n_samples", "steps", "round", "measured_round"):
+        assert (s[col].to_numpy() == o[col].to_numpy()).all(), col
+    for col in ["U", *[f"U_{d}" for d in DOMAINS], "U_own", "dU"]:
+        np.testing.assert_allclose(s[col], o[col], rtol=0, atol=100 / N_VAL + 1e-9)
+    np.testing.assert_allclose(s["F"], o["F"], rtol=1e-4)
+    np.testing.assert_allclose(s["loss"], o["loss"], rtol=1e-4)
+    np.testing.assert_allclose(s["cos_g"], o["cos_g"], rtol=0, atol=1e-4)
+    np.testing.assert_allclose(s["B"], o["B"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(s["gamma_achieved"], o["gamma_achieved"], rtol=1e-3)
+
+
+# ------------------------------------------------------------------ the faithful port, fast
+
+
+@pytest.mark.parametrize(
+    "spec,changes",
+    [
+        ("maxmin:2", {"mu": 0.01}),
+        ("qffl:1", {"gamma": 0.9, "local_epochs": 2.0}),  # q-FFL weights, γ-inexact stops
+        ("random", {}),
+    ],
+)
+def test_flower_apps_match_the_in_process_loop(data_file, spec, changes):
+    data, path = data_file
+    config = _config(**changes)
+    run = FlowerRun(DigitsSettings.of(config, path), spec, 5, 3)
+    res = run_flower(run, 20, engine="local")
+    hist, stats = res.frames()
+    assert_same_run(hist, stats, _oracle_run(config, data, spec, 3, 5))
+    assert (hist["engine"] == "flower").all() and (hist["failed"] == "").all()
+    assert (hist["n_aggregated"] == 5).all()
+
+
+def test_stream_seed_is_the_oracles(data_file):
+    from fl_oracle.sim.oracle import Oracle
+
+    data, _ = data_file
+    oracle = Oracle(_config(seed=3), data=data)
+    oracle.round = 7
+    assert [stream_seed(3, 7, i) for i in range(20)] == [oracle._stream_seed(i) for i in range(20)]
+
+
+def test_stale_mode_measures_unseen_nodes_only(data_file):
+    _, path = data_file
+    run = FlowerRun(DigitsSettings.of(_config(), path), "maxmin:2", 5, 3, stats="stale")
+    grid = LocalGrid(make_client_app(run.settings), 20)
+    run_strategy(grid, run)
+    hist, stats = run.result.frames()
+    train = [m for m in grid.sent if m.metadata.message_type == "train"]
+    phases = [m.content["config"]["fedsel-phase"] for m in train]
+    assert phases.count("measure") == 20  # round 0 only
+    assert phases.count("commit") == 15
+    assert (stats.groupby("round").size() == 20).all()
+    # round 2: the rows of round 1's selection were measured then, the rest at round 0
+    r2 = stats[stats["round"] == 2].set_index("client_id")
+    chosen1 = set(hist["selected"].iloc[1].split(";"))
+    assert set(r2.index[r2["measured_round"] == 1]) == chosen1
+    assert all(len(s.split(";")) == 5 for s in hist["selected"])
+
+
+# ------------------------------------------------------------------ failures and bad input
+
+
+def _faulty(settings, *, raise_for=(), bare_for=(), phase="commit", at_round=1) -> ClientApp:
+    """The Digits ClientApp with faults: some partitions raise, others reply without stats."""
+    inner = make_client_app(settings)
+
+    def app(message: Message, context) -> Message:
+        pid = int(context.node_config["partition-id"])
+        cfg = message.content["config"] if "config" in message.content.config_records else {}
+        hit = cfg.get("fedsel-phase") == phase and cfg.get("fedsel-round") == at_round
+        if hit and pid in raise_for:
+            raise RuntimeError(f"disk full on node {pid}")
+        reply = inner(message, context)
+        if hit and pid in bare_for:
+            return Message(RecordDict({"delta": reply.content["delta"]}), reply_to=message)
+        return reply
+
+    return app
+
+
+def test_a_node_failing_mid_round_is_left_out_and_logged(data_file):
+    _, path = data_file
+    run = FlowerRun(DigitsSettings.of(_config(), path), "all", 20, 2)
+    run_strategy(LocalGrid(_faulty(run.settings, raise_for={3}, bare_for={7}), 20), run)
+    hist, _ = run.result.frames()
+    assert hist["failed"].tolist() == ["", "mnist-3;usps-2"]
+    assert "disk full on node 3" in hist["failures"].iloc[1]
+    assert "reported no statistics" in hist["failures"].iloc[1]
+    assert hist["n_aggregated"].tolist() == [20, 18]
+    assert np.isfinite(hist["acc_avg"]).all()
+
+
+def test_measure_failures_and_silent_nodes_leave_the_table(data_file):
+    _, path = data_file
+    run = FlowerRun(DigitsSettings.of(_config(), path), "maxmin:2", 5, 2)
+    app = _faulty(run.settings, raise_for={0}, phase="measure", at_round=0)
+    run_strategy(LocalGrid(app, 20, silent={1001 + 19}), run)
+    hist, stats = run.result.frames()
+    assert stats.groupby("round").size().tolist() == [18, 19]  # syn-4 never answers
+    assert "node-1001: node error" in hist["failures"].iloc[0]  # not yet mapped to mnist-0
+    assert "no reply within" in hist["failures"].iloc[0]
+    assert hist["failed"].iloc[1] == "node-1020"  # never seen: known by its node id only
+    assert "mnist-0" not in hist["selected"].iloc[0]
+
+
+def test_too_few_statistics_or_nodes_is_a_clear_error(data_file):
+    _, path = data_file
+    settings = DigitsSettings.of(_config(), path)
+    run = FlowerRun(settings, "maxmin:2", 5, 1)
+    app = _faulty(settings, raise_for=set(range(17)), phase="measure", at_round=0)
+    with pytest.raises(FlowerRunError, match="only 3 of 20 connected nodes have statistics"):
+        run_strategy(LocalGrid(app, 20), run)
+    run = FlowerRun(settings, "maxmin:2", 5, 1, wait_for_nodes=0.2)
+    with pytest.raises(FlowerRunError, match=r"K=5 exceeds the 3 connected node"):
+        run_strategy(LocalGrid(make_client_app(settings), 3), run)
+
+
+def test_unknown_selector_fails_at_construction():
+    from selection.errors import SelectionError
+
+    with pytest.raises(SelectionError):
+        FedselStrategy("nope:3", k=2)
+
+
+# ------------------------------------------------------------------ the strategy in any app
+
+
+def _toy_client(message: Message, context) -> Message:
+    """A user's client: returns its trained model (not a delta) and reports U itself."""
+    pid = int(context.node_config["partition-id"])
+    w = message.content["arrays"]["w"].numpy()
+    dom = "a" if pid % 2 == 0 else "b"
+    new = w + (pid + 1.0)
+    hist = [float(pid + 1), 1.0, 0.0]
+    metrics = {
+        "partition-id": pid,
+        "num-examples": 10 * (pid + 1),
+        "F": 1.0 + pid,
+        "loss": 2.0,
+        "label-hist": hist,
+        "U": 10.0 * pid,
+        "U_a": 10.0 * pid if dom == "a" else 1.0,
+        "U_b": 10.0 * pid if dom == "b" else 1.0,
+    }
+    content = RecordDict(
+        {
+            "arrays": ArrayRecord({"w": Array(new)}),
+            "metrics": MetricRecord(metrics),
+            "fedsel": ConfigRecord({"domain": dom}),
+        }
+    )
+    return Message(content, reply_to=message)
+
+
+def test_strategy_with_a_users_client_and_hand_made_replies():
+    strategy = FedselStrategy("weighted:1,0,0,0,0", k=2, fraction_evaluate=0.0)
+    grid = LocalGrid(_toy_client, 4)
+    w0 = ArrayRecord({"w": Array(np.zeros(3, dtype=np.float32))})
+    msgs = list(strategy.configure_train(1, w0, ConfigRecord(), grid))
+    assert sorted(m.metadata.dst_node_id for m in msgs) == [1003, 1004]  # top U
+    assert all(m.content["config"]["fedsel-phase"] == "commit" for m in msgs)
+    assert all("proximal-mu" in m.content["config"] for m in msgs)
+    arrays, metrics = strategy.aggregate_train(1, grid.send_and_receive(msgs))
+    # sample-weighted mean of the two updates: (30*3 + 40*4) / 70
+    np.testing.assert_allclose(arrays["w"].numpy(), np.full(3, 250 / 70), rtol=1e-6)
+    assert metrics["n-aggregated"] == 2
+    row = strategy.history[0]
+    assert row["selected"] == "2;3" and row["failed"] == ""
+    table = strategy.tables[0]
+    assert list(table["client_id"]) == ["0", "1", "2", "3"]
+    assert table["B"].between(0, np.log(2)).all()
+
+
+# ------------------------------------------------------------------ the command
+
+
+@pytest.fixture(scope="module")
+def flower_cli(data_file):
+    import fl_oracle.cli.flower as cli_flower
+    from fl_oracle.cli import main
+
+    _, path = data_file
+    mp = pytest.MonkeyPatch()
+    keep = ("seed", "clients_per_domain", "mu", "gamma", "lr", "local_epochs")
+
+    def tiny(config):
+        over = {a: getattr(config, a) for a in keep}
+        over["lr"] = 0.2 if config.lr == 0.05 else config.lr  # the tiny model needs a bigger step
+        return DigitsSettings.of(helpers.tiny_config(**over), path)
+
+    mp.setattr(cli_flower, "make_settings", tiny)
+
+    def run(*args: str, code: int = 0, out: Path | None = None):
+        try:
+            main(["flower", *args] + (["--out", str(out)] if out is not None else []))
+        except SystemExit as exc:
+            assert (exc.code or 0) == code, f"fedsel flower {' '.join(args)} exited {exc.code}"
+        else:
+            assert code == 0
+
+    yield run, tiny
+    mp.undo()
+
+
+def test_fedsel_flower_on_the_simulation_engine_matches_fedsel_train(
+    flower_cli, data_file, tmp_path
+):
+    """The issue's command on Flower's Ray engine (tiny data), against the in-process loop."""
+    run, tiny = flower_cli
+    args = "--selector maxmin:2 --k 5 --rounds 3 --num-supernodes 20 --seed 0 --num-cpus 2"
+    run(*args.split(), out=tmp_path)
+    hist = pd.read_csv(tmp_path / "history.csv", keep_default_na=False)
+    stats = pd.read_parquet(tmp_path / "stats.parquet")
+    assert all(len(s.split(";")) == 5 for s in hist["selected"])
+    data, _ = data_file
+    from fl_oracle.sim.config import OracleConfig
+
+    config = tiny(OracleConfig(seed=0, clients_per_domain=5)).config
+    assert_same_run(hist, stats, _oracle_run(config, data, "maxmin:2", 3, 5))
+    rec = tomllib.loads((tmp_path / "config.toml").read_text())
+    assert rec["run"]["engine"] == "flower-ray" and rec["run"]["num_supernodes"] == 20
+    assert rec["clients_per_domain"] == 5
+
+
+def test_fedsel_flower_local_engine_and_bad_input(flower_cli, tmp_path, capsys):
+    run, _ = flower_cli
+    base = ["--rounds", "1", "--num-supernodes", "20", "--engine", "local"]
+    run("--selector", "eps:5", "--k", "4", *base, out=tmp_path / "ok")
+    hist = pd.read_csv(tmp_path / "ok" / "history.csv", keep_default_na=False)
+    assert len(hist) == 1 and len(hist["selected"].iloc[0].split(";")) == 4
+    capsys.readouterr()
+    run("--selector", "nope:1", "--k", "4", *base, code=2, out=tmp_path / "bad")
+    assert "nope" in capsys.readouterr().err
+    run("--selector", "random", "--k", "25", *base, code=2, out=tmp_path / "bad")
+    assert "K=25 exceeds the 20 nodes" in capsys.readouterr().err
+    run("--selector", "random", "--k", "2", "--rounds", "1", "--num-supernodes", "10",
+        code=2, out=tmp_path / "bad")  # fmt: skip
+    assert "multiple of 4" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
