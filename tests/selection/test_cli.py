@@ -210,7 +210,14 @@ def test_compare_writes_table_fronts_and_html(stats, tmp_path, capsys):
     code, printed, err = run(["compare", "--stats", stats, "--k", K, "--out", out], capsys)
     assert code == 0, err
     table = pd.read_csv(out / "compare.csv")
-    assert table["method"].tolist() == ["weighted", "eps", "eps-rel", "maxmin", "nsga2", "exhaustive"]
+    assert table["method"].tolist() == [
+        "weighted",
+        "eps",
+        "eps-rel",
+        "maxmin",
+        "nsga2",
+        "exhaustive",
+    ]
     assert table["hv_ratio"].between(0, 1 + 1e-9).all() and (table["igd"] >= 0).all()
     assert (table["on_front"] <= table["points"]).all()
     assert table.set_index("method").loc["eps", "hv_ratio"] == pytest.approx(1.0)
