@@ -3,6 +3,11 @@
 Thin: parse, call the library, write files. The console script itself is
 :func:`fl_oracle.cli.main`, which adds the oracle/training commands to ``app`` and turns
 every input error into one line on stderr and exit code 2.
+
+Conventions shared by every command: the same short flags for the same options (``-s/--stats``,
+``-k/--k``, ``-m/--method``, ``-o/--out``, ``-r/--rounds``); switches are flags (``--json``,
+never ``--json true``); defaults are shown once, in typer's ``[default: …]``; results go to
+stdout, progress and notes to stderr.
 """
 
 from __future__ import annotations
@@ -30,17 +35,31 @@ _METHOD_HELP = (
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version as _v
+
+        print(f"fedsel {_v('fedsel')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print fedsel's version and exit.",
+    ),
+) -> None:
     """Fair client selection in federated learning as multi-objective optimization."""
 
 
 @app.command("version")
 def version() -> None:
     """Print fedsel's version."""
-    from importlib.metadata import version as _v
-
-    print(_v("fedsel"))
+    _print_version(True)
 
 
 @app.command("methods")
@@ -87,12 +106,14 @@ def parse_weight_grid(text: str | None) -> list[tuple[float, ...]] | None:
         raise SelectionError(f"--weights: {exc}") from None
 
 
-def parse_objectives(text: str | None) -> tuple[str, ...]:
+def parse_objectives(
+    text: str | None, default: tuple[str, ...] = ("utility", "gap")
+) -> tuple[str, ...]:
     """``"utility,worst"`` -> ("utility", "worst"); at least two distinct known objectives."""
     from selection.objectives import check_objectives
 
     if text is None:
-        return ("utility", "gap")
+        return default
     try:
         return check_objectives([t.strip() for t in str(text).split(",")], at_least=2)
     except SelectionError as exc:
@@ -122,19 +143,114 @@ def _only(method: str, **given) -> None:
             raise SelectionError(f"--{name} does not apply to method {method!r}")
 
 
-_STATS = typer.Option(..., "--stats", help="Round-stats table (CSV or Parquet).")
-_K = typer.Option(..., "--k", help="Number of clients to select.")
-_ROUND = typer.Option(None, "--round", help="Round to take (default: the last in the file).")
+def parse_rounds(text: str, available: list[int]) -> list[int]:
+    """``all``, ``3-7`` or ``0,4,8`` -> the rounds of the table it names (SelectionError else)."""
+    t = str(text).strip().lower()
+    if t == "all":
+        return list(available)
+    try:
+        if "-" in t and "," not in t:
+            a, b = (int(v) for v in t.split("-", 1))
+            want = [r for r in available if a <= r <= b]
+        else:
+            want = sorted({int(v) for v in t.split(",") if v.strip()})
+    except ValueError:
+        raise SelectionError(
+            f"--rounds {text!r}: give all, a range such as 2-8, or rounds such as 0,4,8"
+        ) from None
+    missing = [r for r in want if r not in available]
+    if missing or not want:
+        raise SelectionError(
+            f"--rounds {text!r}: round(s) {missing or 'none'} not in the stats table "
+            f"(rounds {', '.join(map(str, available))})"
+        )
+    return want
+
+
+def default_plane(method: str) -> tuple[str, str]:
+    """The plane a method's front is drawn in: max-min in (utility, worst), the rest in
+    (utility, gap)."""
+    return ("utility", "worst") if method == "maxmin" else ("utility", "gap")
+
+
+def eps_range(problem, f_min: float | None = None, b_max: float | None = None) -> dict:
+    """What ε can reach on ``problem``: the smallest gap any selection has, the gap at the
+    highest reachable U, and that U (under the optional Σ F_z / Σ B constraints); a grid
+    inside the range. Empty dict when the constraints alone are infeasible."""
+    from selection.solvers.eps import EpsSolver
+
+    solver = EpsSolver(f_min=f_min, b_max=b_max)
+    top = solver.solve(problem)
+    if not top.ok:
+        return {}
+    lo, hi, best = 0.0, float(top.objectives["gap"]), top
+    for _ in range(64):  # bisection over ε, as selection.solvers.eps.min_gap_point
+        if hi - lo <= 1e-6:
+            break
+        mid = 0.5 * (lo + hi)
+        r = solver.with_param(mid).solve(problem)
+        if r.ok:
+            best, hi = r, min(mid, float(r.objectives["gap"]))
+        else:
+            lo = mid
+    g_min, g_max = float(best.objectives["gap"]), float(top.objectives["gap"])
+    up = [math.ceil(v * 100 - 1e-9) / 100 for v in (g_min, g_max)]
+    grid = sorted({round(up[0] + (up[1] - up[0]) * i / 3, 2) for i in range(4)})
+    return {
+        "min_gap": g_min,
+        "max_gap": g_max,
+        "u_star": float(top.objectives["utility"]),
+        "grid": ",".join(format(v, "g") for v in grid),
+    }
+
+
+def _range_hint(rng: dict) -> str:
+    if not rng:
+        return "the --fisher-min/--b-max constraints alone leave no selection"
+    return (
+        f"reachable gaps run from {rng['min_gap']:.2f} pp (the smallest any selection has) to "
+        f"{rng['max_gap']:.2f} pp (at the highest U, U* = {rng['u_star']:.2f} %); "
+        f"try --eps {rng['grid']}"
+    )
+
+
+_STATS = typer.Option(..., "--stats", "-s", help="Round-stats table (CSV or Parquet).")
+_K = typer.Option(..., "--k", "-k", help="Number of clients to select.")
+_ROUND = typer.Option(
+    None, "--round", help="Round to take.", show_default="the last round in the file"
+)
 _SEED = typer.Option(0, "--seed", help="Seed of NSGA-II and the MILP solvers.")
 _BACKEND = typer.Option("auto", "--backend", help="auto, enum, highs, cbc or cpsat.")
-_TL = typer.Option(None, "--time-limit", help="Seconds per MILP solve (keeps the incumbent).")
+_TL = typer.Option(
+    None, "--time-limit", help="Seconds per MILP solve (keeps the incumbent).", show_default="none"
+)
+_FMIN = typer.Option(
+    None,
+    "--fisher-min",
+    help="eps: also require Σ F_z >= this (sum of the selected clients' Fisher z-scores).",
+    show_default="no constraint",
+)
+_BMAX = typer.Option(
+    None,
+    "--b-max",
+    help="eps: also require Σ B <= this (nats, label divergence of the selected clients).",
+    show_default="no constraint",
+)
+_OBJS = typer.Option(
+    None,
+    "--objectives",
+    help="Objectives, the first plotted vertically, e.g. utility,worst. nsga2/exhaustive "
+    "also solve in them; other methods are drawn in them (also mean_minus_worst, var_d, "
+    "sum_B, sum_Fz, sum_cos; fedsel methods).",
+    show_default="utility,gap; utility,worst for maxmin",
+)
 
 
 @app.command("solve")
 def solve(
     stats: Path = _STATS,
     k: int = _K,
-    method: str = typer.Option(..., "--method", help=_METHOD_HELP),
+    method: str = typer.Option(..., "--method", "-m", help=_METHOD_HELP),
     eps: float | None = typer.Option(None, "--eps", help="Largest gap, percentage points."),
     delta: float | None = typer.Option(None, "--delta", help="Allowed U loss below U*, points."),
     weights: str | None = typer.Option(None, "--weights", help="w_U,w_R,w_F,w_cos,w_B."),
@@ -142,6 +258,9 @@ def solve(
         None, "--composite", help="weighted: α,β,γ of S_i = α·log(1+F)+β·cos_g+γ·R instead."
     ),
     pick: str = typer.Option("knee", "--pick", help="NSGA-II: knee, max-utility or min-gap."),
+    fisher_min: float | None = _FMIN,
+    b_max: float | None = _BMAX,
+    objectives: str | None = _OBJS,
     backend: str = _BACKEND,
     round_: int | None = _ROUND,
     seed: int = _SEED,
@@ -161,11 +280,20 @@ def solve(
         "pick": None if pick == "knee" else pick,
         "backend": None if backend == "auto" else backend,
         "time_limit": time_limit,
+        "f_min": fisher_min,
+        "b_max": b_max,
     }
+    flag = {"f_min": "fisher-min", "b_max": "b-max"}
+    if objectives is not None and "objectives" in accepted:
+        given["objectives"] = parse_objectives(objectives)
     _only(
         method,
-        **{name: (value, (method,) if name in accepted else ()) for name, value in given.items()},
+        **{
+            flag.get(name, name): (value, (method,) if name in accepted else ())
+            for name, value in given.items()
+        },
     )
+    objs = parse_objectives(objectives, default_plane(method))
     if weights is not None and composite is not None:
         raise SelectionError("give --weights or --composite, not both")
     kw = {name: value for name, value in given.items() if value is not None}
@@ -186,13 +314,27 @@ def solve(
         "backend": r.backend,
         "message": r.message,
     }
+    hint = ""
+    if str(r.status) == "infeasible" and method == "eps":
+        rng = eps_range(problem, fisher_min, b_max)
+        out["reachable"] = rng
+        hint = _range_hint(rng)
     print(json.dumps(out, indent=2))
     if not json_only:
+        from selection.objectives import OBJECTIVES
+
         line = f"{r.method} {r.param}: {r.status}".replace("  ", " ")
         if r.objectives:
             o = r.objectives
-            line += f", U={o['utility']:.3f}% gap={o['gap']:.3f}pp worst={o['worst']:.3f}%"
+            shown = list(dict.fromkeys(["utility", "gap", "worst", *objs]))
+            line += ", " + " ".join(
+                f"{'U' if n == 'utility' else n}={o[n]:.3f}{OBJECTIVES[n].unit if OBJECTIVES[n].unit in ('%', 'pp') else ''}"
+                for n in shown
+                if n in o
+            )
         print(f"{line}, {r.seconds:.3f}s: {';'.join(r.ids) or '-'}", file=sys.stderr)
+        if hint:
+            print(f"fedsel: {hint}", file=sys.stderr)
     if str(r.status) in ("time_limit", "error") and not r.ids:
         # no selection is no answer: the JSON says why, the exit code says it failed
         print(f"fedsel: no selection: {r.message or r.status}", file=sys.stderr)
@@ -203,37 +345,54 @@ def solve(
 def sweep(
     stats: Path = _STATS,
     k: int = _K,
-    method: str = typer.Option(..., "--method", help=_METHOD_HELP),
-    out: Path = typer.Option(..., "--out", help="Output folder for front.csv and front.html."),
-    eps: str | None = typer.Option(None, "--eps", help="ε grid, e.g. 0,2,5,10 (points)."),
+    method: str = typer.Option(..., "--method", "-m", help=_METHOD_HELP),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Output folder for front.csv and front.html."
+    ),
+    eps: str | None = typer.Option(
+        None,
+        "--eps",
+        help="ε grid, e.g. 0,2,5,10 (points); an infeasible grid is told the reachable range.",
+        show_default="the complete sweep",
+    ),
     complete: bool = typer.Option(
-        False, "--complete", help="ε: the whole front (the default when --eps is not given)."
+        False, "--complete", help="ε: the whole front (what no --eps means)."
     ),
     delta: str | None = typer.Option(
-        None, "--delta", help="δ grid, e.g. 0,1,2,5 (points; default 0,0.5,1,2,3,5,8,12)."
+        None, "--delta", help="δ grid, e.g. 0,1,2,5 (points).", show_default="0,0.5,1,2,3,5,8,12"
     ),
     weights: str | None = typer.Option(
         None,
         "--weights",
-        help="Weight vectors (w_U,w_R,w_F,w_cos,w_B) separated by ';', e.g. '1,0;0.5,0.5;0,1' "
-        "(default: 11 (w_U, w_R) pairs from (1,0) to (0,1)).",
+        help="Weight vectors (w_U,w_R,w_F,w_cos,w_B) separated by ';', e.g. '1,0;0.5,0.5;0,1'.",
+        show_default="11 (w_U, w_R) pairs from (1,0) to (0,1)",
     ),
-    objectives: str | None = typer.Option(
-        None,
-        "--objectives",
-        help="nsga2/exhaustive: objectives, first plotted vertically, e.g. utility,worst "
-        "(default utility,gap; also mean_minus_worst, var_d, sum_B, sum_Fz, sum_cos).",
-    ),
+    objectives: str | None = _OBJS,
+    fisher_min: float | None = _FMIN,
+    b_max: float | None = _BMAX,
     round_: int | None = _ROUND,
+    rounds: str | None = typer.Option(
+        None,
+        "--rounds",
+        "-r",
+        help="One front per round: all, a range (2-8) or a list (0,4,8); front.csv gets a "
+        "round column and front.html overlays the fronts.",
+        show_default="one round (--round)",
+    ),
     backend: str = _BACKEND,
     jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
     seed: int = _SEED,
     time_limit: float | None = _TL,
 ) -> None:
-    """Sweep one formulation; write DIR/front.csv and DIR/front.html."""
+    """Sweep one formulation; write DIR/front.csv and DIR/front.html (a plot and a table of
+    the points)."""
+    import pandas as pd
+
     from selection.atomic import write_table_atomic, write_text_atomic
     from selection.compare import run_method
-    from selection.report import render_front_html
+    from selection.problem import SelectionProblem
+    from selection.report import render_front_html, render_rounds_html
+    from selection.schema import read_stats
     from selection.solvers.base import point_rows
 
     cls = _solver_class(method)
@@ -244,49 +403,101 @@ def sweep(
         complete=(complete, mine if cls.param == "eps" else ()),
         delta=(delta, mine if cls.param == "delta" else ()),
         weights=(weights, mine if cls.param == "weights" else ()),
-        objectives=(objectives, mine if cls.any_objectives else ()),
+        **{
+            "fisher-min": (fisher_min, mine if method == "eps" else ()),
+            "b-max": (b_max, mine if method == "eps" else ()),
+        },
     )
     if eps is not None and complete:
         raise SelectionError("give --eps or --complete, not both")
+    if rounds is not None and round_ is not None:
+        raise SelectionError("give --round or --rounds, not both")
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
     w_grid = parse_weight_grid(weights)
-    objs = parse_objectives(objectives)
-    problem = _problem(stats, k, round_)
+    objs = parse_objectives(objectives, default_plane(method))
+    table = read_stats(stats)
+    if rounds is None:
+        problems = [SelectionProblem.from_stats(table, k, round_)]
+    else:
+        available = sorted(int(r) for r in table["round"].unique())
+        problems = [
+            SelectionProblem.from_stats(table, k, r) for r in parse_rounds(rounds, available)
+        ]
+    fronts = []
     with rich_progress() as progress:
-        front = run_method(
-            problem,
-            method,
-            eps=eps_grid,
-            delta=delta_grid,
-            weights=w_grid,
-            backend=backend,
-            n_jobs=jobs,
-            time_limit=time_limit,
-            seed=seed,
-            progress=progress,
-            objectives=objs,
+        for problem in problems:
+            front = run_method(
+                problem,
+                method,
+                eps=eps_grid,
+                delta=delta_grid,
+                weights=w_grid,
+                backend=backend,
+                n_jobs=jobs,
+                time_limit=time_limit,
+                seed=seed,
+                progress=progress,
+                objectives=objs,
+                f_min=fisher_min,
+                b_max=b_max,
+            )
+            if rounds is not None:
+                front.insert(0, "round", problem.round)
+            fronts.append(front)
+    front = pd.concat(fronts, ignore_index=True)
+    p0 = problems[0]
+    if rounds is None:
+        title = f"fedsel sweep: {method} on {stats.name}, round {p0.round}, K={p0.k}"
+        page = render_front_html(front, title, x=objs[1], y=objs[0])
+    else:
+        title = (
+            f"fedsel sweep: {method} on {stats.name}, rounds {p0.round}..{problems[-1].round} "
+            f"({len(problems)} fronts), K={p0.k}"
         )
-    title = f"fedsel sweep: {method} on {stats.name}, round {problem.round}, K={problem.k}"
-    page = render_front_html(front, title, x=objs[1], y=objs[0])
+        page = render_rounds_html(front, title, x=objs[1], y=objs[0])
     write_table_atomic(front, Path(out) / "front.csv")
     write_text_atomic(page, Path(out) / "front.html")
     n_ok = int(point_rows(front).sum())
+    where = f" over {len(problems)} rounds" if rounds is not None else ""
     print(
-        f"{method}: {len(front)} points ({n_ok} feasible) -> {Path(out) / 'front.csv'}",
+        f"{method}: {len(front)} points{where} ({n_ok} feasible) -> {Path(out) / 'front.csv'}, "
+        "front.html",
         file=sys.stderr,
     )
+    if method == "eps" and eps_grid is not None and n_ok < len(front):
+        # the first round with an infeasible ε tells the reachable range there
+        for problem, f in zip(problems, fronts, strict=True):
+            bad = int((~point_rows(f)).sum())
+            if bad:
+                at = f" at round {problem.round}" if rounds is not None else ""
+                hint = _range_hint(eps_range(problem, fisher_min, b_max))
+                print(f"fedsel: {bad} of {len(f)} ε infeasible{at}: {hint}", file=sys.stderr)
+                break
 
 
 @app.command("compare")
 def compare(
     stats: Path = _STATS,
     k: int = _K,
-    out: Path = typer.Option(..., "--out", help="Output folder for compare.csv/.html, fronts.csv."),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Output folder for compare.csv/.html, fronts.csv."
+    ),
     round_: int | None = _ROUND,
     seed: int = _SEED,
-    eps: str | None = typer.Option(None, "--eps", help="ε grid (default: the complete sweep)."),
-    delta: str | None = typer.Option(None, "--delta", help="δ grid for max-min (points)."),
+    eps: str | None = typer.Option(
+        None, "--eps", help="ε grid (points).", show_default="the complete sweep"
+    ),
+    delta: str | None = typer.Option(
+        None, "--delta", help="δ grid for max-min (points).", show_default="0,0.5,1,2,3,5,8,12"
+    ),
+    objectives: str | None = typer.Option(
+        None,
+        "--objectives",
+        help="The plane every method is judged in, e.g. utility,worst (the plane max-min "
+        "optimizes); NSGA-II and enumeration solve in it.",
+        show_default="utility,gap",
+    ),
     backend: str = _BACKEND,
     jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
     time_limit: float | None = _TL,
@@ -301,6 +512,9 @@ def compare(
 
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
+    objs = parse_objectives(objectives)
+    if len(objs) != 2:
+        raise SelectionError(f"--objectives {objectives!r}: compare judges in two objectives")
     problem = _problem(stats, k, round_)
     with rich_progress() as progress:
         c = compare_methods(
@@ -312,9 +526,11 @@ def compare(
             time_limit=time_limit,
             seed=seed,
             progress=progress,
+            objectives=objs,
         )
-    title = f"fedsel compare on {stats.name}, round {problem.round}, K={problem.k}"
-    page = render_compare_html(c.table, c.fronts, c.reference, title)
+    plane = f" in ({objs[0]}, {objs[1]})" if objs != ("utility", "gap") else ""
+    title = f"fedsel compare{plane} on {stats.name}, round {problem.round}, K={problem.k}"
+    page = render_compare_html(c.table, c.fronts, c.reference, title, objectives=objs)
     out = Path(out)
     write_table_atomic(c.fronts, out / "fronts.csv")
     write_text_atomic(page, out / "compare.html")

@@ -72,6 +72,8 @@ def run_method(
     max_count: int = DEFAULT_MAX_COUNT,
     progress: ProgressFn | None = None,
     objectives: Sequence[str] = _OBJ,
+    f_min: float | None = None,
+    b_max: float | None = None,
 ) -> pd.DataFrame:
     """One method's front table (:func:`selection.solvers.sweeps.results_to_frame` rows).
 
@@ -90,6 +92,7 @@ def run_method(
         progress: ``(done, total, label)`` callback of the sweeps.
         objectives: the objectives of methods with ``any_objectives`` (nsga2, exhaustive;
             default utility, gap); the other methods have theirs fixed by their formulation.
+        f_min, b_max: Σ F_z >= f_min and Σ B <= b_max for methods that take them (``eps``).
     """
     known = solvers()
     if method not in known:
@@ -105,6 +108,8 @@ def run_method(
         seed=seed,
         max_count=max_count,
         progress=progress,
+        f_min=f_min,
+        b_max=b_max,
     )
     return cls.sweep_front(problem, options)
 
@@ -120,7 +125,8 @@ class Comparison:
             (hypervolume / the reference front's), ``igd`` (normalized units), ``seconds``
             (wall time of the whole method), ``reference`` (``exact`` or ``union``).
         fronts: every row every method produced (front-table columns).
-        reference: the reference front, columns ``utility``, ``gap``.
+        reference: the reference front, one column per objective (``utility``, ``gap`` by
+            default).
         exact: whether the reference is the exact front.
         notes: why a requested method has no row (e.g. enumeration refused as too large).
     """
@@ -130,12 +136,13 @@ class Comparison:
     reference: pd.DataFrame
     exact: bool
     notes: tuple[str, ...] = ()
+    objectives: tuple[str, ...] = _OBJ
 
 
-def _points(df: pd.DataFrame) -> np.ndarray:
+def _points(df: pd.DataFrame, objectives: Sequence[str] = _OBJ) -> np.ndarray:
     ok = df[point_rows(df)]
-    P = ok[list(_OBJ)].to_numpy(dtype=float)
-    return np.unique(P, axis=0) if len(P) else np.empty((0, 2))
+    P = ok[list(objectives)].to_numpy(dtype=float)
+    return np.unique(P, axis=0) if len(P) else np.empty((0, len(objectives)))
 
 
 def compare_methods(
@@ -151,14 +158,21 @@ def compare_methods(
     seed: int = 0,
     max_count: int = DEFAULT_MAX_COUNT,
     progress: ProgressFn | None = None,
+    objectives: Sequence[str] = _OBJ,
 ) -> Comparison:
     """Run ``methods`` on ``problem`` and measure each against one reference front.
 
     ``methods`` defaults to :func:`methods`. A method refusing the instance as too large
     (enumeration above ``max_count``) is skipped with a note; the reference is the front of the
     method with ``gives_exact_front`` when it ran, else the non-dominated union of all methods.
+    ``objectives`` is the plane of the comparison (default (utility, gap); e.g. (utility,
+    worst), the plane max-min optimizes): methods with ``any_objectives`` (NSGA-II,
+    enumeration) solve in it, and every method's points are judged in it.
     Arguments as in :func:`run_method`.
     """
+    from selection.objectives import check_objectives
+
+    objs = tuple(check_objectives(list(objectives), at_least=2))
     known = solvers()
     methods = globals()["methods"]() if methods is None else tuple(methods)
     bad = [m for m in methods if m not in known]
@@ -176,6 +190,7 @@ def compare_methods(
         time_limit=time_limit,
         seed=seed,
         max_count=max_count,
+        objectives=objs,
     )
     for i, m in enumerate(methods):
         t0 = time.perf_counter()
@@ -185,27 +200,27 @@ def compare_methods(
             notes.append(f"{m} skipped: {exc}")
         seconds[m] = time.perf_counter() - t0
         report(progress, i + 1, len(methods), f"compare (done: {m})")
-    pts = {m: _points(f) for m, f in frames.items()}
+    pts = {m: _points(f, objs) for m, f in frames.items()}
     exact_m = next((m for m in frames if known[m].gives_exact_front), None)
     exact = exact_m is not None
-    ref = reference_front(list(pts.values()), _OBJ, exact=pts[exact_m] if exact else None)
-    norm = Normalization.from_front(ref, _OBJ)
+    ref = reference_front(list(pts.values()), objs, exact=pts[exact_m] if exact else None)
+    norm = Normalization.from_front(ref, objs)
     rows = []
     for m, P in pts.items():
-        nd = reference_front([P], _OBJ) if len(P) else P
+        nd = reference_front([P], objs) if len(P) else P
         rows.append(
             {
                 "method": m,
                 "points": len(P),
                 "front_points": len(nd),
                 "on_front": on_front_count(P, ref),
-                "hv_ratio": hypervolume_ratio(P, ref, _OBJ, norm=norm) if len(P) else 0.0,
-                "igd": igd(P, ref, _OBJ, norm=norm),
+                "hv_ratio": hypervolume_ratio(P, ref, objs, norm=norm) if len(P) else 0.0,
+                "igd": igd(P, ref, objs, norm=norm),
                 "seconds": seconds[m],
                 "reference": "exact" if exact else "union",
             }
         )
     table = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
     fronts = pd.concat(list(frames.values()), ignore_index=True)
-    reference = pd.DataFrame(ref, columns=list(_OBJ)).sort_values("gap", ignore_index=True)
-    return Comparison(table, fronts, reference, exact, tuple(notes))
+    reference = pd.DataFrame(ref, columns=list(objs)).sort_values(objs[1], ignore_index=True)
+    return Comparison(table, fronts, reference, exact, tuple(notes), objs)

@@ -49,6 +49,10 @@ def rich_progress(*, enabled: bool = True, transient: bool = True) -> Iterator[P
         TimeRemainingColumn(),
     )
     console = Console(file=sys.stderr)
+    if transient and not console.is_terminal:
+        # nothing to animate and nothing to keep: no bar, and no blank line left behind
+        yield lambda done, total, label: None
+        return
     with Progress(*columns, console=console, transient=transient) as bar:
         tasks: dict[str, int] = {}
 

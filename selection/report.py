@@ -1,12 +1,15 @@
 """Plotly reports of fronts: ``front.html`` (one sweep) and ``compare.html`` (all methods).
 
 Plot data is computed by :func:`front_plot_data` / :func:`compare_plot_data` (DataFrames tests
-can compare) and drawn by :func:`render_front_html` / :func:`render_compare_html`. The HTML is
-self-contained: plotly.js is embedded (``include_plotlyjs=True``), so it opens offline.
+can compare) and drawn by :func:`render_front_html` / :func:`render_compare_html` /
+:func:`render_rounds_html` (one front per round, overlaid). The HTML is self-contained:
+plotly.js is embedded (``include_plotlyjs=True``), so it opens offline as one file.
 
-Axes: gap (percentage points, lower is fairer) horizontally, U(S) (accuracy %) vertically; one
-colour per method; hovering a point shows its parameter, objectives, per-domain utilities and
-the selected client ids.
+Axes: by default gap (percentage points, lower is fairer) horizontally, U(S) (accuracy %)
+vertically — max-min sweeps are drawn in (worst, U), the plane they optimize; one colour and
+one open marker symbol per method, so points of several methods that coincide stay visible
+as nested rings; hovering a point shows its parameter, objectives, per-domain utilities and
+the selected client ids, and a table under the plot lists every point with its parameter.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ __all__ = [
     "compare_plot_data",
     "render_front_html",
     "render_compare_html",
+    "render_rounds_html",
+    "param_label",
     "PLOT_COLUMNS",
+    "COMPARE_TERMS",
 ]
 
 PLOT_COLUMNS = ("method", "param", "utility", "gap", "worst", "selected", "hover")
@@ -38,6 +44,40 @@ AXIS_LABELS = {
     "sum_cos": "Σ cos_g",
 }
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
+# open symbols, largest first: coinciding points of several methods show as nested rings
+_SYMBOLS = ("circle-open", "square-open", "diamond-open", "triangle-up-open", "cross-thin-open",
+            "x-thin-open", "star-open")  # fmt: skip
+_GREEK = {"eps": "ε", "delta": "δ", "alpha": "α"}
+
+#: What the columns of the compare table mean (shown on the page under the table).
+COMPARE_TERMS = {
+    "points": "distinct feasible points the method found",
+    "front_points": "how many of them no other point of the same method dominates",
+    "on_front": "how many of them lie on the reference front",
+    "hv_ratio": "hypervolume of the method's points divided by the reference front's "
+    "(objectives normalized by the reference front's extremes; 1 = the whole front)",
+    "igd": "inverted generational distance: mean distance from each reference point to the "
+    "method's nearest point, in the same normalized units (0 = the whole front)",
+    "seconds": "wall time of the method's whole sweep",
+    "reference": "exact (enumeration ran) or union (the non-dominated union of all methods)",
+}
+
+
+def param_label(param: str) -> str:
+    """``eps=24.499999`` -> ``ε=24.5``, ``delta=2`` -> ``δ=2``; other text unchanged."""
+    text = str(param)
+    name, sep, value = text.partition("=")
+    if not sep:
+        return text
+    try:
+        v = float(value)
+    except ValueError:
+        return text
+    return f"{_GREEK.get(name, name)}={format(v, '.5g')}"
+
+
+def _axis_title(name: str) -> dict:
+    return {"text": AXIS_LABELS.get(name, name)}
 
 
 def _hover(row: pd.Series, dcols: list[str], extra: list[str]) -> str:
@@ -81,80 +121,197 @@ def front_plot_data(front: pd.DataFrame, x: str = "gap", y: str = "utility") -> 
     return ok[[*PLOT_COLUMNS, *dcols, *extra]].reset_index(drop=True)
 
 
-def compare_plot_data(fronts: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Rows of every method plus the reference front (method ``reference front``)."""
-    data = front_plot_data(fronts)
-    ref = reference[["utility", "gap"]].copy()
+def compare_plot_data(
+    fronts: pd.DataFrame, reference: pd.DataFrame, x: str = "gap", y: str = "utility"
+) -> pd.DataFrame:
+    """Rows of every method plus the reference front (method ``reference front``), whose
+    columns are the objectives ``y`` and ``x``."""
+    data = front_plot_data(fronts, x, y)
+    ref = reference[list(dict.fromkeys([y, x]))].copy()
     ref["method"] = "reference front"
     ref["param"] = ""
-    ref["worst"] = np.nan
     ref["selected"] = ""
     ref["hover"] = [
-        f"<b>reference front</b><br>U = {u:.3f} %, gap = {g:.3f} pp"
-        for u, g in zip(ref["utility"], ref["gap"], strict=True)
+        f"<b>reference front</b><br>{html.escape(y)} = {a:.3f}, {html.escape(x)} = {b:.3f}"
+        for a, b in zip(ref[y], ref[x], strict=True)
     ]
-    ref = ref.sort_values("gap")
+    ref = ref.sort_values(x)
     return pd.concat([ref, data], ignore_index=True)[list(data.columns)]
 
 
-def _figure(data: pd.DataFrame, title: str, x: str = "gap", y: str = "utility"):
+def _figure(data: pd.DataFrame, title: str = "", x: str = "gap", y: str = "utility"):
+    """The front figure; ``title`` is not drawn (the page's heading carries it)."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
     methods = list(dict.fromkeys(data["method"]))
-    for i, m in enumerate(methods):
+    n = len([m for m in methods if m != "reference front"])
+    i = 0
+    for m in methods:
         part = data[data["method"] == m]
-        is_ref = m == "reference front"
+        if m == "reference front":
+            fig.add_trace(
+                go.Scatter(
+                    x=part[x],
+                    y=part[y],
+                    mode="lines",
+                    name=m,
+                    text=part["hover"],
+                    hovertemplate="%{text}<extra></extra>",
+                    line={"color": "#888888", "dash": "dot", "shape": "hv"},
+                )
+            )
+            continue
+        color = _PALETTE[i % len(_PALETTE)]
         fig.add_trace(
             go.Scatter(
                 x=part[x],
                 y=part[y],
-                mode="lines" if is_ref else "markers",
+                mode="markers",
                 name=m,
                 text=part["hover"],
                 hovertemplate="%{text}<extra></extra>",
-                line={"color": "#888888", "dash": "dot", "shape": "hv"} if is_ref else None,
-                marker=None
-                if is_ref
-                else {
-                    "color": _PALETTE[i % len(_PALETTE)],
-                    "size": max(6, 16 - 2 * i),
-                    "opacity": 0.85,
-                    "line": {"width": 1, "color": "white"},
+                marker={
+                    "color": color,
+                    "symbol": _SYMBOLS[i % len(_SYMBOLS)],
+                    # the first methods largest: equal points of later methods sit inside
+                    "size": 8 + 4 * (n - 1 - i) if n > 1 else 10,
+                    "line": {"width": 2, "color": color},
                 },
             )
         )
+        i += 1
     fig.update_layout(
-        title=title,
-        xaxis_title=AXIS_LABELS.get(x, x),
-        yaxis_title=AXIS_LABELS.get(y, y),
+        xaxis={"title": _axis_title(x)},
+        yaxis={"title": _axis_title(y)},
         template="plotly_white",
-        legend_title="method",
-        height=620,
+        legend={"title": {"text": "method"}},
+        height=560,
+        margin={"t": 30},
     )
     return fig
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;"
+    "color:#222}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}"
+    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}"
+    "td:first-child,th:first-child{text-align:left}td.ids{text-align:left;white-space:nowrap}"
+    ".note{color:#555;font-size:.9em}dt{font-weight:bold;display:inline}dd{display:inline;"
+    "margin:0 0 0 .4em}dl div{margin:.2em 0}.scroll{overflow-x:auto}"
+)
 
 
 def _page(title: str, body: str) -> str:
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title>"
-        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}</style></head><body>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
+
+
+def _points_table(data: pd.DataFrame, columns: list[str]) -> str:
+    """The plotted points as an HTML table: method, parameter, objectives, selected ids."""
+    data = data[data["method"] != "reference front"]
+    head = "".join(
+        f"<th>{html.escape(c)}</th>" for c in ["method", "parameter", *columns, "selected"]
+    )
+    rows = []
+    for r in data.to_dict("records"):
+        cells = [html.escape(str(r["method"])), html.escape(param_label(r["param"]))]
+        cells += [f"{float(r[c]):.3f}" for c in columns]
+        ids = html.escape(str(r["selected"]).replace(";", ", "))
+        rows.append(
+            "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td class='ids'>{ids}</td></tr>"
+        )
+    return f"<div class='scroll'><table><tr>{head}</tr>{''.join(rows)}</table></div>"
+
+
+def _plane_note(x: str, y: str) -> str:
+    return (
+        f"<p class='note'>Plane: {html.escape(AXIS_LABELS.get(y, y))} against "
+        f"{html.escape(AXIS_LABELS.get(x, x))}. Hover a point for its per-domain utilities.</p>"
     )
 
 
 def render_front_html(
     front: pd.DataFrame, title: str = "fedsel front", x: str = "gap", y: str = "utility"
 ) -> str:
-    """Self-contained HTML page plotting a front table (one colour per method), ``y`` vs ``x``."""
+    """Self-contained HTML page plotting a front table (one colour per method), ``y`` vs ``x``,
+    with a table of its points (parameter, objectives, selected ids)."""
     data = front_plot_data(front, x, y)
     fig = _figure(data, title, x, y)
     n_bad = int((~point_rows(front)).sum())
     note = f"<p>{len(data)} feasible points" + (f", {n_bad} infeasible/failed" if n_bad else "")
     note += " (not plotted).</p>" if n_bad else ".</p>"
-    return _page(title, note + fig.to_html(full_html=False, include_plotlyjs=True))
+    cols = list(dict.fromkeys(["utility", "gap", "worst", x, y]))
+    return _page(
+        title,
+        note
+        + _plane_note(x, y)
+        + fig.to_html(full_html=False, include_plotlyjs=True)
+        + "<h2>Points</h2>"
+        + _points_table(data, cols),
+    )
+
+
+def render_rounds_html(
+    front: pd.DataFrame, title: str = "fedsel sweep over rounds", x: str = "gap", y: str = "utility"
+) -> str:
+    """One front per round (a ``round`` column) overlaid, coloured from early to late rounds."""
+    import plotly.graph_objects as go
+    from plotly.colors import sample_colorscale
+
+    rounds = sorted(int(r) for r in front["round"].unique())
+    fig = go.Figure()
+    summary = []
+    for j, r in enumerate(rounds):
+        part = front_plot_data(front[front["round"] == r], x, y).sort_values(x)
+        color = sample_colorscale("Viridis", [j / max(1, len(rounds) - 1) * 0.9])[0]
+        fig.add_trace(
+            go.Scatter(
+                x=part[x],
+                y=part[y],
+                mode="lines+markers",
+                name=f"round {r}",
+                text=part["hover"],
+                hovertemplate="%{text}<extra></extra>",
+                line={"color": color, "shape": "hv", "width": 1.5},
+                marker={"color": color, "size": 7},
+            )
+        )
+        summary.append(
+            {
+                "round": r,
+                "points": len(part),
+                f"best {y}": part[y].max() if len(part) else np.nan,
+                f"{x} range": f"{part[x].min():.3f} .. {part[x].max():.3f}" if len(part) else "",
+            }
+        )
+    fig.update_layout(
+        xaxis={"title": _axis_title(x)},
+        yaxis={"title": _axis_title(y)},
+        template="plotly_white",
+        legend={"title": {"text": "front of"}},
+        height=560,
+        margin={"t": 30},
+    )
+    n_bad = int((~point_rows(front)).sum())
+    note = (
+        f"<p>{len(rounds)} rounds, one front each ({int(point_rows(front).sum())} feasible points"
+        + (f", {n_bad} infeasible/failed, not plotted" if n_bad else "")
+        + "). Early rounds dark, late rounds yellow: how the trade-off moves as training goes "
+        "on. front.csv holds every point with its round.</p>"
+    )
+    tbl = pd.DataFrame(summary).to_html(index=False, float_format=lambda v: f"{v:.3f}")
+    return _page(
+        title,
+        note
+        + _plane_note(x, y)
+        + fig.to_html(full_html=False, include_plotlyjs=True)
+        + "<h2>Per round</h2>"
+        + tbl,
+    )
 
 
 def render_compare_html(
@@ -162,10 +319,30 @@ def render_compare_html(
     fronts: pd.DataFrame,
     reference: pd.DataFrame,
     title: str = "fedsel compare",
+    objectives: tuple[str, str] = ("utility", "gap"),
 ) -> str:
-    """Self-contained HTML page: every method's front overlaid and the indicator table."""
-    data = compare_plot_data(fronts, reference)
-    fig = _figure(data, title)
+    """Self-contained HTML page: the indicator table with what its columns mean, and every
+    method's front overlaid on the reference front in the plane of ``objectives`` (y, x)."""
+    y, x = objectives[0], objectives[1]
+    data = compare_plot_data(fronts, reference, x=x, y=y)
+    fig = _figure(data, title, x, y)
     fmt = {"hv_ratio": "{:.4f}".format, "igd": "{:.4f}".format, "seconds": "{:.3f}".format}
     tbl = table.to_html(index=False, formatters=fmt, escape=True)
-    return _page(title, tbl + fig.to_html(full_html=False, include_plotlyjs=True))
+    terms = "".join(
+        f"<div><dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd></div>"
+        for k, v in COMPARE_TERMS.items()
+        if k in table.columns
+    )
+    legend = (
+        "<p class='note'>Markers are open and the first methods drawn largest, so a point "
+        "found by several methods shows as nested rings; the dotted line is the reference "
+        "front.</p>"
+    )
+    return _page(
+        title,
+        tbl
+        + f"<dl class='note'>{terms}</dl>"
+        + _plane_note(x, y)
+        + legend
+        + fig.to_html(full_html=False, include_plotlyjs=True),
+    )

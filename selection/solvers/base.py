@@ -181,6 +181,8 @@ class SweepOptions:
         seed: seed of every stochastic piece.
         max_count: enumeration limit (None = the enumerator's default).
         progress: ``(done, total, label)`` callback, or None.
+        f_min, b_max: the optional Σ F_z >= f_min and Σ B <= b_max of solvers that take them
+            (``eps``); None = no such constraint.
     """
 
     grid: Sequence | None = None
@@ -191,6 +193,8 @@ class SweepOptions:
     seed: int = 0
     max_count: int | None = None
     progress: Callable[[int, int | None, str], None] | None = None
+    f_min: float | None = None
+    b_max: float | None = None
 
 
 class Solver(ABC):

@@ -65,6 +65,8 @@ class EpsSolver(ExactSolver):
             time_limit=options.time_limit,
             seed=options.seed,
             progress=options.progress,
+            f_min=options.f_min,
+            b_max=options.b_max,
         )
         if options.grid is None:
             return sweep_eps(problem, complete=True, **kw)

@@ -100,7 +100,9 @@ def test_bad_table_is_one_line_exit_2_and_no_front(case, table, tmp_path, capsys
         (["--k", K, "--method", "eps", "--round", 7], "round 7 is not in the stats table"),
         (["--k", K, "--method", "eps", "--eps", "5", "--complete"], "not both"),
         (["--k", K, "--method", "nsga2", "--objectives", "utility,fun"], "--objectives"),
-        (["--k", K, "--method", "eps", "--objectives", "utility,worst"], "does not apply"),
+        (["--k", K, "--method", "maxmin", "--fisher-min", "1"], "--fisher-min does not apply"),
+        (["--k", K, "--method", "eps", "--rounds", "0-1", "--round", "1"], "not both"),
+        (["--k", K, "--method", "eps", "--rounds", "7-9"], "--rounds"),
         (["--k", K, "--method", "eps", "--backend", "gurobi"], "unknown backend 'gurobi'"),
     ],
 )
