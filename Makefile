@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test test-all check lint demo bench clean
+.PHONY: venv browser test test-all check lint demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -14,10 +14,20 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP)
+# The browser test (tests/test_reports_in_browser.py) needs Debian's chromium: installed here
+# when we are root with apt-get, else the test skips with one line saying why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      echo "installing chromium (apt-get) for the browser test"; \
+	      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+	        >/dev/null 2>&1 || echo "could not install chromium: the browser test will skip"; \
+	    else echo "no chromium and not root with apt-get: the browser test will skip"; fi; }
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q -n 2 tests
 
-test-all: $(STAMP)
+test-all: $(STAMP) browser
 	$(BIN)/python -m pytest -q -n 2 -m '' tests
 
 lint: $(STAMP)

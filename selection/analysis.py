@@ -294,13 +294,18 @@ def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
         figs.append(faceted_figure(df, r).to_html(full_html=False, include_plotlyjs=first))
         first = False
     figs.append(
-        scatter_figure(res.scatter, pooled).to_html(full_html=False, include_plotlyjs=False)
+        "<h2>Pooled over rounds: log F vs U, coloured by B</h2><p class='note'>Every "
+        "(round, client) of the table in one scatter; read it beside the warning above.</p>"
+        + scatter_figure(res.scatter, pooled).to_html(full_html=False, include_plotlyjs=False)
     )
     body = "".join(parts) + "<h2>The seed's figure per measured round</h2>" + "".join(figs)
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>fedsel analyze</title>'
-        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;"
-        "margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}</style>"
+        "<style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:1.5em auto;"
+        "padding:0 1em;color:#222}table{border-collapse:collapse;margin:.5em 0}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right;"
+        "font-variant-numeric:tabular-nums}th{background:#f3f3f3}"
+        "td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:.9em}</style>"
         f"</head><body><h1>fedsel analyze</h1>{body}</body></html>"
     )
 

@@ -384,8 +384,7 @@ def sweep(
     seed: int = _SEED,
     time_limit: float | None = _TL,
 ) -> None:
-    """Sweep one formulation; write DIR/front.csv and DIR/front.html (a plot and a table of
-    the points)."""
+    """Sweep one formulation; write DIR/front.csv and DIR/front.html (plot and points)."""
     import pandas as pd
 
     from selection.atomic import write_table_atomic, write_text_atomic

@@ -22,7 +22,9 @@ data_app = typer.Typer(
 
 @data_app.command("preview")
 def preview(
-    out: Path = typer.Option(..., "--out", help="PNG file to write."),
+    out: Path = typer.Option(
+        Path("runs/data-preview.png"), "--out", "-o", help="PNG file to write (folders made)."
+    ),
     n: int = typer.Option(10, "--n", min=1, max=50, help="Images per domain."),
     seed: int = typer.Option(0, "--seed", min=0, help="Generator / subsample seed."),
     data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real data."),

@@ -69,13 +69,13 @@ def train(
             "weighted:..., eps:ε, maxmin:δ, nsga2:knee, qffl:q."
         ),
     ),
-    k: int = typer.Option(..., "--k", min=1, help="Clients selected per round."),
-    rounds: int = typer.Option(10, "--rounds", min=1, help="Training rounds."),
+    k: int = typer.Option(..., "--k", "-k", min=1, help="Clients selected per round."),
+    rounds: int = typer.Option(10, "--rounds", "-r", min=1, help="Training rounds."),
     seed: int = typer.Option(
         0, "--seed", help="Seed of the federation, the model and the selector."
     ),
     out: Path = typer.Option(
-        ..., "--out", help="Output folder: history.csv, stats.parquet, config.toml."
+        ..., "--out", "-o", help="Output folder: history.csv, stats.parquet, config.toml."
     ),
     data_root: Path | None = typer.Option(
         None, "--data-root", help="Folder with the real digit datasets."
@@ -92,14 +92,33 @@ def train(
     ),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
     lr: float | None = typer.Option(
-        None, "--lr", min=0.0, help="Local SGD step size (oracle default 0.05)."
+        None, "--lr", min=0.0, help="Local SGD step size.", show_default="0.05"
     ),
     local_epochs: float | None = typer.Option(
-        None,
-        "--local-epochs",
-        min=0.0,
-        help="Local epoch budget per round (oracle default 1).",
+        None, "--local-epochs", min=0.0, help="Local epoch budget per round.", show_default="1"
     ),
+    model: str | None = typer.Option(
+        None, "--model", help="cnn | cnn-small | cnn-large.", show_default="cnn"
+    ),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", min=1, help="Local minibatch size.", show_default="32"
+    ),
+    dirichlet_alpha: float | None = typer.Option(
+        None, "--dirichlet-alpha", help="Label skew.", show_default="none"
+    ),
+    aggregation: str | None = typer.Option(
+        None, "--aggregation", help="samples | uniform.", show_default="samples"
+    ),
+    val_per_domain: int | None = typer.Option(
+        None, "--val-per-domain", min=1, help="Validation samples per domain.", show_default="500"
+    ),
+    test_per_domain: int | None = typer.Option(
+        None, "--test-per-domain", min=1, help="Test samples per domain.", show_default="all"
+    ),
+    fisher_samples: int | None = typer.Option(
+        None, "--fisher-samples", min=1, help="Fisher probe cap.", show_default="64"
+    ),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="torch threads."),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
@@ -123,6 +142,14 @@ def train(
         device=device,
         lr=lr,
         local_epochs=local_epochs,
+        model=model,
+        batch_size=batch_size,
+        dirichlet_alpha=dirichlet_alpha,
+        aggregation=aggregation,
+        val_per_domain=val_per_domain,
+        test_per_domain=test_per_domain,
+        fisher_samples=fisher_samples,
+        threads=threads,
     )
     sel = make_selector(selector, seed=seed)
     # one run per folder: locked, another run refused, nothing left behind by a failed start
@@ -174,33 +201,35 @@ def demo_factory(overrides: dict[str, Any]):
 
 
 def demo(
-    out: Path = typer.Option(Path("results/demo"), "--out", help="Output folder."),
+    out: Path = typer.Option(Path("results/demo"), "--out", "-o", help="Output folder."),
     rounds: int | None = typer.Option(
-        None, "--rounds", min=1, help=f"Rounds per run (default {_D.rounds})."
+        None, "--rounds", "-r", min=1, help="Rounds per run.", show_default=str(_D.rounds)
     ),
     seeds: int | None = typer.Option(
-        None, "--seeds", min=1, help=f"Number of seeds 0..N-1 (default {_D.seeds})."
+        None, "--seeds", min=1, help="Number of seeds 0..N-1.", show_default=str(_D.seeds)
     ),
     k: int | None = typer.Option(
-        None, "--k", min=1, help=f"Clients selected per round (default {_D.k})."
+        None, "--k", "-k", min=1, help="Clients selected per round.", show_default=str(_D.k)
     ),
     selectors: str | None = typer.Option(
         None,
         "--selectors",
-        help=(
-            "Comma-separated selector specs, the first is the reference run "
-            f"(default {','.join(_D.selectors)})."
-        ),
+        help="Comma-separated selector specs, the first is the reference run.",
+        show_default=",".join(_D.selectors),
     ),
     data_root: Path | None = typer.Option(
         None, "--data-root", help="Folder with the real digit datasets."
     ),
     data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
     front_round: int | None = typer.Option(
-        None, "--front-round", min=0, help="Round of the fronts (default rounds // 2)."
+        None, "--front-round", min=0, help="Round of the fronts.", show_default="rounds // 2"
     ),
     workers: int | None = typer.Option(
-        None, "--workers", min=1, help="Parallel run processes (default: CPU count, at most 8)."
+        None,
+        "--workers",
+        min=1,
+        help="Parallel run processes.",
+        show_default="CPU count, at most 8",
     ),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
 ) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "surrogate_error",
     "seed_statistics",
     "report_data",
+    "final_seeds",
     "write_outputs",
 ]
 
@@ -151,7 +152,8 @@ def report_data(result: DemoResult) -> dict:
     Returns:
         ``selectors`` (spec -> {curve, final, best_in, nondominated, dominates, dominated_by}),
         ``final_table``, ``best``, ``plane``, ``fronts``, ``surrogate_error``, ``seed_stats``,
-        ``setup``, ``domains``.
+        ``setup``, ``domains``, ``final_seeds`` (selector, seed, acc_avg, acc_worst at each
+        run's last round).
     """
     cur = curves(result.history)
     best = best_per_column(result.summary)
@@ -177,7 +179,17 @@ def report_data(result: DemoResult) -> dict:
         "seed_stats": seed_statistics(result.stats),
         "setup": result.setup,
         "domains": list(result.domains),
+        "final_seeds": final_seeds(result.history),
     }
+
+
+def final_seeds(history: pd.DataFrame) -> pd.DataFrame:
+    """Each run's last round: ``selector, seed, acc_avg, acc_worst`` (the plane's faint dots)."""
+    cols = ["selector", "seed", "acc_avg", "acc_worst"]
+    if history.empty:
+        return pd.DataFrame(columns=cols)
+    last = history.loc[history.groupby(["selector", "seed"], sort=False)["round"].idxmax()]
+    return last[cols].reset_index(drop=True)
 
 
 def write_outputs(result: DemoResult, out: str | os.PathLike) -> list[Path]:

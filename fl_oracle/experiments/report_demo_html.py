@@ -22,14 +22,18 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
 td.best{font-weight:bold;background:#e4f4e4} .note{color:#555;font-size:.9em}
+td.ids{text-align:left;white-space:nowrap;font-size:.85em} .scroll{overflow-x:auto}
 """
 _LABELS = {
     "avg_mean": "avg %",
     "worst_mean": "worst %",
     "gap_mean": "gap pp",
     "std_mean": "std over domains pp",
-    "solve_seconds_mean": "solve s/round",
+    "solve_seconds_mean": "solve ms/round",
 }
+# accuracy columns are marked best; solve time is reported, not ranked (a selector that
+# solves nothing is trivially fastest)
+_MARKED = ("avg_mean", "worst_mean", "gap_mean", "std_mean")
 
 
 def _colors(names: list[str]) -> dict[str, str]:
@@ -37,17 +41,44 @@ def _colors(names: list[str]) -> dict[str, str]:
     return {n: pal[i % len(pal)] for i, n in enumerate(names)}
 
 
-def _table(df: pd.DataFrame, best: dict[str, list[str]] | None = None, key: str = "") -> str:
+def _table(
+    df: pd.DataFrame,
+    best: dict[str, list[str]] | None = None,
+    key: str = "",
+    ids: tuple[str, ...] = (),
+) -> str:
+    """An HTML table; ``best`` marks cells, ``ids`` columns hold ';'-joined client ids (shown
+    comma-separated on one line)."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     body = []
     for rec in df.to_dict("records"):
         cells = []
         for c, v in rec.items():
             cls = ' class="best"' if best and c in best and rec.get(key) in best[c] else ""
+            if c in ids:
+                cls, v = ' class="ids"', str(v).replace(";", ", ")
             txt = f"{v:.3f}" if isinstance(v, float) else html.escape(str(v))
             cells.append(f"<td{cls}>{txt}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<div class='scroll'><table><tr>{head}</tr>{''.join(body)}</table></div>"
+
+
+def front_rows(fronts: pd.DataFrame) -> pd.DataFrame:
+    """The fronts for display: parameters as ``ε=24.5``, and one row per distinct selection
+    of a method (parameters giving the same selection are listed together)."""
+    from selection.report import param_label
+
+    if fronts.empty:
+        return fronts
+    df = fronts.copy()
+    df["param"] = df["param"].fillna("").astype(str).map(param_label)
+    keys = ["method", "selected"]
+    if "round" in df.columns:
+        keys.insert(0, "round")
+    first = df.drop_duplicates(keys).set_index(keys)
+    params = df.groupby(keys, sort=False)["param"].agg(lambda p: ", ".join(dict.fromkeys(p)))
+    first["param"] = params
+    return first.reset_index()[list(df.columns)]
 
 
 def _final_table(data: dict) -> str:
@@ -56,11 +87,11 @@ def _final_table(data: dict) -> str:
     for col, label in _LABELS.items():
         std = s[col.replace("_mean", "_std")]
         df[label] = [
-            f"{m:.3f} ± {d:.3f}" if "seconds" in col else f"{m:.2f} ± {d:.2f}"
+            f"{1000 * m:.2f} ± {1000 * d:.2f}" if "seconds" in col else f"{m:.2f} ± {d:.2f}"
             for m, d in zip(s[col], std, strict=True)
         ]
     df["fallback rounds"] = s["fallback_rounds"].astype(int)
-    best = {label: data["best"][col] for col, label in _LABELS.items()}
+    best = {_LABELS[col]: data["best"][col] for col in _MARKED}
     return _table(df, best, "selector")
 
 
@@ -91,32 +122,62 @@ def _fig_curves(data: dict, colors: dict) -> go.Figure:
 
 
 def _fig_plane(data: dict, colors: dict) -> go.Figure:
+    """Means as large markers (stars: not dominated) with thin ±std bars, each seed's run as a
+    faint dot; selectors are named in the legend and on hover, not on the plot, so labels of
+    nearby selectors cannot overlap."""
+    from plotly.colors import hex_to_rgb
+
     p, s = data["plane"], data["final_table"]
+    seeds = data.get("final_seeds")
     fig = go.Figure()
     for rec, srec in zip(p.to_dict("records"), s.to_dict("records"), strict=True):
+        name, color = rec["selector"], colors[rec["selector"]]
+        faint = "rgba({},{},{},0.45)".format(*hex_to_rgb(color)) if color.startswith("#") else color
+        if seeds is not None and len(seeds):
+            part = seeds[seeds["selector"] == name]
+            fig.add_trace(
+                go.Scatter(
+                    x=part["acc_avg"],
+                    y=part["acc_worst"],
+                    mode="markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=False,
+                    marker={"size": 6, "color": faint},
+                    text=[f"{name}, seed {int(v)}" for v in part["seed"]],
+                    hovertemplate="%{text}<br>avg %{x:.2f} %, worst %{y:.2f} %<extra></extra>",
+                )
+            )
         fig.add_trace(
             go.Scatter(
                 x=[rec["avg"]],
                 y=[rec["worst"]],
-                mode="markers+text",
-                name=rec["selector"],
-                text=[rec["selector"]],
-                textposition="top center",
+                mode="markers",
+                name=name,
+                legendgroup=name,
                 marker={
-                    "size": 14 if rec["nondominated"] else 9,
-                    "color": colors[rec["selector"]],
+                    "size": 15 if rec["nondominated"] else 10,
+                    "color": color,
                     "symbol": "star" if rec["nondominated"] else "circle",
+                    "line": {"width": 1, "color": "white"},
                 },
-                error_x={"type": "data", "array": [srec["avg_std"]]},
-                error_y={"type": "data", "array": [srec["worst_std"]]},
-                hovertext=f"dominates: {rec['dominates'] or '-'}<br>dominated by: "
-                f"{rec['dominated_by'] or '-'}",
+                error_x={"type": "data", "array": [srec["avg_std"]], "thickness": 1,
+                         "width": 0, "color": faint},
+                error_y={"type": "data", "array": [srec["worst_std"]], "thickness": 1,
+                         "width": 0, "color": faint},
+                text=[
+                    f"<b>{html.escape(name)}</b> (mean over seeds)<br>dominates: "
+                    f"{rec['dominates'] or '-'}<br>dominated by: {rec['dominated_by'] or '-'}"
+                ],
+                hovertemplate="%{text}<br>avg %{x:.2f} %, worst %{y:.2f} %<extra></extra>",
             )
-        )
+        )  # fmt: skip
     fig.update_layout(
-        height=480,
-        xaxis_title="final average accuracy %",
-        yaxis_title="final worst-domain accuracy %",
+        height=520,
+        xaxis={"title": {"text": "final average accuracy % (mean over seeds ± std)"}},
+        yaxis={"title": {"text": "final worst-domain accuracy %"}},
+        legend={"title": {"text": "selector"}},
+        margin={"t": 20},
     )
     return fig
 
@@ -124,9 +185,11 @@ def _fig_plane(data: dict, colors: dict) -> go.Figure:
 def _fig_fronts(fronts: pd.DataFrame) -> go.Figure:
     fig = make_subplots(rows=1, cols=2, subplot_titles=("utility vs gap", "utility vs worst"))
     pal = {"eps": "#1f77b4", "maxmin": "#d62728"}
-    for method, part in fronts.groupby("method", sort=False):
+    for method, part in front_rows(fronts).groupby("method", sort=False):
         col = pal.get(method, "#555")
-        hover = part["param"].astype(str) + "<br>" + part["selected"].astype(str)
+        hover = (
+            part["param"].astype(str) + "<br>" + part["selected"].astype(str).str.replace(";", ", ")
+        )
         for c, y in ((1, "gap"), (2, "worst")):
             fig.add_trace(
                 go.Scatter(
@@ -275,7 +338,9 @@ def render_html(data: dict) -> str:
         parts += [
             fig_html(_fig_fronts(fronts)),
             _table(data["surrogate_error"]),
-            _table(fronts[cols]),
+            "<p class='note'>One row per distinct selection; parameters that gave the same "
+            "selection are listed together.</p>",
+            _table(front_rows(fronts)[cols], ids=("selected",)),
         ]
     parts += [
         "<h2>4. The seed's statistics</h2><p class='note'>Spearman correlations over the "

@@ -229,8 +229,11 @@ def _plane_figure(res: StudyResult) -> dict:
         positions = ["top center", "bottom center", "middle right", "middle left"]
         traces.append(
             {
-                "type": "scatter", "mode": "lines+markers+text" if len(xs) > 1 else "markers+text",
+                # a lone entry is named by the legend and on hover, not on the plot, where
+                # the labels of nearby entries would overlap (the browser test checks)
+                "type": "scatter", "mode": "lines+markers+text" if len(xs) > 1 else "markers",
                 "x": xs, "y": ys, "name": fam, "legendgroup": fam, "text": labels,
+                "hovertemplate": "%{text}<br>avg %{x:.2f} %, worst %{y:.2f} %<extra></extra>",
                 "textposition": [positions[i % 4] for i in range(len(xs))],
                 "textfont": {"size": 10, "color": colors[fam]},
                 "error_x": {"type": "data", "array": ex, "thickness": 1, "width": 0},
