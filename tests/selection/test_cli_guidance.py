@@ -1,0 +1,107 @@
+"""The command line's guidance and conventions: the reachable ε range, the optional
+constraints, planes, one front per round, --version, no blank lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fl_oracle.cli import main
+from selection.synthetic import synthetic_stats
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "results" / "examples" / "stats.csv"
+
+
+def run(argv: list, capsys) -> tuple[int, str, str]:
+    try:
+        main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def stats3(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("s") / "stats.csv"
+    synthetic_stats(14, seed=3, rounds=3).to_csv(path, index=False)
+    return path
+
+
+def test_infeasible_eps_says_the_reachable_range(capsys):
+    code, out, err = run(["solve", "-s", EXAMPLE, "-k", 5, "-m", "eps", "--eps", 5], capsys)
+    assert code == 0
+    rng = json.loads(out)["reachable"]
+    assert rng["min_gap"] == pytest.approx(17.3529, abs=1e-3)
+    assert rng["min_gap"] <= rng["max_gap"] and rng["u_star"] > 0
+    lines = err.strip().splitlines()
+    assert "17.35 pp" in lines[-1] and f"try --eps {rng['grid']}" in lines[-1]
+    # the suggested grid is inside the range: every point of it is feasible
+    lowest = rng["grid"].split(",")[0]
+    _, out, _ = run(["solve", "-s", EXAMPLE, "-k", 5, "-m", "eps", "--eps", lowest], capsys)
+    assert json.loads(out)["status"] == "optimal"
+
+
+def test_sweep_with_an_infeasible_grid_suggests_one(tmp_path, capsys):
+    argv = ["sweep", "-s", EXAMPLE, "-k", 5, "-m", "eps", "--eps", "0,2,5,10", "-o", tmp_path]
+    code, _, err = run(argv, capsys)
+    assert code == 0 and "4 of 4 ε infeasible" in err and "try --eps" in err
+    assert not err.startswith("\n")
+
+
+def test_constraints_reach_the_solver(capsys):
+    base = ["solve", "-s", EXAMPLE, "-k", 5, "-m", "eps", "--eps", 40]
+    _, out, _ = run(base, capsys)
+    free = json.loads(out)["objectives"]
+    _, out, _ = run([*base, "--fisher-min", free["sum_Fz"] + 0.5], capsys)
+    r = json.loads(out)
+    assert r["status"] == "infeasible" or r["objectives"]["sum_Fz"] >= free["sum_Fz"] + 0.5 - 1e-9
+    _, out, _ = run([*base, "--b-max", free["sum_B"] * 0.9], capsys)
+    r = json.loads(out)
+    assert r["status"] == "infeasible" or r["objectives"]["sum_B"] <= free["sum_B"] * 0.9 + 1e-9
+
+
+def test_maxmin_is_drawn_in_its_plane_and_compare_judges_in_any(tmp_path, capsys):
+    run(["sweep", "-s", EXAMPLE, "-k", 5, "-m", "maxmin", "-o", tmp_path / "m"], capsys)
+    page = (tmp_path / "m" / "front.html").read_text()
+    assert '"xaxis":{"title":{"text":"worst(S)' in page
+    code, _, _ = run(
+        ["compare", "-s", EXAMPLE, "-k", 5, "--objectives", "utility,worst", "-o", tmp_path / "c"],
+        capsys,
+    )
+    assert code == 0
+    table = pd.read_csv(tmp_path / "c" / "compare.csv")
+    # in (U, worst) the exact front is enumeration's and max-min's points lie on it
+    mm = table.set_index("method").loc["maxmin"]
+    assert mm["on_front"] == mm["points"]
+    assert "hv_ratio" in (tmp_path / "c" / "compare.html").read_text()
+
+
+def test_sweep_over_rounds_writes_one_front_per_round(stats3, tmp_path, capsys):
+    code, _, err = run(
+        ["sweep", "-s", stats3, "-k", 4, "-m", "maxmin", "--delta", "0,2", "-r", "all", "-o",
+         tmp_path],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    front = pd.read_csv(tmp_path / "front.csv")
+    assert sorted(front["round"].unique()) == [0, 1, 2]
+    assert (front.groupby("round").size() == 2).all()
+    page = (tmp_path / "front.html").read_text()
+    assert all(f'"name":"round {r}"' in page for r in range(3))
+    code, _, _ = run(
+        ["sweep", "-s", stats3, "-k", 4, "-m", "weighted", "-r", "1-2", "-o", tmp_path / "w"],
+        capsys,
+    )
+    assert sorted(pd.read_csv(tmp_path / "w" / "front.csv")["round"].unique()) == [1, 2]
+
+
+def test_version_flag_and_command(capsys):
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0 and out.startswith("fedsel ")
+    code, out2, _ = run(["version"], capsys)
+    assert out2 == out
