@@ -242,13 +242,15 @@ def _apply(edits) -> str:
     df = CLEAN.astype(object)
     extra: list[str] = []
     for kind, col, row, text, number in edits:
+        if col not in df.columns:  # dropped by an earlier edit
+            continue
         if kind == "cell":
             df.loc[row, col] = text
         elif kind == "dtype":
-            df[col] = df[col].astype(str) if col != "client_id" else df[col]
+            df[col] = df[col].astype(str).astype(object)  # numbers as their text
         elif kind == "dup_header":
             extra.append(col)
-        elif kind == "drop" and col in df.columns:
+        elif kind == "drop":
             df = df.drop(columns=col)
         elif kind == "extreme":
             df.loc[row, col] = number
