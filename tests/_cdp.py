@@ -11,6 +11,7 @@ points drawn, axis titles, overlapping labels) and :meth:`Browser.screenshot`.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -87,6 +88,7 @@ _PAGE_JS = r"""
     const gt = gd.querySelector('.g-gtitle text');
     plots.push({id, points, lines, svg: !!gd.querySelector('svg.main-svg'),
                 title: gt ? gt.textContent.trim() : '',
+                ycategory: !!(gd._fullLayout && gd._fullLayout.yaxis && gd._fullLayout.yaxis.type === 'category'),
                 xtitles, ytitles, labels: labels.length, overlaps});
   });
   return {title: document.title, plots, h1: [...document.querySelectorAll('h1')].map(e => e.textContent),
@@ -131,7 +133,8 @@ class Browser:
                 raise RuntimeError("chromium opened no page")
             else:
                 time.sleep(0.05)
-        self._ws = connect(ws_url, max_size=None, open_timeout=timeout)
+        self._stack = contextlib.ExitStack()
+        self._ws = self._stack.enter_context(connect(ws_url, max_size=None, open_timeout=timeout))
         self._id = 0
         self.events: list[dict] = []
         self.width, self.height = width, height
@@ -228,10 +231,10 @@ class Browser:
         return out
 
     def close(self) -> None:
-        ws = getattr(self, "_ws", None)
-        if ws is not None:
+        stack = getattr(self, "_stack", None)
+        if stack is not None:
             try:
-                ws.close()
+                stack.close()
             except Exception:
                 pass
         if self._proc.poll() is None:
