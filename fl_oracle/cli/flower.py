@@ -10,6 +10,7 @@ and torch are imported inside the command only.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -107,8 +108,18 @@ def flower(
     num_cpus: int | None = typer.Option(
         None, "--num-cpus", min=1, help="CPUs for the simulation (default: all)."
     ),
-    client_cpus: float = typer.Option(
-        1.0, "--client-cpus", min=0.01, help="CPUs reserved per ClientApp actor."
+    client_cpus: float | None = typer.Option(
+        None,
+        "--client-cpus",
+        min=0.01,
+        help="CPUs reserved per ClientApp actor (default: --threads, so actors never share).",
+    ),
+    threads: int | None = typer.Option(
+        None,
+        "--threads",
+        min=1,
+        help="torch threads of every node and the server (default: this process's, as "
+        "fedsel train; other counts round differently).",
     ),
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
@@ -121,7 +132,7 @@ def flower(
     make_selector(selector, seed=seed)  # an unknown spec fails here, before anything starts
     if k > num_supernodes:
         raise typer.BadParameter(f"K={k} exceeds the {num_supernodes} nodes", param_hint="--k")
-    if num_cpus is not None and client_cpus > num_cpus:
+    if num_cpus is not None and client_cpus is not None and client_cpus > num_cpus:
         raise typer.BadParameter(
             f"{client_cpus:g} CPUs per client exceed the {num_cpus} of the simulation",
             param_hint="--client-cpus",
@@ -149,9 +160,16 @@ def flower(
         gamma=gamma,
         lr=lr,
         local_epochs=local_epochs,
+        threads=threads,
     )
+    if config.threads is None:  # every node computes with this process's torch threads, as
+        import torch  # fedsel train would: kernels round differently with other thread counts
+
+        config = config.replace(threads=int(torch.get_num_threads()))
     settings = make_settings(config)
     config = settings.config
+    if client_cpus is None:
+        client_cpus = float(min(config.threads or 1, num_cpus or os.cpu_count() or 1))
     federation(settings)  # load (or generate and cache) the data once, before the nodes start
     from fl_oracle.experiments.flower.digits import DigitsServer
 
