@@ -1,5 +1,6 @@
 """Tables of the seed-statistics reproduction: copy each seed's run tables here, analyse each
-seed (``fedsel analyze``'s outputs in ``seed<k>/``) and write ``tables.md``: per measured round,
+seed (``fedsel analyze``'s tables in ``seed<k>/``), analyse all seeds as one table
+(``stats.csv`` with ids ``seed<k>:<client>``, ``analysis.html`` etc. here) and write ``tables.md``: per measured round,
 the test accuracy of w_t, the F range and rho(F,U), rho(F,U|B), rho(F,B) for each U reading with
 bootstrap 95 % intervals, each seed alone and the seeds pooled within the round.
 
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from selection.analysis import SEED, U_READINGS, bootstrap_correlations, write_analysis
+from selection.atomic import write_table_atomic
 from selection.schema import read_stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,11 +46,16 @@ def main() -> None:
             shutil.copyfile(run / name, dest / name)
         df = read_stats(run / "stats.parquet")
         write_analysis(df, dest, n_boot=N_BOOT)
+        (dest / "analysis.html").unlink()  # one self-contained report (below) is enough
         stats.append(df.assign(seed=run.name))
         r = pd.read_csv(run / "rounds.csv").assign(seed=run.name)
         accs.append(r)
     df = pd.concat(stats, ignore_index=True)
     rounds = pd.concat(accs, ignore_index=True)
+    # all seeds in one round-stats table (ids "seed0:mnist-0"): per round, the seeds pooled
+    both = df.assign(client_id=df["seed"] + ":" + df["client_id"])
+    write_table_atomic(both, HERE / "stats.csv")
+    write_analysis(both.drop(columns="seed"), HERE, n_boot=N_BOOT)
     lines = [
         "# Seed statistics: per measured round",
         "",
