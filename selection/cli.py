@@ -177,22 +177,13 @@ def eps_range(problem, f_min: float | None = None, b_max: float | None = None) -
     """What ε can reach on ``problem``: the smallest gap any selection has, the gap at the
     highest reachable U, and that U (under the optional Σ F_z / Σ B constraints); a grid
     inside the range. Empty dict when the constraints alone are infeasible."""
-    from selection.solvers.eps import EpsSolver
+    from selection.solvers.eps import EpsSolver, min_gap_point
 
     solver = EpsSolver(f_min=f_min, b_max=b_max)
     top = solver.solve(problem)
     if not top.ok:
         return {}
-    lo, hi, best = 0.0, float(top.objectives["gap"]), top
-    for _ in range(64):  # bisection over ε, as selection.solvers.eps.min_gap_point
-        if hi - lo <= 1e-6:
-            break
-        mid = 0.5 * (lo + hi)
-        r = solver.with_param(mid).solve(problem)
-        if r.ok:
-            best, hi = r, min(mid, float(r.objectives["gap"]))
-        else:
-            lo = mid
+    best = min_gap_point(problem, solver=solver)
     g_min, g_max = float(best.objectives["gap"]), float(top.objectives["gap"])
     up = [math.ceil(v * 100 - 1e-9) / 100 for v in (g_min, g_max)]
     grid = sorted({round(up[0] + (up[1] - up[0]) * i / 3, 2) for i in range(4)})

@@ -154,18 +154,25 @@ class EpsSolver(ExactSolver):
 _BISECT_TOL = 1e-6
 
 
-def min_gap_point(problem: SelectionProblem, infeasible_eps: float = 0.0) -> SolveResult:
+def min_gap_point(
+    problem: SelectionProblem, infeasible_eps: float = 0.0, *, solver: EpsSolver | None = None
+) -> SolveResult:
     """The smallest-gap selection (highest U among ties), by bisection over ε.
 
     Args:
         problem: the round's problem.
         infeasible_eps: an ε known to be infeasible (a lower bound on the smallest gap).
+        solver: the ε solver to bisect with (its f_min/b_max constraints apply); default a
+            plain one.
 
     Returns:
-        The ε solver's result at the smallest feasible ε found (within 1e-6 points).
+        The ε solver's result at the smallest feasible ε found (within 1e-6 points); the
+        unconstrained point's (not ok) result when even that is infeasible.
     """
-    solver = EpsSolver()
-    best = solver.solve(problem)  # unconstrained: the U* selection, always feasible
+    solver = EpsSolver() if solver is None else solver
+    best = solver.with_param(None).solve(problem)  # the U* selection under the constraints
+    if not best.ok:
+        return best
     lo, hi = float(infeasible_eps), float(best.objectives["gap"])
     for _ in range(64):
         if hi - lo <= _BISECT_TOL:
