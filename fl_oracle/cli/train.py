@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from fl_oracle.experiments.demo import DemoSettings
+from fl_oracle.experiments.demo import DEMO_ORACLE, DemoSettings
 
 _D = DemoSettings()  # the demo's defaults, shown in --help
 
@@ -260,22 +260,6 @@ def demo(
     paths = write_outputs(result, out)
     print(result.summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print("wrote " + ", ".join(str(p) for p in paths))
-
-
-# Oracle settings of the demo's embedded default: the Digits-4 federation (5 clients per domain,
-# 1% of each training set) with smaller evaluation sets and Fisher probes, one torch thread per
-# run process, so that `make demo` fits in 15 minutes on 2 CPU cores. Local step size 0.1 and
-# two local epochs: with the oracle's 0.05 / 1 epoch the model is still near 35 % mean accuracy
-# after 8 rounds of K=5 (measured: proportional selection, seed 0), too early for the selectors
-# to differ; with 0.1 / 2 it reaches ~73 % (worst domain ~66 %) at ~1.3x the time per round.
-DEMO_ORACLE: dict[str, Any] = {
-    "lr": 0.1,
-    "local_epochs": 2.0,
-    "val_per_domain": 200,
-    "test_per_domain": 500,
-    "fisher_samples": 32,
-    "threads": 1,
-}
 
 
 def register(app: typer.Typer) -> None:

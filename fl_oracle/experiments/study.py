@@ -32,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from fl_oracle.experiments.demo import DEMO_ORACLE
 from fl_oracle.experiments.demo_workers import RunTask, run_all
 from fl_oracle.experiments.loop import STATS_MODES
 from selection.atomic import write_table_atomic, write_text_atomic
@@ -78,14 +79,7 @@ DEFAULT_SELECTORS: tuple[str, ...] = (
 )
 # Oracle settings of the study's embedded default: the demo's (20 clients, local step 0.1 for
 # two epochs, small evaluation sets, 32 Fisher probes, one torch thread per run process).
-STUDY_ORACLE: dict[str, Any] = {
-    "lr": 0.1,
-    "local_epochs": 2.0,
-    "val_per_domain": 200,
-    "test_per_domain": 500,
-    "fisher_samples": 32,
-    "threads": 1,
-}
+STUDY_ORACLE: dict[str, Any] = dict(DEMO_ORACLE)
 
 
 def parse_entry(entry: str) -> tuple[str, str]:

@@ -53,6 +53,22 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def accuracy_metrics(hits, sizes, domains: Sequence[str]) -> dict[str, float]:
+    """``acc_<domain>``, ``acc_pooled``, ``acc_avg``, ``acc_worst`` (%) from correct counts.
+
+    Args:
+        hits: correct predictions per domain, shape (D,).
+        sizes: evaluated samples per domain, shape (D,).
+        domains: the D domain names.
+    """
+    acc = 100.0 * hits / sizes
+    out = {f"acc_{d}": float(a) for d, a in zip(domains, acc, strict=True)}
+    out["acc_pooled"] = float(100.0 * hits.sum() / sizes.sum())
+    out["acc_avg"] = float(acc.mean())
+    out["acc_worst"] = float(acc.min())
+    return out
+
+
 def load_federation_data(
     config: OracleConfig, *, cache_dir=None, progress: ProgressFn | None = None
 ) -> dict:
@@ -248,12 +264,7 @@ class Oracle:
         if split not in ("val", "test"):
             raise OracleError(f"split={split!r} must be 'val' or 'test'")
         hits, sizes = self._accuracies(w.unsqueeze(0), split)
-        acc = 100.0 * hits[0] / sizes
-        out = {f"acc_{d}": float(a) for d, a in zip(self.domains, acc, strict=True)}
-        out["acc_pooled"] = float(100.0 * hits[0].sum() / sizes.sum())
-        out["acc_avg"] = float(acc.mean())
-        out["acc_worst"] = float(acc.min())
-        return out
+        return accuracy_metrics(hits[0], sizes, self.domains)
 
     def _aggregate(self, selection: Sequence[str], weights) -> torch.Tensor:
         idx = self._resolve(selection, "selection")

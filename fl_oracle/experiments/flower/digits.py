@@ -263,13 +263,10 @@ class DigitsServer:
 
     def test_metrics(self, w: np.ndarray) -> dict[str, float]:
         """``acc_<domain>``, ``acc_pooled``, ``acc_avg``, ``acc_worst`` (%) of w on the test sets."""
+        from fl_oracle.sim.oracle import accuracy_metrics
+
         hits, sizes = self._hits(torch.as_tensor(w, dtype=torch.float32).unsqueeze(0), "test")
-        acc = 100.0 * hits[0] / sizes
-        out = {f"acc_{d}": float(a) for d, a in zip(self.domains, acc, strict=True)}
-        out["acc_pooled"] = float(100.0 * hits[0].sum() / sizes.sum())
-        out["acc_avg"] = float(acc.mean())
-        out["acc_worst"] = float(acc.min())
-        return out
+        return accuracy_metrics(hits[0], sizes, self.domains)
 
     def provenance(self) -> dict:
         """``{domain: {split: record}}`` of the data (as the oracle's ``provenance``)."""
