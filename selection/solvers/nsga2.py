@@ -56,7 +56,16 @@ from selection.objectives import OBJECTIVES, evaluate
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, SolveResult, Status, SweepOptions, _Raw, register
 
-__all__ = ["NSGA2Solver", "PICKS", "knee_index"]
+__all__ = [
+    "NSGA2Solver",
+    "PICKS",
+    "knee_index",
+    "SelectionMOP",
+    "KSubsetSampling",
+    "KSubsetCrossover",
+    "SwapMutation",
+    "RowHashDuplicates",
+]
 
 PICKS = ("knee", "max-utility", "min-gap")
 _DESCENT_BUDGET = 4_000_000  # matrix entries per seeding descent
@@ -74,8 +83,23 @@ def _objective_name(name: str) -> str:
     return name
 
 
-class _SelectionMOP(Problem):
-    """pymoo problem: boolean x of length N, objectives turned into minimization."""
+class SelectionMOP(Problem):
+    """pymoo problem: boolean x of length N with K ones, objectives turned into minimization.
+
+    Public with :class:`KSubsetSampling`, :class:`KSubsetCrossover`, :class:`SwapMutation` and
+    :class:`RowHashDuplicates`, so any pymoo algorithm (NSGA-III, SMS-EMOA, MOEA/D, ...) can
+    search selections with fedsel's K-preserving operators::
+
+        mop = SelectionMOP(SelectionProblem.from_stats("stats.csv", k=5), ["utility", "gap"])
+        algo = SMSEMOA(pop_size=60, sampling=KSubsetSampling(), crossover=KSubsetCrossover(),
+                       mutation=SwapMutation(), eliminate_duplicates=RowHashDuplicates())
+        res = pymoo.optimize.minimize(mop, algo, ("n_gen", 100), seed=0)
+
+    Args:
+        problem: one round's selection problem (its ``k`` is the cardinality).
+        objectives: names of :data:`selection.objectives.OBJECTIVES` (``res.F`` holds them
+            negated where they are maximized).
+    """
 
     def __init__(self, problem: SelectionProblem, objectives: Sequence[str]) -> None:
         super().__init__(n_var=problem.n, n_obj=len(objectives), xl=0, xu=1, vtype=bool)
@@ -203,7 +227,7 @@ class SwapMutation(Mutation):
         return X
 
 
-class _RowHashDuplicates(DuplicateElimination):
+class RowHashDuplicates(DuplicateElimination):
     """Exact duplicate test on packed 0/1 rows (pymoo's default computes an N-wide cdist)."""
 
     def _do(self, pop, other, is_duplicate):
@@ -402,7 +426,7 @@ class NSGA2Solver(Solver):
     def _run(self, problem: SelectionProblem) -> tuple[np.ndarray, np.ndarray, float]:
         """Run NSGA-II; return the final non-dominated X (n, N), F (n, m) and seconds."""
         t0 = time.perf_counter()
-        mop = _SelectionMOP(problem, self.objectives)
+        mop = SelectionMOP(problem, self.objectives)
         if comb(problem.n, problem.k) <= self.pop_size:  # e.g. one client: enumerate instead
             X = np.zeros((comb(problem.n, problem.k), problem.n), dtype=bool)
             for row, idx in enumerate(combinations(range(problem.n), problem.k)):
@@ -415,7 +439,7 @@ class NSGA2Solver(Solver):
             sampling=KSubsetSampling(),
             crossover=KSubsetCrossover(),
             mutation=SwapMutation(),
-            eliminate_duplicates=_RowHashDuplicates(),
+            eliminate_duplicates=RowHashDuplicates(),
         )
         term = ("n_evals", self.n_evals) if self.n_evals is not None else ("n_gen", self.n_gen)
         res = minimize(mop, algorithm, term, seed=self.seed, verbose=False)

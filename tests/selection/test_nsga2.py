@@ -15,8 +15,8 @@ from selection.solvers.nsga2 import (
     KSubsetCrossover,
     KSubsetSampling,
     NSGA2Solver,
+    SelectionMOP,
     SwapMutation,
-    _SelectionMOP,
     knee_index,
 )
 from selection.synthetic import synthetic_stats
@@ -115,7 +115,7 @@ def test_knee_index_by_hand():
 
 def test_operators_keep_k_ones(problem):
     rng = np.random.default_rng(0)
-    mop = _SelectionMOP(problem, ("utility", "gap"))
+    mop = SelectionMOP(problem, ("utility", "gap"))
     X = KSubsetSampling()._do(mop, 30, random_state=rng)
     assert (X.sum(axis=1) == problem.k).all()
     assert set(np.flatnonzero(X[0])) == set(np.argsort(-problem.U)[: problem.k])
