@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser test test-all check lint demo bench clean
+.PHONY: venv browser test test-all check lint demo bench clean peers-env
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -47,3 +47,13 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+# Benchmark-only environment for benchmarks/exact_peers.py: pyaugmecon 1.0.8 pins numpy ~=1.25,
+# pandas ~=2.0 and Pyomo ~=6.6, which clash with the project's, so it lives in its own venv.
+# CBC comes from PuLP's bundled binary (the main .venv); highspy is installed for appsi HiGHS.
+peers-env: .venv-peers/.installed
+
+.venv-peers/.installed:
+	test -x .venv-peers/bin/python || $(PY) -m venv .venv-peers || python3 -m venv .venv-peers
+	.venv-peers/bin/pip install --quiet pyaugmecon==1.0.8 highspy
+	touch .venv-peers/.installed
