@@ -9,6 +9,13 @@ forward/backward pass gives every client its own gradient.
 gamma-inexact: every ``check_every`` steps a client compares ||grad h_k(w)|| with
 gamma ||grad h_k(w_t)|| (both on its probe set) and stops once below; ``gamma = 0`` never stops
 early. The achieved ratio is measured at the end for every client.
+
+Per step the Python side is kept to one gather and one grouped forward/backward: the images
+are pre-pooled once per group (:func:`~fl_oracle.sim.model.prepool`), every client's batch
+indices for all steps are drawn up front from its stream (the same indices, in the same
+order, as drawing them step by step), and the parameters are held as one ``(M, *shape)``
+tensor per layer, so the backward pass writes each layer's gradient directly instead of
+scattering slices of a flat vector into zero-filled copies.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fl_oracle.sim.model import Arch
+from fl_oracle.sim.model import Arch, forward_stacked, prepool, unflatten
 from fl_oracle.sim.stats import loss_stacked
 
 __all__ = [
@@ -94,10 +101,38 @@ def local_objective(
     return h
 
 
-def _grad_h(arch, W, anchor, x, y, mu) -> torch.Tensor:
-    W = W.detach().requires_grad_(True)
-    (g,) = torch.autograd.grad(local_objective(arch, W, anchor, x, y, mu).sum(), W)
-    return g
+def _grad_h(
+    arch: Arch,
+    W: dict[str, torch.Tensor],
+    anchor: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    mu: float,
+) -> dict[str, torch.Tensor]:
+    """Per-layer gradients of sum_k h_k for layer-wise stacked parameters ``(M, *shape)``.
+
+    The same objective as :func:`local_objective` (whose flat-vector form it takes apart per
+    layer: cross-entropy plus mu/2 ||w - anchor||^2, so the proximal gradient mu (w - anchor)
+    is computed element by element exactly as there)."""
+    leaves = {k: v.detach().requires_grad_(True) for k, v in W.items()}
+    logits = forward_stacked(arch, leaves, x)
+    M, N = y.shape
+    h = (
+        torch.nn.functional.cross_entropy(
+            logits.reshape(M * N, -1), y.reshape(-1), reduction="none"
+        )
+        .view(M, N)
+        .mean(1)
+    )
+    if mu:
+        h = h + 0.5 * mu * sum(((leaves[k] - anchor[k]) ** 2).flatten(1).sum(1) for k in leaves)
+    grads = torch.autograd.grad(h.sum(), list(leaves.values()))
+    return dict(zip(leaves, grads, strict=True))
+
+
+def _norm(g: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(M,) Euclidean norms of the flat per-model vectors of layer-wise stacked tensors."""
+    return torch.cat([v.flatten(1) for v in g.values()], 1).norm(dim=1)
 
 
 def train_group(
@@ -139,27 +174,34 @@ def train_group(
         :class:`LocalResult`.
     """
     M = len(xs)
-    anchor = w_t.detach().clone()
-    W = anchor.unsqueeze(0).repeat(M, 1)
-    active = torch.ones(M, dtype=torch.bool, device=W.device)
-    taken = torch.zeros(M, dtype=torch.int64)
+    dev = w_t.device
+    anchor = unflatten(arch, w_t.detach().clone().unsqueeze(0))  # (1, *shape) per layer
+    W = {k: v.repeat(M, *([1] * (v.dim() - 1))) for k, v in anchor.items()}
+    # all clients' images in one tensor; batch indices of every step as offsets into it
+    pool_x = prepool(arch, torch.cat(list(xs)))
+    pool_y = torch.cat(list(ys))
+    offsets = torch.tensor([0] + [len(y) for y in ys][:-1], device=dev).cumsum(0)
+    index = torch.stack([st.take(batch * steps).view(steps, batch) for st in streams], 1)
+    index = index + offsets.view(1, M, 1)  # (steps, M, batch)
+    probe_x = prepool(arch, probe_x)
+    active = torch.ones(M, dtype=torch.bool, device=dev)
+    taken = torch.zeros(M, dtype=torch.int64, device=dev)
     for s in range(steps):
-        idx = [st.take(batch) for st in streams]
-        xb = torch.stack([x[i] for x, i in zip(xs, idx, strict=True)])
-        yb = torch.stack([y[i] for y, i in zip(ys, idx, strict=True)])
-        g = _grad_h(arch, W, anchor, xb, yb, mu)
-        W = W - lr * active.unsqueeze(1).to(W.dtype) * g
-        taken += active.cpu().to(torch.int64)
+        g = _grad_h(arch, W, anchor, pool_x[index[s]], pool_y[index[s]], mu)
+        rate = lr * active.to(w_t.dtype)
+        W = {k: v - rate.view(M, *([1] * (v.dim() - 1))) * g[k] for k, v in W.items()}
+        taken += active.to(torch.int64)
         if on_step is not None:
             on_step()
         if gamma > 0 and (s + 1) % check_every == 0 and s + 1 < steps:
-            gn = _grad_h(arch, W, anchor, probe_x, probe_y, mu).norm(dim=1)
+            gn = _norm(_grad_h(arch, W, anchor, probe_x, probe_y, mu))
             active &= ~(gn <= gamma * g0_norm)
             if not active.any():
                 break
-    gn = _grad_h(arch, W, anchor, probe_x, probe_y, mu).norm(dim=1)
+    gn = _norm(_grad_h(arch, W, anchor, probe_x, probe_y, mu))
     ratio = torch.where(g0_norm > 0, gn / g0_norm.clamp_min(1e-30), torch.zeros_like(gn))
-    return LocalResult((W - anchor).detach(), taken, ratio.detach().cpu())
+    delta = torch.cat([(W[k] - anchor[k]).flatten(1) for k in W], 1)
+    return LocalResult(delta.detach(), taken.cpu(), ratio.detach().cpu())
 
 
 def train_clients(

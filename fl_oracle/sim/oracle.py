@@ -24,7 +24,7 @@ import torch
 from fl_oracle.errors import CheckpointError, OracleError, UnknownClientError
 from fl_oracle.sim.config import OracleConfig
 from fl_oracle.sim.local import train_clients
-from fl_oracle.sim.model import get_arch, init_params
+from fl_oracle.sim.model import forward_stacked, get_arch, init_params, prepool, unflatten
 from fl_oracle.sim.partition import build_federation
 from fl_oracle.sim.stats import (
     ProbeStats,
@@ -137,9 +137,19 @@ class Oracle:
             }
         )
         self._index = {cid: i for i, cid in enumerate(fed.client_ids)}
+        # every image set pooled once by the model's input pooling (``prepool``): the
+        # passes below see these same images every round, and pooling first gives bitwise
+        # the same results as pooling on every pass
+        pooled = lambda x: prepool(self.arch, x)  # noqa: E731
+        self._xs = [pooled(x) for x in fed.xs]
+        self._sets = {
+            "val": {d: (pooled(x), y) for d, (x, y) in fed.val.items()},
+            "test": {d: (pooled(x), y) for d, (x, y) in fed.test.items()},
+        }
+        self._local = [(pooled(x), y) for x, y in fed.local]
         glob = fed.hist.sum(0)
         self._B = np.array([js_divergence(h, glob) for h in fed.hist])
-        self._probe_x = torch.cat([x[p] for x, p in zip(fed.xs, fed.probe, strict=True)])
+        self._probe_x = torch.cat([x[p] for x, p in zip(self._xs, fed.probe, strict=True)])
         self._probe_y = torch.cat([y[p] for y, p in zip(fed.ys, fed.probe, strict=True)])
         self._probe_seg = torch.cat(
             [
@@ -219,7 +229,7 @@ class Oracle:
                 self.arch,
                 self._w,
                 missing,
-                xs=fed.xs,
+                xs=self._xs,
                 ys=fed.ys,
                 probes=fed.probe,
                 budgets=[cfg.budget(fed.client_ids[i]) for i in range(len(fed.client_ids))],
@@ -241,22 +251,33 @@ class Oracle:
     def _accuracies(self, W: torch.Tensor, split: str) -> tuple[np.ndarray, np.ndarray]:
         """(M, D) correct counts and (D,) sizes of models W (M, P) on a split."""
         t0 = time.perf_counter()
-        sets = self._fed.val if split == "val" else self._fed.test
+        sets = self._sets[split]
         hits = [correct_stacked(self.arch, W, *sets[d]).cpu().numpy() for d in self.domains]
         self.timings["eval" if split == "val" else "test"] += time.perf_counter() - t0
         return np.stack(hits, axis=1), np.array([len(sets[d][1]) for d in self.domains])
 
     def _local_accuracy(self, idx: list[int], D: torch.Tensor) -> np.ndarray | None:
-        """Accuracy (%) of w_t + Δ_i on client i's local hold-out; None if one has none."""
-        local = self._fed.local
+        """Accuracy (%) of w_t + Δ_i on client i's local hold-out; None if one has none.
+
+        Hold-outs of one size (the default: ``config.local_holdout`` each) are evaluated in
+        one pass of all candidate models on their own inputs, otherwise one by one."""
+        local = self._local
         if not local or any(len(local[i][1]) == 0 for i in idx):
             return None
         t0 = time.perf_counter()
-        out = np.empty(len(idx))
-        for r, i in enumerate(idx):
-            x, y = local[i]
-            hits = correct_stacked(self.arch, self._w.unsqueeze(0) + D[r : r + 1], x, y)
-            out[r] = 100.0 * float(hits[0]) / len(y)
+        W = self._w.unsqueeze(0) + D
+        if len({len(local[i][1]) for i in idx}) == 1:
+            x = torch.stack([local[i][0] for i in idx])
+            y = torch.stack([local[i][1] for i in idx])
+            with torch.no_grad():
+                logits = forward_stacked(self.arch, unflatten(self.arch, W), x)
+            out = 100.0 * (logits.argmax(-1) == y).sum(1).cpu().numpy() / y.shape[1]
+        else:
+            out = np.empty(len(idx))
+            for r, i in enumerate(idx):
+                x, y = local[i]
+                hits = correct_stacked(self.arch, W[r : r + 1], x, y)
+                out[r] = 100.0 * float(hits[0]) / len(y)
         self.timings["eval"] += time.perf_counter() - t0
         return out
 

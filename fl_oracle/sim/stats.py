@@ -224,16 +224,18 @@ def cosine_to(deltas: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def correct_stacked(
-    arch: Arch, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 256
+    arch: Arch, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 512
 ) -> torch.Tensor:
     """(M,) number of correctly classified samples of each of ``M`` models.
 
     Args:
         arch: the architecture.
         params: (M, P) flat parameters.
-        x: (N, 3, 32, 32) shared inputs.
+        x: (N, 3, 32, 32) shared inputs, or pre-pooled (N, *arch.input_shape).
         y: (N,) labels.
-        chunk: samples per batched pass.
+        chunk: samples per batched pass (a whole 500-image validation subset in one: on CPU
+            the models run one after another over the chunk, and larger chunks keep the
+            convolutions efficient).
     """
     named = unflatten(arch, params)
     hits = torch.zeros(params.shape[0], dtype=torch.int64, device=params.device)
