@@ -55,7 +55,7 @@ from selection.indicators import nondominated  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.schema import DEFAULT_DOMAINS  # noqa: E402
 from selection.solvers.sweeps import sweep_eps  # noqa: E402
-from selection.synthetic import synthetic_stats  # noqa: E402
+from selection.synthetic import near_tied_stats, synthetic_stats  # noqa: E402
 
 OBJ = ("utility", "gap")
 PEERS_PY = ROOT / ".venv-peers" / "bin" / "python"
@@ -75,21 +75,8 @@ def synthetic_rounded(n: int) -> pd.DataFrame:
 
 
 def near_tied(n: int, seed: int = 0) -> pd.DataFrame:
-    """4 domains; own domain +30, next domain −10, noise N(0, 3²) per domain, 2 decimals."""
-    table = synthetic_stats(n, seed=seed)  # the other columns (F, B, cos_g, sizes) as usual
-    rng = np.random.default_rng(1000 + seed)
-    D = len(DEFAULT_DOMAINS)
-    own = np.arange(n) % D
-    Ud = np.full((n, D), 50.0)
-    Ud[np.arange(n), own] += 30.0
-    Ud[np.arange(n), (own + 1) % D] -= 10.0
-    Ud = np.clip(Ud + rng.normal(0.0, 3.0, (n, D)), 0.0, 100.0).round(2)
-    table = table.copy()
-    table["domain"] = [DEFAULT_DOMAINS[j] for j in own]
-    for j, d in enumerate(DEFAULT_DOMAINS):
-        table[f"U_{d}"] = Ud[:, j]
-    table["U"] = Ud.mean(axis=1).round(2)
-    return table
+    """:func:`selection.synthetic.near_tied_stats`: own domain +30, next −10, noise, 2 decimals."""
+    return near_tied_stats(n, seed=seed)
 
 
 FAMILIES = {"synthetic": synthetic_rounded, "near-tied": near_tied}

@@ -4,6 +4,10 @@ Clients are spread evenly over the domains; each improves its own domain most an
 by a domain-affinity factor; the pooled U is the mean of the per-domain utilities (equal
 validation sets per domain, as the oracle uses); log F is drawn with a negative rank correlation
 to U (the seed reports rho(F, U) = -0.55) and B nearly independent of F.
+
+:func:`near_tied_stats` is a second, harder family for the exact routes: every client lifts its
+own domain by ~30 points and hurts the next by ~10 around a common 50 %, with a few points of
+noise and 2-decimal values, so many selections have nearly equal per-domain rows.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import pandas as pd
 
 from selection.schema import DEFAULT_DOMAINS, LN2
 
-__all__ = ["synthetic_stats", "SAMPLES_PER_CLIENT"]
+__all__ = ["synthetic_stats", "near_tied_stats", "SAMPLES_PER_CLIENT"]
 
 # Digits-4 client sizes (1% of each domain's training set).
 SAMPLES_PER_CLIENT = {"mnist": 600, "usps": 72, "svhn": 732, "syn": 100}
@@ -93,3 +97,28 @@ def synthetic_stats(
                 row[f"U_{dd}"] = float(Ud[i, j])
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def near_tied_stats(n: int, *, seed: int = 0) -> pd.DataFrame:
+    """A round whose per-domain rows are nearly tied (4 default domains, 2-decimal values).
+
+    Clients are spread evenly over the domains (client i in domain i mod 4); every domain
+    starts at 50 %, a client's own domain gains 30 points, the next domain loses 10, plus
+    N(0, 3²) noise per domain, clipped to [0, 100] and rounded to 2 decimals; U is the mean
+    of the per-domain values, rounded to 2 decimals. F, B, cos_g and sizes are those of
+    :func:`synthetic_stats` (same ``n`` and ``seed``).
+    """
+    table = synthetic_stats(n, seed=seed).copy()
+    rng = np.random.default_rng(1000 + seed)
+    D = len(DEFAULT_DOMAINS)
+    own = np.arange(n) % D
+    Ud = np.full((n, D), 50.0)
+    Ud[np.arange(n), own] += 30.0
+    Ud[np.arange(n), (own + 1) % D] -= 10.0
+    Ud = np.clip(Ud + rng.normal(0.0, 3.0, (n, D)), 0.0, 100.0).round(2)
+    table["domain"] = [DEFAULT_DOMAINS[j] for j in own]
+    table["client_id"] = [f"{DEFAULT_DOMAINS[j]}-{i // D}" for i, j in enumerate(own)]
+    for j, d in enumerate(DEFAULT_DOMAINS):
+        table[f"U_{d}"] = Ud[:, j]
+    table["U"] = Ud.mean(axis=1).round(2)
+    return table

@@ -229,3 +229,20 @@ def test_stage_two_fixing_survives_rounded_solution_values(make_problem, backend
     assert r.status == Status.OPTIMAL, r.message
     for key in ("utility", "gap"):
         assert r.objectives[key] == pytest.approx(e.objectives[key], abs=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["cbc", "highs", "cpsat"])
+def test_second_stage_is_lexicographic_on_near_tied_rows(backend):
+    """Regression: CBC warm-started in stage 2 kept the start's gap (7.446) and called it
+    optimal; at the same U = 57.814 enumeration finds gap 6.968."""
+    from selection.problem import SelectionProblem
+    from selection.synthetic import near_tied_stats
+
+    problem = SelectionProblem.from_stats(near_tied_stats(50), 5)
+    eps = 7.932 - 1e-6
+    exact = EpsSolver(eps=eps, backend="enum", enum_limit=3_000_000).solve(problem)
+    got = EpsSolver(eps=eps, backend=backend).solve(problem)
+    assert got.status == Status.OPTIMAL
+    assert got.objectives["utility"] == pytest.approx(exact.objectives["utility"], abs=1e-6)
+    assert got.objectives["gap"] == pytest.approx(exact.objectives["gap"], abs=1e-6)
+    assert exact.objectives["gap"] == pytest.approx(6.968, abs=1e-9)
