@@ -213,7 +213,10 @@ _ROUND = typer.Option(
 _SEED = typer.Option(0, "--seed", help="Seed of NSGA-II and the MILP solvers.")
 _BACKEND = typer.Option("auto", "--backend", help="auto, enum, highs, cbc or cpsat.")
 _TL = typer.Option(
-    None, "--time-limit", help="Seconds per MILP solve (keeps the incumbent).", show_default="none"
+    None,
+    "--time-limit",
+    help="Seconds per MILP solve (keeps the incumbent, status time_limit); inf for none.",
+    show_default="none; 60 per point in the complete ε sweep",
 )
 _FMIN = typer.Option(
     None,
@@ -455,6 +458,16 @@ def sweep(
         "front.html",
         file=sys.stderr,
     )
+    n_tl = int((front["status"].astype(str) == "time_limit").sum())
+    if n_tl:
+        whole = method == "eps" and eps_grid is None
+        print(
+            f"fedsel: {n_tl} of {len(front)} points stopped at the time limit: each holds the "
+            "best selection found, not a proven optimum"
+            + (", and the front may miss points near them" if whole else "")
+            + "; raise --time-limit (inf for none) to prove them",
+            file=sys.stderr,
+        )
     if method == "eps" and eps_grid is not None and n_ok < len(front):
         # the first round with an infeasible ε tells the reachable range there
         for problem, f in zip(problems, fronts, strict=True):

@@ -88,6 +88,8 @@ def _hover(row: pd.Series, dcols: list[str], extra: list[str]) -> str:
         f"U = {row['utility']:.3f} %, gap = {row['gap']:.3f} pp, worst = {row['worst']:.3f} %",
         ", ".join(f"{e(c)} = {row[c]:.2f}" for c in dcols),
     ]
+    if str(row.get("status", "optimal")) == "time_limit":
+        lines.append("<i>stopped by the time limit: best found, not proven optimal</i>")
     if extra:
         lines.append(", ".join(f"{e(c)} = {row[c]:.4g}" for c in extra))
     lines.append("selected: " + e(str(row["selected"]).replace(";", ", ")))
@@ -244,6 +246,13 @@ def render_front_html(
     n_bad = int((~point_rows(front)).sum())
     note = f"<p>{len(data)} feasible points" + (f", {n_bad} infeasible/failed" if n_bad else "")
     note += " (not plotted).</p>" if n_bad else ".</p>"
+    n_tl = int((front["status"].astype(str) == "time_limit").sum()) if "status" in front else 0
+    if n_tl:
+        note += (
+            f"<p class='note'>{n_tl} point(s) stopped by the time limit: the best selection "
+            "found, not a proven optimum (a complete sweep may miss front points near them)."
+            "</p>"
+        )
     cols = list(dict.fromkeys(["utility", "gap", "worst", x, y]))
     return _page(
         title,

@@ -48,8 +48,10 @@ def check_finite(name: str, value: float | None) -> float | None:
 
 
 def check_time_limit(value: float | None) -> float | None:
-    """A time limit in seconds (> 0) or None."""
+    """A time limit in seconds (> 0) or None; ``inf`` means none."""
     if value is None:
+        return None
+    if isinstance(value, (int, float, np.floating)) and value == float("inf"):
         return None
     v = check_finite("time_limit", value)
     if v <= 0:

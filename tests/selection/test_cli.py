@@ -227,3 +227,20 @@ def test_compare_writes_table_fronts_and_html(stats, tmp_path, capsys):
     assert set(fronts["method"]) == set(table["method"])
     assert "hv_ratio" in printed and "exhaustive" in printed
     assert '"name":"reference front"' in (out / "compare.html").read_text()
+
+
+def test_sweep_says_which_points_the_time_limit_stopped(tmp_path, capsys):
+    from selection.synthetic import near_tied_stats
+
+    path = tmp_path / "near_tied.csv"
+    near_tied_stats(100).to_csv(path, index=False)
+    out = tmp_path / "front"
+    argv = ["sweep", "-s", str(path), "-k", "10", "-m", "eps", "--backend", "cbc"]
+    code, _, err = run([*argv, "--time-limit", "0.3", "-o", str(out)], capsys)
+    assert code == 0, err
+    front = pd.read_csv(out / "front.csv")
+    n = int((front["status"] == "time_limit").sum())
+    assert n > 0
+    assert f"{n} of {len(front)} points stopped at the time limit" in err
+    assert "may miss points near them" in err
+    assert "not a proven optimum" in (out / "front.html").read_text()

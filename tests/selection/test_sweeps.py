@@ -150,3 +150,35 @@ def test_sweep_weighted_rows(make_problem):
 def test_sweep_arguments(make_problem, call, match):
     with pytest.raises(ValueError, match=match):
         call(make_problem(8, 2))
+
+
+def test_complete_sweep_labels_points_stopped_by_the_budget(monkeypatch):
+    """A complete sweep has a per-point budget by default; a point it stops is labelled
+    time_limit and the front is not called exact."""
+    import selection.solvers.sweeps as sw
+    from selection.problem import SelectionProblem
+    from selection.synthetic import near_tied_stats
+
+    seen = []
+    real = sw.make_solver
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("time_limit"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sw, "make_solver", spy)
+    problem = SelectionProblem.from_stats(near_tied_stats(100), 10)
+    front = sw.sweep_eps(problem, complete=True, backend="cbc", time_limit=0.3, max_seconds=8)
+    assert seen == [0.3]
+    stopped = front["status"] == "time_limit"
+    assert stopped.any()  # the tight ε points of this family take CBC far longer than 0.3 s
+    assert front.attrs["unproven"] == int(stopped.sum())
+    assert front.attrs["exact"] is False
+    seen.clear()
+    small = SelectionProblem.from_stats(near_tied_stats(20), 2)
+    front = sw.sweep_eps(small, complete=True)
+    assert seen == [sw.COMPLETE_POINT_BUDGET]
+    assert front.attrs["exact"] is True and front.attrs["unproven"] == 0
+    seen.clear()
+    sw.sweep_eps(small, complete=True, time_limit=float("inf"))
+    assert seen == [None]
