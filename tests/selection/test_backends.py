@@ -246,3 +246,22 @@ def test_second_stage_is_lexicographic_on_near_tied_rows(backend):
     assert got.objectives["utility"] == pytest.approx(exact.objectives["utility"], abs=1e-6)
     assert got.objectives["gap"] == pytest.approx(exact.objectives["gap"], abs=1e-6)
     assert exact.objectives["gap"] == pytest.approx(6.968, abs=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["cbc", "highs"])
+def test_reduced_cost_fixing_keeps_the_exact_answer_on_small_problems(backend, monkeypatch):
+    """The fixing only runs from core_min_n binaries on; forced on a small problem it must
+    still give enumeration's answers (ε points across the range)."""
+    from selection.problem import SelectionProblem
+    from selection.solvers.milp.model import LexBackend
+    from selection.synthetic import synthetic_stats
+
+    monkeypatch.setattr(LexBackend, "core_min_n", 0)
+    problem = SelectionProblem.from_stats(synthetic_stats(40, seed=3), 4)
+    for eps in (np.inf, 8.0, 4.0, 2.0, 1.0):
+        exact = EpsSolver(eps=eps, backend="enum").solve(problem)
+        got = EpsSolver(eps=eps, backend=backend).solve(problem)
+        assert got.status == exact.status
+        if exact.ok:
+            for key in ("utility", "gap"):
+                assert got.objectives[key] == pytest.approx(exact.objectives[key], abs=1e-6)
