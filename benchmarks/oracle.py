@@ -566,16 +566,20 @@ def render_md(
 ) -> str:
     """The Markdown report: command, machine, load, the tables and the targets."""
     ncpu = os.cpu_count() or 1
-    busy = max(load0, load1) > IDLE_LOAD
+    # the load after the run includes the run itself (up to its largest thread count), so
+    # only what exceeds that counts as other jobs
+    own = float(df["threads"].max()) if "threads" in df and df["device"].eq("cpu").all() else 1.0
+    other = max(load0, load1 - own)
+    busy = other > IDLE_LOAD
     load = (
-        f"1-minute load average {load0:.2f} before and {load1:.2f} after the run "
-        f"({ncpu} logical CPUs)"
+        f"1-minute load average {load0:.2f} before and {load1:.2f} after the run, which itself "
+        f"keeps up to {own:.0f} thread(s) busy ({ncpu} logical CPUs)"
         + (f", after waiting {waited:.0f} s for the machine to go idle" if waited >= 1 else "")
         + "."
     )
     if busy:
         load += (
-            f" **Measured under load {max(load0, load1):.2f}: other jobs shared the cores, so "
+            f" **Measured with other jobs at load {other:.2f}: they shared the cores, so "
             "the seconds are inflated and the % of peak is understated.**"
         )
     r0 = df.iloc[0]
