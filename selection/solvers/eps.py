@@ -105,6 +105,11 @@ class EpsSolver(ExactSolver):
         self.f_min = check_finite("f_min", f_min)
         self.b_max = check_nonneg("b_max", b_max)
 
+    # Set by the complete sweep only: the MILP routes solve max U alone, so a point may be
+    # weakly dominated (same U, a larger gap than needed); the sweep's next point, just below
+    # its gap, then finds the same U and replaces it. Enumeration stays lexicographic.
+    first_stage_only = False
+
     def _set_param(self, value: float | None) -> None:
         self.eps = check_nonneg("eps", value)
 
@@ -113,7 +118,14 @@ class EpsSolver(ExactSolver):
 
     def _spec(self, data, problem: SelectionProblem):
         pairwise = self.route(problem) == "highs"
-        return eps_spec(data, problem.k, self.f_min, self.b_max, pairwise=pairwise)
+        return eps_spec(
+            data,
+            problem.k,
+            self.f_min,
+            self.b_max,
+            pairwise=pairwise,
+            second_stage=not self.first_stage_only,
+        )
 
     def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
         up = INF if self.eps is None or np.isinf(self.eps) else problem.k * self.eps

@@ -6,10 +6,12 @@ objective columns are NaN then. An infeasible point is a row with status ``infea
 
 * :func:`sweep_eps` — a grid of ε (percentage points), or ``complete=True``: start without a
   gap constraint, then put the next ε just below the last gap found (gap − ``step``) until
-  infeasible. Because every ε point is Pareto-optimal (lexicographic second stage) and each
-  next ε excludes exactly the points already found, the complete sweep returns the whole
-  (U, gap) front, unsupported points included (two front points whose gaps differ by less
-  than ``step`` are the limit of its resolution).
+  infeasible. Each next ε excludes exactly the points already found, so the complete sweep
+  returns the whole (U, gap) front, unsupported points included (two front points whose gaps
+  differ by less than ``step`` are the limit of its resolution). It solves max U alone per
+  point and drops a point when the next one reaches the same U (it was weakly dominated),
+  which gives the same front as a lexicographic second stage per point at about half the
+  MILP time.
 * :func:`sweep_delta` — a grid of δ for the max-min formulation.
 * :func:`sweep_weighted` — one weighted-sum point per weight vector.
 
@@ -151,6 +153,7 @@ def sweep_eps(
             problem, _run_grid(make, problem, grid, n_jobs, progress, "ε sweep")
         )
     solver = make()
+    solver.first_stage_only = True  # see _tied below
     results: list[SolveResult] = []
     e: float | None = None
     repeats = 0
@@ -159,13 +162,15 @@ def sweep_eps(
     advance = _Counter(progress, None, "complete ε sweep")
     while len(results) < max_points:
         r = solver.with_param(e).solve(problem)
+        # a backend tolerance may return the last point again: step further each time
+        same = bool(results) and r.selected == results[-1].selected
+        if results and _tied(results[-1], r, problem.k):
+            results.pop()  # weakly dominated by r: same U, larger gap
         results.append(r)
         advance()
         if not r.ok:
             finished = r.status == Status.INFEASIBLE
             break
-        # a backend tolerance may return the last point again: step further each time
-        same = len(results) > 1 and r.selected == results[-2].selected
         repeats = repeats + 1 if same else 0
         nxt = solver.model_gap(problem, r.selected) - step * 10**repeats
         if e is not None:
@@ -182,6 +187,21 @@ def sweep_eps(
     df.attrs["unproven"] = unproven
     df.attrs["exact"] = finished and unproven == 0
     return df
+
+
+def _tied(prev: SolveResult, new: SolveResult, k: int) -> bool:
+    """Whether ``new`` (solved at an ε below ``prev``'s gap) has ``prev``'s U.
+
+    The complete sweep solves max U alone at each ε (one MILP per point instead of two; the
+    second, min-gap stage was the larger part of the time). A point whose U the next, tighter
+    ε still reaches was weakly dominated, so it is dropped: the last point of a run of equal U
+    is the one with the smallest gap. Equal means within the lexicographic stage tolerance
+    (1e-6 + 1e-9·|K·U| in sum units).
+    """
+    if not (prev.ok and new.ok):
+        return False
+    u0, u1 = prev.objectives["utility"], new.objectives["utility"]
+    return u1 >= u0 - (1e-6 + 1e-9 * abs(k * u0)) / k
 
 
 def sweep_delta(

@@ -182,3 +182,68 @@ def test_complete_sweep_labels_points_stopped_by_the_budget(monkeypatch):
     seen.clear()
     sw.sweep_eps(small, complete=True, time_limit=float("inf"))
     assert seen == [None]
+
+
+@pytest.mark.parametrize("backend", ["cbc", "highs"])
+@pytest.mark.parametrize("n, k, seed", [(40, 4, 2), (36, 4, 0)])
+def test_complete_milp_sweep_is_the_exact_front_on_near_tied_rows(backend, n, k, seed):
+    """One MILP stage per point plus dropping the points the next ε ties on U gives the
+    front enumeration gives (2-decimal near-tied data: many equal U, many near-equal gaps)."""
+    from selection.problem import SelectionProblem
+    from selection.synthetic import near_tied_stats
+
+    p = SelectionProblem.from_stats(near_tied_stats(n, seed=seed), k)
+    calls = []
+    df = sweep_eps(p, complete=True, backend=backend, progress=lambda *a: calls.append(a))
+    assert df.attrs["exact"]
+    ok = df[df.status == "optimal"]
+    got = np.round(ok[["utility", "gap"]].to_numpy(), 6)
+    want = np.round(exact_front(p)[["utility", "gap"]].to_numpy(), 6)
+    assert sorted(map(tuple, got)) == sorted(map(tuple, want))
+    assert len(calls) >= len(df)  # ties replaced points: never more rows than solves
+
+
+def test_complete_sweep_drops_points_the_next_eps_ties_on_utility(monkeypatch):
+    """A first stage that breaks U ties the worst way (largest gap) still yields the exact
+    front: the point is replaced when the next, tighter ε reaches the same U."""
+    import itertools
+
+    import selection.solvers.sweeps as sw
+    from selection.objectives import evaluate
+    from selection.problem import SelectionProblem
+    from selection.solvers.base import SolveResult, Status
+    from selection.synthetic import near_tied_stats
+
+    table = near_tied_stats(8, seed=1)
+    table["U"] = [70.0, 50.0, 50.0, 50.0, 20.0, 20.0, 10.0, 10.0]  # many equal-U pairs
+    p = SelectionProblem.from_stats(table, 2)
+    every = [(s, evaluate(p, s)) for s in itertools.combinations(range(p.n), 2)]
+
+    class WorstTieFirstStage:
+        first_stage_only = False
+
+        def __init__(self, eps=None):
+            self.eps = eps
+
+        def with_param(self, eps):
+            return WorstTieFirstStage(eps)
+
+        def model_gap(self, problem, selected):
+            return evaluate(problem, selected)["gap"]
+
+        def solve(self, problem):
+            eps = np.inf if self.eps is None else self.eps
+            ok = [(s, o) for s, o in every if o["gap"] <= eps + 1e-12]
+            if not ok:
+                return SolveResult("eps", Status.INFEASIBLE, (), (), {}, 0.0, "", "fake")
+            s, o = max(ok, key=lambda so: (round(so[1]["utility"], 9), so[1]["gap"]))
+            return SolveResult("eps", Status.OPTIMAL, s, tuple(p.ids_of(s)), o, 0.0, "", "fake")
+
+    monkeypatch.setattr(sw, "make_solver", lambda *a, **kw: WorstTieFirstStage())
+    calls = []
+    df = sw.sweep_eps(p, complete=True, progress=lambda *a: calls.append(a))
+    ok = df[df.status == "optimal"]
+    got = sorted(map(tuple, np.round(ok[["utility", "gap"]].to_numpy(), 6)))
+    want = sorted(map(tuple, np.round(exact_front(p)[["utility", "gap"]].to_numpy(), 6)))
+    assert got == want
+    assert len(calls) > len(df)  # some points were replaced by their tie

@@ -30,8 +30,12 @@ def eps_spec(
     f_min: float | None,
     b_max: float | None,
     pairwise: bool = False,
+    second_stage: bool = True,
 ) -> MilpSpec:
     """max sum U_i x_i, then min (hi - lo), s.t. sum x = K, lo <= sum_i U_id x_i <= hi ∀d.
+
+    Without ``second_stage`` only max sum U_i x_i is solved (the complete sweep's mode: the
+    next, tighter ε point finds a lower gap at the same U if there is one).
 
     Columns: x (N binaries), hi, lo (sum units). The row ``gap`` (hi - lo <= K·ε) starts free;
     optional rows ``fmin`` (sum F_z x >= F_min) and ``bmax`` (sum B x <= b). With
@@ -60,6 +64,8 @@ def eps_spec(
         rows.append(("bmax", np.r_[data["B"], 0.0, 0.0], -INF, float(b_max)))
     objectives = [np.r_[U, 0.0, 0.0], np.r_[z, -1.0, 1.0]]
     values = [lambda x: float(x @ U), lambda x: -float(np.ptp(x @ Ud))]
+    if not second_stage:
+        objectives, values = objectives[:1], values[:1]
     return MilpSpec.build(n, k, [(0.0, top), (0.0, top)], rows, objectives, values)
 
 
