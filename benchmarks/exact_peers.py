@@ -133,10 +133,11 @@ def run_pulp_textbook(p: SelectionProblem, cap: float, delta: float = 1e-5) -> d
             prob += hi - lo <= eps
         prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=max(1, int(left))))
         solves += 1
-        if pulp.LpStatus[prob.status] != "Optimal":
-            break
-        if time.perf_counter() - t0 > cap:
-            status = "capped"  # the last solve may have been stopped by the time limit
+        # PuLP says "Optimal" when CBC stops on its time limit with a solution: sol_status
+        # tells (1 proven optimal, 2 stopped with a solution, 0 nothing found, -1 infeasible)
+        if prob.sol_status != pulp.LpSolutionOptimal or time.perf_counter() - t0 > cap:
+            if prob.sol_status != pulp.LpSolutionInfeasible:
+                status = "capped"
             break
         sel = np.array([(v.value() or 0.0) > 0.5 for v in x])
         u = float(p.U[sel].mean())

@@ -119,7 +119,8 @@ def sweep_eps(
         seed: solver seed.
         progress: callback ``(done, total, label)`` per point (:mod:`selection.progress`).
         max_points: safety cap on the complete sweep's number of points.
-        max_seconds: stop the complete sweep once this much wall time has passed.
+        max_seconds: the complete sweep's wall-time budget: no point starts after it and the
+            last one is stopped by it (a point it stops is labelled ``time_limit``).
 
     Returns:
         The front table (see :func:`results_to_frame`), rows in solve order. For a complete
@@ -161,7 +162,11 @@ def sweep_eps(
     t0 = time.perf_counter()
     advance = _Counter(progress, None, "complete ε sweep")
     while len(results) < max_points:
-        r = solver.with_param(e).solve(problem)
+        point = solver.with_param(e)
+        if max_seconds is not None:  # the whole sweep's budget also bounds each point
+            left = max(1e-3, max_seconds - (time.perf_counter() - t0))
+            point.time_limit = left if point.time_limit is None else min(point.time_limit, left)
+        r = point.solve(problem)
         # a backend tolerance may return the last point again: step further each time
         same = bool(results) and r.selected == results[-1].selected
         if results and _tied(results[-1], r, problem.k):

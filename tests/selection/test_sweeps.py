@@ -247,3 +247,16 @@ def test_complete_sweep_drops_points_the_next_eps_ties_on_utility(monkeypatch):
     want = sorted(map(tuple, np.round(exact_front(p)[["utility", "gap"]].to_numpy(), 6)))
     assert got == want
     assert len(calls) > len(df)  # some points were replaced by their tie
+
+
+def test_complete_sweep_budget_bounds_the_last_point_too():
+    import time
+
+    from selection.problem import SelectionProblem
+    from selection.synthetic import near_tied_stats
+
+    p = SelectionProblem.from_stats(near_tied_stats(100), 10)
+    t0 = time.perf_counter()
+    df = sweep_eps(p, complete=True, backend="cbc", max_seconds=2.0)
+    assert time.perf_counter() - t0 < 30.0  # not the 60 s per-point default: the budget binds
+    assert not df.attrs["complete"] and not df.attrs["exact"]
