@@ -135,9 +135,10 @@ def run_pulp_textbook(p: SelectionProblem, cap: float, delta: float = 1e-5) -> d
         solves += 1
         # PuLP says "Optimal" when CBC stops on its time limit with a solution: sol_status
         # tells (1 proven optimal, 2 stopped with a solution, 0 nothing found, -1 infeasible)
+        if prob.sol_status == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
+            break  # below the smallest gap: the front is complete
         if prob.sol_status != pulp.LpSolutionOptimal or time.perf_counter() - t0 > cap:
-            if prob.sol_status != pulp.LpSolutionInfeasible:
-                status = "capped"
+            status = "capped"
             break
         sel = np.array([(v.value() or 0.0) > 0.5 for v in x])
         u = float(p.U[sel].mean())
