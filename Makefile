@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser test test-all check lint demo bench clean peers-env
+.PHONY: venv browser test test-all check lint demo bench bench-peers clean peers-env
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -44,6 +44,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/solvers.py
 	$(BIN)/python benchmarks/domains.py
 	$(BIN)/python benchmarks/oracle.py
+	$(BIN)/python benchmarks/scale.py
+	$(BIN)/python benchmarks/nsga2_peer.py
+
+# the exact peers need their own environment (pyaugmecon's pins clash with the project's)
+bench-peers: $(STAMP) peers-env
+	$(BIN)/python benchmarks/exact_peers.py --sizes 20,50,100,200 --cap 120
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
