@@ -56,10 +56,11 @@ from torch.func import functional_call, grad, vmap
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fl_oracle.errors import OracleError  # noqa: E402
 from fl_oracle.sim.config import OracleConfig  # noqa: E402
 from fl_oracle.sim.local import SampleStream, plan_steps  # noqa: E402
 from fl_oracle.sim.model import IMAGE_SHAPE, N_CLASSES, Arch, unflatten  # noqa: E402
-from fl_oracle.sim.oracle import Oracle, load_federation_data  # noqa: E402
+from fl_oracle.sim.oracle import Oracle, load_federation_data, resolve_device  # noqa: E402
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 
 OUT = ROOT / "results" / "benchmarks"
@@ -78,12 +79,11 @@ def sync(device: torch.device) -> None:
 
 
 def resolve(device: str) -> torch.device:
-    """``auto`` -> cuda when available, else cpu."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: no CUDA device is available")
-    return torch.device(device)
+    """The oracle's own device choice (``auto`` -> cuda when available); a clear exit if not."""
+    try:
+        return resolve_device(device)
+    except OracleError as exc:
+        raise SystemExit(f"--device {device}: {exc}") from None
 
 
 def gemm_peak(

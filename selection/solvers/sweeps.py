@@ -39,10 +39,10 @@ __all__ = ["FRONT_COLUMNS", "results_to_frame", "sweep_eps", "sweep_delta", "swe
 
 DEFAULT_STEP = 1e-6
 MAX_POINTS = 100_000
-# Seconds per point of a complete sweep unless the caller gives ``time_limit``: an exact ε
-# point on near-tied per-domain rows can take the MILP many minutes (N=100, K=10 of
-# ``near_tied_stats``: ε = 0.1 ran past 60 s on CBC), so a complete sweep never hangs
-# silently; a point stopped by it is labelled ``time_limit`` and the front is not proven.
+# Seconds per point of a complete sweep unless the caller gives ``time_limit``: the tight-ε
+# points of near-tied per-domain rows (``near_tied_stats``) can keep the MILP busy for minutes,
+# so a complete sweep never hangs silently; a point stopped by it is labelled ``time_limit``
+# and the front is not proven.
 COMPLETE_POINT_BUDGET = 60.0
 
 

@@ -128,8 +128,7 @@ class LexBackend(ABC):
     exact_tol = False  # True when stage values are integers (no tolerance needed)
     use_core = False  # True: exact LP reduced-cost fixing before stage 1 (milp.fixing)
     # ... from this many binaries on: below it the LP and the restricted MILP cost more than
-    # the fixing saves (one CBC ε point on synthetic_stats, K = N/10, with / without fixing:
-    # N=200 0.35 / 0.18 s, N=500 0.52 / 0.29 s, N=1000 0.94 / 0.87 s, N=2000 1.14 / 1.30 s)
+    # the fixing saves (timed per N on one CBC ε point of synthetic_stats, K = N/10)
     core_min_n = 1500
 
     def __init__(
