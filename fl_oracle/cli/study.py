@@ -48,6 +48,12 @@ def study(
     data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real datasets."),
     data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
+    add: str | None = typer.Option(
+        None,
+        "--add",
+        help="Grow the finished study in --out by these entries (comma-separated); its "
+        "stored settings are kept and only the new entries run.",
+    ),
     report_only: bool = typer.Option(
         False, "--report-only", help="Write the tables and report from the finished runs only."
     ),
@@ -58,7 +64,7 @@ def study(
     """Paired multi-seed comparison of selectors in live training; writes report.html."""
     from fl_oracle.cli.train import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
-    from fl_oracle.experiments.study import StudySettings, parse_entry, run_study
+    from fl_oracle.experiments.study import StudySettings, grown, parse_entry, run_study
     from fl_oracle.experiments.study_report import finish_study
     from selection.progress import rich_progress
     from selection.selectors import make_selector, split_specs
@@ -78,9 +84,23 @@ def study(
             raise ValueError(f"--config {config}: no such file")
         text = config.read_text(encoding="utf-8")
     entries = None if selectors is None else tuple(split_specs(selectors))
+    if add is not None:
+        given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--rounds", rounds),
+                 ("--k", k), ("--selectors", selectors), ("--reference", reference)) if v is not None]  # fmt: skip
+        if given:
+            raise ValueError(f"--add keeps the stored settings; drop {', '.join(given)}")
+        stored = out / "study.toml"
+        if not stored.is_file():
+            raise ValueError(f"--add: {out} holds no study (no study.toml)")
+        text = stored.read_text(encoding="utf-8")
     settings = StudySettings.from_toml(
         text, seeds=seeds, rounds=rounds, k=k, selectors=entries, reference=reference
     )
+    added = None
+    if add is not None:
+        bigger = grown(settings, split_specs(add))
+        added = list(bigger.selectors[len(settings.selectors) :])
+        settings = bigger
     if data is not None or data_root is not None or device is not None:
         extra = {"data_mode": data, "data_root": None if data_root is None else str(data_root),
                  "device": device}  # fmt: skip
@@ -97,7 +117,7 @@ def study(
             runs = settings.seeds * len(settings.selectors)
             n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
             factory = study_factory(overrides)
-            _record_sources(factory, out)
+            _record_sources(factory, out, added=added)
             with rich_progress(transient=False) as progress:
                 run_study(
                     settings,
@@ -106,6 +126,7 @@ def study(
                     make_selector=make_selector,
                     workers=n_workers,
                     progress=progress,
+                    grow=add is not None,
                 )
         res = finish_study(settings, out)
     for line in res.verdict:
@@ -113,8 +134,13 @@ def study(
     print(f"wrote {out / 'report.html'}, history.csv, summary.csv, paired.csv", file=sys.stderr)
 
 
-def _record_sources(factory, out: Path) -> None:
-    """Load the data once (before the workers) and record where it came from."""
+def _record_sources(factory, out: Path, added: list[str] | None = None) -> None:
+    """Load the data once (before the workers) and record where it came from.
+
+    A continued study keeps its first record (and refuses other data); a study grown with
+    ``--add`` gets one ``[[additions]]`` table more (the entries, the commit and command that
+    made them, when).
+    """
     from fl_oracle.experiments.run_record import record_toml, run_record
     from fl_oracle.sim.data.provenance import data_provenance, provenance_lines, provenance_toml
     from selection.atomic import write_text_atomic
@@ -126,7 +152,16 @@ def _record_sources(factory, out: Path) -> None:
     for line in provenance_lines(prov):
         print(line, file=sys.stderr)
     rec = run_record(factory.config(0).device, command=" ".join(sys.argv))
-    write_text_atomic(record_toml(rec) + "\n" + provenance_toml(prov), out / "sources.toml")
+    path = out / "sources.toml"
+    if not path.is_file():
+        write_text_atomic(record_toml(rec) + "\n" + provenance_toml(prov), path)
+        return
+    old = path.read_text(encoding="utf-8")  # a continued study keeps its first record
+    if provenance_toml(prov) not in old:
+        raise ValueError(f"the data differ from those {path} records; runs would not pair")
+    if added:
+        table = record_toml({"entries": "; ".join(added), **rec}).replace("[run]", "[[additions]]")
+        write_text_atomic(old.rstrip("\n") + "\n\n" + table, path)
 
 
 def register(app: typer.Typer) -> None:

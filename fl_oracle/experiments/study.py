@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ __all__ = [
     "parse_entry",
     "entry_slug",
     "run_study",
+    "grown",
     "load_history",
 ]
 
@@ -211,8 +212,15 @@ def run_study(
     workers: int = 1,
     progress: ProgressFn | None = None,
     on_run: Callable[[str, int], None] | None = None,
+    grow: bool = False,
 ) -> pd.DataFrame:
     """Run every (entry, seed) not finished yet, then return the whole history.
+
+    A finished study can **grow**: with ``grow`` the settings may add entries after the stored
+    ones (everything else equal, the stored entries kept in their order); only the new entries'
+    runs are made, the folder's ``study.toml`` then lists them all. Paired statistics stay
+    valid as long as the code that trains is the one that made the stored runs (the caller's
+    responsibility; ``fedsel study --add`` records the commit of each addition).
 
     Args:
         settings: the study; must equal the folder's ``study.toml`` when there is one.
@@ -222,6 +230,7 @@ def run_study(
         workers: run processes (1 = in this process).
         progress: ``(rounds done, rounds total, label)`` callback.
         on_run: called with (entry, seed) after each finished run is written.
+        grow: allow settings that append entries to the stored ones (see above).
 
     Returns:
         The history of every run (:func:`load_history`).
@@ -230,7 +239,10 @@ def run_study(
     cfg = out / "study.toml"
     if cfg.is_file():
         stored = StudySettings.from_toml(cfg.read_text(encoding="utf-8"))
-        if stored != settings:
+        if grow and stored != settings:
+            _check_growth(stored, settings, out)
+            write_text_atomic(settings.to_toml(), cfg)
+        elif stored != settings:
             diff = [
                 f.name
                 for f in fields(StudySettings)
@@ -265,6 +277,25 @@ def run_study(
         if on_run is not None:
             on_run(entry, task.seed)
     return load_history(settings, out)
+
+
+def grown(stored: StudySettings, add: Sequence[str]) -> StudySettings:
+    """``stored`` with the entries of ``add`` it lacks appended (so a killed addition, started
+    again with the same ``add``, continues)."""
+    new = [e for e in dict.fromkeys(add) if e not in stored.selectors]
+    return replace(stored, selectors=(*stored.selectors, *new))
+
+
+def _check_growth(stored: StudySettings, settings: StudySettings, out: Path) -> None:
+    diff = [
+        f.name
+        for f in fields(StudySettings)
+        if f.name != "selectors" and getattr(stored, f.name) != getattr(settings, f.name)
+    ]
+    n = len(stored.selectors)
+    if diff or settings.selectors[:n] != stored.selectors:
+        what = ", ".join(diff) if diff else "selectors (the stored entries must come first)"
+        raise ValueError(f"{out}: a study grows only by new entries; it holds other {what}")
 
 
 def load_history(settings: StudySettings, out: str | Path) -> pd.DataFrame:

@@ -16,7 +16,13 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from fl_oracle.experiments.study import StudySettings, entry_slug, parse_entry, run_study
+from fl_oracle.experiments.study import (
+    StudySettings,
+    entry_slug,
+    grown,
+    parse_entry,
+    run_study,
+)
 from fl_oracle.experiments.study_report import family, finish_study
 from fl_oracle.experiments.study_stats import holm, paired_differences, run_metrics
 from selection.selectors import make_selector
@@ -160,6 +166,37 @@ def test_study_is_paired_and_resumable_in_process(tmp_path):
     assert not res.fronts.empty and set(res.fronts["round"]) <= set(range(s.rounds))
 
 
+def test_a_grown_study_runs_only_the_new_entries_and_pairs_like_one_run(tmp_path):
+    small = {**SMALL, "selectors": ("proportional", "random")}
+    s = StudySettings(**small)
+    run_study(s, tmp_path / "g", make_oracle=_fake_oracle, make_selector=make_selector)
+    before = {p: p.read_bytes() for p in (tmp_path / "g" / "runs").rglob("seed*.csv")}
+    big = grown(s, ["eps-rel:0.5", "random", "maxmin:2"])
+    assert big.selectors == ("proportional", "random", "eps-rel:0.5", "maxmin:2")
+    assert grown(big, ["maxmin:2"]) == big  # a continued addition adds nothing twice
+    # without grow the folder refuses the other entries
+    with pytest.raises(ValueError, match="other selectors"):
+        run_study(big, tmp_path / "g", make_oracle=_fake_oracle, make_selector=make_selector)
+    made = []
+    h = run_study(big, tmp_path / "g", make_oracle=_fake_oracle, make_selector=make_selector,
+                  grow=True, on_run=lambda e, seed: made.append(e))  # fmt: skip
+    assert sorted(set(made)) == ["eps-rel:0.5", "maxmin:2"] and len(made) == 2 * s.seeds
+    assert all(p.read_bytes() == b for p, b in before.items())  # the stored runs untouched
+    assert StudySettings.from_toml((tmp_path / "g" / "study.toml").read_text()) == big
+    # the grown study's history equals one study run with every entry from the start
+    one = run_study(big, tmp_path / "one", make_oracle=_fake_oracle, make_selector=make_selector)
+    timing = ["solve_seconds", "round_seconds", "round_cpu_seconds"]
+    pd.testing.assert_frame_equal(h.drop(columns=timing), one.drop(columns=timing))
+    # growing changes nothing but the entries: other settings, or reordered entries, refused
+    for bad in (
+        StudySettings(**{**small, "rounds": 5, "selectors": big.selectors}),
+        StudySettings(**{**small, "selectors": ("random", "proportional", "maxmin:2")}),
+    ):
+        with pytest.raises(ValueError, match="grows only by new entries"):
+            run_study(bad, tmp_path / "g", make_oracle=_fake_oracle,
+                      make_selector=make_selector, grow=True)  # fmt: skip
+
+
 _KILL_SCRIPT = textwrap.dedent(
     """
     import importlib.util, sys, time
@@ -237,7 +274,27 @@ def test_cli_study_on_tiny_data(monkeypatch, tmp_path, capsys):
     assert len(h) == 2 * 2 * 2 and set(h["k"]) == {3}
     assert (h["selected"].str.count(";") == 2).all()
     assert (out / "report.html").is_file() and (out / "sources.toml").is_file()
-    assert "[sources." in (out / "sources.toml").read_text()
+    first = (out / "sources.toml").read_text()
+    assert "[sources." in first
+    # --add grows the study: the first record kept, one [[additions]] table, the new runs only
+    try:
+        main(["study", "--out", str(out), "--add", "random", "--workers", "1"])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    h2 = pd.read_csv(out / "history.csv", keep_default_na=False)
+    assert len(h2) == 3 * 2 * 2 and set(h2["entry"]) == {"proportional", "eps-rel:0.5", "random"}
+    pd.testing.assert_frame_equal(
+        h2[h2["entry"] != "random"].drop(columns=["solve_seconds", "round_seconds",
+                                                  "round_cpu_seconds"]).reset_index(drop=True),
+        h.drop(columns=["solve_seconds", "round_seconds", "round_cpu_seconds"]),
+    )  # fmt: skip
+    grown_text = (out / "sources.toml").read_text()
+    assert grown_text.startswith(first.rstrip("\n")) and grown_text.count("[[additions]]") == 1
+    assert 'entries = "random"' in grown_text
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:  # --add keeps the stored settings
+        main(["study", "--out", str(out), "--add", "all", "--seeds", "3"])
+    assert exc.value.code == 2 and "drop --seeds" in capsys.readouterr().err
     # a bad entry is one line and exit 2, before any work
     with pytest.raises(SystemExit) as exc:
         main(["study", "--out", str(tmp_path / "bad"), "--selectors", "proportional,bogus"])
