@@ -39,6 +39,7 @@ __all__ = [
     "enumerate_table",
     "best_eps",
     "best_delta",
+    "best_fisher_fair",
 ]
 
 DEFAULT_MAX_COUNT = 5_000_000
@@ -199,6 +200,27 @@ def best_delta(
         _blocks(problem, max_count),
         lambda b: b["utility"] >= floor,
         [("worst", 1.0), ("utility", 1.0)],
+    )
+
+
+def best_fisher_fair(
+    problem: SelectionProblem, delta: float, *, max_count: int = DEFAULT_MAX_COUNT
+) -> tuple[int, ...]:
+    """max sum F_z s.t. worst >= worst* - delta (-1e-9), then max U; () when infeasible.
+
+    worst* = the largest worst-domain utility of any selection.
+    """
+    if math.isinf(delta):
+        floor = -math.inf
+    else:
+        top = best_delta(problem, math.inf, max_count=max_count)
+        if not top:
+            return ()
+        floor = float(problem.Ud[list(top)].mean(axis=0).min()) - delta - 1e-9
+    return _pick(
+        _blocks(problem, max_count),
+        lambda b: b["worst"] >= floor,
+        [("sum_Fz", 1.0), ("utility", 1.0)],
     )
 
 

@@ -217,6 +217,7 @@ def test_compare_writes_table_fronts_and_html(stats, tmp_path, capsys):
         "eps",
         "eps-rel",
         "maxmin",
+        "fisher-fair",
         "nsga2",
         "exhaustive",
     ]

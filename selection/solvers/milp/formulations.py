@@ -1,4 +1,4 @@
-"""The two MILP models of the exact routes (ε-constraint and max-min), as :class:`MilpSpec`.
+"""The MILP models of the exact routes (ε-constraint, max-min, Fisher-fair), as :class:`MilpSpec`.
 
 Both models are written in *sum* units (sum_i x_i U_id rather than the mean) so that the
 CP-SAT backend can scale every utility row by one factor; ε and δ (percentage points of a
@@ -13,7 +13,7 @@ from selection.problem import SelectionProblem
 from selection.solvers.milp.cpsat import round_data
 from selection.solvers.milp.model import INF, MilpSpec
 
-__all__ = ["model_data", "eps_spec", "maxmin_spec", "top_k_sum"]
+__all__ = ["model_data", "eps_spec", "maxmin_spec", "fisher_fair_spec", "top_k_sum"]
 
 
 def model_data(problem: SelectionProblem, backend: str, scale: int) -> dict[str, np.ndarray]:
@@ -83,6 +83,21 @@ def maxmin_spec(data: dict[str, np.ndarray], k: int) -> MilpSpec:
     objectives = [np.r_[np.zeros(n), 1.0], np.r_[U, 0.0]]
     values = [lambda x: float((x @ Ud).min()), lambda x: float(x @ U)]
     return MilpSpec.build(n, k, [(0.0, 100.0 * k)], rows, objectives, values)
+
+
+def fisher_fair_spec(data: dict[str, np.ndarray], k: int) -> MilpSpec:
+    """max sum F_z,i x_i, then max sum U_i x_i, s.t. sum x = K and the rows ``w<d>``
+    (sum_i U_id x_i >= K·(worst* - δ), free until set per δ).
+
+    Columns: x (N binaries) only.
+    """
+    U, Ud, Fz = data["U"], data["Ud"], data["F_z"]
+    n, D = Ud.shape
+    rows = [("card", np.ones(n), float(k), float(k))]
+    rows += [(f"w{d}", Ud[:, d].astype(float), -INF, INF) for d in range(D)]
+    objectives = [np.asarray(Fz, dtype=float), np.asarray(U, dtype=float)]
+    values = [lambda x: float(x @ Fz), lambda x: float(x @ U)]
+    return MilpSpec.build(n, k, [], rows, objectives, values)
 
 
 def top_k_sum(values: np.ndarray, k: int) -> float:

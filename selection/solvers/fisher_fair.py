@@ -1,0 +1,114 @@
+"""Fisher within the fair set: max Σ F_z(S) s.t. worst(S) >= worst* − δ, |S| = K.
+
+Why this formulation exists (the committed study, ``results/study``): the strongest baseline
+of live training is ``fisher-topk`` (the K largest Fisher traces: the clients the model fits
+worst, a signal that corrects itself as training moves), while every U-based formulation is
+one-step myopic (U is *negatively* rank-correlated with F) and the fairness formulations buy
+their worst-domain gains by starving the best domain. ``fisher-fair`` keeps Fisher as the
+objective and asks only that the predicted worst-domain utility stay within δ points of the
+best any K-selection reaches this round:
+
+    worst* = max_{|S|=K} min_d U_d(S)
+    max Σ_{i∈S} F_z,i  s.t.  U_d(S) >= worst* − δ for every domain d,  Σ x = K,
+
+then, among the optima, max U (a lexicographic second stage). δ = 0 is the max-min point
+(Fisher breaks its ties), δ = inf is ``fisher-topk`` (by Σ F_z, ties to higher U).
+
+Model (sum units, :func:`selection.solvers.milp.formulations.fisher_fair_spec`): binaries x_i;
+rows ``w<d>``: Σ_i x_i U_id >= K·(worst* − δ) − 1e-7 (exact on CP-SAT's rounded data).
+worst* comes from the max-min solver (δ = inf) on the same route and data. Enumeration
+answers the same question, ties compared at 1e-9.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from selection.problem import SelectionProblem
+from selection.solvers.base import Status, _Raw, register
+from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_fisher_fair
+from selection.solvers.maxmin import MaxminSolver
+from selection.solvers.milp.cpsat import DEFAULT_SCALE
+from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
+from selection.solvers.milp.formulations import fisher_fair_spec
+from selection.solvers.milp.model import INF, LexBackend
+from selection.solvers.params import check_nonneg, fmt_param
+
+__all__ = ["FisherFairSolver"]
+
+
+@register
+class FisherFairSolver(ExactSolver):
+    """max Σ F_z s.t. worst >= worst* − delta, then max U (lexicographic).
+
+    Args:
+        delta: allowed loss of worst-domain utility below worst*, percentage points, >= 0
+            (inf: no floor, the top-K by F_z).
+        backend, time_limit, seed, threads, scale, enum_limit, mip_gap: see
+            :class:`selection.solvers.milp.exact.ExactSolver`.
+    """
+
+    name = "fisher-fair"
+    summary = "max Σ F_z s.t. worst >= worst* − δ (Fisher within δ of the max-min point)"
+    param = "delta"
+    default_grid = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
+    spec_form = "fisher-fair:D"
+    order = 35
+
+    def __init__(
+        self,
+        *,
+        delta: float = 1.0,
+        backend: str = "auto",
+        time_limit: float | None = None,
+        seed: int = 0,
+        threads: int | None = None,
+        scale: int = DEFAULT_SCALE,
+        enum_limit: int = DEFAULT_ENUM_LIMIT,
+        mip_gap: float = 0.0,
+    ) -> None:
+        options = dict(
+            backend=backend,
+            time_limit=time_limit,
+            seed=seed,
+            threads=threads,
+            scale=scale,
+            enum_limit=enum_limit,
+            mip_gap=mip_gap,
+        )
+        super().__init__(**options)
+        self._set_param(delta)
+        self._maxmin = MaxminSolver(delta=INF, **options)
+
+    def _set_param(self, value: float | None) -> None:
+        self.delta = check_nonneg("delta", value, allow_none=False)
+
+    def _param(self) -> str:
+        return fmt_param("delta", self.delta)
+
+    def _spec(self, data, problem: SelectionProblem):
+        return fisher_fair_spec(data, problem.k)
+
+    def worst_star_sum(self, problem: SelectionProblem) -> float:
+        """K·worst* on the data this route solves with (sum units); nan if no answer."""
+        r = self._maxmin.solve(problem)
+        if not r.ok:
+            return float("nan")
+        Ud = self.model_data(problem)["Ud"]
+        return float(Ud[list(r.selected)].sum(axis=0).min())
+
+    def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
+        top = self.worst_star_sum(problem)
+        lo = -INF if self.delta == INF or np.isnan(top) else top - problem.k * self.delta
+        if lo != -INF and self.route(problem) != "cpsat":
+            lo -= 1e-7
+        for d in range(problem.Ud.shape[1]):
+            model.set_row_bounds(f"w{d}", lo, INF)
+
+    def _solve_enum(self, problem: SelectionProblem) -> _Raw:
+        sel = best_fisher_fair(problem, self.delta, max_count=DEFAULT_MAX_COUNT)
+        if not sel:
+            return _Raw(
+                (), Status.INFEASIBLE, "enum", "no selection satisfies the constraints", self._param()
+            )
+        return _Raw(sel, Status.OPTIMAL, "enum", "", self._param())

@@ -1,0 +1,73 @@
+"""fisher-fair: max Σ F_z s.t. worst >= worst* − δ, then max U; checked against brute force."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from selection.selectors import make_selector
+from selection.solvers.base import make_solver
+
+ROUTES = ("enum", "highs", "cbc", "cpsat")
+
+
+def brute(p, delta):
+    """The answer by itertools over every K-subset, independent of the solver's code."""
+    best, key = None, None
+    sets = list(itertools.combinations(range(p.n), p.k))
+    worst = {s: p.Ud[list(s)].mean(axis=0).min() for s in sets}
+    floor = max(worst.values()) - delta
+    for s in sets:
+        if worst[s] < floor - 1e-9:
+            continue
+        k = (round(float(p.F_z[list(s)].sum()), 9), round(float(p.U[list(s)].mean()), 9))
+        if key is None or k > key:
+            best, key = s, k
+    return best, key
+
+
+@pytest.mark.parametrize("kind", ["synthetic", "random"])
+@pytest.mark.parametrize("delta", [0.0, 0.7, 3.0, 10.0, math.inf])
+def test_every_route_gives_the_brute_force_answer(make_problem, kind, delta):
+    p = make_problem(12, 4, seed=5, kind=kind, decimals=3)
+    want, (f, u) = brute(p, delta)
+    for route in ROUTES:
+        r = make_solver("fisher-fair", delta=delta, backend=route).solve(p)
+        assert r.ok, (route, r.status)
+        assert r.objectives["sum_Fz"] == pytest.approx(f, abs=1e-6), route
+        assert r.objectives["utility"] == pytest.approx(u, abs=1e-6), route
+        worst_star = max(
+            p.Ud[list(s)].mean(axis=0).min() for s in itertools.combinations(range(p.n), p.k)
+        )
+        assert r.objectives["worst"] >= worst_star - delta - 1e-6, route
+    assert tuple(make_solver("fisher-fair", delta=delta, backend="enum").solve(p).selected) == want
+
+
+def test_the_ends_are_max_min_and_fisher_topk(make_problem):
+    p = make_problem(14, 4, seed=8)
+    zero = make_solver("fisher-fair", delta=0.0).solve(p)
+    mm = make_solver("maxmin", delta=math.inf).solve(p)  # max worst, no average floor
+    assert zero.objectives["worst"] == pytest.approx(mm.objectives["worst"], abs=1e-9)
+    top = make_solver("fisher-fair", delta=math.inf).solve(p)
+    assert sorted(top.selected) == sorted(np.argsort(-p.F)[: p.k].tolist())
+
+
+def test_fisher_grows_and_worst_falls_with_delta(make_problem):
+    p = make_problem(16, 5, seed=2)
+    rs = [make_solver("fisher-fair", delta=d).solve(p) for d in (0, 1, 2, 4, 8, math.inf)]
+    f = [r.objectives["sum_Fz"] for r in rs]
+    assert np.all(np.diff(f) >= -1e-9)
+    assert rs[0].objectives["worst"] >= rs[-1].objectives["worst"] - 1e-9
+
+
+def test_selector_spec_and_bad_delta(make_stats):
+    table = make_stats(12, seed=1)
+    sel = make_selector("fisher-fair:1", seed=0)
+    ids = sel(table, 4)
+    assert len(ids) == 4 and sel.last.param == "delta=1"
+    assert make_selector("fisher-fair:inf")(table, 4)
+    with pytest.raises(ValueError, match="delta"):
+        make_solver("fisher-fair", delta=-1.0)
