@@ -109,6 +109,10 @@ class FisherFairSolver(ExactSolver):
         sel = best_fisher_fair(problem, self.delta, max_count=DEFAULT_MAX_COUNT)
         if not sel:
             return _Raw(
-                (), Status.INFEASIBLE, "enum", "no selection satisfies the constraints", self._param()
+                (),
+                Status.INFEASIBLE,
+                "enum",
+                "no selection satisfies the constraints",
+                self._param(),
             )
         return _Raw(sel, Status.OPTIMAL, "enum", "", self._param())
