@@ -27,7 +27,10 @@ def study_factory(overrides: dict[str, Any]):
 def study(
     out: Path | None = typer.Option(None, "--out", "-o", help="Study folder (resumable)."),
     config: Path | None = typer.Option(None, "--config", "-c", help="Settings (TOML)."),
-    seeds: int | None = typer.Option(None, "--seeds", min=1, help="Seeds 0..N-1 [default: 10]."),
+    seeds: int | None = typer.Option(None, "--seeds", min=1, help="Number of seeds [default: 10]."),
+    first_seed: int | None = typer.Option(
+        None, "--first-seed", min=0, help="First seed (held-out seeds: e.g. 10) [default: 0]."
+    ),
     rounds: int | None = typer.Option(
         None, "--rounds", min=1, help="Rounds per run [default: 40]."
     ),
@@ -85,7 +88,7 @@ def study(
         text = config.read_text(encoding="utf-8")
     entries = None if selectors is None else tuple(split_specs(selectors))
     if add is not None:
-        given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--rounds", rounds),
+        given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
                  ("--k", k), ("--selectors", selectors), ("--reference", reference)) if v is not None]  # fmt: skip
         if given:
             raise ValueError(f"--add keeps the stored settings; drop {', '.join(given)}")
@@ -94,7 +97,13 @@ def study(
             raise ValueError(f"--add: {out} holds no study (no study.toml)")
         text = stored.read_text(encoding="utf-8")
     settings = StudySettings.from_toml(
-        text, seeds=seeds, rounds=rounds, k=k, selectors=entries, reference=reference
+        text,
+        seeds=seeds,
+        first_seed=first_seed,
+        rounds=rounds,
+        k=k,
+        selectors=entries,
+        reference=reference,
     )
     added = None
     if add is not None:

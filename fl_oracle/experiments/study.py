@@ -104,7 +104,10 @@ class StudySettings:
     """What a study runs (all of it recorded in ``study.toml``).
 
     Attributes:
-        seeds: number of seeds 0..seeds-1 (each its own federation and initial model).
+        seeds: number of seeds, first_seed .. first_seed + seeds - 1 (each its own federation
+            and initial model).
+        first_seed: the first of them (default 0; another start gives held-out seeds for a
+            confirmation study).
         rounds: training rounds per run.
         k: clients selected per round (``all`` takes every client).
         selectors: study entries, ``SPEC`` or ``SPEC@stale``.
@@ -117,6 +120,7 @@ class StudySettings:
     """
 
     seeds: int = 10
+    first_seed: int = 0
     rounds: int = 40
     k: int = 5
     selectors: tuple[str, ...] = DEFAULT_SELECTORS
@@ -131,6 +135,9 @@ class StudySettings:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"study: {name}={v!r} must be an integer >= 1")
+        v = self.first_seed
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"study: first_seed={v!r} must be an integer >= 0")
         object.__setattr__(self, "selectors", tuple(self.selectors))
         object.__setattr__(self, "front_rounds", tuple(int(r) for r in self.front_rounds))
         if not self.selectors or len(set(self.selectors)) != len(self.selectors):
@@ -142,6 +149,11 @@ class StudySettings:
         bad = [r for r in self.front_rounds if not 0 <= r < self.rounds]
         if bad:
             raise ValueError(f"study: front_rounds {bad} outside 0..{self.rounds - 1}")
+
+    @property
+    def seed_list(self) -> range:
+        """The study's seeds."""
+        return range(self.first_seed, self.first_seed + self.seeds)
 
     @property
     def fronts_at(self) -> tuple[int, ...]:
@@ -196,7 +208,7 @@ def run_path(out: Path, entry: str, seed: int) -> Path:
 
 def _tasks(settings: StudySettings) -> list[tuple[str, RunTask]]:
     out = []
-    for seed in range(settings.seeds):  # seed-major: every selector of a seed, then the next
+    for seed in settings.seed_list:  # seed-major: every selector of a seed, then the next
         for entry in settings.selectors:
             spec, mode = parse_entry(entry)
             out.append((entry, RunTask(spec, seed, settings.rounds, settings.k, mode)))
@@ -271,8 +283,9 @@ def run_study(
     ):
         entry = by_task[(task.spec, task.stats_mode, task.seed)]
         hist = res.history.assign(entry=entry)
-        if entry == settings.reference and task.seed == 0:
-            write_table_atomic(res.stats, run_path(out, entry, 0).with_suffix(".stats.parquet"))
+        if entry == settings.reference and task.seed == settings.first_seed:
+            stats_path = run_path(out, entry, task.seed).with_suffix(".stats.parquet")
+            write_table_atomic(res.stats, stats_path)
         write_table_atomic(hist, run_path(out, entry, task.seed))
         if on_run is not None:
             on_run(entry, task.seed)
@@ -303,7 +316,7 @@ def load_history(settings: StudySettings, out: str | Path) -> pd.DataFrame:
     out = Path(out)
     frames = []
     for entry in settings.selectors:
-        for seed in range(settings.seeds):
+        for seed in settings.seed_list:
             p = run_path(out, entry, seed)
             if p.is_file():
                 frames.append(
@@ -320,14 +333,14 @@ def missing_runs(settings: StudySettings, out: str | Path) -> list[tuple[str, in
     """(entry, seed) pairs without a finished run file."""
     return [
         (e, s)
-        for s in range(settings.seeds)
+        for s in settings.seed_list
         for e in settings.selectors
         if not run_path(Path(out), e, s).is_file()
     ]
 
 
 def reference_stats(settings: StudySettings, out: str | Path) -> pd.DataFrame | None:
-    p = run_path(Path(out), settings.reference, 0).with_suffix(".stats.parquet")
+    p = run_path(Path(out), settings.reference, settings.first_seed).with_suffix(".stats.parquet")
     return pd.read_parquet(p) if p.is_file() else None
 
 

@@ -34,7 +34,15 @@ from fl_oracle.experiments.study_stats import (
 )
 from selection.atomic import write_table_atomic, write_text_atomic
 
-__all__ = ["StudyResult", "family", "finish_study", "fronts_over_rounds", "verdict"]
+__all__ = [
+    "StudyResult",
+    "family",
+    "finish_study",
+    "fronts_over_rounds",
+    "training_mix",
+    "levelling_down",
+    "verdict",
+]
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class StudyResult:
     surrogate: pd.DataFrame
     verdict: list[str]
     missing: list[tuple[str, int]]
+    mix: pd.DataFrame
 
 
 def family(entry: str) -> str:
@@ -67,7 +76,9 @@ def family(entry: str) -> str:
 def _param(entry: str) -> str:
     spec, mode = parse_entry(entry)
     name, _, arg = spec.partition(":")
-    sym = {"eps": "ε", "maxmin": "δ", "eps-rel": "α", "weighted": "w"}.get(name, name)
+    sym = {"eps": "ε", "maxmin": "δ", "eps-rel": "α", "weighted": "w", "fisher-fair": "δ"}.get(
+        name, name
+    )
     return f"{sym}={arg}" if arg else name
 
 
@@ -88,6 +99,71 @@ def fronts_over_rounds(settings: StudySettings, stats: pd.DataFrame | None) -> p
             f = exact_front(problem, plane).assign(round=r, plane=",".join(plane))
             frames.append(f[["round", "plane", "utility", "worst", "gap", "selected"]])
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _domains(history: pd.DataFrame) -> list[str]:
+    return [c[4:] for c in history.columns if c.startswith("acc_") and c[4:] not in _NOT_DOMAINS]
+
+
+_NOT_DOMAINS = {"avg", "worst", "gap", "std", "pooled"}
+
+
+def training_mix(settings: StudySettings, history: pd.DataFrame) -> pd.DataFrame:
+    """What each entry trains on and where it ends, per domain.
+
+    One row per entry: ``picks_<d>`` (mean clients of domain d selected per round; a client's
+    domain is the part of its id before the last ``-``), ``final_<d>`` (mean final test
+    accuracy on d over seeds) and ``diff_<d>`` (mean over seeds of that accuracy minus the
+    reference's on the same seed).
+    """
+    doms = _domains(history)
+    last = history[history["round"] == history["round"].max()]
+    ref = last[last["entry"] == settings.reference].set_index("seed")
+    rows = []
+    for e in settings.selectors:
+        g = history[history["entry"] == e]
+        if g.empty:
+            continue
+        ids = g["selected"].astype(str).str.split(";").explode()
+        per = ids.str.rsplit("-", n=1).str[0].value_counts() / len(g)
+        row: dict = {"entry": e}
+        for d in doms:
+            row[f"picks_{d}"] = float(per.get(d, 0.0))
+        f = last[last["entry"] == e].set_index("seed")
+        for d in doms:
+            row[f"final_{d}"] = float(f[f"acc_{d}"].mean())
+        for d in doms:
+            both = f.index.intersection(ref.index)
+            row[f"diff_{d}"] = float((f.loc[both, f"acc_{d}"] - ref.loc[both, f"acc_{d}"]).mean())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def levelling_down(settings: StudySettings, mix: pd.DataFrame, threshold: float = 5.0) -> str:
+    """One sentence: the entries that end far below the reference on its best domain."""
+    if mix.empty or settings.reference not in set(mix["entry"]):
+        return ""
+    doms = [c[6:] for c in mix.columns if c.startswith("final_")]
+    ref = mix.set_index("entry").loc[settings.reference]
+    best = max(doms, key=lambda d: ref[f"final_{d}"])
+    low = mix[(mix["entry"] != settings.reference) & (mix[f"diff_{best}"] < -threshold)]
+    kept = mix[(mix["entry"] != settings.reference) & (mix[f"diff_{best}"] >= -threshold)]
+    if low.empty:
+        return ""
+    low = low.sort_values(f"diff_{best}")
+
+    def fmt(df: pd.DataFrame) -> str:
+        return ", ".join(
+            f"{r['entry']} {r[f'diff_{best}']:+.1f} ({r[f'picks_{best}']:.2f} picks/round)"
+            for _, r in df.iterrows()
+        )
+
+    return (
+        f"Levelling down: on {best}, the domain {settings.reference} ends best on "
+        f"({ref[f'final_{best}']:.1f} %, {ref[f'picks_{best}']:.2f} of its clients picked per "
+        f"round), {len(low)} of {len(mix) - 1} entries end more than {threshold:g} points lower "
+        f"(mean over seeds, paired): {fmt(low)}. Within {threshold:g} points: {fmt(kept)}."
+    )
 
 
 def verdict(settings: StudySettings, paired: pd.DataFrame, dom: pd.DataFrame) -> list[str]:
@@ -156,11 +232,15 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     )
     fronts = fronts_over_rounds(settings, reference_stats(settings, out))
     surrogate = surrogate_error(history)
+    mix = training_mix(settings, history)
     lines = verdict(settings, paired, dom)
+    why = levelling_down(settings, mix)
+    if why:
+        lines.append(why)
     if missing:
         lines.insert(0, f"PARTIAL: {len(missing)} of {settings.seeds * len(order)} runs missing.")
     res = StudyResult(
-        settings, history, metrics, summary, paired, dom, fronts, surrogate, lines, missing
+        settings, history, metrics, summary, paired, dom, fronts, surrogate, lines, missing, mix
     )
     write_table_atomic(history, out / "history.csv")
     write_table_atomic(metrics, out / "metrics.csv")
@@ -171,6 +251,7 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     if not fronts.empty:
         write_table_atomic(fronts, out / "fronts.csv")
     write_table_atomic(surrogate, out / "surrogate.csv")
+    write_table_atomic(mix, out / "mix.csv")
     write_text_atomic("\n\n".join(lines) + "\n", out / "verdict.md")
     write_text_atomic(render_html(res), out / "report.html")
     return res
@@ -391,14 +472,19 @@ BCa 95 % interval. Green: interval above zero; red: below.</p>
 <div id="curve_worst"></div><div id="curve_avg"></div>
 <h2>4. The exact predicted front over rounds</h2>
 <p class="note">Exact (max U, max worst) front of the linear model on the reference run's
-statistics (seed 0) at rounds {", ".join(map(str, s.fronts_at))}: how the trade-off the
+statistics (seed {s.first_seed}) at rounds {", ".join(map(str, s.fronts_at))}: how the trade-off the
 formulations solve moves as training goes on.</p><div id="fronts"></div>
 <h2>5. Predicted vs realized (the surrogate's error)</h2>
 <p class="note">Predicted worst(S) and gap(S) from the round's statistics vs the worst-domain
 test accuracy and gap of the committed model, over all rounds and seeds (bias = predicted −
 realized).</p>{_table(res.surrogate)}
-<h2>6. Summary per selector (means over seeds)</h2>
+<h2>6. What each selector trains on, and where each domain ends</h2>
+<p class="note">picks: clients of the domain selected per round (mean over rounds and seeds);
+final: final test accuracy on the domain (mean over seeds); diff: paired difference to
+{html.escape(s.reference)} on the same seed. Read with section 1: a gain on the worst domain
+bought by a loss on the best one shows here.</p>{_table(res.mix)}
+<h2>7. Summary per selector (means over seeds)</h2>
 <p class="note">rounds_to_target: rounds until the worst domain reaches {s.target_worst:g} %
 (runs that never do count as {s.rounds + 1}).</p>{_table(summary)}
-<h2>7. Settings</h2><pre>{html.escape(s.to_toml())}</pre>
+<h2>8. Settings</h2><pre>{html.escape(s.to_toml())}</pre>
 {divs}</body></html>"""

@@ -3,9 +3,10 @@
     .venv/bin/python results/screenshots/make_screenshots.py [--keep DIR]
 
 Builds the pages with ``tests/_reports.py`` (sweep, compare and analyze on the shipped example
-round ``results/examples/stats.csv`` and a 3-round table; demo and study on the test suite's
-fake oracle, so their numbers show the layout, not results), opens each in Chromium through the
-DevTools protocol (``tests/_cdp.py``) and saves the top of the page as a PNG.
+round ``results/examples/stats.csv`` and a 3-round table; demo on the test suite's fake oracle,
+so its numbers show the layout, not results), takes the study page from the committed study
+(``results/study/report.html``; the fake oracle's when that is missing), opens each in Chromium
+through the DevTools protocol (``tests/_cdp.py``) and saves the top of the page as a PNG.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ SHOTS = {
     "compare": ("compare", 1200),
     "analyze": ("analyze", 1500),
     "demo": ("demo", 2300),
-    "study": ("study", 1500),
+    "study": ("study", 2000),
 }
 
 
@@ -47,6 +48,9 @@ def main() -> None:
         sys.exit(f"no screenshots: {why}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="fedsel-shots-"))
     pages = reports.build_all(work)
+    committed = ROOT / "results" / "study" / "report.html"
+    if committed.is_file():
+        pages["study"] = committed
     with cdp.Browser(width=1300, height=900) as b:
         for kind, (page, height) in SHOTS.items():
             b.open(pages[page])
