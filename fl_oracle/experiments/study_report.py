@@ -41,6 +41,7 @@ __all__ = [
     "fronts_over_rounds",
     "training_mix",
     "levelling_down",
+    "PLANES",
     "verdict",
 ]
 
@@ -60,6 +61,7 @@ class StudyResult:
     verdict: list[str]
     missing: list[tuple[str, int]]
     mix: pd.DataFrame
+    dominance_auc: pd.DataFrame
 
 
 def family(entry: str) -> str:
@@ -166,44 +168,77 @@ def levelling_down(settings: StudySettings, mix: pd.DataFrame, threshold: float 
     )
 
 
-def verdict(settings: StudySettings, paired: pd.DataFrame, dom: pd.DataFrame) -> list[str]:
-    """Plain sentences, each claiming only what a 95 % interval (and Holm's test) supports."""
+PLANES: dict[str, tuple[str, str]] = {
+    "final": ("final_avg", "final_worst"),
+    "auc": ("auc_avg", "auc_worst"),
+}
+_PLANE_WORDS = {
+    "final": "final average and final worst-domain accuracy",
+    "auc": "average and worst-domain accuracy over the whole run (means over rounds)",
+}
+
+
+def _holm_floor(n: int, m: int) -> str:
+    """A sentence when Holm over ``m`` entries cannot reject with ``n`` paired seeds."""
+    p_min = 2.0 / 2**n  # the smallest two-sided exact Wilcoxon p with n non-zero pairs
+    if m < 1 or p_min * m < 0.05:
+        return ""
+    return (
+        f"With {n} seeds the smallest two-sided Wilcoxon p is {p_min:.4f}, so Holm's correction "
+        f"over {m} entries (first threshold 0.05/{m} = {0.05 / m:.4f}) cannot reject at 5 %: "
+        "here the claims rest on the paired bootstrap intervals; more seeds would let the test "
+        "confirm them."
+    )
+
+
+def verdict(
+    settings: StudySettings, paired: pd.DataFrame, doms: dict[str, pd.DataFrame]
+) -> list[str]:
+    """Plain sentences, each claiming only what a paired 95 % interval supports; entries whose
+    Wilcoxon test also survives Holm's correction are marked ``*``."""
     ref = settings.reference
     lines = [
         f"Paired over {settings.seeds} seeds x {settings.rounds} rounds, K={settings.k}: every "
         f"difference below is an entry minus {ref} on the same seed, with a bootstrap 95 % "
-        "interval and a Wilcoxon signed-rank test (Holm-adjusted across entries)."
+        "interval; * marks a Wilcoxon signed-rank test that also passes Holm's correction "
+        "across entries (p_holm < 0.05)."
     ]
     if paired.empty:
         return [*lines, "No paired differences yet (runs missing)."]
-    for metric in ("final_worst", "final_avg", "auc_worst"):
+    for metric in ("final_worst", "final_avg", "auc_worst", "auc_avg"):
         label = METRICS[metric][0]
         sub = paired[paired["metric"] == metric]
-        better = sub[sub["better"] & (sub["p_holm"] < 0.05)]
-        worse = sub[sub["worse"] & (sub["p_holm"] < 0.05)]
 
         def fmt(df: pd.DataFrame) -> str:
             return "; ".join(
-                f"{r.entry} {r.diff:+.2f} [{r.ci_lo:+.2f}, {r.ci_hi:+.2f}]"
+                f"{r.entry}{'*' if r.p_holm < 0.05 else ''} {r.diff:+.2f} "
+                f"[{r.ci_lo:+.2f}, {r.ci_hi:+.2f}]"
                 for r in df.sort_values("diff", ascending=False).itertuples()
             )
 
         lines.append(
-            f"{label}: better than {ref}: {fmt(better) or 'none'}. Worse: {fmt(worse) or 'none'}."
+            f"{label}: better than {ref}: {fmt(sub[sub['better']]) or 'none'}. "
+            f"Worse: {fmt(sub[sub['worse']]) or 'none'}."
         )
-    if not dom.empty:
+    floor = _holm_floor(int(paired["n"].min()), int(paired.groupby("metric").size().max()))
+    if floor:
+        lines.append(floor)
+    for plane, dom in doms.items():
+        if dom.empty:
+            continue
+        what = _PLANE_WORDS[plane]
         beats_all = [e for e, g in dom.groupby("entry", sort=False) if bool(g["beats"].all())]
+        n_base = dom["baseline"].nunique()
         if beats_all:
             lines.append(
-                "Formulations whose realized (average, worst-domain) point beats every baseline "
-                f"on both, with intervals excluding zero: {', '.join(beats_all)}."
+                f"On {what}: formulations that beat every baseline ({n_base}) on both, with "
+                f"intervals excluding zero: {', '.join(beats_all)}."
             )
         else:
             best = dom.groupby("entry")["beats"].sum().sort_values(ascending=False).head(3)
-            n_base = dom["baseline"].nunique()
             lines.append(
-                "No formulation beats every baseline on both final average and final worst-domain "
-                "accuracy with intervals excluding zero; the closest: "
+                f"On {what}: no formulation beats every baseline on both with intervals "
+                "excluding zero; the closest: "
                 + ", ".join(f"{e} ({int(n)}/{n_base} baselines)" for e, n in best.items())
                 + "."
             )
@@ -225,29 +260,36 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     )
     baselines = [e for e in order if e in BASELINES and e != "all"]
     candidates = [e for e in order if e not in BASELINES]
-    dom = (
-        dominance(metrics, candidates, baselines, resamples=settings.bootstrap, seed=0)
-        if candidates and baselines
-        else pd.DataFrame()
-    )
+    doms = {
+        plane: (
+            dominance(metrics, candidates, baselines, resamples=settings.bootstrap, seed=0, on=on)
+            if candidates and baselines
+            else pd.DataFrame()
+        )
+        for plane, on in PLANES.items()
+    }
+    dom = doms["final"]
     fronts = fronts_over_rounds(settings, reference_stats(settings, out))
     surrogate = surrogate_error(history)
     mix = training_mix(settings, history)
-    lines = verdict(settings, paired, dom)
+    lines = verdict(settings, paired, doms)
     why = levelling_down(settings, mix)
     if why:
         lines.append(why)
     if missing:
         lines.insert(0, f"PARTIAL: {len(missing)} of {settings.seeds * len(order)} runs missing.")
     res = StudyResult(
-        settings, history, metrics, summary, paired, dom, fronts, surrogate, lines, missing, mix
-    )
+        settings, history, metrics, summary, paired, dom, fronts, surrogate, lines, missing, mix,
+        doms["auc"],
+    )  # fmt: skip
     write_table_atomic(history, out / "history.csv")
     write_table_atomic(metrics, out / "metrics.csv")
     write_table_atomic(summary, out / "summary.csv")
     write_table_atomic(paired, out / "paired.csv")
     if not dom.empty:
         write_table_atomic(dom, out / "dominance.csv")
+    if not doms["auc"].empty:
+        write_table_atomic(doms["auc"], out / "dominance_auc.csv")
     if not fronts.empty:
         write_table_atomic(fronts, out / "fronts.csv")
     write_table_atomic(surrogate, out / "surrogate.csv")
@@ -405,6 +447,23 @@ def _fronts_figure(res: StudyResult) -> dict:
     return {"data": traces, "layout": layout}
 
 
+def _beats_table(res: StudyResult) -> pd.DataFrame:
+    cols = {}
+    for name, dom in (("final", res.dominance), ("over rounds", res.dominance_auc)):
+        if dom.empty:
+            continue
+        n = dom["baseline"].nunique()
+        cols[f"beats ({name})"] = (
+            dom.groupby("entry", sort=False)["beats"]
+            .sum()
+            .astype(int)
+            .map(lambda b, n=n: f"{b}/{n}")
+        )
+    if not cols:
+        return pd.DataFrame({"entry": []})
+    return pd.DataFrame(cols).rename_axis("entry").reset_index()
+
+
 def _table(df: pd.DataFrame, digits: int = 2) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     body = []
@@ -467,6 +526,10 @@ BCa 95 % interval. Green: interval above zero; red: below.</p>
 <h3>final worst-domain accuracy</h3><div id="forest_worst"></div>
 <h3>final average accuracy</h3><div id="forest_avg"></div>
 {_table(paired, 3)}
+<h3>Formulations against every baseline</h3>
+<p class="note">Baselines beaten on both metrics of a plane, each paired interval above zero:
+(final average, final worst) and (mean average, mean worst over rounds).</p>
+{_table(_beats_table(res))}
 <h2>3. Curves over rounds (mean, 95 % band over seeds)</h2>
 <p class="note">Click legend entries to show the other selectors.</p>
 <div id="curve_worst"></div><div id="curve_avg"></div>

@@ -320,3 +320,47 @@ def test_held_out_seeds_start_where_first_seed_says(tmp_path):
     )
     with pytest.raises(ValueError, match="first_seed"):
         StudySettings(first_seed=-1)
+
+
+def test_training_mix_and_levelling_down_from_a_hand_made_history():
+    from fl_oracle.experiments.study_report import _holm_floor, levelling_down, training_mix
+
+    rows = []
+    for seed in (0, 1):
+        for r in (0, 1):
+            # the reference picks a-0 and b-0; "fair" picks only b clients and loses domain a
+            rows.append(
+                dict(
+                    entry="ref",
+                    seed=seed,
+                    round=r,
+                    selected="a-0;b-0",
+                    acc_a=90.0,
+                    acc_b=50.0 + seed,
+                    acc_avg=0,
+                    acc_worst=0,
+                )
+            )
+            rows.append(
+                dict(
+                    entry="fair",
+                    seed=seed,
+                    round=r,
+                    selected="b-0;b-1",
+                    acc_a=80.0 - seed,
+                    acc_b=70.0,
+                    acc_avg=0,
+                    acc_worst=0,
+                )
+            )
+    h = pd.DataFrame(rows)
+    s = StudySettings(seeds=2, rounds=2, k=2, selectors=("ref", "fair"), reference="ref")
+    mix = training_mix(s, h).set_index("entry")
+    assert mix.loc["ref", "picks_a"] == 1.0 and mix.loc["fair", "picks_b"] == 2.0
+    assert mix.loc["fair", "final_a"] == pytest.approx(79.5)
+    assert mix.loc["fair", "diff_a"] == pytest.approx(-10.5)
+    assert mix.loc["fair", "diff_b"] == pytest.approx(19.5)
+    text = levelling_down(s, mix.reset_index())
+    assert text.startswith("Levelling down: on a,") and "fair -10.5 (0.00 picks/round)" in text
+    # Holm over m entries at n seeds: 2/2**10 = 0.00195; 0.00195 * 27 >= 0.05 but * 20 < 0.05
+    assert "cannot reject" in _holm_floor(10, 27) and _holm_floor(10, 20) == ""
