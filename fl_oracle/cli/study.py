@@ -1,8 +1,9 @@
 """``fedsel study``: thin wrapper over :mod:`fl_oracle.experiments.study` and its report.
 
-Settings come from built-in defaults, then ``--config FILE`` (TOML), then the flags. The folder
-is held by an exclusive lock for the study's lifetime; started again with the same arguments a
-study continues where it stopped (finished runs are not redone).
+Settings come from built-in defaults, then ``--config FILE`` (TOML), then the flags; a folder
+that already holds a study and no settings flag means that study's stored settings. The folder
+is held by an exclusive lock for the study's lifetime; started again with the same arguments (or
+with ``--out`` alone) a study continues where it stopped (finished runs are not redone).
 """
 
 from __future__ import annotations
@@ -87,14 +88,15 @@ def study(
             raise ValueError(f"--config {config}: no such file")
         text = config.read_text(encoding="utf-8")
     entries = None if selectors is None else tuple(split_specs(selectors))
+    given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
+             ("--k", k), ("--selectors", selectors), ("--reference", reference)) if v is not None]  # fmt: skip
+    stored = out / "study.toml"
     if add is not None:
-        given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
-                 ("--k", k), ("--selectors", selectors), ("--reference", reference)) if v is not None]  # fmt: skip
         if given:
             raise ValueError(f"--add keeps the stored settings; drop {', '.join(given)}")
-        stored = out / "study.toml"
         if not stored.is_file():
             raise ValueError(f"--add: {out} holds no study (no study.toml)")
+    if not given and stored.is_file():  # continue (or re-report) the stored study as it is
         text = stored.read_text(encoding="utf-8")
     settings = StudySettings.from_toml(
         text,

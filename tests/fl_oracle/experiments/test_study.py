@@ -291,6 +291,13 @@ def test_cli_study_on_tiny_data(monkeypatch, tmp_path, capsys):
     grown_text = (out / "sources.toml").read_text()
     assert grown_text.startswith(first.rstrip("\n")) and grown_text.count("[[additions]]") == 1
     assert 'entries = "random"' in grown_text
+    # --out alone means the stored study (here: 2 seeds x 2 rounds from the config file)
+    (out / "report.html").unlink()
+    try:
+        main(["study", "--out", str(out), "--report-only"])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    assert (out / "report.html").is_file()
     capsys.readouterr()
     with pytest.raises(SystemExit) as exc:  # --add keeps the stored settings
         main(["study", "--out", str(out), "--add", "all", "--seeds", "3"])
