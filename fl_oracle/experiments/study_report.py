@@ -321,13 +321,69 @@ def _mean_ci(x: np.ndarray) -> tuple[float, float]:
     return float(x.mean()), float(sps.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
 
 
+# The plane's fixed geometry (pixels), so labels can be placed without overlaps.
+_PLANE_W, _PLANE_H = 1150, 700
+_PLANE_M = {"l": 70, "r": 210, "t": 20, "b": 60}
+
+
+def _place_labels(
+    points: list[tuple[float, float, str, str]], xr: tuple[float, float], yr: tuple[float, float]
+) -> list[dict]:
+    """Plotly annotations for labelled points, placed greedily where no label box overlaps
+    another label or a marker (offsets grow from beside the point outwards, with a leader line
+    once away from it). ``points``: (x, y, text, color) in data units; axes ranges xr, yr."""
+    pw = _PLANE_W - _PLANE_M["l"] - _PLANE_M["r"]
+    ph = _PLANE_H - _PLANE_M["t"] - _PLANE_M["b"]
+
+    def px(x: float, y: float) -> tuple[float, float]:
+        return ((x - xr[0]) / (xr[1] - xr[0]) * pw, (yr[1] - y) / (yr[1] - yr[0]) * ph)
+
+    markers = [px(x, y) for x, y, _, _ in points]
+    boxes: list[tuple[float, float, float, float]] = [
+        (mx - 6, my - 6, 12, 12) for mx, my in markers
+    ]
+    offsets = [(0.0, -14.0), (0.0, 14.0), (22.0, 0.0), (-22.0, 0.0)]
+    for radius in (30, 42, 56, 72, 90, 110, 135):
+        offsets += [(radius * np.cos(t), radius * np.sin(t)) for t in np.linspace(0, 2 * np.pi, 16, endpoint=False)]  # fmt: skip
+
+    def free(box) -> bool:
+        x, y, w, h = box
+        if x < 0 or y < 0 or x + w > pw or y + h > ph:
+            return False
+        return all(
+            x + w <= bx or bx + bw <= x or y + h <= by or by + bh <= y for bx, by, bw, bh in boxes
+        )
+
+    notes = []
+    for (x, y, text, color), (mx, my) in zip(points, markers, strict=True):
+        w, h = 6.2 * len(text) + 4, 14.0
+        chosen = offsets[0]
+        for dx, dy in offsets:
+            box = (mx + dx - w / 2, my + dy - h / 2, w, h)
+            if free(box):
+                chosen = (dx, dy)
+                break
+        dx, dy = chosen
+        boxes.append((mx + dx - w / 2, my + dy - h / 2, w, h))
+        near = abs(dx) < 25 and abs(dy) < 16
+        notes.append(
+            {"x": x, "y": y, "text": text, "ax": dx, "ay": dy, "showarrow": True,
+             "arrowwidth": 0.8, "arrowcolor": color if not near else "rgba(0,0,0,0)",
+             "arrowhead": 0, "standoff": 4, "font": {"size": 10, "color": color}}
+        )  # fmt: skip
+    return notes
+
+
 def _plane_figure(res: StudyResult) -> dict:
     """Realized (final average, final worst) plane: seeds faint, means with 95 % intervals,
-    each formulation's swept points joined in parameter order and labelled by parameter."""
+    each formulation's swept points joined in parameter order and labelled by parameter
+    (annotations placed so that no two labels overlap)."""
     colors = _colors(res.settings)
     traces = []
     m = res.metrics
     fam_of = {e: family(e) for e in res.settings.selectors}
+    labelled: list[tuple[float, float, str, str]] = []
+    xs_all, ys_all = list(m["final_avg"]), list(m["final_worst"])
     for fam in dict.fromkeys(fam_of.values()):
         entries = [e for e in res.settings.selectors if fam_of[e] == fam]
         xs, ys, ex, ey, labels = [], [], [], [], []
@@ -349,16 +405,13 @@ def _plane_figure(res: StudyResult) -> dict:
             labels.append(_param(e) if len(entries) > 1 else e)
         if not xs:
             continue
-        positions = ["top center", "bottom center", "middle right", "middle left"]
+        if len(xs) > 1:  # a lone entry is named by the legend and on hover
+            labelled += [(x, y, t, colors[fam]) for x, y, t in zip(xs, ys, labels, strict=True)]
         traces.append(
             {
-                # a lone entry is named by the legend and on hover, not on the plot, where
-                # the labels of nearby entries would overlap (the browser test checks)
-                "type": "scatter", "mode": "lines+markers+text" if len(xs) > 1 else "markers",
+                "type": "scatter", "mode": "lines+markers" if len(xs) > 1 else "markers",
                 "x": xs, "y": ys, "name": fam, "legendgroup": fam, "text": labels,
                 "hovertemplate": "%{text}<br>avg %{x:.2f} %, worst %{y:.2f} %<extra></extra>",
-                "textposition": [positions[i % 4] for i in range(len(xs))],
-                "textfont": {"size": 10, "color": colors[fam]},
                 "error_x": {"type": "data", "array": ex, "thickness": 1, "width": 0},
                 "error_y": {"type": "data", "array": ey, "thickness": 1, "width": 0},
                 "marker": {"color": colors[fam], "size": 9,
@@ -366,10 +419,14 @@ def _plane_figure(res: StudyResult) -> dict:
                 "line": {"color": colors[fam], "width": 1.5},
             }
         )  # fmt: skip
+    pad = lambda v: (min(v) - 0.04 * (max(v) - min(v) or 1), max(v) + 0.04 * (max(v) - min(v) or 1))  # noqa: E731
+    xr, yr = pad(xs_all), pad(ys_all)
     layout = {
-        "xaxis": {"title": {"text": "final average test accuracy over domains (%)"}},
-        "yaxis": {"title": {"text": "final worst-domain test accuracy (%)"}},
-        "height": 620, "margin": {"t": 30}, "legend": {"orientation": "v"},
+        "xaxis": {"title": {"text": "final average test accuracy over domains (%)"}, "range": list(xr)},
+        "yaxis": {"title": {"text": "final worst-domain test accuracy (%)"}, "range": list(yr)},
+        "width": _PLANE_W, "height": _PLANE_H, "margin": dict(_PLANE_M),
+        "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1},
+        "annotations": _place_labels(labelled, xr, yr),
     }  # fmt: skip
     return {"data": traces, "layout": layout}
 
