@@ -374,15 +374,18 @@ def _place_labels(
     return notes
 
 
-def _plane_figure(res: StudyResult) -> dict:
+def _plane_figure(res: StudyResult, zoom: bool = False) -> dict:
     """Realized (final average, final worst) plane: seeds faint, means with 95 % intervals,
     each formulation's swept points joined in parameter order and labelled by parameter
-    (annotations placed so that no two labels overlap)."""
+    (annotations placed so that no two labels overlap). ``zoom``: the axes fitted to the
+    leading half of the entries (mean final worst at least the median), every mean inside
+    labelled."""
     colors = _colors(res.settings)
     traces = []
     m = res.metrics
     fam_of = {e: family(e) for e in res.settings.selectors}
     labelled: list[tuple[float, float, str, str]] = []
+    means: list[tuple[float, float, float, float, str, str]] = []  # x, y, hx, hy, label, color
     xs_all, ys_all = list(m["final_avg"]), list(m["final_worst"])
     for fam in dict.fromkeys(fam_of.values()):
         entries = [e for e in res.settings.selectors if fam_of[e] == fam]
@@ -407,6 +410,7 @@ def _plane_figure(res: StudyResult) -> dict:
             continue
         if len(xs) > 1:  # a lone entry is named by the legend and on hover
             labelled += [(x, y, t, colors[fam]) for x, y, t in zip(xs, ys, labels, strict=True)]
+        means += [(x, y, a, b, t, colors[fam]) for x, y, a, b, t in zip(xs, ys, ex, ey, labels, strict=True)]  # fmt: skip
         traces.append(
             {
                 "type": "scatter", "mode": "lines+markers" if len(xs) > 1 else "markers",
@@ -421,6 +425,16 @@ def _plane_figure(res: StudyResult) -> dict:
         )  # fmt: skip
     pad = lambda v: (min(v) - 0.04 * (max(v) - min(v) or 1), max(v) + 0.04 * (max(v) - min(v) or 1))  # noqa: E731
     xr, yr = pad(xs_all), pad(ys_all)
+    if zoom and means:
+        cut = float(np.median([q[1] for q in means]))
+        top = [q for q in means if q[1] >= cut]
+        xr = pad([q[0] - q[2] for q in top] + [q[0] + q[2] for q in top])
+        yr = pad([q[1] - q[3] for q in top] + [q[1] + q[3] for q in top])
+        labelled = [
+            (q[0], q[1], q[4], q[5])
+            for q in means
+            if xr[0] <= q[0] <= xr[1] and yr[0] <= q[1] <= yr[1]
+        ]
     layout = {
         "xaxis": {"title": {"text": "final average test accuracy over domains (%)"}, "range": list(xr)},
         "yaxis": {"title": {"text": "final worst-domain test accuracy (%)"}, "range": list(yr)},
@@ -542,6 +556,7 @@ def render_html(res: StudyResult) -> str:
 
     figs = {
         "plane": _plane_figure(res),
+        "plane_zoom": _plane_figure(res, zoom=True),
         "forest_worst": _forest_figure(res, "final_worst"),
         "forest_avg": _forest_figure(res, "final_avg"),
         "curve_worst": _curves_figure(res, "acc_worst", "worst-domain test accuracy (%)"),
@@ -577,6 +592,8 @@ th{{background:#f3f3f3}}td.n{{text-align:right;font-variant-numeric:tabular-nums
 a formulation's swept points are joined in parameter order and labelled by their parameter
 (ε, δ: percentage points; α: position in the round's gap range; w: (w_U, w_R)). Diamonds:
 baselines.</p><div id="plane"></div>
+<p class="note">The same plane fitted to the leading half of the entries (mean final worst-domain
+accuracy at or above the median), every mean inside it labelled.</p><div id="plane_zoom"></div>
 <h2>2. Paired differences against {html.escape(s.reference)}</h2>
 <p class="note">Mean over seeds of (entry − {html.escape(s.reference)}) on the same seed, bootstrap
 BCa 95 % interval. Green: interval above zero; red: below.</p>
