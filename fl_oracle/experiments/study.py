@@ -43,6 +43,7 @@ __all__ = [
     "STUDY_ORACLE",
     "StudySettings",
     "parse_entry",
+    "is_baseline",
     "entry_slug",
     "run_study",
     "grown",
@@ -92,6 +93,16 @@ def parse_entry(entry: str) -> tuple[str, str]:
             f"study entry {entry!r}: statistics mode {mode!r} must be one of {', '.join(STATS_MODES)}"
         )
     return spec, mode
+
+
+BASELINE_RULES = ("proportional", "random", "stratified", "power-of-choice", "fisher-topk", "qffl")
+
+
+def is_baseline(entry: str) -> bool:
+    """A baseline rule (any parameter, fresh or stale), not a formulation; ``all`` is neither:
+    it is the full-participation reference."""
+    spec, _ = parse_entry(entry)
+    return spec.partition(":")[0] in BASELINE_RULES
 
 
 def entry_slug(entry: str) -> str:

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from fl_oracle.experiments.study import (
-    BASELINES,
     StudySettings,
+    is_baseline,
     load_history,
     missing_runs,
     parse_entry,
@@ -68,9 +68,7 @@ def family(entry: str) -> str:
     """The formulation an entry belongs to: ``eps:5@stale`` -> ``eps@stale``; baselines: itself."""
     spec, mode = parse_entry(entry)
     name = spec.partition(":")[0]
-    if entry in BASELINES or name in ("proportional", "random", "stratified", "all"):
-        return entry
-    if name in ("power-of-choice", "fisher-topk", "qffl"):
+    if is_baseline(entry) or name == "all":
         return entry
     return name + ("@stale" if mode == "stale" else "")
 
@@ -258,8 +256,8 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     paired = paired_differences(
         metrics, settings.reference, entries=order, resamples=settings.bootstrap, seed=0
     )
-    baselines = [e for e in order if e in BASELINES and e != "all"]
-    candidates = [e for e in order if e not in BASELINES]
+    baselines = [e for e in order if is_baseline(e)]
+    candidates = [e for e in order if not is_baseline(e) and parse_entry(e)[0] != "all"]
     doms = {
         plane: (
             dominance(metrics, candidates, baselines, resamples=settings.bootstrap, seed=0, on=on)

@@ -371,3 +371,12 @@ def test_training_mix_and_levelling_down_from_a_hand_made_history():
     assert text.startswith("Levelling down: on a,") and "fair -10.5 (0.00 picks/round)" in text
     # Holm over m entries at n seeds: 2/2**10 = 0.00195; 0.00195 * 27 >= 0.05 but * 20 < 0.05
     assert "cannot reject" in _holm_floor(10, 27) and _holm_floor(10, 20) == ""
+
+
+def test_baselines_are_recognized_by_rule_whatever_their_parameter():
+    from fl_oracle.experiments.study import is_baseline
+
+    for e in ("proportional", "power-of-choice:15", "qffl:2", "fisher-topk@stale", "random"):
+        assert is_baseline(e), e
+    for e in ("all", "eps:5", "fisher-fair:2", "maxmin:2@stale", "weighted:0,1"):
+        assert not is_baseline(e), e
