@@ -25,7 +25,7 @@ import pandas as pd
 
 from selection.objectives import gap as gap_of
 from selection.problem import SelectionProblem
-from selection.solvers.base import SolveResult, Status, SweepOptions, _Raw, register
+from selection.solvers.base import SolveResult, SweepOptions, _Raw, register
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -134,18 +134,11 @@ class EpsSolver(ExactSolver):
             model.set_row_bounds(name, -INF, up)
 
     def _solve_enum(self, problem: SelectionProblem) -> _Raw:
-        sel = best_eps(
-            problem, self.eps, f_min=self.f_min, b_max=self.b_max, max_count=DEFAULT_MAX_COUNT
-        )
-        if not sel:
-            return _Raw(
-                (),
-                Status.INFEASIBLE,
-                "enum",
-                "no selection satisfies the constraints",
-                self._param(),
+        return self._enum_raw(
+            best_eps(
+                problem, self.eps, f_min=self.f_min, b_max=self.b_max, max_count=DEFAULT_MAX_COUNT
             )
-        return _Raw(sel, Status.OPTIMAL, "enum", "", self._param())
+        )
 
     def model_gap(self, problem: SelectionProblem, selected) -> float:
         """gap of a selection on the data this route solves with (percentage points).

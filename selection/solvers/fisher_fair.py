@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import Status, _Raw, register
+from selection.solvers.base import _Raw, register
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_fisher_fair
 from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
@@ -106,13 +106,4 @@ class FisherFairSolver(ExactSolver):
             model.set_row_bounds(f"w{d}", lo, INF)
 
     def _solve_enum(self, problem: SelectionProblem) -> _Raw:
-        sel = best_fisher_fair(problem, self.delta, max_count=DEFAULT_MAX_COUNT)
-        if not sel:
-            return _Raw(
-                (),
-                Status.INFEASIBLE,
-                "enum",
-                "no selection satisfies the constraints",
-                self._param(),
-            )
-        return _Raw(sel, Status.OPTIMAL, "enum", "", self._param())
+        return self._enum_raw(best_fisher_fair(problem, self.delta, max_count=DEFAULT_MAX_COUNT))

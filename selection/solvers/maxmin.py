@@ -16,7 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import Status, SweepOptions, _Raw, register
+from selection.solvers.base import SweepOptions, _Raw, register
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -101,13 +101,4 @@ class MaxminSolver(ExactSolver):
         model.set_row_bounds("floor", lo, INF)
 
     def _solve_enum(self, problem: SelectionProblem) -> _Raw:
-        sel = best_delta(problem, self.delta, max_count=DEFAULT_MAX_COUNT)
-        if not sel:
-            return _Raw(
-                (),
-                Status.INFEASIBLE,
-                "enum",
-                "no selection satisfies the constraints",
-                self._param(),
-            )
-        return _Raw(sel, Status.OPTIMAL, "enum", "", self._param())
+        return self._enum_raw(best_delta(problem, self.delta, max_count=DEFAULT_MAX_COUNT))

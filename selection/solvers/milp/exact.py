@@ -45,7 +45,7 @@ def check_backend(backend: str) -> str:
 
 
 class ExactSolver(Solver):
-    """Base of ``eps`` and ``maxmin``: backend options and the model cache.
+    """Base of ``eps``, ``maxmin`` and ``fisher-fair``: backend options and the model cache.
 
     Args:
         backend: ``auto`` (enumeration if C(N, K) <= enum_limit, else ``cbc``), ``enum``,
@@ -131,6 +131,13 @@ class ExactSolver(Solver):
         self._apply(model, problem)
         out = model.solve(left)
         return _Raw(out.selected, out.status, route, out.message, self._param())
+
+    def _enum_raw(self, selected: tuple[int, ...]) -> _Raw:
+        """The enumeration route's answer: ``selected``, or infeasible when it is empty."""
+        if not selected:
+            msg = "no selection satisfies the constraints"
+            return _Raw((), Status.INFEASIBLE, "enum", msg, self._param())
+        return _Raw(selected, Status.OPTIMAL, "enum", "", self._param())
 
     @abstractmethod
     def _set_param(self, value: float | None) -> None:
