@@ -41,6 +41,8 @@ def main() -> None:
     ap.add_argument("--selector", default="maxmin:2")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
+    from oracle import markdown_table  # benchmarks/oracle.py, beside this script
+
     from selection.atomic import write_table_atomic, write_text_atomic
 
     fedsel = str(Path(sys.executable).with_name("fedsel"))
@@ -79,15 +81,11 @@ def main() -> None:
     df = pd.DataFrame(rows)
     write_table_atomic(df, OUT / "flower_cost.csv")
     load = os.getloadavg()[0]
-    head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns)
-    body = "\n".join(
-        "| " + " | ".join(str(v) for v in r) + " |" for r in df.itertuples(index=False)
-    )
     text = (
         "# One federation, three engines: what a round costs\n\n"
         f"`.venv/bin/python benchmarks/flower_cost.py --rounds {args.rounds} --selector "
         f"{args.selector}` (K = 5 of 20, default `cnn`, seed 0; {os.cpu_count()} cores, "
-        f"1-minute load {load:.1f} at the end).\n\n{head}\n{body}\n\n"
+        f"1-minute load {load:.1f} at the end).\n\n{markdown_table(df)}\n\n"
         "rounds_picked_as_train: leading rounds whose selection equals the in-process run's.\n"
     )
     write_text_atomic(text, OUT / "flower_cost.md")

@@ -266,11 +266,7 @@ def run_study(
             _check_growth(stored, settings, out)
             write_text_atomic(settings.to_toml(), cfg)
         elif stored != settings:
-            diff = [
-                f.name
-                for f in fields(StudySettings)
-                if getattr(stored, f.name) != getattr(settings, f.name)
-            ]
+            diff = _differing(stored, settings)
             raise ValueError(
                 f"{out} holds a study with other {', '.join(diff)}; run it with the same "
                 "settings to continue it, or choose another --out"
@@ -310,12 +306,13 @@ def grown(stored: StudySettings, add: Sequence[str]) -> StudySettings:
     return replace(stored, selectors=(*stored.selectors, *new))
 
 
+def _differing(a: StudySettings, b: StudySettings) -> list[str]:
+    """Names of the settings fields that differ."""
+    return [f.name for f in fields(StudySettings) if getattr(a, f.name) != getattr(b, f.name)]
+
+
 def _check_growth(stored: StudySettings, settings: StudySettings, out: Path) -> None:
-    diff = [
-        f.name
-        for f in fields(StudySettings)
-        if f.name != "selectors" and getattr(stored, f.name) != getattr(settings, f.name)
-    ]
+    diff = [name for name in _differing(stored, settings) if name != "selectors"]
     n = len(stored.selectors)
     if diff or settings.selectors[:n] != stored.selectors:
         what = ", ".join(diff) if diff else "selectors (the stored entries must come first)"

@@ -24,22 +24,12 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-def _md(df: pd.DataFrame) -> str:
-    """A pandas table as a Markdown table (numbers to 2 decimals)."""
-
-    def cell(v) -> str:
-        return f"{v:.2f}" if isinstance(v, float) else str(v)
-
-    head = "| " + " | ".join(map(str, df.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join([head, rule, *body])
+sys.path.insert(0, str(ROOT / "benchmarks"))  # markdown_table of benchmarks/oracle.py
 
 
 def main() -> None:
     import torch
+    from oracle import markdown_table
 
     from fl_oracle.cli.study import study_factory
     from selection.atomic import write_table_atomic, write_text_atomic
@@ -107,11 +97,11 @@ def main() -> None:
         f"--rounds {args.rounds}` (eps:5 drives training; K = {k}; {args.random} random "
         "selections per round beside the committed one).",
         "",
-        _md(g),
+        markdown_table(g.round(2)),
         "",
         "Committed selections, bias per domain (columns: the domain targeted or not):",
         "",
-        _md(per_dom.reset_index()),
+        markdown_table(per_dom.reset_index().round(2)),
         "",
     ]
     write_text_atomic("\n".join(lines), HERE / "surrogate_bias.md")

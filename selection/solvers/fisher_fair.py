@@ -22,6 +22,8 @@ answers the same question, ties compared at 1e-9.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from selection.problem import SelectionProblem
@@ -79,6 +81,9 @@ class FisherFairSolver(ExactSolver):
         super().__init__(**options)
         self._set_param(delta)
         self._maxmin = MaxminSolver(delta=INF, **options)
+        # K·worst* per problem and route; shared by the copies with_param makes for a δ sweep,
+        # so a sweep solves the max-min problem once, not once per point
+        self._worst_star: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _set_param(self, value: float | None) -> None:
         self.delta = check_nonneg("delta", value, allow_none=False)
@@ -91,11 +96,14 @@ class FisherFairSolver(ExactSolver):
 
     def worst_star_sum(self, problem: SelectionProblem) -> float:
         """K·worst* on the data this route solves with (sum units); nan if no answer."""
-        r = self._maxmin.solve(problem)
-        if not r.ok:
-            return float("nan")
-        Ud = self.model_data(problem)["Ud"]
-        return float(Ud[list(r.selected)].sum(axis=0).min())
+        cache = self._worst_star.setdefault(problem, {})
+        route = self.route(problem)
+        if route not in cache:
+            r = self._maxmin.solve(problem)
+            if not r.ok:
+                return float("nan")  # not kept: the next point tries again
+            cache[route] = float(self.model_data(problem)["Ud"][list(r.selected)].sum(axis=0).min())
+        return cache[route]
 
     def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
         top = self.worst_star_sum(problem)

@@ -71,3 +71,18 @@ def test_selector_spec_and_bad_delta(make_stats):
     assert make_selector("fisher-fair:inf")(table, 4)
     with pytest.raises(ValueError, match="delta"):
         make_solver("fisher-fair", delta=-1.0)
+
+
+def test_a_delta_sweep_solves_the_max_min_problem_once(make_problem, monkeypatch):
+    from selection.solvers.maxmin import MaxminSolver
+
+    p = make_problem(14, 4, seed=3)
+    calls = []
+    solve = MaxminSolver.solve
+    monkeypatch.setattr(MaxminSolver, "solve", lambda self, q: calls.append(1) or solve(self, q))
+    base = make_solver("fisher-fair", delta=0.0, backend="highs")
+    rs = [base.with_param(d).solve(p) for d in (0.0, 1.0, 2.0, 4.0)]
+    assert len(calls) == 1 and all(r.ok for r in rs)
+    for d, r in zip((0.0, 1.0, 2.0, 4.0), rs, strict=True):  # same answers as fresh solvers
+        fresh = make_solver("fisher-fair", delta=d, backend="enum").solve(p)
+        assert r.objectives["sum_Fz"] == pytest.approx(fresh.objectives["sum_Fz"], abs=1e-6)
