@@ -33,6 +33,8 @@ __all__ = [
     "sum_cos",
     "u_star",
     "evaluate",
+    "realized_objectives",
+    "surrogate_values",
     "Objective",
     "OBJECTIVES",
     "check_objectives",
@@ -50,16 +52,24 @@ def as_matrix(X: np.ndarray, n: int) -> np.ndarray:
     return X.astype(float)
 
 
+def surrogate_values(p: SelectionProblem, X) -> tuple[np.ndarray, np.ndarray]:
+    """(U(S) (M,), U_d(S) (M, D)) by the problem's surrogate (:mod:`selection.surrogates`)."""
+    from selection.surrogates import get_surrogate
+
+    return get_surrogate(p.surrogate).matrix(p, as_matrix(X, p.n))
+
+
 def utility(p: SelectionProblem, X) -> np.ndarray:
-    """U(S): mean pooled utility of the selected clients, accuracy %, shape (M,)."""
-    X = as_matrix(X, p.n)
-    return X @ p.U / X.sum(axis=1)
+    """U(S): pooled utility of the selection by the problem's surrogate, accuracy %, (M,).
+
+    With the default ``mean`` surrogate the mean of the selected clients' U_i.
+    """
+    return surrogate_values(p, X)[0]
 
 
 def domain_utility(p: SelectionProblem, X) -> np.ndarray:
-    """U_d(S) for every domain, accuracy %, shape (M, D)."""
-    X = as_matrix(X, p.n)
-    return (X @ p.Ud) / X.sum(axis=1, keepdims=True)
+    """U_d(S) for every domain by the problem's surrogate, accuracy %, shape (M, D)."""
+    return surrogate_values(p, X)[1]
 
 
 def gap(p: SelectionProblem, X) -> np.ndarray:
@@ -100,7 +110,8 @@ def sum_cos(p: SelectionProblem, X) -> np.ndarray:
 
 
 def u_star(p: SelectionProblem) -> float:
-    """U* = max over |S| = K of U(S): the mean of the K largest utilities."""
+    """U* = max over |S| = K of U(S) under the ``mean`` surrogate: the mean of the K largest
+    utilities."""
     return float(np.sort(p.U)[::-1][: p.k].mean())
 
 
@@ -165,10 +176,30 @@ def maximise_mask(names: Sequence[str]) -> np.ndarray:
 
 
 def evaluate(p: SelectionProblem, idx) -> dict[str, float]:
-    """Every objective of one selection given by client indices."""
+    """Every objective of one selection given by client indices (predicted by the problem's
+    surrogate, evaluated once)."""
     x = np.zeros(p.n)
     x[np.asarray(list(idx), dtype=int)] = 1.0
-    out = {name: float(fn(p, x)[0]) for name, fn in OBJECTIVES.items()}
-    for d, v in zip(p.domains, domain_utility(p, x)[0], strict=True):
+    U, Ud = surrogate_values(p, x)
+    return realized_objectives(p, idx, float(U[0]), Ud[0])
+
+
+def realized_objectives(p: SelectionProblem, idx, U: float, Ud: np.ndarray) -> dict[str, float]:
+    """Every objective of one selection with U(S), U_d(S) given (e.g. measured by the oracle
+    on the true aggregate) instead of predicted; the per-client sums stay as they are."""
+    Ud = np.asarray(Ud, dtype=float)
+    x = np.zeros(p.n)
+    x[np.asarray(list(idx), dtype=int)] = 1.0
+    out = {
+        "utility": float(U),
+        "gap": float(Ud.max() - Ud.min()),
+        "worst": float(Ud.min()),
+        "mean_minus_worst": float(Ud.mean() - Ud.min()),
+        "var_d": float(Ud.var()),
+        "sum_B": float(sum_B(p, x)[0]),
+        "sum_Fz": float(sum_Fz(p, x)[0]),
+        "sum_cos": float(sum_cos(p, x)[0]),
+    }
+    for d, v in zip(p.domains, Ud, strict=True):
         out[f"U_{d}"] = float(v)
     return out

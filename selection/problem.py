@@ -8,12 +8,13 @@ plus the cardinality K. Build it with :meth:`SelectionProblem.from_stats`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from selection.errors import SelectionError
+from selection.logits import ValidationLogits
 from selection.schema import domain_columns, read_stats, validate_stats
 
 __all__ = ["SelectionProblem"]
@@ -36,6 +37,10 @@ class SelectionProblem:
         n_samples: client training-set sizes, shape (N,).
         k: cardinality K.
         round: the round the statistics were taken at.
+        surrogate: name of the surrogate of U(S), U_d(S) every objective reads
+            (:mod:`selection.surrogates`; default ``mean``, the seed's definition).
+        logits: the round's validation logits, rows in ``ids`` order (None if not given;
+            the ``ensemble`` surrogate needs them).
     """
 
     ids: np.ndarray
@@ -51,6 +56,18 @@ class SelectionProblem:
     k: int
     round: int
     table: pd.DataFrame | None = field(default=None, repr=False)
+    surrogate: str = "mean"
+    logits: ValidationLogits | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        from selection.surrogates import get_surrogate
+
+        sur = get_surrogate(self.surrogate)
+        if sur.needs_logits and self.logits is None:
+            raise SelectionError(
+                f"the {self.surrogate} surrogate needs the round's validation logits "
+                "(fedsel oracle writes them to the run's logits/ folder; pass --logits)"
+            )
 
     @property
     def n(self) -> int:
@@ -66,6 +83,9 @@ class SelectionProblem:
         stats: pd.DataFrame | str | os.PathLike,
         k: int,
         round: int | None = None,  # noqa: A002 - the maths calls it the round
+        *,
+        surrogate: str = "mean",
+        logits: ValidationLogits | None = None,
     ) -> SelectionProblem:
         """Build the problem of one round.
 
@@ -73,6 +93,9 @@ class SelectionProblem:
             stats: a round-stats DataFrame or a path to a CSV/Parquet file.
             k: number of clients to select, 1 <= k <= N.
             round: round to take; default the last round in the table.
+            surrogate: the surrogate of U(S), U_d(S) (``mean``, ``weighted``, ``ensemble``).
+            logits: the round's validation logits (any client order; the problem's clients
+                must all have a row).
 
         Raises:
             StatsError: the table violates the contract.
@@ -94,14 +117,18 @@ class SelectionProblem:
         if k > n:
             raise SelectionError(f"k={k} exceeds the {n} clients of round {r}")
         dcols = domain_columns(df)  # the domains of the whole table, whatever the round
+        ids = part["client_id"].to_numpy(dtype=str)
+        domains = tuple(c[2:] for c in dcols)
+        if logits is not None:
+            logits = logits.for_clients(ids.tolist(), domains)
         F = part["F"].to_numpy(dtype=float)
         logF = np.log(F)
         sd = logF.std()
         F_z = (logF - logF.mean()) / sd if sd > 0 else np.zeros(n)
         return cls(
-            ids=part["client_id"].to_numpy(dtype=str),
+            ids=ids,
             client_domains=part["domain"].to_numpy(dtype=str),
-            domains=tuple(c[2:] for c in dcols),
+            domains=domains,
             U=part["U"].to_numpy(dtype=float),
             Ud=part[dcols].to_numpy(dtype=float),
             F=F,
@@ -112,7 +139,15 @@ class SelectionProblem:
             k=int(k),
             round=r,
             table=part,
+            surrogate=surrogate,
+            logits=logits,
         )
+
+    def with_surrogate(self, surrogate: str) -> SelectionProblem:
+        """The same round judged by another surrogate (a new problem: caches are per problem)."""
+        if surrogate == self.surrogate:
+            return self
+        return replace(self, surrogate=surrogate)
 
     def ids_of(self, idx) -> list[str]:
         """Client ids of the selected indices, in index order."""

@@ -23,6 +23,15 @@ order. Specs:
                        q (exposed as ``aggregation_q``)
 =====================  ==========================================================================
 
+Modifiers follow ``@``, joined by ``+`` (:func:`parse_spec`): a surrogate of U(S), U_d(S)
+(``mean`` default, ``weighted``, ``ensemble``; :mod:`selection.surrogates`), ``verify`` or
+``verify=M`` (verified picks, :mod:`selection.verify`: the M best candidates, default 8, are
+measured on the true aggregate and the best realized one is committed; needs an evaluator,
+which the training loop supplies from the oracle) and ``stale`` (statistics freshness, read
+by the training drivers). ``eps:5@ensemble+verify`` is the ε-constraint on the logit
+ensemble with verified picks; the canonical form of a spec drops defaults and orders the
+modifiers (``stale``, surrogate, verify).
+
 After each call a selector exposes:
 
 * ``last`` — the :class:`~selection.solvers.base.SolveResult` of the committed selection: its
@@ -42,7 +51,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -52,8 +61,11 @@ from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, SolveResult, Status
 from selection.solvers.eps import min_gap_point
+from selection.verify import DEFAULT_VERIFY
 
 __all__ = [
+    "Spec",
+    "parse_spec",
     "Selector",
     "make_selector",
     "spec_forms",
@@ -126,26 +138,144 @@ def _result(problem: SelectionProblem, idx, method: str, param: str, t0: float) 
     )
 
 
-class Selector:
-    """Callable ``(round_stats, k) -> ids``; see the module docstring for the attributes."""
+@dataclass(frozen=True)
+class Spec:
+    """A selector spec taken apart: ``name[:arg][@modifier+modifier...]``.
 
-    def __init__(self, spec: str, *, seed: int = 0, aggregation_q: float | None = None) -> None:
+    Attributes:
+        name: selector (formulation or baseline) name.
+        arg: the text after ``:`` (None without one).
+        stats_mode: ``fresh`` (default) or ``stale``.
+        surrogate: the surrogate of U(S), U_d(S) (default ``mean``).
+        verify: verified picks: candidates measured per round (0 = off).
+    """
+
+    name: str
+    arg: str | None = None
+    stats_mode: str = "fresh"
+    surrogate: str = "mean"
+    verify: int = 0
+
+    @property
+    def base(self) -> str:
+        """``name[:arg]`` without modifiers."""
+        return self.name if self.arg is None else f"{self.name}:{self.arg}"
+
+    @property
+    def modifiers(self) -> tuple[str, ...]:
+        mods = []
+        if self.stats_mode != "fresh":
+            mods.append(self.stats_mode)
+        if self.surrogate != "mean":
+            mods.append(self.surrogate)
+        if self.verify:
+            mods.append("verify" if self.verify == DEFAULT_VERIFY else f"verify={self.verify}")
+        return tuple(mods)
+
+    @property
+    def selector_spec(self) -> str:
+        """The spec without the statistics mode (what the selector itself reads)."""
+        mods = [m for m in self.modifiers if m not in ("stale", "fresh")]
+        return self.base + ("@" + "+".join(mods) if mods else "")
+
+    @property
+    def canonical(self) -> str:
+        """The one spelling of this spec: defaults dropped, modifiers in a fixed order."""
+        return self.base + ("@" + "+".join(self.modifiers) if self.modifiers else "")
+
+
+def parse_spec(text: str) -> Spec:
+    """Split a spec into name, argument and modifiers (SelectionError on a bad modifier)."""
+    from selection.surrogates import surrogates
+
+    if not isinstance(text, str) or not text.strip():
+        raise _bad(str(text), "empty")
+    text = text.strip()
+    head, at, tail = text.partition("@")
+    name, colon, arg = head.strip().partition(":")
+    out = {"name": name.strip(), "arg": arg.strip() if colon else None}
+    seen: set[str] = set()
+    for mod in (m.strip() for m in tail.split("+")) if at else ():
+        key, eq, val = mod.partition("=")
+        kind = (
+            "stats_mode"
+            if key in ("fresh", "stale")
+            else "surrogate"
+            if key in surrogates()
+            else "verify"
+            if key == "verify"
+            else None
+        )
+        if kind is None:
+            raise _bad(
+                text,
+                f"unknown modifier {mod!r} (fresh, stale, verify, verify=M, or a surrogate: "
+                f"{', '.join(surrogates())})",
+            )
+        if kind in seen:
+            raise _bad(text, f"two {kind.replace('_', ' ')} modifiers")
+        seen.add(kind)
+        if kind == "verify":
+            m = DEFAULT_VERIFY if not eq else int(_number(text, val, integer=True))
+            if m < 1:
+                raise _bad(text, "verify=M needs M >= 1")
+            out["verify"] = m
+        elif eq:
+            raise _bad(text, f"modifier {key!r} takes no value")
+        else:
+            out[kind] = key
+    return Spec(**out)
+
+
+class Selector:
+    """Callable ``(round_stats, k) -> ids``; see the module docstring for the attributes.
+
+    Attributes:
+        surrogate: the surrogate the selector's problem is judged by (``@surrogate``).
+        verify: candidates measured per round by verified picks (0 = off).
+        evaluator: ``ids -> (U, U_d)`` of the true aggregate (set by the training loop when
+            ``verify`` is on).
+    """
+
+    def __init__(
+        self,
+        spec: str,
+        *,
+        seed: int = 0,
+        aggregation_q: float | None = None,
+        surrogate: str = "mean",
+        verify: int = 0,
+    ) -> None:
         self.spec = spec
         self.seed = int(seed)
         self.rng = np.random.default_rng(self.seed)
         self.aggregation_q = aggregation_q
+        self.surrogate = surrogate
+        self.verify = int(verify)
+        self.evaluator = None
         self.last: SolveResult | None = None
         self.fallback: str = ""
 
     def __repr__(self) -> str:
         return f"Selector({self.spec!r}, seed={self.seed})"
 
-    def __call__(self, round_stats: pd.DataFrame, k: int) -> list[str]:
-        """Choose ``k`` clients of the last round of ``round_stats``; return their ids."""
-        return self.choose(SelectionProblem.from_stats(round_stats, k))
+    def __call__(self, round_stats: pd.DataFrame, k: int, logits=None) -> list[str]:
+        """Choose ``k`` clients of the last round of ``round_stats``; return their ids.
+
+        ``logits``: the round's :class:`~selection.logits.ValidationLogits` (the ``ensemble``
+        surrogate needs them).
+        """
+        problem = SelectionProblem.from_stats(
+            round_stats, k, surrogate=self.surrogate, logits=logits
+        )
+        return self.choose(problem)
 
     def choose(self, problem: SelectionProblem) -> list[str]:
-        """Choose ``problem.k`` clients of an already built problem; return their ids."""
+        """Choose ``problem.k`` clients of an already built problem; return their ids.
+
+        The problem is judged by this selector's surrogate (rebuilt if it carries another).
+        """
+        problem = problem.with_surrogate(self.surrogate)
         self.fallback = ""
         result = self._choose(problem)
         if not result.ok:
@@ -168,22 +298,47 @@ class Selector:
 
 class _SolverSelector(Selector):
     def __init__(
-        self, spec: str, make: Callable[[int], Solver], *, seed: int = 0, eps: float | None = None
+        self,
+        spec: str,
+        make: Callable[[int], Solver],
+        *,
+        seed: int = 0,
+        eps: float | None = None,
+        **kw,
     ) -> None:
-        super().__init__(spec, seed=seed)
+        super().__init__(spec, seed=seed, **kw)
         self._make = make
         self._eps = eps
-        make(0)  # validate the parameters now
+        solver = make(0)  # validate the parameters now
+        if self.verify and not hasattr(solver, "candidates"):
+            raise SelectionError(f"{spec}: {solver.name} has no candidates to verify")
 
     def _choose(self, problem: SelectionProblem) -> SolveResult:
-        return self._make(int(self.rng.integers(2**31 - 1))).solve(problem)
+        solver = self._make(int(self.rng.integers(2**31 - 1)))
+        if self.verify:
+            if self.evaluator is None:
+                raise SelectionError(
+                    f"{self.spec}: verified picks need the oracle's evaluate_aggregate (run it "
+                    "in training, where the loop supplies it)"
+                )
+            from selection.verify import verified_solve
+
+            return verified_solve(solver, problem, self.verify, self.evaluator)
+        return solver.solve(problem)
 
 
 class _RuleSelector(Selector):
     def __init__(
-        self, spec: str, rule: str, *, seed: int = 0, d: int | None = None, q: float | None = None
+        self,
+        spec: str,
+        rule: str,
+        *,
+        seed: int = 0,
+        d: int | None = None,
+        q: float | None = None,
+        **kw,
     ) -> None:
-        super().__init__(spec, seed=seed, aggregation_q=q)
+        super().__init__(spec, seed=seed, aggregation_q=q, **kw)
         self.rule = rule
         self.d = d
 
@@ -298,11 +453,11 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
     """
     from selection.solvers.base import solver_options, solvers
 
-    if not isinstance(spec, str) or not spec.strip():
-        raise _bad(str(spec), "empty")
-    spec = spec.strip()
-    name, _, arg = spec.partition(":")
-    has_arg = ":" in spec
+    parsed = parse_spec(spec)
+    spec = parsed.selector_spec
+    name, arg = parsed.name, (parsed.arg or "")
+    has_arg = parsed.arg is not None
+    mods = {"surrogate": parsed.surrogate, "verify": parsed.verify}
     known = solvers()
     try:
         if name in known or name in _ALIASES:
@@ -321,16 +476,19 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
                 lambda s: cls(**kw, **({"seed": s} if seeded else {})),
                 seed=seed,
                 eps=eps,
+                **mods,
             )
+        if parsed.verify:
+            raise _bad(spec, f"verify needs a formulation; {name} is a baseline rule")
         if name in _RULES and not has_arg:
-            return _RuleSelector(spec, name, seed=seed)
+            return _RuleSelector(spec, name, seed=seed, **mods)
         if name == "power-of-choice" and has_arg:
             d = int(_number(spec, arg, integer=True))
             if d < 1:
                 raise _bad(spec, "d must be at least 1")
-            return _RuleSelector(spec, name, seed=seed, d=d)
+            return _RuleSelector(spec, name, seed=seed, d=d, **mods)
         if name == "qffl" and has_arg:
-            return _RuleSelector(spec, "qffl", seed=seed, q=_number(spec, arg))
+            return _RuleSelector(spec, "qffl", seed=seed, q=_number(spec, arg), **mods)
     except SelectionError as exc:
         if str(exc).startswith("bad selector spec"):
             raise

@@ -199,6 +199,18 @@ def _measure(
     return table
 
 
+def _round_logits(oracle: Any, table: pd.DataFrame, last: Any, fresh_ids: Sequence[str] | None):
+    """The validation logits of the table's clients at this round, where the oracle keeps
+    them (None otherwise). Stale statistics keep stale logits: only ``fresh_ids`` (the
+    re-measured clients) are replaced in ``last``."""
+    get = getattr(oracle, "round_logits", None)
+    if not callable(get):
+        return None
+    if fresh_ids is None or last is None:
+        return get(list(table["client_id"]))
+    return last.replace_rows(get(list(fresh_ids)))
+
+
 def _select(
     selector: Selector, table: pd.DataFrame, problem: SelectionProblem
 ) -> tuple[list[str], float, str]:
@@ -268,7 +280,16 @@ def run_training(
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
     last: pd.DataFrame | None = None
+    last_logits = None
     previous: list[str] = []
+    surrogate = getattr(selector, "surrogate", "mean")
+    if getattr(selector, "verify", 0):
+        evaluate_aggregate = getattr(oracle, "evaluate_aggregate", None)
+        if not callable(evaluate_aggregate):
+            raise SelectionError(
+                f"selector {name}: verified picks need an oracle with evaluate_aggregate"
+            )
+        selector.evaluator = evaluate_aggregate
     for _ in range(int(rounds)):
         t0, c0 = time.perf_counter(), time.process_time()
         t = int(oracle.round)
@@ -282,7 +303,10 @@ def run_training(
                 on_round(row, table)
             continue
         table = _measure(oracle, stats_mode, last, previous)
-        problem = SelectionProblem.from_stats(table, k)  # validates the table once
+        stale = stats_mode == "stale" and last is not None
+        logits = _round_logits(oracle, table, last_logits, previous if stale else None)
+        # validates the table once; judged by the selector's surrogate
+        problem = SelectionProblem.from_stats(table, k, surrogate=surrogate, logits=logits)
         ids, solve_seconds, fallback = _select(selector, table, problem)
         unknown = sorted(set(ids) - set(problem.ids))
         if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, problem.n):
@@ -306,6 +330,7 @@ def run_training(
             "pred_utility": pred["utility"],
             "pred_gap": pred["gap"],
             "pred_worst": pred["worst"],
+            "surrogate": surrogate,
             "solve_seconds": float(solve_seconds),
             "fallback": fallback,
             "round_seconds": time.perf_counter() - t0,
@@ -319,7 +344,7 @@ def run_training(
         table = table.assign(chosen=table["client_id"].isin(ids))
         history.append(row)
         tables.append(table)
-        last, previous = table, ids
+        last, previous, last_logits = table, ids, logits
         if on_round is not None:
             on_round(row, table)
     stats = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
@@ -369,6 +394,7 @@ def _train_only_round(
         "pred_utility": nan,
         "pred_gap": nan,
         "pred_worst": nan,
+        "surrogate": getattr(selector, "surrogate", "mean"),
         "solve_seconds": float(solve_seconds),
         "fallback": "",
         "round_seconds": time.perf_counter() - t0,

@@ -48,6 +48,18 @@ def _version(pkg: str) -> str:
         return ""
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; else ``platform.processor()``)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def run_record(device: Any = None, *, command: str = "") -> dict[str, Any]:
     """The run record.
 
@@ -56,8 +68,10 @@ def run_record(device: Any = None, *, command: str = "") -> dict[str, Any]:
         command: the command line, if the caller wants it kept.
 
     Returns:
-        ``fedsel_version, git_commit, python, platform, torch_version, device, threads,
-        started`` (UTC, ISO 8601) and ``command`` when given.
+        ``fedsel_version, git_commit, python, platform, cpu`` (model name), ``torch_cpu``
+        (torch's CPU capability, e.g. AVX512: the kernels it runs), ``torch_version, device,
+        threads, started`` (UTC, ISO 8601) and ``command`` when given. Runs are
+        bit-identical on one host, not across hosts: ``cpu`` and ``torch_cpu`` tell them apart.
     """
     import torch
 
@@ -66,6 +80,8 @@ def run_record(device: Any = None, *, command: str = "") -> dict[str, Any]:
         "git_commit": git_commit(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "cpu": cpu_model(),
+        "torch_cpu": str(torch.backends.cpu.get_cpu_capability()),
         "torch_version": torch.__version__,
         "device": "" if device is None else str(device),
         "threads": int(torch.get_num_threads()),

@@ -36,7 +36,9 @@ from fl_oracle.experiments.demo import DEMO_ORACLE
 from fl_oracle.experiments.demo_workers import RunTask, run_all
 from fl_oracle.experiments.loop import STATS_MODES
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.errors import SelectionError
 from selection.progress import ProgressFn, report
+from selection.selectors import parse_spec
 
 __all__ = [
     "DEFAULT_SELECTORS",
@@ -85,14 +87,14 @@ STUDY_ORACLE: dict[str, Any] = dict(DEMO_ORACLE)
 
 
 def parse_entry(entry: str) -> tuple[str, str]:
-    """``"eps:5@stale"`` -> ("eps:5", "stale"); no suffix -> fresh statistics."""
-    spec, _, mode = str(entry).strip().partition("@")
-    mode = mode or "fresh"
-    if mode not in STATS_MODES:
-        raise ValueError(
-            f"study entry {entry!r}: statistics mode {mode!r} must be one of {', '.join(STATS_MODES)}"
-        )
-    return spec, mode
+    """``"eps:5@stale+ensemble"`` -> ("eps:5@ensemble", "stale"): the selector's spec and the
+    statistics mode (fresh when not given); see :func:`selection.selectors.parse_spec`."""
+    try:
+        parsed = parse_spec(str(entry))
+    except SelectionError as exc:
+        raise ValueError(f"study entry {entry!r}: {exc}") from None
+    assert parsed.stats_mode in STATS_MODES
+    return parsed.selector_spec, parsed.stats_mode
 
 
 BASELINE_RULES = ("proportional", "random", "stratified", "power-of-choice", "fisher-topk", "qffl")
@@ -153,8 +155,15 @@ class StudySettings:
         object.__setattr__(self, "front_rounds", tuple(int(r) for r in self.front_rounds))
         if not self.selectors or len(set(self.selectors)) != len(self.selectors):
             raise ValueError("study: selectors must be a non-empty list without repeats")
+        seen: dict[str, str] = {}
         for entry in self.selectors:
             parse_entry(entry)
+            canon = parse_spec(entry).canonical
+            if canon in seen:
+                raise ValueError(
+                    f"study: entries {seen[canon]!r} and {entry!r} are the same selector ({canon})"
+                )
+            seen[canon] = entry
         if self.reference not in self.selectors:
             raise ValueError(f"study: reference {self.reference!r} is not among the selectors")
         bad = [r for r in self.front_rounds if not 0 <= r < self.rounds]

@@ -33,6 +33,7 @@ from fl_oracle.experiments.study_stats import (
     surrogate_error,
 )
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.selectors import parse_spec
 
 __all__ = [
     "StudyResult",
@@ -66,16 +67,15 @@ class StudyResult:
 
 def family(entry: str) -> str:
     """The formulation an entry belongs to: ``eps:5@stale`` -> ``eps@stale``; baselines: itself."""
-    spec, mode = parse_entry(entry)
-    name = spec.partition(":")[0]
-    if is_baseline(entry) or name == "all":
+    parsed = parse_spec(entry)
+    if is_baseline(entry) or parsed.name == "all":
         return entry
-    return name + ("@stale" if mode == "stale" else "")
+    return parsed.name + ("@" + "+".join(parsed.modifiers) if parsed.modifiers else "")
 
 
 def _param(entry: str) -> str:
-    spec, mode = parse_entry(entry)
-    name, _, arg = spec.partition(":")
+    parsed = parse_spec(entry)
+    name, arg = parsed.name, parsed.arg
     sym = {"eps": "ε", "maxmin": "δ", "eps-rel": "α", "weighted": "w", "fisher-fair": "δ"}.get(
         name, name
     )

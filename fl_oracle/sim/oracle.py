@@ -32,9 +32,11 @@ from fl_oracle.sim.stats import (
     correct_stacked,
     cosine_to,
     js_divergence,
+    logits_stacked,
     probe_stats,
     probe_stats_vmap,
 )
+from selection.logits import ValidationLogits
 from selection.progress import ProgressFn
 from selection.schema import validate_stats
 
@@ -162,6 +164,7 @@ class Oracle:
         self._mu = config.mu
         self._drops = 0
         self._updates: dict[int, tuple[torch.Tensor, int, float]] = {}
+        self._logits: dict[int, np.ndarray] = {}  # client -> (S, C) float16 val logits at w_t
         self._probe: ProbeStats | None = None
         #: seconds spent per phase since construction: fisher, local, eval, test
         self.timings: dict[str, float] = {"fisher": 0.0, "local": 0.0, "eval": 0.0, "test": 0.0}
@@ -248,11 +251,23 @@ class Oracle:
         ss = np.random.SeedSequence([self.config.seed, self.round, i, 0xB47C])
         return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
-    def _accuracies(self, W: torch.Tensor, split: str) -> tuple[np.ndarray, np.ndarray]:
-        """(M, D) correct counts and (D,) sizes of models W (M, P) on a split."""
+    def _accuracies(
+        self, W: torch.Tensor, split: str, logits: list | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(M, D) correct counts and (D,) sizes of models W (M, P) on a split.
+
+        With ``logits`` (a list) the models' logits per domain, (M, S_d, C) float16 numpy,
+        are appended to it (the hits are counted from the same float32 logits)."""
         t0 = time.perf_counter()
         sets = self._sets[split]
-        hits = [correct_stacked(self.arch, W, *sets[d]).cpu().numpy() for d in self.domains]
+        hits = []
+        for d in self.domains:
+            if logits is None:
+                hits.append(correct_stacked(self.arch, W, *sets[d]).cpu().numpy())
+                continue
+            z = logits_stacked(self.arch, W, sets[d][0])
+            hits.append((z.argmax(-1) == sets[d][1]).sum(1).cpu().numpy())
+            logits.append(z.to(torch.float16).cpu().numpy())
         self.timings["eval" if split == "val" else "test"] += time.perf_counter() - t0
         return np.stack(hits, axis=1), np.array([len(sets[d][1]) for d in self.domains])
 
@@ -328,7 +343,10 @@ class Oracle:
         probe = self._probe_stats()
         self._ensure_updates(idx, callback)
         D = torch.stack([self._updates[i][0] for i in idx])
-        hits, sizes = self._accuracies(self._w.unsqueeze(0) + D, "val")
+        z: list[np.ndarray] = []
+        hits, sizes = self._accuracies(self._w.unsqueeze(0) + D, "val", logits=z)
+        zz = np.concatenate(z, axis=1)  # (M, S, C): the domains' samples one after another
+        self._logits.update({i: zz[r] for r, i in enumerate(idx)})
         Ud = 100.0 * hits / sizes
         U = 100.0 * hits.sum(1) / sizes.sum()
         n = torch.as_tensor(fed.n_samples[idx], dtype=torch.float32, device=self.device)
@@ -356,6 +374,39 @@ class Oracle:
         rows["steps"] = np.array([self._updates[i][1] for i in idx], dtype=np.int64)
         rows["gamma_achieved"] = np.array([self._updates[i][2] for i in idx])
         return validate_stats(pd.DataFrame(rows), domains=self.domains)  # subsets keep all D
+
+    def round_logits(self, clients: Sequence[str] | None = None) -> ValidationLogits:
+        """Validation logits (float16) of w_t + Δ_i for clients measured this round.
+
+        The rows are the clients (default: every client measured by :meth:`round_stats` at
+        this round, in federation order); samples are the validation sets of the domains one
+        after another (the ``U_<domain>`` sets), with their labels and domains.
+        """
+        idx = sorted(self._logits) if clients is None else self._resolve(clients)
+        lost = [i for i in idx if i not in self._logits]
+        if lost or not idx:
+            who = self._fed.client_ids[lost[0]] if lost else "any client"
+            raise OracleError(f"round_logits: {who} was not measured at round {self.round}")
+        val = self._sets["val"]
+        ys = [val[d][1].cpu().numpy() for d in self.domains]
+        return ValidationLogits(
+            round=self.round,
+            ids=np.array([self._fed.client_ids[i] for i in idx], dtype=str),
+            z=np.stack([self._logits[i] for i in idx]),
+            y=np.concatenate(ys).astype(np.int64),
+            domain=np.concatenate([np.full(len(y), j) for j, y in enumerate(ys)]).astype(np.int64),
+            domains=tuple(self.domains),
+        )
+
+    def evaluate_aggregate(self, selection: Sequence[str]) -> tuple[float, np.ndarray]:
+        """The realized value of a selection: validation accuracy (%) of the sample-weighted
+        aggregate w_t + Σ p_i Δ_i, pooled U and per domain U_d (D,), without committing it.
+
+        The quantity surrogates predict (:mod:`selection.surrogates`); one forward pass over
+        the validation sets.
+        """
+        hits, sizes = self._accuracies(self._aggregate(selection, None).unsqueeze(0), "val")
+        return float(100.0 * hits[0].sum() / sizes.sum()), 100.0 * hits[0] / sizes
 
     def evaluate(
         self,
@@ -387,6 +438,7 @@ class Oracle:
         self._w = w_new.detach()
         self.round += 1
         self._updates.clear()
+        self._logits.clear()
         self._probe = None
         new_loss = self._global_loss()
         if self.config.adaptive_mu:
@@ -458,4 +510,5 @@ class Oracle:
         self._mu = float(state["mu"])
         self._drops = int(state["drops"])
         self._updates.clear()
+        self._logits.clear()
         self._probe = None

@@ -248,6 +248,17 @@ def correct_stacked(
     return hits
 
 
+def logits_stacked(
+    arch: Arch, params: torch.Tensor, x: torch.Tensor, *, chunk: int = 512
+) -> torch.Tensor:
+    """(M, N, C) logits of ``M`` models (M, P) on shared inputs ``x``, in the chunks of
+    :func:`correct_stacked` (so its hits are the argmax of these logits, bit for bit)."""
+    named = unflatten(arch, params)
+    with torch.no_grad():
+        parts = [forward_stacked(arch, named, x[i : i + chunk]) for i in range(0, len(x), chunk)]
+    return torch.cat(parts, dim=1)
+
+
 def loss_stacked(
     arch: Arch, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor
 ) -> torch.Tensor:

@@ -26,7 +26,7 @@ import pandas as pd
 from selection.objectives import gap as gap_of
 from selection.problem import SelectionProblem
 from selection.solvers.base import SolveResult, SweepOptions, _Raw, register
-from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps
+from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps, eps_rule
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
 from selection.solvers.milp.formulations import eps_spec
@@ -139,6 +139,12 @@ class EpsSolver(ExactSolver):
                 problem, self.eps, f_min=self.f_min, b_max=self.b_max, max_count=DEFAULT_MAX_COUNT
             )
         )
+
+    def _rule(self, problem: SelectionProblem):
+        return eps_rule(self.eps, f_min=self.f_min, b_max=self.b_max)
+
+    def realized_rule(self, problem: SelectionProblem, table):
+        return eps_rule(self.eps, f_min=self.f_min, b_max=self.b_max)
 
     def model_gap(self, problem: SelectionProblem, selected) -> float:
         """gap of a selection on the data this route solves with (percentage points).

@@ -62,14 +62,37 @@ class EpsRelSolver(Solver):
         except ValueError:
             raise ValueError(f"{arg!r} is not a number") from None
 
-    def _solve(self, problem: SelectionProblem) -> _Raw:
+    def round_eps(self, problem: SelectionProblem):
+        """(ε_t, g_min, g_top) of this round, or the failed unconstrained solve's result."""
         top = self._eps.solve(problem)
-        param = fmt_param("alpha", self.alpha)
         if not top.ok:
-            return _Raw((), top.status, top.backend, top.message, param)
+            return top
         g_top = float(top.objectives["gap"])
         g_min = float(min_gap_point(problem).objectives["gap"])
-        eps = g_min + self.alpha * (g_top - g_min) + 1e-9
+        return g_min + self.alpha * (g_top - g_min) + 1e-9, g_min, g_top
+
+    def candidates(self, problem: SelectionProblem, m: int) -> list[tuple[int, ...]]:
+        """The ``m`` best selections of the round's ε point (see EpsSolver.candidates)."""
+        at = self.round_eps(problem)
+        return (
+            [] if not isinstance(at, tuple) else self._eps.with_param(at[0]).candidates(problem, m)
+        )
+
+    def realized_rule(self, problem: SelectionProblem, table):
+        at = self.round_eps(problem)
+        return self._eps.with_param(at[0] if isinstance(at, tuple) else None).realized_rule(
+            problem, table
+        )
+
+    def _param(self) -> str:
+        return fmt_param("alpha", self.alpha)
+
+    def _solve(self, problem: SelectionProblem) -> _Raw:
+        at = self.round_eps(problem)
+        param = fmt_param("alpha", self.alpha)
+        if not isinstance(at, tuple):
+            return _Raw((), at.status, at.backend, at.message, param)
+        eps, g_min, g_top = at
         r = self._eps.with_param(eps).solve(problem)
         msg = f"eps={eps:.6g} in [{g_min:.6g}, {g_top:.6g}]"
         return _Raw(r.selected, r.status, r.backend, msg, param)

@@ -40,6 +40,13 @@ __all__ = [
     "best_eps",
     "best_delta",
     "best_fisher_fair",
+    "eps_rule",
+    "delta_rule",
+    "fisher_fair_rule",
+    "top_selections",
+    "u_star_of",
+    "worst_star_of",
+    "worst_of",
 ]
 
 DEFAULT_MAX_COUNT = 5_000_000
@@ -82,29 +89,28 @@ def iter_blocks(problem: SelectionProblem, chunk: int = CHUNK) -> Iterator[np.nd
 def block_objectives(
     problem: SelectionProblem, idx: np.ndarray, names: Sequence[str] | None = None
 ) -> dict[str, np.ndarray]:
-    """Objectives of :data:`SENSES` (all, or ``names``) for an index block (M, K); each (M,)."""
+    """Objectives of :data:`SENSES` (all, or ``names``) for an index block (M, K); each (M,).
+
+    U(S) and U_d(S) come from the problem's surrogate (:mod:`selection.surrogates`).
+    """
+    from selection.surrogates import get_surrogate
+
     names = tuple(SENSES) if names is None else tuple(names)
-    k = problem.k
     out: dict[str, np.ndarray] = {}
-    if {"gap", "worst", "mean_minus_worst", "var_d"} & set(names):
-        Ud = problem.Ud[idx[:, 0]].copy()
-        for j in range(1, k):  # K gathers of (M, D) beat one (M, K, D) gather
-            Ud += problem.Ud[idx[:, j]]
-        Ud /= k
+    need_ud = bool({"gap", "worst", "mean_minus_worst", "var_d"} & set(names))
+    if need_ud or "utility" in names:
+        U, Ud = get_surrogate(problem.surrogate).block(problem, idx, need_ud=need_ud)
+        out["utility"] = U
+    if need_ud:
         mn = Ud.min(axis=1)
         out.update(gap=Ud.max(axis=1) - mn, worst=mn)
         if "mean_minus_worst" in names:
             out["mean_minus_worst"] = Ud.mean(axis=1) - mn
         if "var_d" in names:
             out["var_d"] = Ud.var(axis=1)
-    sums = {
-        "utility": problem.U,
-        "sum_B": problem.B,
-        "sum_Fz": problem.F_z,
-        "sum_cos": problem.cos_g,
-    }
+    sums = {"sum_B": problem.B, "sum_Fz": problem.F_z, "sum_cos": problem.cos_g}
     for name in set(names) & set(sums):
-        out[name] = problem_sum(sums[name], idx) / (k if name == "utility" else 1)
+        out[name] = problem_sum(sums[name], idx)
     return {name: out[name] for name in names}
 
 
@@ -169,15 +175,12 @@ def _pick(blocks: Iterator[dict[str, np.ndarray]], mask_fn, keys) -> tuple[int, 
     return best_idx
 
 
-def best_eps(
-    problem: SelectionProblem,
-    eps: float | None,
-    *,
-    f_min: float | None = None,
-    b_max: float | None = None,
-    max_count: int = DEFAULT_MAX_COUNT,
-) -> tuple[int, ...]:
-    """max U s.t. gap <= eps (+1e-9), then min gap; () when infeasible."""
+Rule = tuple  # (mask_fn(block) -> bool (M,), [(objective, +1 maximize / -1 minimize), ...])
+
+
+def eps_rule(eps: float | None, *, f_min: float | None = None, b_max: float | None = None) -> Rule:
+    """The ε question as a rule: gap <= eps (+1e-9) [, Σ F_z >= f_min, Σ B <= b_max]; max U,
+    then min gap."""
     e = math.inf if eps is None else eps
 
     def mask(b):
@@ -188,19 +191,49 @@ def best_eps(
             m &= b["sum_B"] <= b_max + 1e-9
         return m
 
-    return _pick(_blocks(problem, max_count), mask, [("utility", 1.0), ("gap", -1.0)])
+    return mask, [("utility", 1.0), ("gap", -1.0)]
+
+
+def delta_rule(u_star: float, delta: float) -> Rule:
+    """The max-min question: U >= u_star - delta (-1e-9); max worst, then max U."""
+    floor = u_star - delta - 1e-9
+    return (lambda b: b["utility"] >= floor), [("worst", 1.0), ("utility", 1.0)]
+
+
+def fisher_fair_rule(worst_star: float, delta: float) -> Rule:
+    """The Fisher-fair question: worst >= worst_star - delta (-1e-9); max Σ F_z, then max U."""
+    floor = -math.inf if math.isinf(delta) else worst_star - delta - 1e-9
+    return (lambda b: b["worst"] >= floor), [("sum_Fz", 1.0), ("utility", 1.0)]
+
+
+def best_eps(
+    problem: SelectionProblem,
+    eps: float | None,
+    *,
+    f_min: float | None = None,
+    b_max: float | None = None,
+    max_count: int = DEFAULT_MAX_COUNT,
+) -> tuple[int, ...]:
+    """max U s.t. gap <= eps (+1e-9), then min gap; () when infeasible."""
+    return _pick(_blocks(problem, max_count), *eps_rule(eps, f_min=f_min, b_max=b_max))
 
 
 def best_delta(
     problem: SelectionProblem, delta: float, *, max_count: int = DEFAULT_MAX_COUNT
 ) -> tuple[int, ...]:
-    """max worst s.t. U >= U* - delta (-1e-9), then max U; () when infeasible."""
-    floor = float(np.sort(problem.U)[::-1][: problem.k].mean()) - delta - 1e-9
-    return _pick(
-        _blocks(problem, max_count),
-        lambda b: b["utility"] >= floor,
-        [("worst", 1.0), ("utility", 1.0)],
-    )
+    """max worst s.t. U >= U* - delta (-1e-9), then max U; () when infeasible.
+
+    U* is the mean of the K largest U under the ``mean`` surrogate, else the largest U(S) of
+    the enumeration.
+    """
+    return _pick(_blocks(problem, max_count), *delta_rule(u_star_of(problem, max_count), delta))
+
+
+def u_star_of(problem: SelectionProblem, max_count: int = DEFAULT_MAX_COUNT) -> float:
+    """U* = max U(S) over the K-selections under the problem's surrogate."""
+    if problem.surrogate == "mean":
+        return float(np.sort(problem.U)[::-1][: problem.k].mean())
+    return max(float(b["utility"].max()) for b in _blocks(problem, max_count, ("utility",)))
 
 
 def best_fisher_fair(
@@ -210,18 +243,58 @@ def best_fisher_fair(
 
     worst* = the largest worst-domain utility of any selection.
     """
+    star = worst_star_of(problem, delta, max_count)
+    if star is None:
+        return ()
+    return _pick(_blocks(problem, max_count), *fisher_fair_rule(star, delta))
+
+
+def worst_star_of(
+    problem: SelectionProblem, delta: float = 0.0, max_count: int = DEFAULT_MAX_COUNT
+) -> float | None:
+    """worst* (the largest worst(S)); nan when ``delta`` is inf (not needed), None if none."""
     if math.isinf(delta):
-        floor = -math.inf
-    else:
-        top = best_delta(problem, math.inf, max_count=max_count)
-        if not top:
-            return ()
-        floor = float(problem.Ud[list(top)].mean(axis=0).min()) - delta - 1e-9
-    return _pick(
-        _blocks(problem, max_count),
-        lambda b: b["worst"] >= floor,
-        [("sum_Fz", 1.0), ("utility", 1.0)],
-    )
+        return math.nan
+    top = best_delta(problem, math.inf, max_count=max_count)
+    return worst_of(problem, top) if top else None
+
+
+def top_selections(
+    problem: SelectionProblem, rule: Rule, m: int, *, max_count: int = DEFAULT_MAX_COUNT
+) -> list[tuple[int, ...]]:
+    """The ``m`` best selections under a rule (feasible ones only), best first.
+
+    The first is the one :func:`_pick` returns; ties in every key keep enumeration order.
+    """
+    mask_fn, keys = rule
+    best: list[tuple[tuple, tuple[int, ...]]] = []
+    base = 0
+    for b in _blocks(problem, max_count):
+        cand = np.flatnonzero(mask_fn(b))
+        if cand.size:
+            cols = [np.round(b[name][cand], _R) * sign for name, sign in keys]
+            order = np.lexsort([base + cand] + [-c for c in cols[::-1]])[:m]
+            for j in order:
+                key = tuple(float(c[j]) for c in cols)
+                best.append(
+                    (
+                        (*(-v for v in key), base + int(cand[j])),
+                        tuple(int(i) for i in b["idx"][cand[j]]),
+                    )
+                )
+            best = sorted(best)[:m]
+        base += len(b["idx"])
+    return [sel for _, sel in best]
+
+
+def worst_of(problem: SelectionProblem, sel: Sequence[int]) -> float:
+    """worst(S) of one selection under the problem's surrogate."""
+    if problem.surrogate == "mean":
+        return float(problem.Ud[list(sel)].mean(axis=0).min())
+    from selection.surrogates import get_surrogate
+
+    _, Ud = get_surrogate(problem.surrogate).block(problem, np.array([sel], dtype=np.int64))
+    return float(Ud[0].min())
 
 
 def _front_filter(points: np.ndarray) -> np.ndarray:

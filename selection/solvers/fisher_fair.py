@@ -22,13 +22,19 @@ answers the same question, ties compared at 1e-9.
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
 
 from selection.problem import SelectionProblem
 from selection.solvers.base import _Raw, register
-from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_fisher_fair
+from selection.solvers.exhaustive import (
+    DEFAULT_MAX_COUNT,
+    best_fisher_fair,
+    fisher_fair_rule,
+    worst_star_of,
+)
 from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -112,6 +118,13 @@ class FisherFairSolver(ExactSolver):
             lo -= 1e-7
         for d in range(problem.Ud.shape[1]):
             model.set_row_bounds(f"w{d}", lo, INF)
+
+    def _rule(self, problem: SelectionProblem):
+        star = worst_star_of(problem, self.delta)
+        return fisher_fair_rule(-math.inf if star is None else star, self.delta)
+
+    def realized_rule(self, problem: SelectionProblem, table):
+        return fisher_fair_rule(float(np.max(table["worst"])), self.delta)
 
     def _solve_enum(self, problem: SelectionProblem) -> _Raw:
         return self._enum_raw(best_fisher_fair(problem, self.delta, max_count=DEFAULT_MAX_COUNT))

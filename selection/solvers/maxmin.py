@@ -13,11 +13,12 @@ vocabulary is the same as ``eps``.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from selection.problem import SelectionProblem
 from selection.solvers.base import SweepOptions, _Raw, register
-from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta
+from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta, delta_rule, u_star_of
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
 from selection.solvers.milp.formulations import maxmin_spec, top_k_sum
@@ -99,6 +100,12 @@ class MaxminSolver(ExactSolver):
         if self.route(problem) != "cpsat":
             lo -= 1e-7
         model.set_row_bounds("floor", lo, INF)
+
+    def _rule(self, problem: SelectionProblem):
+        return delta_rule(u_star_of(problem), self.delta)
+
+    def realized_rule(self, problem: SelectionProblem, table):
+        return delta_rule(float(np.max(table["utility"])), self.delta)
 
     def _solve_enum(self, problem: SelectionProblem) -> _Raw:
         return self._enum_raw(best_delta(problem, self.delta, max_count=DEFAULT_MAX_COUNT))

@@ -16,6 +16,7 @@ from abc import abstractmethod
 
 import numpy as np
 
+from selection.errors import SelectionError
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, Status, _Raw
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
@@ -23,7 +24,14 @@ from selection.solvers.milp.formulations import model_data
 from selection.solvers.milp.model import LexBackend, make_backend, milp_backends
 from selection.solvers.params import check_int, check_nonneg, check_time_limit
 
-__all__ = ["ExactSolver", "AUTO_MILP", "DEFAULT_ENUM_LIMIT", "backends", "check_backend"]
+__all__ = [
+    "route_refusal",
+    "ExactSolver",
+    "AUTO_MILP",
+    "DEFAULT_ENUM_LIMIT",
+    "backends",
+    "check_backend",
+]
 
 DEFAULT_ENUM_LIMIT = 200_000
 # The MILP ``auto`` falls back to above the enumeration limit. Both MILP routes use the exact LP
@@ -42,6 +50,25 @@ def check_backend(backend: str) -> str:
     if backend not in backends():
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(backends())}")
     return backend
+
+
+def route_refusal(route: str, problem: SelectionProblem, *, fractional: bool = False) -> str:
+    """Why the MILP ``route`` cannot take the problem's surrogate ("" when it can).
+
+    The MILP models are written for the ``linear`` surrogate (``mean``); a ``black-box`` one
+    (``ensemble``) is answered by enumeration or NSGA-II only.
+    """
+    from selection.surrogates import get_surrogate
+
+    sur = get_surrogate(problem.surrogate)
+    if sur.structure == "linear" or route == "enum":
+        return ""
+    if sur.structure == "linear-fractional" and fractional:
+        return ""
+    return (
+        f"the {sur.name} surrogate is {sur.structure}: the {route} MILP route cannot take it; "
+        f"use --backend enum (C(N, K) = {math.comb(problem.n, problem.k):,}) or --method nsga2"
+    )
 
 
 class ExactSolver(Solver):
@@ -88,6 +115,9 @@ class ExactSolver(Solver):
         self.enum_limit = check_int("enum_limit", enum_limit, lo=0)
         self._models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+    #: True where the formulation's MILP takes a linear-fractional surrogate (``weighted``)
+    fractional = False
+
     def route(self, problem: SelectionProblem) -> str:
         """The backend this solver uses on ``problem`` (``auto`` resolved)."""
         if self.backend != "auto":
@@ -123,6 +153,9 @@ class ExactSolver(Solver):
         route = self.route(problem)
         if route == "enum":
             return self._solve_enum(problem)
+        refusal = route_refusal(route, problem, fractional=self.fractional)
+        if refusal:
+            return _Raw((), Status.ERROR, route, refusal, self._param())
         model = self.model(problem)  # building the model counts against the time limit
         left = None if self.time_limit is None else self.time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
@@ -138,6 +171,28 @@ class ExactSolver(Solver):
             msg = "no selection satisfies the constraints"
             return _Raw((), Status.INFEASIBLE, "enum", msg, self._param())
         return _Raw(selected, Status.OPTIMAL, "enum", "", self._param())
+
+    def candidates(self, problem: SelectionProblem, m: int) -> list[tuple[int, ...]]:
+        """The ``m`` best selections by this formulation's criterion, best first (enumeration;
+        the first is the one :meth:`solve` returns there)."""
+        from selection.solvers.exhaustive import top_selections
+
+        if self.route(problem) != "enum":
+            raise SelectionError(
+                f"{self.name}: verified picks rank candidates by enumeration; C(N, K) = "
+                f"{math.comb(problem.n, problem.k):,} is above enum_limit={self.enum_limit:,}"
+                " (or choose backend enum)"
+            )
+        return top_selections(problem, self._rule(problem), m)
+
+    def _rule(self, problem: SelectionProblem):
+        """The formulation's question on the enumeration table (:mod:`..exhaustive` rules)."""
+        raise NotImplementedError(f"{self.name} has no enumeration rule")
+
+    def realized_rule(self, problem: SelectionProblem, table: dict[str, np.ndarray]):
+        """The formulation's question on candidates' realized values (thresholds taken
+        relative to the candidates where the formulation's are relative to the round)."""
+        raise NotImplementedError(f"{self.name} has no realized rule")
 
     @abstractmethod
     def _set_param(self, value: float | None) -> None:

@@ -45,6 +45,7 @@ def test_history_columns_and_domain_metrics():
         "pred_utility",
         "pred_gap",
         "pred_worst",
+        "surrogate",
         "solve_seconds",
         "fallback",
         "round_seconds",

@@ -63,7 +63,7 @@ def test_settings_round_trip_and_overrides():
         ("bogus = 1", "unknown key"),
         ('selectors = ["eps:5", "eps:5"]', "without repeats"),
         ('selectors = ["eps:5"]', "reference 'proportional'"),
-        ('selectors = ["proportional", "eps:5@later"]', "statistics mode 'later'"),
+        ('selectors = ["proportional", "eps:5@later"]', "unknown modifier 'later'"),
         ("front_rounds = [99]", "outside"),
         ("seeds = [", "not valid TOML"),
     ],

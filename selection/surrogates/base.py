@@ -1,0 +1,101 @@
+"""The interface of a surrogate of U(S) and U_d(S), and the registry every caller reads.
+
+Training commits the sample-weighted aggregate w_t + Σ_{i∈S} p_i Δ_i (p_i = n_i / Σ_{j∈S} n_j),
+not the mean of single-client models; a surrogate predicts what that aggregate reaches from
+one round's per-client measurements. Each declares its **structure**, which tells the solver
+routes what they can do with it:
+
+* ``linear``: U_d(S) is linear in x at fixed K (the MILP routes as written);
+* ``linear-fractional``: a ratio of two linear functions with a common positive denominator
+  (the MILP routes after multiplying by it, with Dinkelbach iterations for ratio objectives);
+* ``black-box``: only evaluations (enumeration, NSGA-II, local search).
+
+A surrogate maps selections to values in two forms: index blocks ``idx`` (M, K) (enumeration)
+and 0/1 matrices ``X`` (M, N) (NSGA-II, the objective table); both return U (M,) and U_d (M, D),
+accuracy in %.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from selection.errors import SelectionError
+
+if TYPE_CHECKING:
+    from selection.problem import SelectionProblem
+
+__all__ = ["STRUCTURES", "SURROGATES", "Surrogate", "register", "surrogates", "get_surrogate"]
+
+STRUCTURES = ("linear", "linear-fractional", "black-box")
+SURROGATES: dict[str, type[Surrogate]] = {}
+
+
+class Surrogate(ABC):
+    """Base class: set ``name``, ``structure``, ``summary``; write :meth:`block`.
+
+    Attributes:
+        name: the key (``--surrogate NAME``, ``spec@NAME``).
+        structure: one of :data:`STRUCTURES`.
+        needs_logits: True when the problem must carry validation logits.
+        summary: one help line.
+        order: position in listings.
+    """
+
+    name: ClassVar[str] = ""
+    structure: ClassVar[str] = "black-box"
+    needs_logits: ClassVar[bool] = False
+    summary: ClassVar[str] = ""
+    order: ClassVar[int] = 100
+
+    @abstractmethod
+    def block(
+        self, problem: SelectionProblem, idx: np.ndarray, *, need_ud: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(U (M,), U_d (M, D) or None when not ``need_ud``) of the index block ``idx`` (M, K)."""
+
+    def matrix(self, problem: SelectionProblem, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(U (M,), U_d (M, D)) of 0/1 selections ``X`` (M, N); default: rows as index blocks."""
+        rows = [np.flatnonzero(r > 0.5) for r in X]
+        sizes = {len(r) for r in rows}
+        if len(sizes) == 1:
+            U, Ud = self.block(problem, np.array(rows, dtype=np.int64).reshape(len(rows), -1))
+            return U, Ud
+        U = np.empty(len(rows))
+        Ud = np.empty((len(rows), problem.d))
+        for m, r in enumerate(rows):
+            u, ud = self.block(problem, r[None, :])
+            U[m], Ud[m] = u[0], ud[0]
+        return U, Ud
+
+
+def register(cls: type[Surrogate]) -> type[Surrogate]:
+    """Class decorator adding a surrogate to the registry under ``cls.name``."""
+    if not cls.name:
+        raise TypeError(f"{cls.__name__} has no name")
+    if cls.structure not in STRUCTURES:
+        raise TypeError(f"{cls.__name__}: structure {cls.structure!r} is not one of {STRUCTURES}")
+    SURROGATES[cls.name] = cls
+    return cls
+
+
+def surrogates() -> dict[str, type[Surrogate]]:
+    """Every registered surrogate by name, in display order."""
+    import selection.surrogates  # noqa: F401  (registers the built-in surrogates)
+
+    return dict(sorted(SURROGATES.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+_INSTANCES: dict[str, Surrogate] = {}
+
+
+def get_surrogate(name: str) -> Surrogate:
+    """The (stateless, shared) surrogate called ``name`` (SelectionError naming the choices)."""
+    known = surrogates()
+    if name not in known:
+        raise SelectionError(f"unknown surrogate {name!r}; choose one of {', '.join(known)}")
+    if name not in _INSTANCES:
+        _INSTANCES[name] = known[name]()
+    return _INSTANCES[name]

@@ -1,0 +1,35 @@
+"""``weighted``: U_d(S) = Σ_{i∈S} p_i U_{i,d}, p_i = n_i / Σ_{j∈S} n_j (linear-fractional).
+
+The sample weights of the aggregate training commits, applied to the single-update
+utilities: a large client counts for what it weighs in w_t + Σ p_i Δ_i.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from selection.surrogates.base import Surrogate, register
+
+
+@register
+class WeightedSurrogate(Surrogate):
+    """The sample-weighted mean of the selected clients' single-update utilities."""
+
+    name = "weighted"
+    structure = "linear-fractional"
+    summary = "Σ p_i U_{i,d}, p_i = n_i / Σ_S n_j, FedAvg's weights (linear-fractional)"
+    order = 20
+
+    def block(self, problem, idx, *, need_ud=True):
+        n = problem.n_samples.astype(float)[idx]
+        p = n / n.sum(axis=1, keepdims=True)
+        U = (p * problem.U[idx]).sum(axis=1)
+        if not need_ud:
+            return U, None
+        Ud = np.einsum("mk,mkd->md", p, problem.Ud[idx])
+        return U, Ud
+
+    def matrix(self, problem, X):
+        W = np.asarray(X, dtype=float) * problem.n_samples.astype(float)
+        T = W.sum(axis=1)
+        return W @ problem.U / T, (W @ problem.Ud) / T[:, None]
