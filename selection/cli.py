@@ -120,10 +120,38 @@ def parse_objectives(
         raise SelectionError(f"--objectives {text!r}: {exc}") from None
 
 
-def _problem(stats: Path, k: int, round_: int | None):
+def _problem(
+    stats, k: int, round_: int | None, surrogate: str = "mean", logits: Path | None = None
+):
+    """One round's problem judged by ``surrogate``; its logits from ``logits`` (a file or a
+    folder) or, for a surrogate that needs them, the ``logits/`` folder beside ``stats``."""
+    from selection.logits import read_run_logits
     from selection.problem import SelectionProblem
+    from selection.schema import read_stats
+    from selection.surrogates import get_surrogate
 
-    return SelectionProblem.from_stats(stats, k, round_)
+    table = read_stats(stats) if not hasattr(stats, "columns") else stats
+    r = int(table["round"].max()) if round_ is None else int(round_)
+    lg = None
+    if logits is not None or get_surrogate(surrogate).needs_logits:
+        where = logits
+        if where is None:
+            if hasattr(stats, "columns"):
+                raise SelectionError(f"the {surrogate} surrogate needs --logits")
+            where = Path(stats).parent / "logits"
+            if not where.is_dir():
+                raise SelectionError(
+                    f"the {surrogate} surrogate needs the round's validation logits: pass "
+                    f"--logits (no {where} beside {Path(stats).name})"
+                )
+        lg = read_run_logits(where, r)
+    return SelectionProblem.from_stats(table, k, round_, surrogate=surrogate, logits=lg)
+
+
+def _record_surrogate(front, problem):
+    """Record the surrogate that made a table's predictions (its last column)."""
+    front["surrogate"] = problem.surrogate
+    return front
 
 
 def _solver_class(method: str):
@@ -230,6 +258,19 @@ _BMAX = typer.Option(
     help="eps: also require Σ B <= this (nats, label divergence of the selected clients).",
     show_default="no constraint",
 )
+
+
+def _surrogate_help() -> str:
+    return "Surrogate of U(S), U_d(S): mean (the seed's), weighted, ensemble (needs --logits)."
+
+
+_SURR = typer.Option("mean", "--surrogate", help=_surrogate_help())
+_LOGITS = typer.Option(
+    None,
+    "--logits",
+    help="Validation logits of the round: an .npz or a folder of them (fedsel oracle's logits/).",
+    show_default="the logits/ folder beside --stats, when the surrogate needs them",
+)
 _OBJS = typer.Option(
     None,
     "--objectives",
@@ -259,6 +300,8 @@ def solve(
     round_: int | None = _ROUND,
     seed: int = _SEED,
     time_limit: float | None = _TL,
+    surrogate: str = _SURR,
+    logits: Path | None = _LOGITS,
     json_only: bool = typer.Option(False, "--json", help="Print only the JSON (no summary line)."),
 ) -> None:
     """Solve one selection problem; print it as JSON (stdout) and a summary line (stderr)."""
@@ -294,11 +337,12 @@ def solve(
     if "seed" in accepted:
         kw["seed"] = seed
     solver = cls(**kw)
-    problem = _problem(stats, k, round_)
+    problem = _problem(stats, k, round_, surrogate, logits)
     r = solver.solve(problem)
     out = {
         "method": r.method,
         "param": r.param,
+        "surrogate": problem.surrogate,
         "status": str(r.status),
         "round": problem.round,
         "k": problem.k,
@@ -377,13 +421,14 @@ def sweep(
     jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
     seed: int = _SEED,
     time_limit: float | None = _TL,
+    surrogate: str = _SURR,
+    logits: Path | None = _LOGITS,
 ) -> None:
     """Sweep one formulation; write DIR/front.csv and DIR/front.html (plot and points)."""
     import pandas as pd
 
     from selection.atomic import write_table_atomic, write_text_atomic
     from selection.compare import run_method
-    from selection.problem import SelectionProblem
     from selection.report import render_front_html, render_rounds_html
     from selection.schema import read_stats
     from selection.solvers.base import point_rows
@@ -410,12 +455,14 @@ def sweep(
     w_grid = parse_weight_grid(weights)
     objs = parse_objectives(objectives, default_plane(method))
     table = read_stats(stats)
+    if logits is None and surrogate != "mean":
+        logits = stats.parent / "logits" if (stats.parent / "logits").is_dir() else None
     if rounds is None:
-        problems = [SelectionProblem.from_stats(table, k, round_)]
+        problems = [_problem(table, k, round_, surrogate, logits)]
     else:
         available = sorted(int(r) for r in table["round"].unique())
         problems = [
-            SelectionProblem.from_stats(table, k, r) for r in parse_rounds(rounds, available)
+            _problem(table, k, r, surrogate, logits) for r in parse_rounds(rounds, available)
         ]
     fronts = []
     with rich_progress() as progress:
@@ -437,15 +484,16 @@ def sweep(
             )
             if rounds is not None:
                 front.insert(0, "round", problem.round)
-            fronts.append(front)
+            fronts.append(_record_surrogate(front, problem))
     front = pd.concat(fronts, ignore_index=True)
     p0 = problems[0]
+    judged = "" if p0.surrogate == "mean" else f" ({p0.surrogate} surrogate)"
     if rounds is None:
-        title = f"fedsel sweep: {method} on {stats.name}, round {p0.round}, K={p0.k}"
+        title = f"fedsel sweep: {method}{judged} on {stats.name}, round {p0.round}, K={p0.k}"
         page = render_front_html(front, title, x=objs[1], y=objs[0])
     else:
         title = (
-            f"fedsel sweep: {method} on {stats.name}, rounds {p0.round}..{problems[-1].round} "
+            f"fedsel sweep: {method}{judged} on {stats.name}, rounds {p0.round}..{problems[-1].round} "
             f"({len(problems)} fronts), K={p0.k}"
         )
         page = render_rounds_html(front, title, x=objs[1], y=objs[0])
@@ -504,6 +552,8 @@ def compare(
     backend: str = _BACKEND,
     jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
     time_limit: float | None = _TL,
+    surrogate: str = _SURR,
+    logits: Path | None = _LOGITS,
 ) -> None:
     """Every formulation on the same round: points, exact-front hits, hypervolume, IGD, time."""
     from rich.console import Console
@@ -518,7 +568,7 @@ def compare(
     objs = parse_objectives(objectives)
     if len(objs) != 2:
         raise SelectionError(f"--objectives {objectives!r}: compare judges in two objectives")
-    problem = _problem(stats, k, round_)
+    problem = _problem(stats, k, round_, surrogate, logits)
     with rich_progress() as progress:
         c = compare_methods(
             problem,
@@ -532,12 +582,14 @@ def compare(
             objectives=objs,
         )
     plane = f" in ({objs[0]}, {objs[1]})" if objs != ("utility", "gap") else ""
+    if problem.surrogate != "mean":
+        plane += f" ({problem.surrogate} surrogate)"
     title = f"fedsel compare{plane} on {stats.name}, round {problem.round}, K={problem.k}"
     page = render_compare_html(c.table, c.fronts, c.reference, title, objectives=objs)
     out = Path(out)
-    write_table_atomic(c.fronts, out / "fronts.csv")
+    write_table_atomic(_record_surrogate(c.fronts.copy(), problem), out / "fronts.csv")
     write_text_atomic(page, out / "compare.html")
-    write_table_atomic(c.table, out / "compare.csv")
+    write_table_atomic(_record_surrogate(c.table.copy(), problem), out / "compare.csv")
     ref = "the exact front" if c.exact else "the non-dominated union of all methods"
     table = Table(title=f"{title} (reference: {ref}, {len(c.reference)} points)")
     for col in c.table.columns:

@@ -23,6 +23,7 @@ A run folder holds them as ``logits/round_<tttt>.npz`` (:func:`logits_path`).
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,19 +123,22 @@ class ValidationLogits:
 
 
 def write_logits(logits: ValidationLogits, path: str | os.PathLike) -> Path:
-    """Write one round's logits as an ``.npz`` (atomically)."""
+    """Write one round's logits as an ``.npz`` (atomically; ``np.load`` reads it)."""
+    arrays = {
+        "round": np.asarray(np.int64(logits.round)),
+        "client": np.asarray(logits.ids, dtype=str),
+        "z": np.asarray(logits.z, dtype=np.float16),
+        "y": np.asarray(logits.y, dtype=np.int64),
+        "domain": np.asarray(logits.domain, dtype=np.int64),
+        "domains": np.asarray(logits.domains, dtype=str),
+    }
     p = Path(path)
-    with atomic_path(p) as tmp:
-        with open(tmp, "wb") as fh:
-            np.savez(
-                fh,
-                round=np.int64(logits.round),
-                client=np.asarray(logits.ids, dtype=str),
-                z=np.asarray(logits.z, dtype=np.float16),
-                y=np.asarray(logits.y, dtype=np.int64),
-                domain=np.asarray(logits.domain, dtype=np.int64),
-                domains=np.asarray(logits.domains, dtype=str),
-            )
+    with atomic_path(p) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            # a fixed timestamp: the same logits give the same bytes (resume is byte-identical)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with zf.open(info, "w") as fh:
+                np.lib.format.write_array(fh, arr, allow_pickle=False)
     return p
 
 

@@ -53,9 +53,16 @@ def oracle(
     measure_at: str | None = typer.Option(
         None, "--measure-at", help="Further rounds to measure, comma-separated (e.g. 0,10,30)."
     ),
+    logits: bool = typer.Option(
+        True,
+        "--logits/--no-logits",
+        help="Write each measured round's per-client validation logits to DIR/logits/ "
+        "(float16; the ensemble surrogate reads them).",
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
-    """Train R federated rounds and write DIR/stats.parquet, stats.csv, rounds.csv, checkpoints."""
+    """Train R federated rounds and write DIR/stats.parquet, stats.csv, rounds.csv, logits/,
+    checkpoints."""
     from fl_oracle.experiments.oracle_run import run_oracle
     from fl_oracle.sim.config import OracleConfig
 
@@ -105,6 +112,7 @@ def oracle(
             cache_dir=cache_dir,
             progress=bar,
             measure_round=None if full else schedule,
+            write_logits=logits,
         )
     n_rounds = table["round"].nunique() if len(table) else 0
     print(f"wrote {len(table)} rows over {n_rounds} measured rounds to {out / 'stats.parquet'}")

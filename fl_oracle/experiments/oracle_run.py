@@ -40,6 +40,8 @@ from fl_oracle.sim.checkpoint import (
 )
 from fl_oracle.sim.config import OracleConfig
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.logits import logits_path
+from selection.logits import write_logits as write_logits_file
 from selection.progress import ProgressFn, report
 from selection.selectors import proportional_sample
 
@@ -173,6 +175,7 @@ def _run_oracle(
     progress: ProgressFn | None = None,
     after_round: Callable[[int], None] | None = None,
     measure_round: Callable[[int], bool] | None = None,
+    write_logits: bool = True,
 ) -> pd.DataFrame:
     """Train ``rounds`` rounds (in total, counting resumed ones) and write the run folder.
 
@@ -182,6 +185,9 @@ def _run_oracle(
         out: run folder (``stats.parquet``, ``stats.csv``, ``rounds.csv``, ``config.toml``,
             ``checkpoints/``).
         resume: continue the run in ``out`` (its ``config.toml`` must equal ``config``).
+        write_logits: also write each measured round's per-client validation logits to
+            ``logits/round_<tttt>.npz`` (:mod:`selection.logits`; what ``--surrogate
+            ensemble`` reads).
         data: injected ``{domain: {"train", "test"}}`` data (tests); None = load.
         cache_dir: cache folder of generated data.
         progress: ``(done, total, label)`` callback over rounds (:mod:`selection.progress`).
@@ -237,7 +243,11 @@ def _run_oracle(
         return pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()
     report(progress, start, rounds, "oracle rounds")
 
+    kept: dict[int, object] = {}
+
     def before_step() -> dict:
+        if write_logits and oracle.measured_clients:  # a measured round: keep its logits for the hook
+            kept[oracle.round] = oracle.round_logits()
         g = oracle.global_stats()
         return {f"wt_{key}": g[key] for key in ("global_loss", "B_dissimilarity", "mu")}
 
@@ -253,6 +263,8 @@ def _run_oracle(
             whole = pd.concat(stats, ignore_index=True)
             write_table_atomic(whole, out / "stats.parquet")
             write_table_atomic(whole, out / "stats.csv")
+        if t in kept:
+            write_logits_file(kept.pop(t), logits_path(out, t))
         write_table_atomic(pd.DataFrame(history), out / "rounds.csv")
         save_checkpoint({"oracle": oracle.state_dict()}, checkpoint_path(ckdir, t + 1))
         report(progress, t + 1, rounds, "oracle rounds")

@@ -30,7 +30,7 @@ from fl_oracle.errors import CheckpointError
 __all__ = ["RUN_FILES", "LOCK_NAME", "RunFolderError", "run_kind", "claim_run_folder"]
 
 LOCK_NAME = ".fedsel.lock"
-# What a run writes into its folder (oracle: config, stats, rounds, checkpoints; train:
+# What a run writes into its folder (oracle: config, stats, rounds, logits, checkpoints; train:
 # config, history, stats). --overwrite deletes exactly these.
 RUN_FILES = (
     "config.toml",
@@ -39,6 +39,7 @@ RUN_FILES = (
     "rounds.csv",
     "history.csv",
     "checkpoints",
+    "logits",
     "study.toml",  # a study (fedsel study): its settings and its finished runs
     "runs",
 )

@@ -375,6 +375,11 @@ class Oracle:
         rows["gamma_achieved"] = np.array([self._updates[i][2] for i in idx])
         return validate_stats(pd.DataFrame(rows), domains=self.domains)  # subsets keep all D
 
+    @property
+    def measured_clients(self) -> tuple[str, ...]:
+        """Ids of the clients measured at this round (their logits are kept until the step)."""
+        return tuple(self._fed.client_ids[i] for i in sorted(self._logits))
+
     def round_logits(self, clients: Sequence[str] | None = None) -> ValidationLogits:
         """Validation logits (float16) of w_t + Δ_i for clients measured this round.
 

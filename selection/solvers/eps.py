@@ -30,6 +30,7 @@ from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps, eps_rule
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
 from selection.solvers.milp.formulations import eps_spec
+from selection.solvers.milp.fractional import FracStage
 from selection.solvers.milp.model import INF, LexBackend
 from selection.solvers.params import check_finite, check_nonneg, fmt_param
 
@@ -140,6 +141,49 @@ class EpsSolver(ExactSolver):
             )
         )
 
+    fractional = True
+
+    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> _Raw:
+        from selection.solvers.milp.fractional import lex_fractional, raw_of, weighted_data
+
+        data = weighted_data(problem, route, self.scale)
+        nU, nUd, n = data["nU"], data["nUd"], data["n"]
+        N, D = nUd.shape
+        z = np.zeros(N)
+        top = 100.0 * float(n.sum())
+        rows = [("card", np.r_[np.ones(N), 0.0, 0.0], float(problem.k), float(problem.k))]
+        rows += [(f"hi{d}", np.r_[nUd[:, d], -1.0, 0.0], -INF, 0.0) for d in range(D)]
+        rows += [(f"lo{d}", np.r_[nUd[:, d], 0.0, -1.0], 0.0, INF) for d in range(D)]
+        if self.eps is not None and not np.isinf(self.eps):
+            if route == "cpsat":  # integer rows: ε·n scaled up by 1e6 and rounded (±5e-7 pp)
+                q = 1e6
+                rows.append(("gap", np.r_[-np.rint(q * self.eps * n) / q, 1.0, -1.0], -INF, 0.0))
+            else:
+                rows.append(("gap", np.r_[-self.eps * n, 1.0, -1.0], -INF, 1e-7))
+        if self.f_min is not None:
+            rows.append(("fmin", np.r_[data["F_z"], 0.0, 0.0], float(self.f_min), INF))
+        if self.b_max is not None:
+            rows.append(("bmax", np.r_[data["B"], 0.0, 0.0], -INF, float(self.b_max)))
+        den = np.r_[n, 0.0, 0.0]
+        stages = [FracStage(np.r_[nU, 0.0, 0.0], den, lambda x: (float(x @ nU), float(x @ n)))]
+        if not self.first_stage_only:
+            stages.append(
+                FracStage(
+                    np.r_[z, -1.0, 1.0], den, lambda x: (-float(np.ptp(x @ nUd)), float(x @ n))
+                )
+            )
+        sel, status, msg, _ = lex_fractional(
+            route,
+            N,
+            problem.k,
+            [(0.0, top), (0.0, top)],
+            rows,
+            stages,
+            time_limit=time_limit,
+            **self._frac_options(),
+        )
+        return raw_of(sel, status, msg, route, self._param())
+
     def _rule(self, problem: SelectionProblem):
         return eps_rule(self.eps, f_min=self.f_min, b_max=self.b_max)
 
@@ -154,7 +198,8 @@ class EpsSolver(ExactSolver):
         """
         x = np.zeros(problem.n)
         x[list(selected)] = 1.0
-        Ud = x @ self.model_data(problem)["Ud"] / problem.k
+        w = x * (problem.n_samples if problem.surrogate == "weighted" else 1.0)
+        Ud = w @ self.model_data(problem)["Ud"] / w.sum()
         return (
             float(Ud.max() - Ud.min())
             if self.route(problem) == "cpsat"

@@ -119,6 +119,41 @@ class FisherFairSolver(ExactSolver):
         for d in range(problem.Ud.shape[1]):
             model.set_row_bounds(f"w{d}", lo, INF)
 
+    fractional = True
+
+    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> _Raw:
+        from selection.solvers.milp.fractional import (
+            FracStage,
+            lex_fractional,
+            raw_of,
+            threshold_row,
+            weighted_data,
+        )
+
+        data = weighted_data(problem, route, self.scale)
+        nU, nUd, n, Fz = data["nU"], data["nUd"], data["n"], data["F_z"]
+        N, D = nUd.shape
+        rows = [("card", np.ones(N), float(problem.k), float(problem.k))]
+        if self.delta != INF:
+            top = self._maxmin._solve_fractional(problem, route, time_limit)
+            if not top.selected:
+                return raw_of((), top.status, top.message, route, self._param())
+            x = np.zeros(N)
+            x[list(top.selected)] = 1.0
+            star = (float((x @ nUd).min()), float(x @ n))
+            exact = route == "cpsat"
+            rows += [
+                threshold_row(f"w{d}", nUd[:, d], n, star, self.delta, exact) for d in range(D)
+            ]
+        stages = [
+            FracStage(np.asarray(Fz, dtype=float), None, lambda x: (float(x @ Fz), 1.0)),
+            FracStage(nU, n, lambda x: (float(x @ nU), float(x @ n))),
+        ]
+        sel, status, msg, _ = lex_fractional(
+            route, N, problem.k, [], rows, stages, time_limit=time_limit, **self._frac_options()
+        )
+        return raw_of(sel, status, msg, route, self._param())
+
     def _rule(self, problem: SelectionProblem):
         star = worst_star_of(problem, self.delta)
         return fisher_fair_rule(-math.inf if star is None else star, self.delta)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import SweepOptions, _Raw, register
+from selection.solvers.base import Status, SweepOptions, _Raw, register
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta, delta_rule, u_star_of
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -100,6 +100,50 @@ class MaxminSolver(ExactSolver):
         if self.route(problem) != "cpsat":
             lo -= 1e-7
         model.set_row_bounds("floor", lo, INF)
+
+    fractional = True
+
+    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> _Raw:
+        from selection.solvers.milp.fractional import (
+            FracStage,
+            lex_fractional,
+            ratio_star,
+            raw_of,
+            threshold_row,
+            weighted_data,
+        )
+
+        data = weighted_data(problem, route, self.scale)
+        nU, nUd, n = data["nU"], data["nUd"], data["n"]
+        N, D = nUd.shape
+        exact = route == "cpsat"
+        rows = [("card", np.r_[np.ones(N), 0.0], float(problem.k), float(problem.k))]
+        rows += [(f"w{d}", np.r_[nUd[:, d], -1.0], 0.0, INF) for d in range(D)]
+        if self.delta != INF:
+            star = ratio_star(route, data, problem.k, "nU", **self._frac_options())
+            if star is None:
+                return raw_of((), Status.ERROR, "no U* selection", route, self._param())
+            rows.append(
+                threshold_row("floor", np.r_[nU, 0.0], np.r_[n, 0.0], star, self.delta, exact)
+            )
+        den = np.r_[n, 0.0]
+        stages = [
+            FracStage(
+                np.r_[np.zeros(N), 1.0], den, lambda x: (float((x @ nUd).min()), float(x @ n))
+            ),
+            FracStage(np.r_[nU, 0.0], den, lambda x: (float(x @ nU), float(x @ n))),
+        ]
+        sel, status, msg, _ = lex_fractional(
+            route,
+            N,
+            problem.k,
+            [(0.0, 100.0 * float(n.sum()))],
+            rows,
+            stages,
+            time_limit=time_limit,
+            **self._frac_options(),
+        )
+        return raw_of(sel, status, msg, route, self._param())
 
     def _rule(self, problem: SelectionProblem):
         return delta_rule(u_star_of(problem), self.delta)

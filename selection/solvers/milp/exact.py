@@ -154,8 +154,11 @@ class ExactSolver(Solver):
         if route == "enum":
             return self._solve_enum(problem)
         refusal = route_refusal(route, problem, fractional=self.fractional)
-        if refusal:
-            return _Raw((), Status.ERROR, route, refusal, self._param())
+        if refusal:  # a request this route cannot answer: bad input, not a failed solve
+            raise SelectionError(refusal)
+        if problem.surrogate != "mean":  # linear-fractional: milp.fractional, fresh models
+            left = None if self.time_limit is None else self.time_limit
+            return self._solve_fractional(problem, route, left)
         model = self.model(problem)  # building the model counts against the time limit
         left = None if self.time_limit is None else self.time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
@@ -184,6 +187,13 @@ class ExactSolver(Solver):
                 " (or choose backend enum)"
             )
         return top_selections(problem, self._rule(problem), m)
+
+    def _frac_options(self) -> dict:
+        return dict(seed=self.seed, threads=self.threads, scale=self.scale)
+
+    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> _Raw:
+        """The formulation on a linear-fractional surrogate (:mod:`.fractional`)."""
+        raise NotImplementedError
 
     def _rule(self, problem: SelectionProblem):
         """The formulation's question on the enumeration table (:mod:`..exhaustive` rules)."""
