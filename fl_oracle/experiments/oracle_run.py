@@ -246,7 +246,9 @@ def _run_oracle(
     kept: dict[int, object] = {}
 
     def before_step() -> dict:
-        if write_logits and oracle.measured_clients:  # a measured round: keep its logits for the hook
+        if (
+            write_logits and oracle.measured_clients
+        ):  # a measured round: keep its logits for the hook
             kept[oracle.round] = oracle.round_logits()
         g = oracle.global_stats()
         return {f"wt_{key}": g[key] for key in ("global_loss", "B_dissimilarity", "mu")}

@@ -14,8 +14,13 @@ from selection.logits import ValidationLogits, read_logits, write_logits
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 from selection.selectors import make_selector, parse_spec
-from selection.solvers.exhaustive import best_delta, best_eps, best_fisher_fair, top_selections
-from selection.solvers.exhaustive import eps_rule
+from selection.solvers.exhaustive import (
+    best_delta,
+    best_eps,
+    best_fisher_fair,
+    eps_rule,
+    top_selections,
+)
 from selection.surrogates import get_surrogate, surrogates
 from selection.synthetic import synthetic_stats
 
@@ -154,7 +159,7 @@ def test_ensemble_equals_brute_force_argmax(tmp_path):
         L = np.einsum("k,ksc->sc", w / w.sum(), z[list(sel)])
         pred = L.argmax(1)
         got = evaluate(p, sel)
-        for j, d in enumerate(p.domains):
+        for d in p.domains:
             m = lg.domain == lg.domains.index(d)
             assert got[f"U_{d}"] == pytest.approx(100 * (pred[m] == lg.y[m]).mean())
         assert got["utility"] == pytest.approx(100 * (pred == lg.y).mean())
