@@ -227,10 +227,19 @@ def verdict(
         what = _PLANE_WORDS[plane]
         beats_all = [e for e, g in dom.groupby("entry", sort=False) if bool(g["beats"].all())]
         n_base = dom["baseline"].nunique()
+        fam = f"{n_base} baselines × 2 metrics"
         if beats_all:
+            fw = [e for e in beats_all if bool(dom[dom["entry"] == e]["beats_fw"].all())]
             lines.append(
-                f"On {what}: formulations that beat every baseline ({n_base}) on both, with "
-                f"intervals excluding zero: {', '.join(beats_all)}."
+                f"On {what}: formulations whose paired intervals exclude zero against every "
+                f"baseline ({n_base}) on both: {', '.join(beats_all)}. "
+                + (
+                    f"Of these, the family-wise test (Wilcoxon, Holm over the {fam}) also rejects "
+                    f"every comparison for: {', '.join(fw)} — these beat every baseline."
+                    if fw
+                    else f"The family-wise test (Wilcoxon, Holm over the {fam}) rejects every "
+                    "comparison for none of them: no entry is claimed to beat every baseline."
+                )
             )
         else:
             best = dom.groupby("entry")["beats"].sum().sort_values(ascending=False).head(3)

@@ -182,9 +182,12 @@ def dominance(
 ) -> pd.DataFrame:
     """Does a candidate beat each baseline on both ``on`` metrics with intervals excluding 0?
 
-    Returns one row per (candidate, baseline) with the paired interval of each metric and
-    ``beats`` (both intervals above zero); a candidate dominates every baseline when all its
-    rows have ``beats``.
+    Returns one row per (candidate, baseline) with the paired interval of each metric,
+    ``beats`` (both intervals above zero), each metric's Wilcoxon p and its Holm-adjusted
+    ``p_holm_<metric>`` over the candidate's **family** of tests (every baseline × every
+    metric of ``on``), and ``beats_fw``: both intervals above zero *and* both family-wise
+    adjusted p below 0.05. A candidate dominates every baseline when all its rows have
+    ``beats``; the claim accounts for the comparisons made when all have ``beats_fw``.
     """
     rows = []
     for base in baselines:
@@ -202,9 +205,21 @@ def dominance(
                 row[f"{m}_diff"] = sub.loc[m, "diff"]
                 row[f"{m}_ci_lo"] = sub.loc[m, "ci_lo"]
                 row[f"{m}_ci_hi"] = sub.loc[m, "ci_hi"]
+                row[f"p_{m}"] = float(sub.loc[m, "p"])
             row["beats"] = bool(all(sub.loc[m, "ci_lo"] > 0 for m in on))
             rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    for cand, g in out.groupby("entry", sort=False):  # Holm over baselines × metrics
+        ps = np.concatenate([g[f"p_{m}"].to_numpy() for m in on])
+        adj = holm(ps).reshape(len(on), len(g))
+        for j, m in enumerate(on):
+            out.loc[g.index, f"p_holm_{m}"] = adj[j]
+    out["beats_fw"] = out["beats"] & np.all(
+        [out[f"p_holm_{m}"].to_numpy() < 0.05 for m in on], axis=0
+    )
+    return out
 
 
 def surrogate_error(history: pd.DataFrame) -> pd.DataFrame:
