@@ -211,7 +211,7 @@ def dominance(
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    for cand, g in out.groupby("entry", sort=False):  # Holm over baselines × metrics
+    for _, g in out.groupby("entry", sort=False):  # Holm over baselines × metrics
         ps = np.concatenate([g[f"p_{m}"].to_numpy() for m in on])
         adj = holm(ps).reshape(len(on), len(g))
         for j, m in enumerate(on):
