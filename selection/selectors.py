@@ -66,6 +66,7 @@ from selection.verify import DEFAULT_VERIFY
 __all__ = [
     "Spec",
     "parse_spec",
+    "with_surrogate",
     "Selector",
     "make_selector",
     "spec_forms",
@@ -225,6 +226,22 @@ def parse_spec(text: str) -> Spec:
         else:
             out[kind] = key
     return Spec(**out)
+
+
+def with_surrogate(spec: str, surrogate: str | None) -> str:
+    """``spec`` judged by ``surrogate`` (None: unchanged), canonical; SelectionError if the spec
+    names another surrogate already."""
+    from dataclasses import replace as _replace
+
+    parsed = parse_spec(spec)
+    if surrogate is None:
+        return spec
+    from selection.surrogates import get_surrogate
+
+    get_surrogate(surrogate)
+    if parsed.surrogate not in ("mean", surrogate):
+        raise _bad(spec, f"it names the {parsed.surrogate} surrogate, --surrogate {surrogate}")
+    return _replace(parsed, surrogate=surrogate).canonical
 
 
 class Selector:

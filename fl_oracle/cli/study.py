@@ -46,6 +46,12 @@ def study(
     reference: str | None = typer.Option(
         None, "--reference", help="Entry the others are paired with [default: proportional]."
     ),
+    surrogate: str | None = typer.Option(
+        None,
+        "--surrogate",
+        help="Judge every formulation entry of --selectors by this surrogate (mean, weighted, "
+        "ensemble), as SPEC@NAME would; baselines are unchanged.",
+    ),
     workers: int | None = typer.Option(
         None, "--workers", "-w", min=1, help="Run processes [default: CPU count, at most 8]."
     ),
@@ -68,10 +74,16 @@ def study(
     """Paired multi-seed comparison of selectors in live training; writes report.html."""
     from fl_oracle.cli.train import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
-    from fl_oracle.experiments.study import StudySettings, grown, parse_entry, run_study
+    from fl_oracle.experiments.study import (
+        StudySettings,
+        grown,
+        is_baseline,
+        parse_entry,
+        run_study,
+    )
     from fl_oracle.experiments.study_report import finish_study
     from selection.progress import rich_progress
-    from selection.selectors import make_selector, split_specs
+    from selection.selectors import make_selector, split_specs, with_surrogate
 
     if show_defaults:
         print(StudySettings().to_toml(), end="")
@@ -88,6 +100,10 @@ def study(
             raise ValueError(f"--config {config}: no such file")
         text = config.read_text(encoding="utf-8")
     entries = None if selectors is None else tuple(split_specs(selectors))
+    if surrogate is not None:
+        if entries is None:
+            raise ValueError("--surrogate applies to the entries of --selectors; give them")
+        entries = tuple(e if is_baseline(e) else with_surrogate(e, surrogate) for e in entries)
     given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
              ("--k", k), ("--selectors", selectors), ("--reference", reference)) if v is not None]  # fmt: skip
     stored = out / "study.toml"

@@ -66,8 +66,16 @@ def train(
         "--selector",
         help=(
             "Selector spec: all, random, proportional, power-of-choice:d, fisher-topk, "
-            "weighted:..., eps:ε, maxmin:δ, nsga2:knee, qffl:q."
+            "weighted:..., eps:ε, maxmin:δ, nsga2:knee, qffl:q; modifiers after @, joined by "
+            "+: a surrogate (weighted, ensemble), verify or verify=M (e.g. maxmin:2@ensemble+verify)."
         ),
+    ),
+    surrogate: str | None = typer.Option(
+        None,
+        "--surrogate",
+        help="Surrogate of U(S), U_d(S) the selector judges by: mean, weighted, ensemble "
+        "(the same as SPEC@NAME).",
+        show_default="mean",
     ),
     k: int = typer.Option(..., "--k", "-k", min=1, help="Clients selected per round."),
     rounds: int = typer.Option(10, "--rounds", "-r", min=1, help="Training rounds."),
@@ -128,7 +136,7 @@ def train(
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
     from selection.progress import rich_progress
-    from selection.selectors import make_selector
+    from selection.selectors import make_selector, with_surrogate
 
     _check_choice("--stats", stats, STATS_MODES)
     _check_choice("--data", data, ("auto", "real", "generated"))
@@ -151,6 +159,7 @@ def train(
         fisher_samples=fisher_samples,
         threads=threads,
     )
+    selector = with_surrogate(selector, surrogate)
     sel = make_selector(selector, seed=seed)
     # one run per folder: locked, another run refused, nothing left behind by a failed start
     with claim_run_folder(out, "train", overwrite=overwrite, committed="history.csv"):
