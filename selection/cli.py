@@ -64,7 +64,7 @@ def version() -> None:
 
 @app.command("methods")
 def methods() -> None:
-    """List the registered formulations and the objectives (name, sense, unit)."""
+    """List the registered formulations, the objectives and the surrogates."""
     from selection.objectives import OBJECTIVES
     from selection.solvers.base import solvers
 
@@ -75,6 +75,11 @@ def methods() -> None:
     print("objectives (--objectives):")
     for name, o in OBJECTIVES.items():
         print(f"  {name:<17} {o.sense}  {o.label}")
+    from selection.surrogates import surrogates
+
+    print("surrogates of U(S), U_d(S) (--surrogate; SPEC@NAME):")
+    for name, cls in surrogates().items():
+        print(f"  {name:<12} {cls.structure:<18} {cls.summary}")
 
 
 def parse_floats(option: str, text: str | None) -> list[float] | None:

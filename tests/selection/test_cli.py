@@ -245,3 +245,53 @@ def test_sweep_says_which_points_the_time_limit_stopped(tmp_path, capsys):
     assert f"{n} of {len(front)} points stopped at the time limit" in err
     assert "may miss points near them" in err
     assert "not a proven optimum" in (out / "front.html").read_text()
+
+
+def _write_logits(table: pd.DataFrame, folder: Path, rnd: int) -> None:
+    import numpy as np
+
+    from selection.logits import ValidationLogits, logits_path, write_logits
+
+    part = table[table["round"] == rnd]
+    doms = sorted(part["domain"].unique())
+    rng = np.random.default_rng(rnd)
+    S = 40
+    lg = ValidationLogits(
+        rnd,
+        part["client_id"].to_numpy(str),
+        rng.normal(size=(len(part), S, 10)).astype(np.float16),
+        rng.integers(0, 10, S),
+        np.arange(S) % len(doms),
+        tuple(doms),
+    )
+    write_logits(lg, logits_path(folder, rnd))
+
+
+def test_surrogates_through_the_cli(stats, table, tmp_path, capsys):
+    code, out, err = run(
+        ["solve", "-s", stats, "-k", K, "-m", "maxmin", "--delta", 2, "--surrogate", "ensemble"],
+        capsys,
+    )
+    assert code == 2 and "needs the round's validation logits" in err and "Traceback" not in err
+    _write_logits(table, stats.parent, 1)  # logits/ beside the table: found without --logits
+    code, out, err = run(
+        ["solve", "-s", stats, "-k", K, "-m", "maxmin", "--delta", 2, "--surrogate", "ensemble",
+         "--json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["surrogate"] == "ensemble"
+    code, out, err = run(
+        ["solve", "-s", stats, "-k", K, "-m", "eps", "--surrogate", "ensemble", "--backend", "cbc"],
+        capsys,
+    )
+    assert code == 2 and "black-box: the cbc MILP route cannot take it" in err
+    for sur in ("weighted", "ensemble"):
+        code, _, err = run(
+            ["sweep", "-s", stats, "-k", K, "-m", "eps", "--eps", "5,20", "--surrogate", sur,
+             "-o", tmp_path / sur],
+            capsys,
+        )  # fmt: skip
+        assert code == 0, err
+        front = pd.read_csv(tmp_path / sur / "front.csv")
+        assert (front["surrogate"] == sur).all()
