@@ -223,11 +223,8 @@ def write_analysis(
     seed_tab = seed_table(per)
     res = AnalysisResult(res.correlations, res.sample_weights, res.scatter, per, seed_tab)
     out = Path(out)
-    write_table_atomic(per, out / "per_round.csv")
-    write_table_atomic(seed_tab, out / "seed.csv")
-    write_table_atomic(res.correlations, out / "analysis.csv")
-    write_table_atomic(res.sample_weights, out / "sample_weights.csv")
     pooled = res.correlations.iloc[-1].to_dict()
+    html = _analysis_html(df, res, pooled)  # everything computed before the first file is written
     payload = {
         "per_round_readings": _jsonable(per),
         "pooled_warning": POOLED_WARNING,
@@ -235,8 +232,12 @@ def write_analysis(
         "per_round": _jsonable(res.correlations.iloc[:-1]),
         "sample_weights": _jsonable(res.sample_weights),
     }
-    write_text_atomic(json.dumps(payload, indent=2, allow_nan=False), out / "analysis.json")
-    html = _analysis_html(df, res, pooled)
+    text = json.dumps(payload, indent=2, allow_nan=False)
+    write_table_atomic(per, out / "per_round.csv")
+    write_table_atomic(seed_tab, out / "seed.csv")
+    write_table_atomic(res.correlations, out / "analysis.csv")
+    write_table_atomic(res.sample_weights, out / "sample_weights.csv")
+    write_text_atomic(text, out / "analysis.json")
     write_text_atomic(html, out / "analysis.html")
     return res
 
@@ -470,7 +471,8 @@ def faceted_figure(df: pd.DataFrame, reading: str = "U", max_cols: int = 4):
         subplot_titles=[f"round {r}" for r in rounds],
         shared_yaxes=False,
         horizontal_spacing=0.06,
-        vertical_spacing=0.12 if nrows > 1 else 0.1,
+        # about 50 px between rows at any number of rows (plotly caps it at 1 / (rows − 1))
+        vertical_spacing=min(0.12, 50.0 / (330 * nrows + 80)),
     )
     bmax = float(df["B"].max()) if len(df) else 1.0
     for i, r in enumerate(rounds):

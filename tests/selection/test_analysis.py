@@ -89,3 +89,16 @@ def test_invalid_table_is_rejected(table):
     bad.loc[3, "B"] = 5.0
     with pytest.raises(StatsError, match="column B"):
         analyze_stats(bad)
+
+
+def test_analysis_at_any_length_writes_one_set(tmp_path):
+    """80 measured rounds (fedsel oracle --rounds 80 measures every round) once failed in
+    plotly's subplot spacing after four of the six files were written."""
+    df = synthetic_stats(8, rounds=80, seed=1)
+    write_analysis(df, tmp_path / "a", n_boot=0)
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == sorted(
+        ["per_round.csv", "seed.csv", "analysis.csv", "sample_weights.csv", "analysis.json",
+         "analysis.html"]
+    )  # fmt: skip
+    assert "round 79" in (tmp_path / "a" / "analysis.html").read_text()
