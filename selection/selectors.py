@@ -159,8 +159,11 @@ class Spec:
 
     @property
     def base(self) -> str:
-        """``name[:arg]`` without modifiers."""
-        return self.name if self.arg is None else f"{self.name}:{self.arg}"
+        """``name[:arg]`` without modifiers, numbers in one spelling (``5.0``, ``5``, ``5e0``
+        -> ``5``)."""
+        if self.arg is None:
+            return self.name
+        return f"{self.name}:{','.join(_canonical_number(t) for t in self.arg.split(','))}"
 
     @property
     def modifiers(self) -> tuple[str, ...]:
@@ -185,6 +188,15 @@ class Spec:
         return self.base + ("@" + "+".join(self.modifiers) if self.modifiers else "")
 
 
+def _canonical_number(text: str) -> str:
+    t = text.strip()
+    try:
+        v = float(t)
+    except ValueError:
+        return t
+    return format(v, ".15g") if np.isfinite(v) else t
+
+
 def parse_spec(text: str) -> Spec:
     """Split a spec into name, argument and modifiers (SelectionError on a bad modifier)."""
     from selection.surrogates import surrogates
@@ -195,6 +207,8 @@ def parse_spec(text: str) -> Spec:
     head, at, tail = text.partition("@")
     name, colon, arg = head.strip().partition(":")
     out = {"name": name.strip(), "arg": arg.strip() if colon else None}
+    if colon and "_" in arg:  # float("0_1") is 1.0 in Python: refuse rather than misread
+        raise _bad(text, f"{arg.strip()!r}: write numbers without '_'")
     seen: set[str] = set()
     for mod in (m.strip() for m in tail.split("+")) if at else ():
         key, eq, val = mod.partition("=")

@@ -24,12 +24,14 @@ The study folder:
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fl_oracle.experiments.demo import DEMO_ORACLE
@@ -282,7 +284,15 @@ def run_study(
             )
     else:
         write_text_atomic(settings.to_toml(), cfg)
-    todo = [(e, t) for e, t in _tasks(settings) if not run_path(out, e, t.seed).is_file()]
+    todo = []
+    for e, t in _tasks(settings):
+        p = run_path(out, e, t.seed)
+        if p.is_file():
+            why = run_file_problem(p, e, t.seed, settings.rounds)
+            if not why:
+                continue
+            print(f"fedsel: {p}: {why}; re-running that run", file=sys.stderr)
+        todo.append((e, t))
     total = settings.seeds * len(settings.selectors) * settings.rounds
     done = total - len(todo) * settings.rounds
     label = f"study: {len(todo)} runs left"
@@ -328,17 +338,60 @@ def _check_growth(stored: StudySettings, settings: StudySettings, out: Path) -> 
         raise ValueError(f"{out}: a study grows only by new entries; it holds other {what}")
 
 
+_NUMERIC = ("round", "seed", "acc_avg", "acc_worst", "acc_gap")
+
+
+def _read_run(p: Path) -> pd.DataFrame:
+    return pd.read_csv(p, dtype={"selected": str, "fallback": str}, keep_default_na=False)
+
+
+def run_file_problem(p: Path, entry: str, seed: int, rounds: int) -> str:
+    """Why the run file ``p`` is not a finished run of (entry, seed, rounds); "" when it is.
+
+    A finished run has exactly the rounds 0..rounds-1 once each, in order, its ``entry`` and
+    ``seed`` columns equal to the file's entry and seed, and numeric accuracies.
+    """
+    try:
+        h = _read_run(p)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        return f"unreadable ({str(exc).splitlines()[0]})"
+    lost = [c for c in ("entry", *_NUMERIC) if c not in h.columns]
+    if lost:
+        return f"has no column {lost[0]}"
+    for c in _NUMERIC:
+        bad = ~np.isfinite(pd.to_numeric(h[c], errors="coerce").to_numpy(dtype=float))
+        if bad.any():
+            return f"row {int(bad.argmax()) + 2}: column {c} is not a number"
+    r = pd.to_numeric(h["round"]).astype(int).tolist()
+    if r != list(range(rounds)):
+        return f"holds rounds {r[:3]}{'...' if len(r) > 3 else ''} ({len(r)} rows), not 0..{rounds - 1}"
+    wrong = h["entry"].astype(str) != entry
+    if wrong.any():
+        return f"row {int(wrong.to_numpy().argmax()) + 2}: entry is {h['entry'].iloc[int(wrong.to_numpy().argmax())]!r}, not {entry!r}"
+    if (pd.to_numeric(h["seed"]).astype(int) != int(seed)).any():
+        return f"a row's seed is not {seed}"
+    return ""
+
+
 def load_history(settings: StudySettings, out: str | Path) -> pd.DataFrame:
-    """Every finished run's history, in settings order (entry, seed, round)."""
+    """Every finished run's history, in settings order (entry, seed, round).
+
+    Raises:
+        ValueError: a run file is damaged (naming the file and what is wrong); it is never
+            counted.
+    """
     out = Path(out)
     frames = []
     for entry in settings.selectors:
         for seed in settings.seed_list:
             p = run_path(out, entry, seed)
             if p.is_file():
-                frames.append(
-                    pd.read_csv(p, dtype={"selected": str, "fallback": str}, keep_default_na=False)
-                )
+                why = run_file_problem(p, entry, seed, settings.rounds)
+                if why:
+                    raise ValueError(
+                        f"{p}: {why}; run the study again to re-run it, or remove the file"
+                    )
+                frames.append(_read_run(p))
     if not frames:
         return pd.DataFrame()
     h = pd.concat(frames, ignore_index=True)
@@ -352,8 +405,12 @@ def missing_runs(settings: StudySettings, out: str | Path) -> list[tuple[str, in
         (e, s)
         for s in settings.seed_list
         for e in settings.selectors
-        if not run_path(Path(out), e, s).is_file()
+        if not _finished(run_path(Path(out), e, s), e, s, settings.rounds)
     ]
+
+
+def _finished(p: Path, entry: str, seed: int, rounds: int) -> bool:
+    return p.is_file() and not run_file_problem(p, entry, seed, rounds)
 
 
 def reference_stats(settings: StudySettings, out: str | Path) -> pd.DataFrame | None:

@@ -225,3 +225,16 @@ def test_bad_modifiers_are_refused():
         parse_spec("eps:5@weighted+ensemble")
     with pytest.raises(SelectionError, match="verify needs a formulation"):
         make_selector("random@verify")
+
+
+@pytest.mark.parametrize(
+    ("a", "b"), [("eps:5.0", "eps:5"), ("eps: 5", "eps:5"), ("maxmin:2e0", "maxmin:2"),
+                 ("weighted:0.50,0.5", "weighted:0.5,0.5")]
+)  # fmt: skip
+def test_number_spellings_are_one_spec(a, b):
+    assert parse_spec(a).canonical == parse_spec(b).canonical
+
+
+def test_underscored_numbers_are_refused():
+    with pytest.raises(SelectionError, match="without '_'"):
+        parse_spec("weighted:0_1")

@@ -35,3 +35,27 @@ def test_all_seeds_better_passes_holm_one_seed_worse_does_not():
     x = dom[dom["entry"] == "mixed"]
     assert x["beats"].all()  # its intervals alone exclude zero ...
     assert not x["beats_fw"].all()  # ... the family-wise test does not agree
+
+
+def test_damaged_run_files_are_named_and_never_counted(tmp_path):
+    from fl_oracle.experiments.study import run_file_problem
+
+    good = pd.DataFrame(
+        {"round": range(3), "entry": "eps:5", "seed": 1, "acc_avg": 50.0, "acc_worst": 40.0,
+         "acc_gap": 5.0}
+    )  # fmt: skip
+    cases = {
+        "ok": (good, ""),
+        "cut": (good.iloc[:1], "holds rounds [0] (1 rows), not 0..2"),
+        "header": (good.iloc[:0], "holds rounds [] (0 rows)"),
+        "dup": (pd.concat([good, good.iloc[[2]]]), "(4 rows)"),
+        "relabel": (good.assign(entry=["eps:5", "eps:9", "eps:5"]), "row 3: entry is 'eps:9'"),
+        "seed": (good.assign(seed=2), "seed is not 1"),
+        "text": (good.assign(acc_avg=["50", "x", "51"]), "row 3: column acc_avg is not a number"),
+        "dropped": (good.drop(columns="acc_worst"), "has no column acc_worst"),
+    }
+    for name, (df, why) in cases.items():
+        p = tmp_path / f"{name}.csv"
+        df.to_csv(p, index=False)
+        got = run_file_problem(p, "eps:5", 1, 3)
+        assert (why in got) and (bool(got) == bool(why)), (name, got)
