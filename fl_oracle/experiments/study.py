@@ -153,6 +153,27 @@ class StudySettings:
         v = self.first_seed
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"study: first_seed={v!r} must be an integer >= 0")
+        for name, kind in (("selectors", str), ("front_rounds", int)):
+            v = getattr(self, name)
+            if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+                raise ValueError(f"study: {name} = {v!r} must be a list")
+            if any(isinstance(x, bool) or not isinstance(x, kind) for x in v):
+                raise ValueError(f"study: {name} = {v!r} must list {kind.__name__}s")
+        t = self.target_worst
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 100:
+            raise ValueError(f"study: target_worst = {t!r} must be a number in [0, 100] (%)")
+        if not isinstance(self.reference, str):
+            raise ValueError(f"study: reference = {self.reference!r} must be an entry's spec")
+        if not isinstance(self.oracle, dict):
+            raise ValueError("study: oracle must be a table of oracle settings")
+        from fl_oracle.sim.config import OracleConfig
+
+        try:  # every oracle value checked now, not after the runs
+            OracleConfig(seed=0, k=self.k, **self.oracle)
+        except TypeError as exc:
+            raise ValueError(f"study: [oracle]: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"study: [oracle]: {exc}") from None
         object.__setattr__(self, "selectors", tuple(self.selectors))
         object.__setattr__(self, "front_rounds", tuple(int(r) for r in self.front_rounds))
         if not self.selectors or len(set(self.selectors)) != len(self.selectors):
@@ -193,13 +214,18 @@ class StudySettings:
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"study config is not valid TOML: {exc}") from None
         known = {f.name for f in fields(cls)}
-        bad = sorted(set(raw) - known)
-        if bad:
-            raise ValueError(
-                f"study config: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(known))}"
-            )
+        for key in sorted(set(raw) - known):
+            raise ValueError(f"study config: unknown key {key!r}{_did_you_mean(key, known)}")
         if "oracle" in raw and not isinstance(raw["oracle"], dict):
             raise ValueError("study config: [oracle] must be a table")
+        oracle_known = _oracle_keys()
+        for key in sorted(set(raw.get("oracle", {})) - oracle_known):
+            why = (
+                "is set per run by the study (seeds, k)"
+                if key in ("seed", "k")
+                else f"is not an oracle setting{_did_you_mean(key, oracle_known)}"
+            )
+            raise ValueError(f"study config: [oracle] key {key!r} {why}")
         merged = {**raw, **{k: v for k, v in overrides.items() if v is not None}}
         if "oracle" in merged:
             merged["oracle"] = {**STUDY_ORACLE, **merged["oracle"]}
@@ -212,6 +238,19 @@ class StudySettings:
         lines = [f"{k} = {_toml_value(v)}" for k, v in d.items()]
         lines += ["", "[oracle]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(oracle.items())]
         return "\n".join(lines) + "\n"
+
+
+def _did_you_mean(key: str, known) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(key, sorted(known), n=1)
+    return f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(sorted(known))}"
+
+
+def _oracle_keys() -> set[str]:
+    from fl_oracle.sim.config import OracleConfig
+
+    return {f.name for f in fields(OracleConfig) if not f.name.startswith("_")} - {"seed", "k"}
 
 
 def _toml_value(v: Any) -> str:

@@ -59,3 +59,22 @@ def test_damaged_run_files_are_named_and_never_counted(tmp_path):
         df.to_csv(p, index=False)
         got = run_file_problem(p, "eps:5", 1, 3)
         assert (why in got) and (bool(got) == bool(why)), (name, got)
+
+
+def test_study_settings_are_checked_before_any_run():
+    import pytest
+
+    from fl_oracle.experiments.study import StudySettings
+
+    cases = {
+        "seeds = 2\n[oracle]\nlrr = 0.1\n": "did you mean 'lr'?",
+        "seeds = 2\n[oracle]\nseed = 3\n": "set per run by the study",
+        "front_rounds = 3\n": "front_rounds = 3 must be a list",
+        'target_worst = "high"\n': "target_worst = 'high' must be a number",
+        "seedz = 3\n": "did you mean 'seeds'?",
+        'seeds = 2\n[oracle]\nlr = "fast"\n': "lr='fast'",
+        'selectors = ["proportional", "eps:5", "eps: 5"]\n': "are the same selector",
+    }
+    for text, msg in cases.items():
+        with pytest.raises(ValueError, match=msg.replace("?", r"\?")):
+            StudySettings.from_toml(text)
