@@ -161,9 +161,11 @@ def train(
     )
     selector = with_surrogate(selector, surrogate)
     sel = make_selector(selector, seed=seed)
+    # --overwrite: the data and model are checked (the oracle built) before the old run goes
+    oracle = make_oracle(config) if overwrite else None
     # one run per folder: locked, another run refused, nothing left behind by a failed start
     with claim_run_folder(out, "train", overwrite=overwrite, committed="history.csv"):
-        oracle = make_oracle(config)
+        oracle = oracle if oracle is not None else make_oracle(config)
         write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
         rows, tables = [], []
         with rich_progress(transient=False) as progress:

@@ -234,3 +234,15 @@ def test_oracle_failed_start_then_retry_then_damaged_checkpoint(tmp_path, monkey
     (out / "checkpoints" / "round_00002.pt").write_bytes(b"")  # a zero-byte checkpoint
     with pytest.raises(CheckpointError, match="round_00002.pt is empty"):
         run_oracle(cfg, rounds=2, out=out, data=data, progress=False, resume=True)
+
+
+def test_overwrite_with_bad_data_keeps_the_old_run(tmp_path):
+    """--overwrite --data real without a data root once deleted the old run, then failed."""
+    folder = fake_oracle_run(tmp_path / "run")
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    code, err = run_cli(
+        ["oracle", "--rounds", 1, "--out", folder, "--overwrite", "--data", "real", "--no-progress"]
+    )
+    assert code == 2 and "needs a data root" in err
+    after = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != LOCK_NAME}
+    assert after == before
