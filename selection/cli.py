@@ -135,10 +135,10 @@ def _problem(
     from selection.schema import read_stats
     from selection.surrogates import get_surrogate
 
-    table = read_stats(stats) if not hasattr(stats, "columns") else stats
-    r = int(table["round"].max()) if round_ is None else int(round_)
     lg = None
     if logits is not None or get_surrogate(surrogate).needs_logits:
+        table = read_stats(stats) if not hasattr(stats, "columns") else stats
+        r = int(table["round"].max()) if round_ is None else int(round_)
         where = logits
         if where is None:
             if hasattr(stats, "columns"):
@@ -150,7 +150,8 @@ def _problem(
                     f"--logits (no {where} beside {Path(stats).name})"
                 )
         lg = read_run_logits(where, r)
-    return SelectionProblem.from_stats(table, k, round_, surrogate=surrogate, logits=lg)
+        stats = table
+    return SelectionProblem.from_stats(stats, k, round_, surrogate=surrogate, logits=lg)
 
 
 def _record_surrogate(front, problem):

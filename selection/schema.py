@@ -168,6 +168,7 @@ def _domain_utilities(df: pd.DataFrame) -> list[str]:
     """The ``U_<domain>`` column of every domain; warns about ``U_*`` columns of no domain."""
     have = {c for c in df.columns if isinstance(c, str)}
     domains = list(dict.fromkeys(df["domain"]))
+    _refuse_reserved(df, domains)
     for d in domains:
         if f"U_{d}" not in have:
             pos = int(np.flatnonzero((df["domain"] == d).to_numpy())[0])
@@ -193,8 +194,22 @@ def _domain_utilities(df: pd.DataFrame) -> list[str]:
     return dcols
 
 
+RESERVED_DOMAINS = tuple(c[2:] for c in U_READINGS)  # "own", "local": U_own, U_local are readings
+
+
+def _refuse_reserved(df: pd.DataFrame, domains: Sequence[str]) -> None:
+    for d in domains:
+        if d in RESERVED_DOMAINS:
+            pos = int(np.flatnonzero((df["domain"] == d).to_numpy())[0]) if "domain" in df else 0
+            raise StatsError(
+                f"column domain: {_where(df, pos)} has domain {d!r}, a reserved name: U_{d} is "
+                "the utility reading of the contract, not a domain's column; rename the domain"
+            )
+
+
 def _known_domains(df: pd.DataFrame, domains: Sequence[str]) -> list[str]:
     """``U_<d>`` of each given domain (all must exist); every client's domain must be one."""
+    _refuse_reserved(df, domains)
     missing = [f"U_{d}" for d in domains if f"U_{d}" not in df.columns]
     if missing:
         raise StatsError(f"round stats table is missing column(s): {', '.join(missing)}")
@@ -281,7 +296,17 @@ def validate_stats(df: pd.DataFrame, *, domains: Sequence[str] | None = None) ->
     _check_range(df, "cos_g", -1.0, 1.0, what="cos_g is a cosine in [-1, 1]")
     for col, (lo, hi) in OPTIONAL_RANGES.items():  # optional; NaN allowed (not measured)
         if col in df.columns:
-            v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+            _refuse_booleans(df, col)
+            raw = df[col]
+            v = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+            empty = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
+            text = np.isnan(v) & ~empty  # "abc" is not "not measured"
+            if text.any():
+                pos = int(np.flatnonzero(text)[0])
+                raise StatsError(
+                    f"column {col}: {_where(df, pos)} has non-numeric value "
+                    f"{_plain(raw.iloc[pos])!r} (leave it empty when not measured)"
+                )
             df[col] = v
             bad = ~np.isnan(v) & ((v < lo - _TOL) | (v > hi + _TOL) | ~np.isfinite(v))
             if bad.any():

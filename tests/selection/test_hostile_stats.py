@@ -292,3 +292,25 @@ def test_mutated_tables_fail_cleanly_or_answer_like_the_clean_one(edits):
     assert len(selected) == len(clean_sel) and all(len(c) > 1 for c in selected)
     if not any(kind == "cell" and col == "client_id" for kind, col, *_ in edits):
         assert selected == clean_sel
+
+
+def test_reserved_domain_names_and_optional_readings_are_checked():
+    import pandas as _pd
+
+    from selection.errors import StatsError as _SE
+    from selection.schema import validate_stats as _validate
+    from selection.synthetic import synthetic_stats as _syn
+
+    df = _syn(8, seed=3)
+    own = df.assign(domain=df["domain"].replace({df["domain"].iloc[0]: "own"}))
+    own = own.rename(columns={f"U_{df['domain'].iloc[0]}": "U_own"})
+    with pytest.raises(_SE, match="domain 'own', a reserved name"):
+        _validate(own)
+    bad = df.assign(U_local=["abc"] + [50.0] * (len(df) - 1))
+    with pytest.raises(_SE, match="column U_local: .* non-numeric value 'abc'"):
+        _validate(bad)
+    flag = df.assign(U_own=[True] * len(df))
+    with pytest.raises(_SE, match="column U_own: .* boolean"):
+        _validate(flag)
+    empty = df.assign(U_local=[_pd.NA] + [50.0] * (len(df) - 1))
+    assert _validate(empty)["U_local"].isna().sum() == 1  # empty: not measured, allowed
