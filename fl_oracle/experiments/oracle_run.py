@@ -143,6 +143,40 @@ def _read_prior(path: Path, start: int) -> pd.DataFrame | None:
     return df[df["round"] < start].reset_index(drop=True)
 
 
+def _check_prior(out: Path, stats, hist, start: int, measure_round, n_clients: int) -> None:
+    """The stored tables of a resumed run hold exactly the rounds before ``start``: every
+    measured round once with each client once (``stats.parquet``), every round once
+    (``rounds.csv``). CheckpointError naming the file otherwise (never carried on)."""
+    want = [t for t in range(start) if measure_round is None or measure_round(t)]
+    if stats is not None and len(stats):
+        got = sorted(int(r) for r in stats["round"].unique())
+        if got != want:
+            raise CheckpointError(
+                f"cannot resume {out}: stats.parquet holds rounds {got[:5]}"
+                f"{'...' if len(got) > 5 else ''}, the checkpoint implies {want[:5]}"
+                f"{'...' if len(want) > 5 else ''}"
+            )
+        dup = stats.duplicated(["round", "client_id"])
+        sizes = stats.groupby("round").size()
+        if dup.any() or (sizes != n_clients).any():
+            r = (
+                int(stats["round"][dup].iloc[0])
+                if dup.any()
+                else int(sizes.index[sizes != n_clients][0])
+            )
+            raise CheckpointError(
+                f"cannot resume {out}: stats.parquet round {r} does not hold each of the "
+                f"{n_clients} clients once"
+            )
+    if hist is not None:
+        got = [int(r) for r in hist["round"]]
+        if got != list(range(start)):
+            raise CheckpointError(
+                f"cannot resume {out}: rounds.csv holds rounds {got[:5]}"
+                f"{'...' if len(got) > 5 else ''}, not 0..{start - 1} once each"
+            )
+
+
 def run_oracle(
     config: OracleConfig,
     *,
@@ -240,6 +274,8 @@ def _run_oracle(
     hist_prior = _read_prior(out / "rounds.csv", start) if resume else None
     history = hist_prior.to_dict("records") if hist_prior is not None else []
     measured_before = any(measure_round is None or measure_round(t) for t in range(start))
+    if resume:
+        _check_prior(out, prior, hist_prior, start, measure_round, len(oracle.clients))
     if len(history) != start or (measured_before and not stats):
         raise CheckpointError(
             f"cannot resume {out}: tables hold fewer rounds than checkpoint {start}"

@@ -118,3 +118,20 @@ def test_subprocess_killed_mid_run_resumes_identically(tmp_path):
     run_oracle(CFG, rounds=4, out=cut, data=DATA, progress=False, resume=True)
     for a, b in zip(_tables(full), _tables(cut), strict=True):
         pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize("damage", ["drop_round", "duplicate_rows", "rounds_csv_cut"])
+def test_resume_refuses_damaged_tables(uninterrupted, tmp_path, damage):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(uninterrupted, run, ignore=shutil.ignore_patterns(".fedsel.lock"))
+    stats = pd.read_parquet(run / "stats.parquet")
+    if damage == "drop_round":
+        stats[stats["round"] != 0].to_parquet(run / "stats.parquet", index=False)
+    elif damage == "duplicate_rows":
+        pd.concat([stats, stats.iloc[:4]]).to_parquet(run / "stats.parquet", index=False)
+    else:
+        pd.read_csv(run / "rounds.csv").iloc[1:].to_csv(run / "rounds.csv", index=False)
+    with pytest.raises(CheckpointError, match="cannot resume .*(stats.parquet|rounds.csv)"):
+        run_oracle(CFG, rounds=4, out=run, data=DATA, progress=False, resume=True)
