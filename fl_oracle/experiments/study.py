@@ -398,9 +398,14 @@ def run_file_problem(p: Path, entry: str, seed: int, rounds: int) -> str:
     if lost:
         return f"has no column {lost[0]}"
     for c in _NUMERIC:
-        bad = ~np.isfinite(pd.to_numeric(h[c], errors="coerce").to_numpy(dtype=float))
+        v = pd.to_numeric(h[c], errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(v)
         if bad.any():
             return f"row {int(bad.argmax()) + 2}: column {c} is not a number"
+        bad = (v < 0) | ((v > 100) if c.startswith("acc_") else False)
+        if np.any(bad):
+            pos = int(np.argmax(bad))
+            return f"row {pos + 2}: column {c} is {v[pos]!r}, outside its range"
     r = pd.to_numeric(h["round"]).astype(int).tolist()
     if r != list(range(rounds)):
         return f"holds rounds {r[:3]}{'...' if len(r) > 3 else ''} ({len(r)} rows), not 0..{rounds - 1}"
