@@ -164,7 +164,9 @@ def train(
     # --overwrite: the data and model are checked (the oracle built) before the old run goes
     oracle = make_oracle(config) if overwrite else None
     # one run per folder: locked, another run refused, nothing left behind by a failed start
-    with claim_run_folder(out, "train", overwrite=overwrite, committed="history.csv"):
+    with claim_run_folder(
+        out, "train", overwrite=overwrite, committed="history.csv", resumable=False
+    ):
         oracle = oracle if oracle is not None else make_oracle(config)
         write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
         rows, tables = [], []

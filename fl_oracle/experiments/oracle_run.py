@@ -244,6 +244,8 @@ def _run_oracle(
         raise OracleError(f"rounds={rounds} must be >= 1")
     out = Path(out)
     cfg_path, ckdir = out / "config.toml", out / "checkpoints"
+    if resume and not cfg_path.is_file() and latest_checkpoint(ckdir) is None:
+        resume = False  # killed before it wrote anything to continue from: start it afresh
     if resume:
         if not cfg_path.is_file():
             raise CheckpointError(f"cannot resume: {cfg_path} not found")

@@ -55,7 +55,7 @@ def run_kind(folder: str | os.PathLike) -> str | None:
     present = [name for name in RUN_FILES if (d / name).exists()]
     if not present:
         return None
-    if (d / "study.toml").exists():
+    if (d / "study.toml").exists() or (d / "runs").is_dir():  # a study (its toml may be lost)
         return "study"
     if (d / "checkpoints").is_dir() or (d / "rounds.csv").exists():
         return "oracle"
@@ -117,6 +117,7 @@ def claim_run_folder(
     resume: bool = False,
     overwrite: bool = False,
     committed: str = "checkpoints",
+    resumable: bool = True,
 ) -> Iterator[Path]:
     """Hold ``folder`` for one run of ``kind`` (``oracle`` or ``train``) for the with-block.
 
@@ -127,6 +128,7 @@ def claim_run_folder(
         overwrite: delete the run files of whatever run the folder holds, then start afresh.
         committed: the file or folder whose presence means a round was committed; a fresh run
             that fails before it exists has its files removed.
+        resumable: the command has ``--resume`` (the refusal names it only then).
 
     Raises:
         RunFolderError: the folder is locked by another process, holds another run (neither
@@ -147,9 +149,10 @@ def claim_run_folder(
                 )
         elif found is not None:
             if not overwrite:
+                cont = "pass --resume to continue it, " if resumable and found == kind else ""
                 raise RunFolderError(
-                    f"{d} already holds {_describe(d, found)}; pass --resume to continue it, "
-                    "--overwrite to replace it, or choose another --out"
+                    f"{d} already holds {_describe(d, found)}; {cont}"
+                    "pass --overwrite to replace it, or choose another --out"
                 )
             _remove_run_files(d)
         fresh = not resume

@@ -135,3 +135,10 @@ def test_resume_refuses_damaged_tables(uninterrupted, tmp_path, damage):
         pd.read_csv(run / "rounds.csv").iloc[1:].to_csv(run / "rounds.csv", index=False)
     with pytest.raises(CheckpointError, match="cannot resume .*(stats.parquet|rounds.csv)"):
         run_oracle(CFG, rounds=4, out=run, data=DATA, progress=False, resume=True)
+
+
+def test_resume_after_a_kill_before_anything_was_written_starts_afresh(uninterrupted, tmp_path):
+    (tmp_path / ".fedsel.lock").write_text("123\n")  # what a kill -9 at start-up leaves
+    run_oracle(CFG, rounds=2, out=tmp_path, data=DATA, progress=False, resume=True)
+    for a, b in zip(_tables(uninterrupted), _tables(tmp_path), strict=True):
+        pd.testing.assert_frame_equal(a, b)

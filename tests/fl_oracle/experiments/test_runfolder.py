@@ -210,6 +210,7 @@ def test_train_refuses_an_oracle_folder_and_changes_nothing(tmp_path):
     code, err = run_cli(["train", "--selector", "random", "--k", 2, "--rounds", 1, "--out", folder])
     assert code == 2 and err.count("\n") == 1, err
     assert "already holds a run (oracle, seed 7" in err and "--overwrite" in err
+    assert "--resume" not in err  # train has no --resume: the refusal does not suggest it
     after = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != LOCK_NAME}
     assert after == before
 
