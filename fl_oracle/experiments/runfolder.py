@@ -141,6 +141,10 @@ def claim_run_folder(
         raise RunFolderError(f"--out {d} is a file, not a folder")
     d.mkdir(parents=True, exist_ok=True)
     with _lock(d):
+        # temp files of a write that a kill interrupted (atomic_path: .<name>.<pid>.tmp); the
+        # lock says no other fedsel process writes here now
+        for tmp in [*d.glob(".*.tmp"), *d.glob("*/.*.tmp")]:
+            tmp.unlink(missing_ok=True)
         found = run_kind(d)
         if resume:
             if found not in (None, kind, "unknown"):  # unknown: killed before round 1

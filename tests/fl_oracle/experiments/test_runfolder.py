@@ -247,3 +247,11 @@ def test_overwrite_with_bad_data_keeps_the_old_run(tmp_path):
     assert code == 2 and "needs a data root" in err
     after = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != LOCK_NAME}
     assert after == before
+
+
+def test_temp_files_of_a_killed_write_are_removed(tmp_path):
+    folder = fake_oracle_run(tmp_path / "run")
+    stale = folder / "checkpoints" / ".round_00002.pt.999.tmp"
+    stale.write_bytes(b"half")
+    with claim_run_folder(folder, "oracle", resume=True):
+        assert not stale.exists()
