@@ -70,6 +70,12 @@ def train(
             "+: a surrogate (weighted, ensemble), verify or verify=M (e.g. maxmin:2@ensemble+verify)."
         ),
     ),
+    save_logits: bool = typer.Option(
+        False,
+        "--save-logits",
+        help="Also write each round's validation logits to DIR/logits/ (they are used in "
+        "memory either way).",
+    ),
     surrogate: str | None = typer.Option(
         None,
         "--surrogate",
@@ -187,6 +193,14 @@ def train(
                     ),
                 )
 
+            def keep_logits() -> dict:
+                # the round's logits are the oracle's until the commit: write them before it
+                if save_logits and oracle.measured_clients:
+                    from selection.logits import logits_path, write_logits
+
+                    write_logits(oracle.round_logits(), logits_path(out, oracle.round))
+                return {}
+
             res = run_training(
                 oracle,
                 sel,
@@ -196,6 +210,7 @@ def train(
                 seed=seed,
                 stats_mode=stats,
                 on_round=on_round,
+                before_step=keep_logits,
             )
         _write_run(out, res.history, res.stats)
     last = res.history.iloc[-1]
