@@ -142,3 +142,24 @@ def test_resume_after_a_kill_before_anything_was_written_starts_afresh(uninterru
     run_oracle(CFG, rounds=2, out=tmp_path, data=DATA, progress=False, resume=True)
     for a, b in zip(_tables(uninterrupted), _tables(tmp_path), strict=True):
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_logits_are_written_and_agree_with_the_stats(uninterrupted):
+    import numpy as np
+
+    from selection.logits import read_run_logits
+    from selection.problem import SelectionProblem
+
+    stats, _ = _tables(uninterrupted)
+    for t in (0, 1):
+        lg = read_run_logits(uninterrupted, t)
+        assert lg.round == t and lg.z.dtype == np.float16
+        part = stats[stats["round"] == t]
+        assert sorted(lg.ids) == sorted(part["client_id"])
+        # one client alone: the ensemble is that client's model; float16 may flip a near-tie
+        p = SelectionProblem.from_stats(part, 1, surrogate="ensemble", logits=lg)
+        from selection.surrogates import get_surrogate
+
+        U, Ud = get_surrogate("ensemble").block(p, np.arange(p.n)[:, None])
+        assert np.abs(Ud - p.Ud).max() <= 100.0 * 2 / lg.y.size * len(lg.domains)
+        assert np.abs(U - p.U).mean() < 0.5
