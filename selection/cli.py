@@ -379,8 +379,9 @@ def solve(
         print(f"{line}, {r.seconds:.3f}s: {';'.join(r.ids) or '-'}", file=sys.stderr)
         if hint:
             print(f"fedsel: {hint}", file=sys.stderr)
-    if str(r.status) in ("time_limit", "error") and not r.ids:
-        # no selection is no answer: the JSON says why, the exit code says it failed
+    if not r.ids:
+        # no selection is no answer (infeasible, or stopped with none): the JSON says why,
+        # the exit code 1 says there is no selection (2 is bad input)
         print(f"fedsel: no selection: {r.message or r.status}", file=sys.stderr)
         raise typer.Exit(1)
 

@@ -200,11 +200,12 @@ def test_solve_weighted_composite(stats, table, capsys):
     assert code == 2 and "not both" in err
 
 
-def test_solve_infeasible_is_a_status_not_an_error(stats, capsys):
-    code, out, _ = run(
+def test_solve_infeasible_is_a_status_and_exit_code_1(stats, capsys):
+    code, out, err = run(
         ["solve", "--stats", stats, "--k", K, "--method", "eps", "--eps", "0"], capsys
     )
-    assert code == 0 and json.loads(out)["status"] == "infeasible"
+    assert code == 1 and json.loads(out)["status"] == "infeasible"
+    assert "no selection" in err and "Traceback" not in err
 
 
 def test_compare_writes_table_fronts_and_html(stats, tmp_path, capsys):

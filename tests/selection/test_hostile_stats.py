@@ -26,7 +26,7 @@ from selection.schema import StatsWarning, read_stats, validate_stats
 from selection.synthetic import synthetic_stats
 
 K = 3
-SOLVE = ["solve", "--k", K, "--method", "eps", "--eps", 8, "--json"]
+SOLVE = ["solve", "--k", K, "--method", "eps", "--eps", 30, "--json"]
 
 
 def run(argv) -> tuple[int, str, str]:
