@@ -238,14 +238,27 @@ class OracleConfig:
         names = {f.name for f in fields(cls) if not f.name.startswith("_")}
         unknown = sorted(set(raw) - names)
         if unknown:
-            raise ConfigError(f"config TOML has unknown field(s): {', '.join(unknown)}")
+            import difflib
+
+            near = difflib.get_close_matches(unknown[0], sorted(names), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ConfigError(f"config TOML has unknown field(s): {', '.join(unknown)}{hint}")
+        if not isinstance(unset, list) or any(not isinstance(u, str) for u in unset):
+            raise ConfigError(f"config TOML: unset = {unset!r} must be a list of field names")
+        if "domains" in raw and (
+            isinstance(raw["domains"], str) or not isinstance(raw["domains"], list)
+        ):
+            raise ConfigError(f"config field domains={raw['domains']!r}: must be a list of names")
         for name in unset:
             if name not in names:
                 raise ConfigError(f"config TOML unsets unknown field {name!r}")
             raw[name] = None
         if "domains" in raw:
             raw["domains"] = tuple(raw["domains"])
-        return cls(**raw)
+        try:
+            return cls(**raw)
+        except TypeError as exc:  # a value of the wrong kind that the checks did not name
+            raise ConfigError(f"config TOML: {exc}") from None
 
 
 def _key(k: str) -> str:

@@ -255,3 +255,9 @@ def test_temp_files_of_a_killed_write_are_removed(tmp_path):
     stale.write_bytes(b"half")
     with claim_run_folder(folder, "oracle", resume=True):
         assert not stale.exists()
+
+
+def test_a_study_folder_without_its_toml_is_still_a_study(tmp_path):
+    (tmp_path / "s" / "runs" / "eps_5").mkdir(parents=True)
+    (tmp_path / "s" / "history.csv").write_text("round\n0\n")
+    assert run_kind(tmp_path / "s") == "study"

@@ -71,3 +71,24 @@ def test_from_toml_rejects_unknown_and_bad():
         OracleConfig.from_toml("bogus = 1\n")
     with pytest.raises(ConfigError, match="lr"):
         OracleConfig.from_toml("lr = -1.0\n")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "msg"),
+    [
+        ('domains = ["mnist", "usps", "svhn", "syn"]', "domains = 5", "domains=5: must be a list"),
+        ("lr = 0.05", "lrr = 0.05", "did you mean 'lr'"),
+        ("lr = 0.05", 'lr = "x"', "lr='x'"),
+    ],
+)
+def test_an_edited_config_toml_is_one_clear_error(old, new, msg):
+    from fl_oracle.errors import ConfigError
+    from fl_oracle.sim.config import OracleConfig as _C
+
+    text = _C(seed=0).to_toml()
+    assert old in text
+    with pytest.raises(ConfigError, match=msg):
+        _C.from_toml(text.replace(old, new, 1))
+    unset = next(ln for ln in text.splitlines() if ln.startswith("unset = "))
+    with pytest.raises(ConfigError, match="unset = 5 must be a list"):
+        _C.from_toml(text.replace(unset, "unset = 5", 1))
