@@ -20,7 +20,6 @@ the persistent one of the linear routes.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -193,7 +192,3 @@ def raw_of(sel, status, message, route, param) -> _Raw:
     if status == Status.OPTIMAL and not sel:
         status = Status.ERROR
     return _Raw(tuple(sel), status, route, message, param)
-
-
-def is_inf(v: float | None) -> bool:
-    return v is None or math.isinf(v)
