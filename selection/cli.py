@@ -229,13 +229,20 @@ def eps_range(problem, f_min: float | None = None, b_max: float | None = None) -
     }
 
 
-def _range_hint(rng: dict) -> str:
+def _range_hint(rng: dict, *, single: bool = False) -> str:
+    """The reachable gap range and an ε to try: one value for ``solve`` (one ε), the grid for
+    ``sweep``."""
     if not rng:
         return "the --fisher-min/--b-max constraints alone leave no selection"
+    first = rng["grid"].split(",")[0]
+    try_ = (
+        f"try --eps {first}, or fedsel sweep --eps {rng['grid']}"
+        if single
+        else f"try --eps {rng['grid']}"
+    )
     return (
         f"reachable gaps run from {rng['min_gap']:.2f} pp (the smallest any selection has) to "
-        f"{rng['max_gap']:.2f} pp (at the highest U, U* = {rng['u_star']:.2f} %); "
-        f"try --eps {rng['grid']}"
+        f"{rng['max_gap']:.2f} pp (at the highest U, U* = {rng['u_star']:.2f} %); {try_}"
     )
 
 
@@ -362,7 +369,7 @@ def solve(
     if str(r.status) == "infeasible" and method == "eps":
         rng = eps_range(problem, fisher_min, b_max)
         out["reachable"] = rng
-        hint = _range_hint(rng)
+        hint = _range_hint(rng, single=True)
     print(json.dumps(out, indent=2))
     if not json_only:
         from selection.objectives import OBJECTIVES
@@ -377,13 +384,15 @@ def solve(
                 if n in o
             )
         print(f"{line}, {r.seconds:.3f}s: {';'.join(r.ids) or '-'}", file=sys.stderr)
-        if hint:
-            print(f"fedsel: {hint}", file=sys.stderr)
     if not r.ids:
         # no selection is no answer (infeasible, or stopped with none): the JSON says why,
-        # the exit code 1 says there is no selection (2 is bad input)
+        # the exit code 1 says there is no selection (2 is bad input); the hint comes last
         print(f"fedsel: no selection: {r.message or r.status}", file=sys.stderr)
+        if hint and not json_only:
+            print(f"fedsel: {hint}", file=sys.stderr)
         raise typer.Exit(1)
+    if hint and not json_only:
+        print(f"fedsel: {hint}", file=sys.stderr)
 
 
 @app.command("sweep")

@@ -34,14 +34,14 @@ def stats3(tmp_path_factory) -> Path:
 
 def test_infeasible_eps_says_the_reachable_range(capsys):
     code, out, err = run(["solve", "-s", EXAMPLE, "-k", 5, "-m", "eps", "--eps", 5], capsys)
-    assert code == 0
+    assert code == 1  # no selection
     rng = json.loads(out)["reachable"]
     assert rng["min_gap"] == pytest.approx(17.3529, abs=1e-3)
     assert rng["min_gap"] <= rng["max_gap"] and rng["u_star"] > 0
     lines = err.strip().splitlines()
-    assert "17.35 pp" in lines[-1] and f"try --eps {rng['grid']}" in lines[-1]
-    # the suggested grid is inside the range: every point of it is feasible
     lowest = rng["grid"].split(",")[0]
+    assert "17.35 pp" in lines[-1] and f"try --eps {lowest}, or fedsel sweep --eps " in lines[-1]
+    # the suggested grid is inside the range: every point of it is feasible
     _, out, _ = run(["solve", "-s", EXAMPLE, "-k", 5, "-m", "eps", "--eps", lowest], capsys)
     assert json.loads(out)["status"] == "optimal"
 
