@@ -179,7 +179,7 @@ class Spec:
     @property
     def selector_spec(self) -> str:
         """The spec without the statistics mode (what the selector itself reads)."""
-        mods = [m for m in self.modifiers if m not in ("stale", "fresh")]
+        mods = [m for m in self.modifiers if m != "stale"]
         return self.base + ("@" + "+".join(mods) if mods else "")
 
     @property

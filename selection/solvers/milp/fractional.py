@@ -116,7 +116,7 @@ def lex_fractional(
 
     try:
         for j, st in enumerate(stages):
-            kind, v = solve(st.num if st.den is None else st.num, best_v)
+            kind, v = solve(st.num, best_v)  # a first feasible answer (stage value for a ratio)
             if kind == "infeasible":
                 if j == 0:
                     return (), Status.INFEASIBLE, "no selection satisfies the constraints", []
