@@ -22,6 +22,11 @@ Writes ``results/benchmarks/surrogates.csv`` (one row per surrogate and K) and
 ``surrogates.md``. Run from the repository root::
 
     .venv/bin/python benchmarks/surrogates.py             # 3 seeds x 40 rounds x 2 drivers x K=5,10
+    .venv/bin/python benchmarks/surrogates.py --ks 10 --append   # add K=10 to the stored K=5 rows
+
+With ``--append`` the stored per-round rows of the K values not measured now are kept (and
+the command, machine and time of every part are listed in ``surrogates_runs.csv`` and the
+table's header), so a long benchmark can be measured in parts.
 """
 
 from __future__ import annotations
@@ -146,7 +151,7 @@ def summarize(per_round: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def markdown(summary: pd.DataFrame, args, seconds: float) -> str:
+def markdown(summary: pd.DataFrame, parts: pd.DataFrame, n_random: int) -> str:
     cols = [
         ("k", "K", "{}"),
         ("surrogate", "surrogate", "`{}`"),
@@ -170,12 +175,13 @@ def markdown(summary: pd.DataFrame, args, seconds: float) -> str:
     lines = [
         "# Surrogates of U_d(S) against the realized aggregate",
         "",
-        f"`.venv/bin/python benchmarks/surrogates.py --seeds {args.seeds} --rounds {args.rounds} "
-        f"--drivers {args.drivers} --ks {args.ks} --random {args.random}` — "
-        f"{cpu_model()}, {platform.python_version()}, {seconds:.0f} s.",
+        *(
+            f"K = {r['ks']}: `{r['command']}` — {r['cpu']}, {r['python']}, {r['seconds']:.0f} s."
+            for r in parts.to_dict("records")
+        ),
         "",
         "Candidates per round: the driver's selection plus "
-        f"{args.random} random K-subsets; realized = validation accuracy of the sample-weighted "
+        f"{n_random} random K-subsets; realized = validation accuracy of the sample-weighted "
         "aggregate. ρ is Spearman's within a round, averaged over rounds; regret = best realized "
         "worst-domain accuracy among the candidates minus that of the surrogate's top candidate; "
         "costs are medians relative to the round (statistics, choice, commit).",
@@ -211,20 +217,53 @@ def main() -> None:
     ap.add_argument("--ks", default="5,10")
     ap.add_argument("--random", type=int, default=15)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the stored rows of the K values not measured now",
+    )
     args = ap.parse_args()
+    ks = [int(k) for k in args.ks.split(",")]
+    command = (
+        f".venv/bin/python benchmarks/surrogates.py --seeds {args.seeds} --rounds {args.rounds} "
+        f"--drivers {args.drivers} --ks {args.ks} --random {args.random}"
+    )
     t0 = time.perf_counter()
     per_round = run(
         list(range(args.seeds)),
         args.rounds,
         [d.strip() for d in args.drivers.split(",")],
-        [int(k) for k in args.ks.split(",")],
+        ks,
         args.random,
     )
+    part = pd.DataFrame(
+        [
+            dict(
+                ks=args.ks,
+                command=command,
+                cpu=cpu_model(),
+                python=platform.python_version(),
+                seconds=time.perf_counter() - t0,
+            )
+        ]
+    )
+    parts_file = args.out / "surrogates_runs.csv"
+    stored_file = args.out / "surrogates_per_round.csv"
+    if args.append and stored_file.exists():
+        stored = pd.read_csv(stored_file)
+        per_round = pd.concat([stored[~stored["k"].isin(ks)], per_round], ignore_index=True)
+        per_round = per_round.sort_values("k", kind="stable").reset_index(drop=True)
+        if parts_file.exists():
+            old = pd.read_csv(parts_file, dtype={"ks": str})
+            keep = old["ks"].map(lambda v: not set(int(k) for k in str(v).split(",")) & set(ks))
+            part = pd.concat([old[keep], part], ignore_index=True)
     summary = summarize(per_round)
+    text = markdown(summary, part, args.random)
     write_table_atomic(summary, args.out / "surrogates.csv")
-    write_table_atomic(per_round, args.out / "surrogates_per_round.csv")
-    write_text_atomic(markdown(summary, args, time.perf_counter() - t0), args.out / "surrogates.md")
-    print(markdown(summary, args, time.perf_counter() - t0))
+    write_table_atomic(per_round, stored_file)
+    write_table_atomic(part, parts_file)
+    write_text_atomic(text, args.out / "surrogates.md")
+    print(text)
 
 
 if __name__ == "__main__":
