@@ -154,6 +154,33 @@ def _problem(
     return SelectionProblem.from_stats(stats, k, round_, surrogate=surrogate, logits=lg)
 
 
+def _realize_front(front, problem, table, realizer, folder: Path):
+    """``front`` with realized_* columns: its feasible points replayed on the true aggregate
+    of round ``problem.round`` (NaN for the others); the drift of the replay is reported."""
+    import numpy as np
+    import pandas as pd
+
+    from selection.realize import realized_columns
+    from selection.solvers.base import point_rows
+
+    ok = np.flatnonzero(point_rows(front))
+    sels = [tuple(str(front["selected"].iloc[i]).split(";")) for i in ok]
+    print(
+        f"fedsel: replaying round {problem.round} of {folder} for {len(sels)} realized points",
+        file=sys.stderr,
+    )
+    real = realizer(folder, problem.round, sels, table[table["round"] == problem.round])
+    cols = realized_columns(real, problem.domains)
+    cols.index = front.index[ok]
+    if real.drift == real.drift and real.drift > 0.05:
+        print(
+            f"fedsel: warning: this host reproduces round {problem.round} only approximately "
+            f"(single-client U up to {real.drift:.2f} pp from the stored table)",
+            file=sys.stderr,
+        )
+    return pd.concat([front, cols.reindex(front.index)], axis=1)
+
+
 def _record_surrogate(front, problem):
     """Record the surrogate that made a table's predictions (its last column)."""
     front["surrogate"] = problem.surrogate
@@ -439,6 +466,13 @@ def sweep(
     time_limit: float | None = _TL,
     surrogate: str = _SURR,
     logits: Path | None = _LOGITS,
+    realize: bool = typer.Option(
+        False,
+        "--realize",
+        help="Also measure each point's realized value (validation accuracy of the "
+        "sample-weighted aggregate) by replaying the round of the oracle run --stats came "
+        "from; drawn beside the predicted points, realized_* columns in front.csv.",
+    ),
 ) -> None:
     """Sweep one formulation; write DIR/front.csv and DIR/front.html (plot and points)."""
     import pandas as pd
@@ -471,6 +505,11 @@ def sweep(
     w_grid = parse_weight_grid(weights)
     objs = parse_objectives(objectives, default_plane(method))
     table = read_stats(stats)
+    realizer = None
+    if realize:
+        from selection.realize import realizer_for
+
+        realizer = realizer_for(Path(stats).parent)
     if logits is None and surrogate != "mean":
         logits = stats.parent / "logits" if (stats.parent / "logits").is_dir() else None
     if rounds is None:
@@ -498,6 +537,8 @@ def sweep(
                 f_min=fisher_min,
                 b_max=b_max,
             )
+            if realizer is not None:
+                front = _realize_front(front, problem, table, realizer, Path(stats).parent)
             if rounds is not None:
                 front.insert(0, "round", problem.round)
             fronts.append(_record_surrogate(front, problem))

@@ -120,7 +120,17 @@ def front_plot_data(front: pd.DataFrame, x: str = "gap", y: str = "utility") -> 
     ok["hover"] = [_hover(r, dcols, extra) for _, r in ok.iterrows()]
     order = {m: i for i, m in enumerate(dict.fromkeys(ok["method"]))}
     ok = ok.assign(_m=ok["method"].map(order)).sort_values(["_m", x, y])
-    return ok[[*PLOT_COLUMNS, *dcols, *extra]].reset_index(drop=True)
+    real = [c for c in front.columns if c.startswith("realized_")]
+    return ok[[*PLOT_COLUMNS, *dcols, *extra, *real]].reset_index(drop=True)
+
+
+def realized_axis(data: pd.DataFrame, axis: str) -> str | None:
+    """The column holding the realized value of objective ``axis`` (the objective itself when
+    it does not read U_d(S), e.g. Σ B), or None when the table has no realized values."""
+    if not any(c.startswith("realized_") for c in data.columns):
+        return None
+    col = f"realized_{axis}"
+    return col if col in data.columns else axis
 
 
 def compare_plot_data(
@@ -182,6 +192,9 @@ def _figure(data: pd.DataFrame, title: str = "", x: str = "gap", y: str = "utili
                 },
             )
         )
+        rx, ry = realized_axis(part, x), realized_axis(part, y)
+        if rx is not None and ry is not None:
+            _add_realized(fig, part, x, y, rx, ry, m, color)
         i += 1
     fig.update_layout(
         xaxis={"title": _axis_title(x)},
@@ -192,6 +205,50 @@ def _figure(data: pd.DataFrame, title: str = "", x: str = "gap", y: str = "utili
         margin={"t": 30},
     )
     return fig
+
+
+def _add_realized(fig, part: pd.DataFrame, x: str, y: str, rx: str, ry: str, m: str, color):
+    """Filled markers at the realized values, each joined to its predicted point by a
+    dotted segment (one trace of segments split by gaps, one of markers)."""
+    import plotly.graph_objects as go
+
+    part = part.dropna(subset=[rx, ry])
+    if not len(part):
+        return
+    sx: list = []
+    sy: list = []
+    for a, b, c, d in zip(part[x], part[y], part[rx], part[ry], strict=True):
+        sx += [a, c, None]
+        sy += [b, d, None]
+    fig.add_trace(
+        go.Scatter(
+            x=sx,
+            y=sy,
+            mode="lines",
+            line={"color": color, "dash": "dot", "width": 1},
+            hoverinfo="skip",
+            showlegend=False,
+            legendgroup=f"realized {m}",
+        )
+    )
+    text = [
+        f"<b>{html.escape(m)}</b> {html.escape(str(p))}, realized<br>"
+        f"{html.escape(y)} = {b:.3f} (predicted {a:.3f})<br>"
+        f"{html.escape(x)} = {d:.3f} (predicted {c:.3f})"
+        for p, a, b, c, d in zip(part["param"], part[y], part[ry], part[x], part[rx], strict=True)
+    ]
+    fig.add_trace(
+        go.Scatter(
+            x=part[rx],
+            y=part[ry],
+            mode="markers",
+            name=f"{m}, realized",
+            legendgroup=f"realized {m}",
+            text=text,
+            hovertemplate="%{text}<extra></extra>",
+            marker={"color": color, "symbol": "circle", "size": 7},
+        )
+    )
 
 
 _CSS = (
@@ -254,6 +311,18 @@ def render_front_html(
             "</p>"
         )
     cols = list(dict.fromkeys(["utility", "gap", "worst", x, y]))
+    rx, ry = realized_axis(data, x), realized_axis(data, y)
+    if rx is not None and ry is not None:
+        cols += [c for c in dict.fromkeys([ry, rx, "realized_worst"]) if c not in cols]
+        n_real = int(data[[rx, ry]].notna().all(axis=1).sum())
+        gap_y = (data[ry] - data[y]).abs().mean()
+        note += (
+            f"<p class='note'>Open markers: values predicted by the surrogate. Filled markers "
+            f"joined by a dotted line: the same {n_real} selections realized — validation "
+            "accuracy of the sample-weighted aggregate w_t + Σ p_i Δ_i, measured by replaying "
+            f"the round (--realize). Mean |realized − predicted| on the vertical axis: "
+            f"{gap_y:.2f}.</p>"
+        )
     return _page(
         title,
         note
