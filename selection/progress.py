@@ -3,16 +3,22 @@
 Library functions that take a while accept ``progress``: a :data:`ProgressFn` called as
 ``progress(done, total, label)`` (``total`` None when unknown; the same ``label`` is one
 task), or None. :func:`rich_progress` is the one renderer, used by the CLI: rich bars on
-stderr, so ``--json`` and piped stdout stay clean.
+stderr, so ``--json`` and piped stdout stay clean. Off a terminal (a log file, CI, ``nohup``)
+there is nothing to animate, so it prints a plain line per task instead —
+``study: 12/80 (15%), 4m10s elapsed, ETA 23m40s`` — at a steady pace: the first after
+``FEDSEL_PROGRESS_SECONDS`` seconds (default 30), then at most one per task per interval, and
+a last one when a task that printed finishes; commands done sooner print nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["ProgressFn", "report", "rich_progress"]
+__all__ = ["ProgressFn", "report", "rich_progress", "plain_progress"]
 
 ProgressFn = Callable[[int, "int | None", str], None]
 
@@ -49,9 +55,8 @@ def rich_progress(*, enabled: bool = True, transient: bool = True) -> Iterator[P
         TimeRemainingColumn(),
     )
     console = Console(file=sys.stderr)
-    if transient and not console.is_terminal:
-        # nothing to animate and nothing to keep: no bar, and no blank line left behind
-        yield lambda done, total, label: None
+    if not console.is_terminal:  # nothing to animate: plain lines at a steady pace
+        yield plain_progress()
         return
     with Progress(*columns, console=console, transient=transient) as bar:
         tasks: dict[str, int] = {}
@@ -63,3 +68,62 @@ def rich_progress(*, enabled: bool = True, transient: bool = True) -> Iterator[P
             bar.update(tasks[key], completed=done, total=total, description=label)
 
         yield update
+
+
+def _clock(seconds: float) -> str:
+    s = int(round(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def plain_progress(
+    interval: float | None = None, write: Callable[[str], None] | None = None
+) -> ProgressFn:
+    """A :data:`ProgressFn` printing ``label: done/total (pct), elapsed, ETA`` lines.
+
+    Args:
+        interval: seconds between two lines of one task (and before its first); default
+            ``FEDSEL_PROGRESS_SECONDS`` from the environment, else 30.
+        write: where a line goes (default: stderr, flushed).
+    """
+    if interval is None:
+        try:
+            interval = float(os.environ.get("FEDSEL_PROGRESS_SECONDS", "30"))
+        except ValueError:
+            interval = 30.0
+    if write is None:
+
+        def write(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
+    start: dict[str, float] = {}
+    last: dict[str, float] = {}
+
+    def update(done: int, total: int | None, label: str) -> None:
+        key = label.split(":", 1)[0]
+        now = time.monotonic()
+        t0 = start.setdefault(key, now)
+        finished = total is not None and done >= total
+        if key in last:
+            due = finished or now - last[key] >= interval
+        else:
+            due = now - t0 >= interval
+        if not due:
+            if finished:
+                start.pop(key, None)
+            return
+        last[key] = now
+        el = now - t0
+        if total:
+            line = f"{label}: {done}/{total} ({100.0 * done / total:.0f}%), {_clock(el)} elapsed"
+            if done and not finished:
+                line += f", ETA {_clock(el / done * (total - done))}"
+        else:
+            line = f"{label}: {done} done, {_clock(el)} elapsed"
+        write(line)
+        if finished:
+            start.pop(key, None)
+            last.pop(key, None)
+
+    return update

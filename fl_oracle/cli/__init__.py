@@ -32,6 +32,20 @@ _COMMAND_MODULES = (
     "fl_oracle.cli.flower",  # fedsel flower (needs the flower extra)
 )
 _registered = False
+_interrupt_hint: list[str] = []
+
+
+def interrupt_hint(text: str) -> None:
+    """What the user reads after Ctrl-C (or SIGTERM) stops the running command: how to go on."""
+    _interrupt_hint[:] = [text]
+
+
+def _interrupted() -> None:
+    _fail("interrupted" + (f"; {_interrupt_hint[0]}" if _interrupt_hint else ""), 130)
+
+
+def _sigterm(signum, frame) -> None:  # noqa: ARG001 - the signal handler's signature
+    raise KeyboardInterrupt
 
 
 def build_app():
@@ -70,16 +84,27 @@ _show_warning = warnings.showwarning
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI; input errors exit with code 2 and one line on stderr."""
+    import signal
+
     warnings.showwarning = _warn_line
     cli = build_app()
+    _interrupt_hint.clear()
+    try:
+        signal.signal(signal.SIGTERM, _sigterm)  # stop like Ctrl-C: workers ended, lock freed
+    except ValueError:  # not the main thread (e.g. a test runner's worker thread)
+        pass
     try:
         code = cli(args=list(argv) if argv is not None else None, standalone_mode=False)
+        if code == 130:  # typer turned a KeyboardInterrupt (Ctrl-C, SIGTERM) into this code
+            _interrupted()
         if isinstance(code, int) and code:  # click returns typer.Exit(n)'s code here
             sys.exit(code)
     except typer.Exit as exc:
+        if exc.exit_code == 130:  # typer's translation of KeyboardInterrupt (Ctrl-C, SIGTERM)
+            _interrupted()
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        _fail("aborted", 130)
+    except (typer.Abort, KeyboardInterrupt):
+        _interrupted()
     except _UsageError as exc:  # usage errors: bad option, missing argument
         if type(exc).__name__ == "NoArgsIsHelpError":
             print(exc.format_message())

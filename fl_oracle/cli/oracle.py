@@ -102,6 +102,11 @@ def oracle(
     full = measure_every == 1 and measure_from == 0
     from selection.progress import rich_progress
 
+    from fl_oracle.cli import interrupt_hint
+
+    interrupt_hint(
+        f"the rounds finished are kept in {out}; add --resume to the same command to continue"
+    )
     with rich_progress(enabled=progress, transient=False) as bar:
         table = run_oracle(
             config,

@@ -145,6 +145,12 @@ def study(
             n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
             factory = study_factory(overrides)
             _record_sources(factory, out, added=added)
+            from fl_oracle.cli import interrupt_hint
+
+            interrupt_hint(
+                f"the finished runs are kept in {out / 'runs'}; run the same command again to "
+                "continue (only unfinished runs are redone)"
+            )
             with rich_progress(transient=False) as progress:
                 run_study(
                     settings,

@@ -282,6 +282,9 @@ def demo(
     runs = settings.seeds * len(settings.selectors)
     n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
     factory = demo_factory(overrides)
+    from fl_oracle.cli import interrupt_hint
+
+    interrupt_hint(f"nothing was written to {out}; the demo starts afresh when run again")
     with rich_progress(transient=False) as progress:
         factory.load(progress=progress)  # generate or read the data once, before the workers
         result = run_demo(factory, make_selector, settings, workers=n_workers, progress=progress)

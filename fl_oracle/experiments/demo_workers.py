@@ -174,10 +174,22 @@ def run_all(
                 _drain(ticks, tick)
                 for fut in done:
                     yield pending.pop(fut), fut.result()
-        except BaseException:  # a failed run (or Ctrl-C): do not start the queued ones
-            pool.shutdown(wait=False, cancel_futures=True)
+        except BaseException:  # a failed run, Ctrl-C or SIGTERM: stop now, not after the runs
+            _stop(pool)  # in flight (finished runs were yielded, so the caller has kept them)
             raise
     _drain(ticks, tick)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued runs and terminate the workers (their unfinished runs are lost, which
+    is what stopping means; nothing they wrote is partial: runs are written by the parent)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=5)
 
 
 def _drain(q, tick: Callable[[], None] | None) -> None:
