@@ -100,9 +100,8 @@ def oracle(
         ) from None
     schedule = measure_schedule(measure_every, measure_from, at)
     full = measure_every == 1 and measure_from == 0
-    from selection.progress import rich_progress
-
     from fl_oracle.cli import interrupt_hint
+    from selection.progress import rich_progress
 
     interrupt_hint(
         f"the rounds finished are kept in {out}; add --resume to the same command to continue"
