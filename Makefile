@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser test test-all check lint demo bench bench-peers clean peers-env
+.PHONY: venv browser test test-all check lint demo demo-example bench bench-peers clean peers-env
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -37,8 +37,16 @@ lint: $(STAMP)
 
 check: lint test
 
+# the showcase, into an untracked folder (runs/ is ignored: a clone stays clean)
 demo: $(STAMP)
-	$(BIN)/fedsel demo --out results/demo
+	$(BIN)/fedsel demo --out runs/demo --overwrite
+
+# the committed example (results/demo/, quoted by the README): rebuilt on a clean tree only,
+# so its record.toml names the commit that made it
+demo-example: $(STAMP)
+	@test -z "$$(git status --porcelain --untracked-files=no)" || \
+	  { echo "demo-example: commit or stash your changes first (the record names the commit)"; exit 2; }
+	$(BIN)/fedsel demo --out results/demo --overwrite
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/solvers.py

@@ -35,6 +35,16 @@ _registered = False
 _interrupt_hint: list[str] = []
 
 
+_argv: list[str] = []
+
+
+def command_line() -> str:
+    """The running fedsel command as typed (for run records): ``fedsel demo --out ...``."""
+    import shlex
+
+    return shlex.join(["fedsel", *_argv])
+
+
 def interrupt_hint(text: str) -> None:
     """What the user reads after Ctrl-C (or SIGTERM) stops the running command: how to go on."""
     _interrupt_hint[:] = [text]
@@ -89,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     warnings.showwarning = _warn_line
     cli = build_app()
     _interrupt_hint.clear()
+    _argv[:] = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     try:
         signal.signal(signal.SIGTERM, _sigterm)  # stop like Ctrl-C: workers ended, lock freed
     except ValueError:  # not the main thread (e.g. a test runner's worker thread)

@@ -184,7 +184,9 @@ def _record_sources(factory, out: Path, added: list[str] | None = None) -> None:
     prov = data_provenance(data)
     for line in provenance_lines(prov):
         print(line, file=sys.stderr)
-    rec = run_record(factory.config(0).device, command=" ".join(sys.argv))
+    from fl_oracle.cli import command_line
+
+    rec = run_record(factory.config(0).device, command=command_line())
     path = out / "sources.toml"
     if not path.is_file():
         write_text_atomic(record_toml(rec) + "\n" + provenance_toml(prov), path)

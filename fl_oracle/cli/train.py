@@ -7,6 +7,8 @@ Thin: parse, build the oracle and the selector, call :mod:`fl_oracle.experiments
 from __future__ import annotations
 
 import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,6 @@ def _write_run(out: Path, history, stats) -> None:
 def _recorded_config(config, oracle) -> str:
     """config.toml text: the configuration, the data provenance (also one line per domain on
     stderr) and the run record."""
-    import sys
 
     from fl_oracle.experiments.run_record import record_toml, run_record
     from fl_oracle.sim.data.provenance import provenance_lines, provenance_toml
@@ -229,7 +230,15 @@ def demo_factory(overrides: dict[str, Any]):
 
 
 def demo(
-    out: Path = typer.Option(Path("results/demo"), "--out", "-o", help="Output folder."),
+    out: Path = typer.Option(
+        Path("runs/demo"),
+        "--out",
+        "-o",
+        help="Output folder: report.html, summary.csv, history.csv, fronts.csv, record.toml.",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
+    ),
     rounds: int | None = typer.Option(
         None, "--rounds", "-r", min=1, help="Rounds per run.", show_default=str(_D.rounds)
     ),
@@ -282,13 +291,23 @@ def demo(
     runs = settings.seeds * len(settings.selectors)
     n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
     factory = demo_factory(overrides)
-    from fl_oracle.cli import interrupt_hint
+    from fl_oracle.cli import command_line, interrupt_hint
+    from fl_oracle.experiments.run_record import record_toml, run_record
+    from fl_oracle.experiments.runfolder import claim_run_folder
 
     interrupt_hint(f"nothing was written to {out}; the demo starts afresh when run again")
-    with rich_progress(transient=False) as progress:
-        factory.load(progress=progress)  # generate or read the data once, before the workers
-        result = run_demo(factory, make_selector, settings, workers=n_workers, progress=progress)
-    paths = write_outputs(result, out)
+    with claim_run_folder(
+        out, "demo", overwrite=overwrite, committed="summary.csv", resumable=False
+    ):
+        rec = run_record(factory.config(0).device, command=command_line())
+        t0 = time.perf_counter()
+        with rich_progress(transient=False) as progress:
+            factory.load(progress=progress)  # the data once, before the workers
+            result = run_demo(
+                factory, make_selector, settings, workers=n_workers, progress=progress
+            )
+        rec.update(workers=n_workers, seconds=round(time.perf_counter() - t0, 1))
+        paths = write_outputs(result, out, record=record_toml(rec))
     print(result.summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print("wrote " + ", ".join(str(p) for p in paths))
 

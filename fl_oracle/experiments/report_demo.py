@@ -192,13 +192,19 @@ def final_seeds(history: pd.DataFrame) -> pd.DataFrame:
     return last[cols].reset_index(drop=True)
 
 
-def write_outputs(result: DemoResult, out: str | os.PathLike) -> list[Path]:
-    """Write report.html, summary.csv, history.csv and fronts.csv under ``out`` (atomically)."""
+def write_outputs(
+    result: DemoResult, out: str | os.PathLike, *, record: str | None = None
+) -> list[Path]:
+    """Write report.html, summary.csv, history.csv and fronts.csv under ``out`` (atomically),
+    and ``record`` (the run record's TOML: commit, machine, seconds) as record.toml."""
     out = Path(out)
     data = report_data(result)
-    return [
-        write_table_atomic(result.summary, out / "summary.csv"),
+    paths = [
         write_table_atomic(result.history, out / "history.csv"),
         write_table_atomic(result.fronts, out / "fronts.csv"),
         write_text_atomic(render_html(data), out / "report.html"),
     ]
+    if record is not None:
+        paths.append(write_text_atomic(record, out / "record.toml"))
+    # last: its presence marks the demo as complete (fedsel.experiments.runfolder)
+    return [write_table_atomic(result.summary, out / "summary.csv"), *paths]

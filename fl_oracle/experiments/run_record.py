@@ -98,8 +98,8 @@ def record_toml(rec: dict[str, Any]) -> str:
     def val(v: Any) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
-        if isinstance(v, int):
-            return str(v)
+        if isinstance(v, int | float):
+            return repr(v)
         return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     return "[run]\n" + "\n".join(f"{k} = {val(v)}" for k, v in rec.items()) + "\n"

@@ -1,6 +1,6 @@
 """One run per folder: claim a run folder for a command's lifetime.
 
-Every command that writes a run folder (``fedsel oracle``, ``fedsel train``) enters
+Every command that writes a run folder (``fedsel oracle``, ``train``, ``study``, ``demo``) enters
 :func:`claim_run_folder` before it writes anything:
 
 * **Exclusive lock.** ``DIR/.fedsel.lock`` is created atomically (``O_CREAT``) and locked with
@@ -42,6 +42,10 @@ RUN_FILES = (
     "logits",
     "study.toml",  # a study (fedsel study): its settings and its finished runs
     "runs",
+    "fronts.csv",  # a demo (fedsel demo): its tables, report and record
+    "summary.csv",
+    "report.html",
+    "record.toml",
 )
 
 
@@ -50,13 +54,16 @@ class RunFolderError(CheckpointError):
 
 
 def run_kind(folder: str | os.PathLike) -> str | None:
-    """``oracle``, ``train``, ``study``, ``unknown`` (run files of no known shape) or None."""
+    """``oracle``, ``train``, ``study``, ``demo``, ``unknown`` (run files of no known shape) or
+    None."""
     d = Path(folder)
     present = [name for name in RUN_FILES if (d / name).exists()]
     if not present:
         return None
     if (d / "study.toml").exists() or (d / "runs").is_dir():  # a study (its toml may be lost)
         return "study"
+    if (d / "fronts.csv").exists():
+        return "demo"
     if (d / "checkpoints").is_dir() or (d / "rounds.csv").exists():
         return "oracle"
     if (d / "history.csv").exists():

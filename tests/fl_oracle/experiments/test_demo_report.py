@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -210,7 +211,7 @@ def _demo_cli(monkeypatch, tmp_path, *args: str) -> Path:
     return out
 
 
-def test_fedsel_demo_tiny_writes_report_and_tables(monkeypatch, tmp_path):
+def test_fedsel_demo_tiny_writes_report_and_tables(monkeypatch, tmp_path, capsys):
     out = _demo_cli(
         monkeypatch,
         tmp_path,
@@ -236,6 +237,22 @@ def test_fedsel_demo_tiny_writes_report_and_tables(monkeypatch, tmp_path):
     np.testing.assert_allclose(f["err_utility"], f["real_utility"] - f["pred_utility"])
     text = (out / "report.html").read_text()
     assert text.count("plotly.js v") == 1 and "Generated stand-ins" in text
+    rec = tomllib.loads((out / "record.toml").read_text())["run"]
+    assert rec["workers"] == 1 and rec["seconds"] > 0 and rec["command"].startswith("fedsel demo")
+    assert rec["git_commit"] and rec["cpu"]
+    # one run per folder: a second demo into it is refused, --overwrite replaces it
+    from fl_oracle.cli import main
+
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--out", str(out), "--rounds", "1"])
+    assert exc.value.code == 2
+    assert "already holds a run (demo)" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    again = _demo_cli(monkeypatch, tmp_path, "--overwrite", "--rounds", "1", "--seeds", "1",
+                      "--k", "3", "--workers", "1", "--selectors", "proportional")  # fmt: skip
+    assert len(pd.read_csv(again / "history.csv")) == 1
 
 
 @pytest.mark.slow
