@@ -1,7 +1,5 @@
 """The README's numbers are the committed runs' numbers (the demo table, its time and record)."""
 
-import re
-import tomllib
 from pathlib import Path
 
 import pandas as pd
