@@ -442,6 +442,19 @@ def spec_forms() -> tuple[str, ...]:
     return (*forms, "composite:alpha,beta,gamma", *_RULES, "power-of-choice:d", "qffl:q")
 
 
+def selector_help() -> str:
+    """The ``--selector`` help text, from the registries: every spec name and the modifiers."""
+    from selection.surrogates import surrogates
+
+    names = ", ".join(f.split(":")[0].split("[")[0] for f in spec_forms())
+    mods = ", ".join(n for n in surrogates() if n != "mean")
+    return (
+        f"Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any; NAME one of {names} (ARGS: "
+        f"fedsel methods); modifiers joined by +: a surrogate ({mods}), stale or fresh, "
+        "verify or verify=M; e.g. eps:5, maxmin:2@weighted."
+    )
+
+
 def split_specs(text: str) -> list[str]:
     """A comma-separated list of selector specs, where specs may hold commas themselves.
 

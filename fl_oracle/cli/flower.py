@@ -17,6 +17,8 @@ from typing import Any
 
 import typer
 
+from selection.selectors import selector_help
+
 __all__ = ["register", "make_settings", "flower"]
 
 _STATS = ("fresh", "stale")
@@ -67,19 +69,16 @@ def flower(
     selector: str = typer.Option(
         ...,
         "--selector",
-        help=(
-            "Selector spec: all, random, proportional, power-of-choice:d, fisher-topk, "
-            "weighted:..., eps:ε, maxmin:δ, nsga2:knee, qffl:q."
-        ),
+        help=selector_help(),
     ),
-    k: int = typer.Option(..., "--k", min=1, help="Nodes (clients) trained per round."),
-    rounds: int = typer.Option(3, "--rounds", min=1, help="Training rounds."),
+    k: int = typer.Option(..., "--k", "-k", min=1, help="Nodes (clients) trained per round."),
+    rounds: int = typer.Option(3, "--rounds", "-r", min=1, help="Training rounds."),
     num_supernodes: int = typer.Option(
         20, "--num-supernodes", min=1, help="Flower nodes, one per client (a multiple of 4)."
     ),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the federation and selector."),
     out: Path = typer.Option(
-        ..., "--out", help="Output folder: history.csv, stats.parquet, config.toml."
+        ..., "--out", "-o", help="Output folder: history.csv, stats.parquet, config.toml."
     ),
     stats: str = typer.Option(
         "fresh",

@@ -20,17 +20,27 @@ def oracle(
     mu: float = typer.Option(0.0, "--mu", help="FedProx proximal coefficient (0 = FedAvg)."),
     adaptive_mu: bool = typer.Option(False, "--adaptive-mu", help="Adapt mu to the global loss."),
     gamma: float = typer.Option(0.0, "--gamma", help="gamma-inexact stop (0 = off)."),
-    k: int | None = typer.Option(None, "--k", min=1, help="Clients per round (default all)."),
-    clients_per_domain: int = typer.Option(5, "--clients-per-domain", min=1),
+    k: int | None = typer.Option(None, "--k", "-k", min=1, help="Clients per round (default all)."),
+    clients_per_domain: int = typer.Option(
+        5, "--clients-per-domain", min=1, help="Clients of each domain."
+    ),
     local_epochs: float = typer.Option(1.0, "--local-epochs", help="Local epoch budget."),
     lr: float = typer.Option(0.05, "--lr", help="Local SGD step size."),
-    batch_size: int = typer.Option(32, "--batch-size", min=1),
+    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Local SGD batch size."),
     dirichlet_alpha: float | None = typer.Option(None, "--dirichlet-alpha", help="Label skew."),
-    val_per_domain: int = typer.Option(500, "--val-per-domain", min=1),
+    val_per_domain: int = typer.Option(
+        500, "--val-per-domain", min=1, help="Validation images per domain (the U readings)."
+    ),
     local_holdout: int = typer.Option(
         100, "--local-holdout", min=0, help="Local hold-out samples per client (U_local; 0 = off)."
     ),
-    test_per_domain: int | None = typer.Option(None, "--test-per-domain", min=1),
+    test_per_domain: int | None = typer.Option(
+        None,
+        "--test-per-domain",
+        min=1,
+        help="Test images per domain (realized accuracy).",
+        show_default="the whole test split",
+    ),
     fisher_samples: int = typer.Option(64, "--fisher-samples", min=0, help="Probe cap (0 = all)."),
     fisher_method: str = typer.Option(
         "layerwise", "--fisher-method", help="layerwise (fast) | vmap (torch.func)."
@@ -44,22 +54,29 @@ def oracle(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
-    measure_every: int = typer.Option(
-        1, "--measure-every", min=1, help="Measure every N-th round; the others only train."
+    measure_every: int | None = typer.Option(
+        None,
+        "--measure-every",
+        min=1,
+        help="Measure every N-th round; the others only train.",
+        show_default="1, or none when --measure-at is given",
     ),
     measure_from: int = typer.Option(
         0, "--measure-from", min=0, help="First round of the --measure-every schedule."
     ),
     measure_at: str | None = typer.Option(
-        None, "--measure-at", help="Further rounds to measure, comma-separated (e.g. 0,10,30)."
+        None,
+        "--measure-at",
+        help="Rounds to measure, comma-separated (e.g. 0,10,30): alone, only these; with "
+        "--measure-every, these as well.",
     ),
-    logits: bool = typer.Option(
-        True,
-        "--logits/--no-logits",
-        help="Write each measured round's per-client validation logits to DIR/logits/ "
+    no_logits: bool = typer.Option(
+        False,
+        "--no-logits",
+        help="Do not write each measured round's per-client validation logits to DIR/logits/ "
         "(float16; the ensemble surrogate reads them).",
     ),
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Draw no progress bar."),
 ) -> None:
     """Train R federated rounds and write DIR/stats.parquet, stats.csv, rounds.csv, logits/,
     checkpoints."""
@@ -98,6 +115,8 @@ def oracle(
         raise typer.BadParameter(
             f"{measure_at!r} is not a comma-separated list of rounds", param_hint="--measure-at"
         ) from None
+    if measure_every is None:  # --measure-at alone measures only those rounds
+        measure_every = None if at and measure_from == 0 else 1
     schedule = measure_schedule(measure_every, measure_from, at)
     full = measure_every == 1 and measure_from == 0
     from fl_oracle.cli import interrupt_hint
@@ -106,7 +125,7 @@ def oracle(
     interrupt_hint(
         f"the rounds finished are kept in {out}; add --resume to the same command to continue"
     )
-    with rich_progress(enabled=progress, transient=False) as bar:
+    with rich_progress(enabled=not no_progress, transient=False) as bar:
         table = run_oracle(
             config,
             rounds=rounds,
@@ -116,7 +135,7 @@ def oracle(
             cache_dir=cache_dir,
             progress=bar,
             measure_round=None if full else schedule,
-            write_logits=logits,
+            write_logits=not no_logits,
         )
     n_rounds = table["round"].nunique() if len(table) else 0
     print(f"wrote {len(table)} rows over {n_rounds} measured rounds to {out / 'stats.parquet'}")

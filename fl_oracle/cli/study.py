@@ -28,23 +28,27 @@ def study_factory(overrides: dict[str, Any]):
 def study(
     out: Path | None = typer.Option(None, "--out", "-o", help="Study folder (resumable)."),
     config: Path | None = typer.Option(None, "--config", "-c", help="Settings (TOML)."),
-    seeds: int | None = typer.Option(None, "--seeds", min=1, help="Number of seeds [default: 10]."),
+    seeds: int | None = typer.Option(
+        None, "--seeds", min=1, help="Number of seeds.", show_default="10"
+    ),
     first_seed: int | None = typer.Option(
-        None, "--first-seed", min=0, help="First seed (held-out seeds: e.g. 10) [default: 0]."
+        None, "--first-seed", min=0, help="First seed (held-out seeds: e.g. 10).", show_default="0"
     ),
     rounds: int | None = typer.Option(
-        None, "--rounds", min=1, help="Rounds per run [default: 40]."
+        None, "--rounds", "-r", min=1, help="Rounds per run.", show_default="40"
     ),
-    k: int | None = typer.Option(None, "--k", min=1, help="Clients per round [default: 5]."),
+    k: int | None = typer.Option(
+        None, "--k", "-k", min=1, help="Clients per round.", show_default="5"
+    ),
     selectors: str | None = typer.Option(
         None,
         "--selectors",
         help="Comma-separated entries SPEC or SPEC@stale, e.g. "
-        "'proportional,weighted:1,0,eps:5,maxmin:2@stale' [default: 7 baselines and the swept "
-        "formulations, see fedsel study --show-defaults].",
+        "proportional,eps:5 (SPEC@stale: stale statistics).",
+        show_default="7 baselines and the swept formulations: fedsel study --show-defaults",
     ),
     reference: str | None = typer.Option(
-        None, "--reference", help="Entry the others are paired with [default: proportional]."
+        None, "--reference", help="Entry the others are paired with.", show_default="proportional"
     ),
     surrogate: str | None = typer.Option(
         None,
@@ -53,7 +57,7 @@ def study(
         "ensemble), as SPEC@NAME would; baselines are unchanged.",
     ),
     workers: int | None = typer.Option(
-        None, "--workers", "-w", min=1, help="Run processes [default: CPU count, at most 8]."
+        None, "--workers", "-w", min=1, help="Run processes.", show_default="CPU count, at most 8"
     ),
     data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real datasets."),
     data: str | None = typer.Option(None, "--data", help="auto | real | generated."),

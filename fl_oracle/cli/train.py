@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from fl_oracle.experiments.demo import DEMO_ORACLE, DemoSettings
+from selection.selectors import selector_help
 
 _D = DemoSettings()  # the demo's defaults, shown in --help
 
@@ -65,11 +66,7 @@ def train(
     selector: str = typer.Option(
         ...,
         "--selector",
-        help=(
-            "Selector spec: all, random, proportional, power-of-choice:d, fisher-topk, "
-            "weighted:..., eps:ε, maxmin:δ, nsga2:knee, qffl:q; modifiers after @, joined by "
-            "+: a surrogate (weighted, ensemble), verify or verify=M (e.g. maxmin:2@ensemble+verify)."
-        ),
+        help=selector_help(),
     ),
     save_logits: bool = typer.Option(
         False,
@@ -252,7 +249,7 @@ def demo(
         None,
         "--selectors",
         help="Comma-separated selector specs, the first is the reference run.",
-        show_default=",".join(_D.selectors),
+        show_default=", ".join(_D.selectors),
     ),
     data_root: Path | None = typer.Option(
         None, "--data-root", help="Folder with the real digit datasets."

@@ -49,15 +49,21 @@ __all__ = ["run_oracle", "sample_clients", "MeasuringSampler", "measure_schedule
 
 
 def measure_schedule(
-    every: int = 1, start: int = 0, at: Iterable[int] | None = None
+    every: int | None = 1, start: int = 0, at: Iterable[int] | None = None
 ) -> Callable[[int], bool]:
     """The predicate "round t is measured": t >= start and (t - start) % every == 0, or t in at.
 
     Args:
-        every: measure every ``every``-th round from ``start`` (>= 1).
+        every: measure every ``every``-th round from ``start`` (>= 1); None: no regular
+            schedule, only the rounds ``at``.
         start: first measured round of the regular schedule (>= 0).
         at: further rounds to measure (e.g. early / middle / trained stages).
     """
+    if every is None:
+        only = {int(t) for t in (at or ())}
+        if not only or any(t < 0 for t in only):
+            raise OracleError(f"measure only at rounds {sorted(only)}: give rounds >= 0")
+        return lambda t: t in only
     if isinstance(every, bool) or int(every) != every or every < 1:
         raise OracleError(f"measure every {every!r} rounds: must be an integer >= 1")
     if isinstance(start, bool) or int(start) != start or start < 0:

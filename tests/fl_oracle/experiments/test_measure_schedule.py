@@ -81,3 +81,34 @@ def test_measure_schedule_rules():
     assert [t for t in range(30) if m(t)] == [0, 1, 5, 15, 25]
     with pytest.raises(ValueError):
         measure_schedule(every=0)
+    only = measure_schedule(every=None, at=[0, 3])
+    assert [t for t in range(10) if only(t)] == [0, 3]
+    with pytest.raises(ValueError, match="give rounds"):
+        measure_schedule(every=None, at=[])
+
+
+_CLI_DATA: dict = {}  # the CLI's default client sizes (600 / 72 / 732 / 100), one per domain
+
+
+@pytest.mark.parametrize(
+    ("flags", "measured"),
+    [
+        (["--measure-at", "0,2"], [0, 2]),  # alone: only those rounds
+        (["--measure-at", "3", "--measure-every", "2"], [0, 2, 3]),  # with a schedule: as well
+        (["--measure-at", "0", "--measure-from", "2"], [0, 2, 3]),
+    ],
+)
+def test_cli_measure_at_alone_measures_only_those_rounds(tmp_path, monkeypatch, flags, measured):
+    import fl_oracle.sim.oracle as oracle_mod
+    from fl_oracle.cli import main
+
+    data = _CLI_DATA.setdefault("d", helpers.tiny_data(n_train=800, n_test=20))
+    monkeypatch.setattr(oracle_mod, "load_federation_data", lambda *a, **k: data)
+    out = tmp_path / "run"
+    main(["oracle", "--rounds", "4", "--out", str(out), "--clients-per-domain", "1",
+          "--val-per-domain", "30", "--local-holdout", "0", "--model", "cnn-small",
+          "--fisher-samples", "8", "--threads", "1", "--device", "cpu", "--no-progress",
+          "--no-logits", *flags])  # fmt: skip
+    stats = pd.read_parquet(out / "stats.parquet")
+    assert sorted(stats["round"].unique()) == measured
+    assert len(pd.read_csv(out / "rounds.csv")) == 4 and not (out / "logits").exists()

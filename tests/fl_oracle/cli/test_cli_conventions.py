@@ -1,0 +1,61 @@
+"""Every command follows the same conventions: short flags, described options, exit codes."""
+
+import re
+
+import typer
+
+from fl_oracle.cli import build_app
+
+# the short flag of each shared option; a command that has the option has the flag
+SHORT = {"--k": "-k", "--rounds": "-r", "--out": "-o", "--method": "-m"}
+# --stats names a statistics file in the selection commands (-s) and a mode (fresh | stale)
+# in the training commands, which therefore have no short flag for it
+STATS_FILE = {"solve", "sweep", "compare", "analyze"}
+
+
+def _commands():
+    cmd = typer.main.get_command(build_app())
+    return sorted(cmd.commands.items())
+
+
+def test_the_same_short_flag_means_the_same_option_everywhere():
+    meaning: dict[str, tuple[str, str]] = {}
+    for name, c in _commands():
+        for p in c.params:
+            longs = [o for o in p.opts + p.secondary_opts if o.startswith("--")]
+            shorts = [o for o in p.opts + p.secondary_opts if not o.startswith("--")]
+            for s in shorts:
+                seen = meaning.setdefault(s, (longs[0], name))
+                assert seen[0] == longs[0], f"{s} is {longs[0]} in {name}, {seen[0]} in {seen[1]}"
+            for long, short in SHORT.items():
+                if long in longs:
+                    assert short in shorts, f"fedsel {name} {long} has no {short}"
+            if "--stats" in longs:
+                assert ("-s" in shorts) == (name in STATS_FILE), name
+
+
+def test_every_option_says_what_it_does():
+    for name, c in _commands():
+        assert (c.help or "").strip(), f"fedsel {name} has no description"
+        for p in c.params:
+            if p.name == "help" or isinstance(p, typer.core.click.Argument):
+                continue
+            assert (p.help or "").strip(), f"fedsel {name} {p.opts[0]} has no description"
+            assert "[default" not in p.help, f"fedsel {name} {p.opts[0]}: use show_default"
+
+
+def test_help_fits_80_columns_without_cutting_option_names(monkeypatch, capsys):
+    from fl_oracle.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERMINAL_WIDTH", "80")
+    for name, _c in _commands():
+        try:
+            main([name, "--help"])
+        except SystemExit as exc:
+            assert exc.code in (0, None)
+        out = capsys.readouterr().out
+        assert out.strip(), name
+        assert max(len(line) for line in out.splitlines()) <= 80, name
+        assert "…" not in out, f"fedsel {name} --help cuts text at 80 columns"
+        assert not re.search(r" \.(\s|$)", out), f"fedsel {name} --help: a stray ' .'"
