@@ -373,6 +373,11 @@ def solve(
     objs = parse_objectives(objectives, default_plane(method))
     if weights is not None and composite is not None:
         raise SelectionError("give --weights or --composite, not both")
+    if method == "eps" and eps is None:
+        raise SelectionError(
+            "--method eps needs --eps E, the bound on gap(S) in pp (--eps inf: max U alone); "
+            "fedsel sweep --method eps gives the whole front"
+        )
     kw = {name: value for name, value in given.items() if value is not None}
     if "seed" in accepted:
         kw["seed"] = seed

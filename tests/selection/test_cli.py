@@ -283,10 +283,13 @@ def test_surrogates_through_the_cli(stats, table, tmp_path, capsys):
     assert code == 0, err
     assert json.loads(out)["surrogate"] == "ensemble"
     code, out, err = run(
-        ["solve", "-s", stats, "-k", K, "-m", "eps", "--surrogate", "ensemble", "--backend", "cbc"],
+        ["solve", "-s", stats, "-k", K, "-m", "eps", "--eps", "5", "--surrogate", "ensemble",
+         "--backend", "cbc"],
         capsys,
-    )
+    )  # fmt: skip
     assert code == 2 and "black-box: the cbc MILP route cannot take it" in err
+    code, _, err = run(["solve", "-s", stats, "-k", K, "-m", "eps"], capsys)  # no silent ε = ∞
+    assert code == 2 and "--method eps needs --eps E" in err
     for sur in ("weighted", "ensemble"):
         code, _, err = run(
             ["sweep", "-s", stats, "-k", K, "-m", "eps", "--eps", "5,20", "--surrogate", sur,
