@@ -129,6 +129,13 @@ def study(
     )
     added = None
     if add is not None:
+        already = [e for e in dict.fromkeys(split_specs(add)) if e in settings.selectors]
+        if already:
+            print(
+                f"fedsel: note: already in the study: {', '.join(already)} (never run twice: "
+                "only their unfinished runs run now)",
+                file=sys.stderr,
+            )
         bigger = grown(settings, split_specs(add))
         added = list(bigger.selectors[len(settings.selectors) :])
         settings = bigger

@@ -164,6 +164,12 @@ def test_study_is_paired_and_resumable_in_process(tmp_path):
         p.reset_index(drop=True), pd.read_csv(tmp_path / "paired.csv"), check_dtype=False
     )
     assert not res.fronts.empty and set(res.fronts["round"]) <= set(range(s.rounds))
+    # re-reporting the stored study is byte-identical, every table, the verdict and the page
+    outputs = sorted(p for p in tmp_path.iterdir() if p.suffix in (".csv", ".md", ".html"))
+    assert len(outputs) >= 6
+    first = {p.name: p.read_bytes() for p in outputs}
+    finish_study(s, tmp_path)
+    assert {p.name: p.read_bytes() for p in outputs} == first
 
 
 def test_a_grown_study_runs_only_the_new_entries_and_pairs_like_one_run(tmp_path):
@@ -291,6 +297,13 @@ def test_cli_study_on_tiny_data(monkeypatch, tmp_path, capsys):
     grown_text = (out / "sources.toml").read_text()
     assert grown_text.startswith(first.rstrip("\n")) and grown_text.count("[[additions]]") == 1
     assert 'entries = "random"' in grown_text
+    capsys.readouterr()
+    try:  # an entry already there is said so, and not run again
+        main(["study", "--out", str(out), "--add", "random", "--workers", "1"])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    assert "already in the study: random" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(pd.read_csv(out / "history.csv", keep_default_na=False), h2)
     # --out alone means the stored study (here: 2 seeds x 2 rounds from the config file)
     (out / "report.html").unlink()
     try:
