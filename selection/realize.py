@@ -14,14 +14,17 @@ objective columns. The oracle registers its realizer when the ``fedsel`` command
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from selection.errors import SelectionError
+
+if TYPE_CHECKING:  # numpy and pandas load with the first realization, not with the CLI
+    import numpy as np
+    import pandas as pd
 
 __all__ = [
     "Realized",
@@ -36,7 +39,7 @@ REALIZABLE = ("utility", "gap", "worst", "mean_minus_worst", "var_d")
 
 
 @dataclass(frozen=True)
-class Realized:
+class Realized:  # the fields are numpy arrays (numpy is imported by whoever makes one)
     """Realized values of M selections at one round.
 
     Attributes:
@@ -48,7 +51,7 @@ class Realized:
             across CPUs); NaN when the stored table was not given.
     """
 
-    utility: np.ndarray
+    utility: np.ndarray  # noqa: F821 - annotations only
     domain: np.ndarray
     domains: tuple[str, ...]
     drift: float = float("nan")
@@ -57,11 +60,22 @@ class Realized:
 #: ``fn(folder, round, selections, table) -> Realized``; ``table`` is the stored statistics of
 #: that round (for the drift check) or None.
 RealizeFn = Callable[[Path, int, Sequence[Sequence[str]], "pd.DataFrame | None"], Realized]
-_REALIZERS: list[tuple[str, Callable[[Path], bool], RealizeFn]] = []
+_REALIZERS: list[tuple[str, Any, Any]] = []
 
 
-def register_realizer(name: str, accepts: Callable[[Path], bool], fn: RealizeFn) -> None:
-    """Register ``fn`` for run folders ``accepts(folder)`` recognizes (idempotent by name)."""
+def _resolve(target):
+    """A callable, or ``"module:attr"`` imported on first use (registration stays cheap)."""
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return target
+
+
+def register_realizer(
+    name: str, accepts: Callable[[Path], bool] | str, fn: RealizeFn | str
+) -> None:
+    """Register ``fn`` for run folders ``accepts(folder)`` recognizes (idempotent by name);
+    either may be a ``"module:attr"`` string, imported when a folder is first tried."""
     global _REALIZERS
     _REALIZERS = [r for r in _REALIZERS if r[0] != name]
     _REALIZERS.append((name, accepts, fn))
@@ -70,8 +84,8 @@ def register_realizer(name: str, accepts: Callable[[Path], bool], fn: RealizeFn)
 def realizer_for(folder: Path) -> RealizeFn:
     """The registered realizer that can replay the run in ``folder`` (SelectionError if none)."""
     for _name, accepts, fn in _REALIZERS:
-        if accepts(folder):
-            return fn
+        if _resolve(accepts)(folder):
+            return _resolve(fn)
     kinds = ", ".join(n for n, _, _ in _REALIZERS) or "none registered"
     raise SelectionError(
         f"--realize needs the run folder the statistics came from (a fedsel oracle run: "
@@ -81,6 +95,8 @@ def realizer_for(folder: Path) -> RealizeFn:
 
 def realized_columns(realized: Realized, domains: Sequence[str]) -> pd.DataFrame:
     """``realized_<objective>`` (for :data:`REALIZABLE`) and ``realized_U_<domain>`` columns."""
+    import pandas as pd
+
     index = {d: j for j, d in enumerate(realized.domains)}
     missing = [d for d in domains if d not in index]
     if missing:

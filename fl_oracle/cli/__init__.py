@@ -10,6 +10,7 @@ Every bad input becomes one line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import warnings
 from collections.abc import Sequence
@@ -22,16 +23,40 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click.exceptions import ClickException as _UsageError
 
 from selection.cli import app
+from selection.realize import register_realizer
 
-# Modules that add commands with ``register(app)``; missing ones are skipped while built.
-_COMMAND_MODULES = (
-    "fl_oracle.cli.data",  # fedsel data ...
-    "fl_oracle.cli.oracle",  # fedsel oracle
-    "fl_oracle.cli.train",  # fedsel train, fedsel demo
-    "fl_oracle.cli.study",  # fedsel study
-    "fl_oracle.cli.flower",  # fedsel flower (needs the flower extra)
+# `fedsel sweep --realize` replays oracle runs (imported only when a sweep asks for it)
+register_realizer(
+    "fedsel oracle run",
+    "fl_oracle.experiments.realize:is_oracle_run",
+    "fl_oracle.experiments.realize:realize_run",
 )
-_registered = False
+
+# Modules that add commands with ``register(app)``, with the commands each adds and their
+# one-line help (what ``fedsel --help`` lists without importing them: listing the commands
+# must not load pandas, pymoo or torch; a test holds these to the commands' own docstrings).
+_COMMAND_MODULES: dict[str, dict[str, str]] = {
+    "fl_oracle.cli.oracle": {
+        "oracle": "Train R federated rounds and write DIR/stats.parquet, stats.csv, rounds.csv, "
+        "logits/,\ncheckpoints.",
+    },
+    "fl_oracle.cli.train": {
+        "train": "Train with a selector choosing the K clients of every round.",
+        "demo": "Compare selectors on the same federation over several seeds; write report.html "
+        "and tables.",
+    },
+    "fl_oracle.cli.study": {
+        "study": "Paired multi-seed comparison of selectors in live training; writes report.html.",
+    },
+    "fl_oracle.cli.flower": {  # needs the flower extra; skipped when it is missing
+        "flower": "Train with a selector choosing the K nodes of every round, on Flower's "
+        "simulation engine.",
+    },
+    "fl_oracle.cli.data": {
+        "data": "Inspect the Digits-4 data (real files or generated stand-ins).",
+    },
+}
+_registered: set[str] = set()
 _interrupt_hint: list[str] = []
 
 
@@ -58,20 +83,54 @@ def _sigterm(signum, frame) -> None:  # noqa: ARG001 - the signal handler's sign
     raise KeyboardInterrupt
 
 
+def _register(module: str) -> None:
+    if module in _registered:
+        return
+    _registered.add(module)
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        return
+    mod.register(app)
+
+
 def build_app():
     """The full typer app with every command registered (idempotent)."""
-    global _registered
-    if not _registered:
-        for name in _COMMAND_MODULES:
-            try:
-                mod = importlib.import_module(name)
-            except ModuleNotFoundError as exc:
-                if exc.name != name:
-                    raise
-                continue
-            mod.register(app)
-        _registered = True
+    for module in _COMMAND_MODULES:
+        _register(module)
     return app
+
+
+def _app_for(argv: Sequence[str]):
+    """The app a command line needs: its command's module only, or (for ``fedsel --help`` and
+    other lines naming no known command) a listing of every command from the table above."""
+    words = [a for a in argv if not a.startswith("-")]
+    for module, commands in _COMMAND_MODULES.items():
+        if words and words[0] in commands:
+            _register(module)
+            return app
+    listing = typer.Typer(
+        name=app.info.name,
+        help=app.info.help,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+    listing.registered_callback = app.registered_callback
+    listing.registered_commands = list(app.registered_commands)
+    listing.registered_groups = list(app.registered_groups)
+    for module, commands in _COMMAND_MODULES.items():
+        if module in _registered or importlib.util.find_spec(module) is None:
+            continue
+        for name, text in commands.items():
+            listing.command(name, help=text, add_help_option=False)(_listed_only)
+    return listing
+
+
+def _listed_only() -> None:  # pragma: no cover - a listed command is imported before it runs
+    raise RuntimeError("a listed command ran without its module")
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -97,15 +156,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     import signal
 
     warnings.showwarning = _warn_line
-    cli = build_app()
     _interrupt_hint.clear()
     _argv[:] = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
+    cli = _app_for(_argv)
     try:
         signal.signal(signal.SIGTERM, _sigterm)  # stop like Ctrl-C: workers ended, lock freed
     except ValueError:  # not the main thread (e.g. a test runner's worker thread)
         pass
     try:
-        code = cli(args=list(argv) if argv is not None else None, standalone_mode=False)
+        code = cli(args=list(_argv), prog_name="fedsel", standalone_mode=False)
         if code == 130:  # typer turned a KeyboardInterrupt (Ctrl-C, SIGTERM) into this code
             _interrupted()
         if isinstance(code, int) and code:  # click returns typer.Exit(n)'s code here

@@ -142,9 +142,5 @@ def oracle(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``oracle`` command to the fedsel app (and let ``sweep --realize`` replay its
-    runs)."""
-    from fl_oracle.experiments.realize import register as register_realizer
-
+    """Add the ``oracle`` command to the fedsel app."""
     app.command("oracle")(oracle)
-    register_realizer()

@@ -20,7 +20,7 @@ import pandas as pd
 from fl_oracle.errors import CheckpointError, OracleError
 from selection.realize import Realized, register_realizer
 
-__all__ = ["realize_selections", "is_oracle_run", "register"]
+__all__ = ["realize_selections", "realize_run", "is_oracle_run", "register"]
 
 
 def is_oracle_run(folder: Path) -> bool:
@@ -86,10 +86,11 @@ def realize_selections(
     return Realized(utility=U, domain=Ud, domains=tuple(oracle.domains), drift=drift)
 
 
-def _realize(folder, round_, selections, table) -> Realized:
+def realize_run(folder, round_, selections, table) -> Realized:
+    """The realizer :mod:`selection.realize` calls for an oracle run folder."""
     return realize_selections(folder, round_, selections, table)
 
 
 def register() -> None:
-    """Make ``fedsel sweep --realize`` replay oracle runs (idempotent)."""
-    register_realizer("fedsel oracle run", is_oracle_run, _realize)
+    """Make ``sweep --realize`` replay oracle runs (the ``fedsel`` command does it by name)."""
+    register_realizer("fedsel oracle run", is_oracle_run, realize_run)

@@ -59,3 +59,27 @@ def test_help_fits_80_columns_without_cutting_option_names(monkeypatch, capsys):
         assert max(len(line) for line in out.splitlines()) <= 80, name
         assert "…" not in out, f"fedsel {name} --help cuts text at 80 columns"
         assert not re.search(r" \.(\s|$)", out), f"fedsel {name} --help: a stray ' .'"
+
+
+def test_the_command_listing_is_the_full_apps_and_loads_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from fl_oracle.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('numpy', 'pandas', 'torch', 'pymoo', 'scipy') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    env = {"COLUMNS": "100", "PATH": "/usr/bin:/bin"}
+    lazy = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert lazy.returncode == 0, lazy.stderr
+    assert lazy.stdout.strip().endswith("HEAVY []"), lazy.stdout[-300:]
+    full = subprocess.run(
+        [sys.executable, "-c",
+         "from fl_oracle.cli import build_app\nbuild_app()(['--help'], prog_name='fedsel')"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    listing = lazy.stdout.rsplit("HEAVY", 1)[0]
+    assert listing.strip() and listing == full.stdout
