@@ -99,11 +99,13 @@ def plain_progress(
 
     start: dict[str, float] = {}
     last: dict[str, float] = {}
+    first: dict[str, int] = {}  # done at a task's first call: work finished before (resumed)
 
     def update(done: int, total: int | None, label: str) -> None:
         key = label.split(":", 1)[0]
         now = time.monotonic()
         t0 = start.setdefault(key, now)
+        d0 = first.setdefault(key, done)
         finished = total is not None and done >= total
         if key in last:
             due = finished or now - last[key] >= interval
@@ -112,18 +114,20 @@ def plain_progress(
         if not due:
             if finished:
                 start.pop(key, None)
+                first.pop(key, None)
             return
         last[key] = now
         el = now - t0
         if total:
             line = f"{label}: {done}/{total} ({100.0 * done / total:.0f}%), {_clock(el)} elapsed"
-            if done and not finished:
-                line += f", ETA {_clock(el / done * (total - done))}"
+            if done > d0 and not finished:  # the rate of this command, not of resumed work
+                line += f", ETA {_clock(el / (done - d0) * (total - done))}"
         else:
             line = f"{label}: {done} done, {_clock(el)} elapsed"
         write(line)
         if finished:
             start.pop(key, None)
             last.pop(key, None)
+            first.pop(key, None)
 
     return update

@@ -44,3 +44,12 @@ def test_off_a_terminal_rich_progress_is_plain(monkeypatch, capsys):
         p(2, 2, "demo")
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("demo: 1/2 (50%)") and err[-1].startswith("demo: 2/2 (100%)")
+
+
+def test_the_eta_counts_only_this_commands_work(monkeypatch):
+    lines = []
+    _fake_clock(monkeypatch, [0, 60])
+    p = prog.plain_progress(interval=30, write=lines.append)
+    p(80, 100, "study")  # a resumed study: 80 of 100 done before this command started
+    p(90, 100, "study")  # 10 more in 60 s: 10 left take 60 s more
+    assert lines == ["study: 90/100 (90%), 1m00s elapsed, ETA 1m00s"]
