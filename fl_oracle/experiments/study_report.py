@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,8 @@ __all__ = [
     "levelling_down",
     "PLANES",
     "verdict",
+    "verdict_summary",
+    "verdict_table",
 ]
 
 
@@ -63,6 +65,7 @@ class StudyResult:
     missing: list[tuple[str, int]]
     mix: pd.DataFrame
     dominance_auc: pd.DataFrame
+    verdict_table: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def family(entry: str) -> str:
@@ -252,6 +255,90 @@ def verdict(
     return lines
 
 
+_TABLE_METRICS = {
+    "final avg": "final_avg",
+    "final worst": "final_worst",
+    "run avg": "auc_avg",
+    "run worst": "auc_worst",
+}
+
+
+def verdict_table(
+    settings: StudySettings, paired: pd.DataFrame, doms: dict[str, pd.DataFrame]
+) -> pd.DataFrame:
+    """One row per entry: its paired difference to the reference on the four metrics
+    (``+d [lo, hi]``, ``*`` where the Holm-corrected Wilcoxon test agrees), and for each
+    formulation how many baselines it beats on both metrics of a plane (intervals excluding
+    zero; how many of those also by the family-wise test)."""
+    rows = []
+    for entry in settings.selectors:
+        if entry == settings.reference:
+            continue
+        row = {"entry": entry}
+        for col, metric in _TABLE_METRICS.items():
+            r = paired[(paired["entry"] == entry) & (paired["metric"] == metric)]
+            if r.empty:
+                row[col] = ""
+                continue
+            r = r.iloc[0]
+            mark = "*" if r["p_holm"] < 0.05 else ""
+            row[col] = f"{r['diff']:+.2f} [{r['ci_lo']:+.2f}, {r['ci_hi']:+.2f}]{mark}"
+        for plane, label in (("final", "beats (final)"), ("auc", "beats (run)")):
+            dom = doms.get(plane, pd.DataFrame())
+            mine = dom[dom["entry"] == entry] if not dom.empty else dom
+            if mine.empty:
+                row[label] = ""
+                continue
+            n, b, fw = mine["baseline"].nunique(), int(mine["beats"].sum()), 0
+            if "beats_fw" in mine:
+                fw = int(mine["beats_fw"].sum())
+            row[label] = f"{b}/{n} ({fw} family-wise)"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def verdict_summary(settings: StudySettings, paired: pd.DataFrame, doms) -> str:
+    """The plain-language takeaway: who beats every baseline where, by the family-wise test."""
+
+    def winners(plane: str) -> list[str]:
+        dom = doms.get(plane, pd.DataFrame())
+        if dom.empty or "beats_fw" not in dom:
+            return []
+        return [e for e, g in dom.groupby("entry", sort=False) if bool(g["beats_fw"].all())]
+
+    final, run = winners("final"), winners("auc")
+    if final:
+        head = (
+            f"{', '.join(final)} beat{'s' if len(final) == 1 else ''} every baseline on final "
+            "average and final worst-domain accuracy, by the paired intervals and the "
+            "family-wise test."
+        )
+    elif run:
+        head = (
+            "No formulation beats every baseline at the final round; over the whole run "
+            f"{', '.join(run)} {'does' if len(run) == 1 else 'do'} (paired intervals and the "
+            "family-wise test)."
+        )
+    else:
+        head = "No formulation beats every baseline, at the final round or over the run."
+    sub = paired[paired["metric"] == "final_worst"]
+    if sub.empty:
+        return head
+    best = sub.sort_values("diff", ascending=False).iloc[0]
+    return (
+        f"{head} Highest final worst-domain accuracy: {best['entry']} "
+        f"({best['diff']:+.1f} points over {settings.reference}, 95 % interval "
+        f"[{best['ci_lo']:+.1f}, {best['ci_hi']:+.1f}])."
+    )
+
+
+def _markdown_table(df: pd.DataFrame) -> str:
+    head = "| " + " | ".join(df.columns) + " |"
+    sep = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(df.columns))) + "|"
+    body = ["| " + " | ".join(str(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join([head, sep, *body])
+
+
 def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     """Assemble and write every table and ``report.html`` from the run files in ``out``."""
     out = Path(out)
@@ -279,7 +366,8 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     fronts = fronts_over_rounds(settings, reference_stats(settings, out))
     surrogate = surrogate_error(history)
     mix = training_mix(settings, history)
-    lines = verdict(settings, paired, doms)
+    table = verdict_table(settings, paired, doms)
+    lines = [verdict_summary(settings, paired, doms), *verdict(settings, paired, doms)]
     why = levelling_down(settings, mix)
     if why:
         lines.append(why)
@@ -287,7 +375,7 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
         lines.insert(0, f"PARTIAL: {len(missing)} of {settings.seeds * len(order)} runs missing.")
     res = StudyResult(
         settings, history, metrics, summary, paired, dom, fronts, surrogate, lines, missing, mix,
-        doms["auc"],
+        doms["auc"], table,
     )  # fmt: skip
     write_table_atomic(history, out / "history.csv")
     write_table_atomic(metrics, out / "metrics.csv")
@@ -301,7 +389,15 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
         write_table_atomic(fronts, out / "fronts.csv")
     write_table_atomic(surrogate, out / "surrogate.csv")
     write_table_atomic(mix, out / "mix.csv")
-    write_text_atomic("\n\n".join(lines) + "\n", out / "verdict.md")
+    md = [
+        lines[0],
+        "Difference to "
+        f"{settings.reference} on the same seed, bootstrap 95 % interval; * the Holm-corrected "
+        "Wilcoxon test agrees; beats: baselines beaten on both metrics of the plane.",
+        _markdown_table(table) if not table.empty else "",
+        *lines[1:],
+    ]
+    write_text_atomic("\n\n".join(x for x in md if x) + "\n", out / "verdict.md")
     write_text_atomic(render_html(res), out / "report.html")
     return res
 
@@ -583,13 +679,27 @@ def render_html(res: StudyResult) -> str:
         " {responsive: true, displaylogo: false});</script>"
         for k, v in figs.items()
     )
-    verdict_html = "".join(f"<p>{html.escape(line)}</p>" for line in res.verdict)
+    head, *rest = res.verdict or [""]
+    verdict_html = f"<p class='takeaway'>{html.escape(head)}</p>"
+    if not res.verdict_table.empty:
+        verdict_html += (
+            f"<p class='note'>Difference to {html.escape(s.reference)} on the same seed, "
+            "bootstrap 95 % interval; * the Holm-corrected Wilcoxon test agrees; beats: "
+            "baselines beaten on both metrics of the plane (final round; means over the run), "
+            "and how many of those the family-wise test confirms.</p>" + _table(res.verdict_table)
+        )
+    verdict_html += (
+        "<details><summary>The verdict in words</summary>"
+        + "".join(f"<p>{html.escape(line)}</p>" for line in rest)
+        + "</details>"
+    )
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8">
 <title>fedsel study</title><script>{get_plotlyjs()}</script>
 <style>body{{font-family:system-ui,sans-serif;max-width:1200px;margin:auto;padding:1em;color:#222}}
 table{{border-collapse:collapse;font-size:13px;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:3px 7px}}
 th{{background:#f3f3f3}}td.n{{text-align:right;font-variant-numeric:tabular-nums}}
-.verdict{{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.5em 1em}}
+.verdict{{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.5em 1em;overflow-x:auto}}
+.takeaway{{font-size:1.1em;font-weight:600}}
 .note{{color:#555;font-size:14px}}pre{{background:#f6f6f6;padding:.6em;font-size:12px}}</style>
 </head><body>
 <h1>fedsel study: {len(s.selectors)} selectors × {s.seeds} seeds × {s.rounds} rounds, K={s.k}</h1>

@@ -393,3 +393,37 @@ def test_baselines_are_recognized_by_rule_whatever_their_parameter():
         assert is_baseline(e), e
     for e in ("all", "eps:5", "fisher-fair:2", "maxmin:2@stale", "weighted:0,1"):
         assert not is_baseline(e), e
+
+
+def test_the_verdict_opens_with_a_takeaway_and_a_table(tmp_path):
+    from fl_oracle.experiments.study_report import verdict_summary, verdict_table
+
+    s = StudySettings(**SMALL)
+    run_study(s, tmp_path, make_oracle=_fake_oracle, make_selector=make_selector)
+    res = finish_study(s, tmp_path)
+    t = res.verdict_table
+    assert list(t["entry"]) == [e for e in s.selectors if e != s.reference]
+    p = res.paired.set_index(["entry", "metric"])
+    r = p.loc[("maxmin:2", "final_worst")]
+    want = f"{r['diff']:+.2f} [{r['ci_lo']:+.2f}, {r['ci_hi']:+.2f}]"
+    assert t.set_index("entry").loc["maxmin:2", "final worst"].startswith(want)
+    assert t.set_index("entry").loc["random", "beats (final)"] == ""  # a baseline
+    text = (tmp_path / "verdict.md").read_text()
+    assert text.startswith(res.verdict[0]) and "| entry | final avg |" in text
+    # the takeaway names who beats every baseline by the family-wise test, per plane
+    paired = pd.DataFrame({"entry": ["a", "b"], "metric": "final_worst", "diff": [1.0, 3.0],
+                           "ci_lo": [0.5, 2.0], "ci_hi": [1.5, 4.0]})  # fmt: skip
+    dom = pd.DataFrame({"entry": ["a", "a", "b", "b"], "baseline": ["x", "y", "x", "y"],
+                        "beats": True, "beats_fw": [True, True, True, False]})  # fmt: skip
+    none = dom.assign(beats_fw=False)
+    assert verdict_summary(s, paired, {"final": dom, "auc": none}).startswith(
+        "a beats every baseline on final average"
+    )
+    said = verdict_summary(s, paired, {"final": none, "auc": dom})
+    assert said.startswith("No formulation beats every baseline at the final round; over the "
+                           "whole run a does")  # fmt: skip
+    assert "Highest final worst-domain accuracy: b (+3.0 points" in said
+    assert verdict_summary(s, paired, {"final": none, "auc": none}).startswith(
+        "No formulation beats every baseline, at the final round or over the run."
+    )
+    assert verdict_table(s, paired, {}).shape[0] == len(s.selectors) - 1
