@@ -293,16 +293,106 @@ def _plane_note(x: str, y: str) -> str:
     )
 
 
+_FRONT_W, _FRONT_H = 1100, 560
+_FRONT_M = {"l": 80, "r": 230, "t": 30, "b": 70, "autoexpand": False}
+_MAX_LABELS = 40
+
+
+def _label_points(fig, data: pd.DataFrame, x: str, y: str) -> bool:
+    """Name every point by its parameter (ε=…, δ=…) with labels that overlap nothing, on a
+    figure of fixed size; False (no labels) for more than ``_MAX_LABELS`` points."""
+    from selection.labels import place_labels
+
+    if data.empty or len(data) > _MAX_LABELS:
+        return False
+    rx, ry = realized_axis(data, x), realized_axis(data, y)
+    xs = [data[x]] + ([data[rx]] if rx else [])
+    ys = [data[y]] + ([data[ry]] if ry else [])
+    lo_x, hi_x = min(float(v.min()) for v in xs), max(float(v.max()) for v in xs)
+    lo_y, hi_y = min(float(v.min()) for v in ys), max(float(v.max()) for v in ys)
+    pad_x = 0.08 * (hi_x - lo_x) or 1.0
+    pad_y = 0.08 * (hi_y - lo_y) or 1.0
+    xr, yr = (lo_x - pad_x, hi_x + pad_x), (lo_y - pad_y, hi_y + pad_y)
+    methods = list(dict.fromkeys(data["method"]))
+    colors = {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(methods)}
+    seen: set[tuple[float, float]] = set()
+    points = []
+    for r in data.to_dict("records"):
+        text = param_label(r["param"])
+        at = (round(float(r[x]), 9), round(float(r[y]), 9))
+        if not text or at in seen:  # one label per distinct point (ties share their point)
+            continue
+        seen.add(at)
+        points.append((float(r[x]), float(r[y]), text, colors[r["method"]]))
+    plot_w = _FRONT_W - _FRONT_M["l"] - _FRONT_M["r"]
+    plot_h = _FRONT_H - _FRONT_M["t"] - _FRONT_M["b"]
+    fig.update_layout(
+        width=_FRONT_W,
+        height=_FRONT_H,
+        margin=dict(_FRONT_M),
+        xaxis={"range": list(xr), "autorange": False},
+        yaxis={"range": list(yr), "autorange": False},
+        annotations=place_labels(points, xr, yr, plot_w, plot_h),
+    )
+    return True
+
+
+def front_takeaway(data: pd.DataFrame, x: str, y: str) -> str:
+    """Two computed sentences: the span of the front and what moving along it costs."""
+    from selection.objectives import OBJECTIVES
+
+    if data.empty:
+        return "No feasible point: nothing to plot."
+    unit = {n: (OBJECTIVES[n].unit if n in OBJECTIVES else "") for n in (x, y)}
+    up = {n: (OBJECTIVES[n].sense == "max") if n in OBJECTIVES else True for n in (x, y)}
+    best_y = data.loc[data[y].idxmax() if up[y] else data[y].idxmin()]
+    best_x = data.loc[data[x].idxmax() if up[x] else data[x].idxmin()]
+    n = len(data.drop_duplicates(subset=[x, y]))
+
+    short = {"utility": "U"}
+
+    def name(n: str) -> str:
+        return short.get(n, n)
+
+    def val(r, n: str) -> str:
+        return f"{r[n]:.2f}{(' ' + unit[n]) if unit[n] else ''}"
+
+    def tag(r) -> str:
+        label = param_label(r["param"])
+        return f", {label}" if label else ""
+
+    if best_y.name == best_x.name or (best_y[x] == best_x[x] and best_y[y] == best_x[y]):
+        return (
+            f"{n} distinct point(s); one is best on both axes: {name(y)} {val(best_y, y)}, "
+            f"{name(x)} {val(best_y, x)}{tag(best_y)}."
+        )
+    dy = abs(best_y[y] - best_x[y])
+    return (
+        f"{n} distinct points. Best {name(y)}: {val(best_y, y)} ({name(x)} {val(best_y, x)}"
+        f"{tag(best_y)}); best {name(x)}: {val(best_x, x)} ({name(y)} {val(best_x, y)}"
+        f"{tag(best_x)}). The best-{name(x)} point costs {dy:.2f} "
+        f"{'points' if unit[y] in ('%', 'pp') else unit[y] or 'units'} of {name(y)}."
+    )
+
+
 def render_front_html(
     front: pd.DataFrame, title: str = "fedsel front", x: str = "gap", y: str = "utility"
 ) -> str:
     """Self-contained HTML page plotting a front table (one colour per method), ``y`` vs ``x``,
-    with a table of its points (parameter, objectives, selected ids)."""
+    every point named by its parameter, with a computed takeaway and a table of its points
+    (parameter, objectives, selected ids)."""
     data = front_plot_data(front, x, y)
     fig = _figure(data, title, x, y)
+    labelled = _label_points(fig, data, x, y)
     n_bad = int((~point_rows(front)).sum())
-    note = f"<p>{len(data)} feasible points" + (f", {n_bad} infeasible/failed" if n_bad else "")
-    note += " (not plotted).</p>" if n_bad else ".</p>"
+    note = f"<p class='takeaway'><b>{html.escape(front_takeaway(data, x, y))}</b></p>"
+    note += f"<p>{len(data)} feasible points" + (f", {n_bad} infeasible/failed" if n_bad else "")
+    note += " (not plotted)." if n_bad else "."
+    note += (
+        " Each point is labelled by its parameter (ε: bound on the gap; δ: slack below the best)."
+        if labelled
+        else (" Hover a point for its parameter." if len(data) else "")
+    ) + "</p>"
     n_tl = int((front["status"].astype(str) == "time_limit").sum()) if "status" in front else 0
     if n_tl:
         note += (

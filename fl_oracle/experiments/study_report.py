@@ -432,49 +432,12 @@ _PLANE_M = {"l": 70, "r": 210, "t": 20, "b": 60}
 def _place_labels(
     points: list[tuple[float, float, str, str]], xr: tuple[float, float], yr: tuple[float, float]
 ) -> list[dict]:
-    """Plotly annotations for labelled points, placed greedily where no label box overlaps
-    another label or a marker (offsets grow from beside the point outwards, with a leader line
-    once away from it). ``points``: (x, y, text, color) in data units; axes ranges xr, yr."""
+    """:func:`selection.labels.place_labels` on the plane figure's plotting area."""
+    from selection.labels import place_labels
+
     pw = _PLANE_W - _PLANE_M["l"] - _PLANE_M["r"]
     ph = _PLANE_H - _PLANE_M["t"] - _PLANE_M["b"]
-
-    def px(x: float, y: float) -> tuple[float, float]:
-        return ((x - xr[0]) / (xr[1] - xr[0]) * pw, (yr[1] - y) / (yr[1] - yr[0]) * ph)
-
-    markers = [px(x, y) for x, y, _, _ in points]
-    boxes: list[tuple[float, float, float, float]] = [
-        (mx - 6, my - 6, 12, 12) for mx, my in markers
-    ]
-    offsets = [(0.0, -14.0), (0.0, 14.0), (22.0, 0.0), (-22.0, 0.0)]
-    for radius in (30, 42, 56, 72, 90, 110, 135):
-        offsets += [(radius * np.cos(t), radius * np.sin(t)) for t in np.linspace(0, 2 * np.pi, 16, endpoint=False)]  # fmt: skip
-
-    def free(box) -> bool:
-        x, y, w, h = box
-        if x < 0 or y < 0 or x + w > pw or y + h > ph:
-            return False
-        return all(
-            x + w <= bx or bx + bw <= x or y + h <= by or by + bh <= y for bx, by, bw, bh in boxes
-        )
-
-    notes = []
-    for (x, y, text, color), (mx, my) in zip(points, markers, strict=True):
-        w, h = 6.2 * len(text) + 4, 14.0
-        chosen = offsets[0]
-        for dx, dy in offsets:
-            box = (mx + dx - w / 2, my + dy - h / 2, w, h)
-            if free(box):
-                chosen = (dx, dy)
-                break
-        dx, dy = chosen
-        boxes.append((mx + dx - w / 2, my + dy - h / 2, w, h))
-        near = abs(dx) < 25 and abs(dy) < 16
-        notes.append(
-            {"x": x, "y": y, "text": text, "ax": dx, "ay": dy, "showarrow": True,
-             "arrowwidth": 0.8, "arrowcolor": color if not near else "rgba(0,0,0,0)",
-             "arrowhead": 0, "standoff": 4, "font": {"size": 10, "color": color}}
-        )  # fmt: skip
-    return notes
+    return place_labels(points, xr, yr, pw, ph)
 
 
 def _plane_figure(res: StudyResult, zoom: bool = False) -> dict:

@@ -79,3 +79,26 @@ def test_html_is_self_contained_and_names_the_methods(front):
     page = render_compare_html(table, front, ref)
     assert "<script src=" not in page and '"name":"reference front"' in page
     assert "<td>0.5000</td>" in page
+
+
+def test_the_front_page_says_what_the_front_costs_and_names_its_points():
+    import re
+
+    from selection.report import front_takeaway, render_front_html
+
+    front = pd.DataFrame({
+        "method": "eps", "param": ["eps=inf", "eps=10", "eps=4", "eps=3"],
+        "utility": [70.0, 68.5, 65.0, 65.0], "gap": [30.0, 10.0, 4.0, 4.0],
+        "worst": [50.0, 60.0, 62.0, 62.0], "selected": ["a;b", "a;c", "c;d", "c;d"],
+        "status": "optimal",
+    })  # fmt: skip
+    data = front_plot_data(front, "gap", "utility")
+    said = front_takeaway(data, "gap", "utility")
+    assert said.startswith("3 distinct points. Best U: 70.00 % (gap 30.00 pp, ε=inf)")
+    assert "best gap: 4.00 pp (U 65.00 %, ε=4)" in said and "costs 5.00 points of U" in said
+    page = render_front_html(front, "t", x="gap", y="utility")
+    assert said in page
+    labels = [
+        t.encode().decode("unicode_escape") for t in re.findall(r'"text":"(\\u03b5=[^"]*)"', page)
+    ]
+    assert sorted(labels) == ["ε=10", "ε=4", "ε=inf"]  # one label per distinct point
