@@ -229,9 +229,10 @@ def parse_rounds(text: str, available: list[int]) -> list[int]:
 
 
 def default_plane(method: str) -> tuple[str, str]:
-    """The plane a method's front is drawn in: max-min in (utility, worst), the rest in
-    (utility, gap)."""
-    return ("utility", "worst") if method == "maxmin" else ("utility", "gap")
+    """The plane a method's front is drawn in: the one it optimizes (its ``plane``) when that
+    is an accuracy plane, else (utility, gap) (fisher-fair: Σ F_z is no accuracy)."""
+    plane = _solver_class(method).plane
+    return plane if plane[0] == "utility" else ("utility", "gap")
 
 
 def eps_range(problem, f_min: float | None = None, b_max: float | None = None) -> dict:

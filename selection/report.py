@@ -482,6 +482,46 @@ def render_rounds_html(
     )
 
 
+def compare_takeaway(table: pd.DataFrame, plane: tuple[str, str]) -> str:
+    """Computed sentences: who recovers the reference front, who falls short, and which
+    formulations optimize another plane (their points lie off this one's front by design)."""
+    from selection.solvers.base import solvers
+
+    if table.empty:
+        return "No method ran."
+    registry = solvers()
+    if "hv_ratio" not in table:
+        return f"{len(table)} methods compared."
+    whole = table[table["hv_ratio"] >= 1 - 1e-9]["method"].tolist()
+    parts = []
+    exact = "reference" in table and (table["reference"] == "exact").all()
+    ref = "the exact front" if exact else "the reference front"
+    parts.append(f"Recovering all of {ref}: {', '.join(whole) or 'none'}")
+    rest = table[table["hv_ratio"] < 1 - 1e-9].sort_values("hv_ratio", ascending=False)
+    if len(rest):
+        parts.append(
+            "the share of its hypervolume the others reach: "
+            + ", ".join(f"{r.method} {r.hv_ratio:.2f}" for r in rest.itertuples())
+        )
+    text = "; ".join(parts) + "."
+    off = [  # formulations maximizing another objective, not merely another axis
+        (m, registry[m].plane)
+        for m in table["method"]
+        if m in registry and not registry[m].any_objectives and registry[m].plane[0] != plane[0]
+    ]
+    if off:
+        text += " " + " ".join(
+            f"{m} optimizes {_SYMBOL.get(p[0], p[0])} (under a {_SYMBOL.get(p[1], p[1])} "
+            f"floor), not {_SYMBOL.get(plane[0], plane[0])}: its points lie below this front "
+            "by design."
+            for m, p in off
+        )
+    return text
+
+
+_SYMBOL = {"utility": "U", "sum_Fz": "Σ F_z", "sum_B": "Σ B", "sum_cos": "Σ cos_g"}
+
+
 def render_compare_html(
     table: pd.DataFrame,
     fronts: pd.DataFrame,
@@ -508,7 +548,8 @@ def render_compare_html(
     )
     return _page(
         title,
-        tbl
+        f"<p class='takeaway'><b>{html.escape(compare_takeaway(table, (y, x)))}</b></p>"
+        + tbl
         + f"<dl class='note'>{terms}</dl>"
         + _plane_note(x, y)
         + legend

@@ -209,6 +209,9 @@ class Solver(ABC):
     in_compare: ClassVar[bool] = True
     any_objectives: ClassVar[bool] = False
     gives_exact_front: ClassVar[bool] = False
+    #: the plane the formulation optimizes (y, x): where its front is drawn by default, and
+    #: why its points lie off a reference front drawn in another plane
+    plane: ClassVar[tuple[str, str]] = ("utility", "gap")
 
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:

@@ -102,3 +102,17 @@ def test_the_front_page_says_what_the_front_costs_and_names_its_points():
         t.encode().decode("unicode_escape") for t in re.findall(r'"text":"(\\u03b5=[^"]*)"', page)
     ]
     assert sorted(labels) == ["ε=10", "ε=4", "ε=inf"]  # one label per distinct point
+
+
+def test_the_compare_page_says_who_recovers_the_front_and_who_optimizes_elsewhere():
+    from selection.report import compare_takeaway
+
+    table = pd.DataFrame({
+        "method": ["eps", "maxmin", "fisher-fair"], "hv_ratio": [1.0, 0.8912, 0.4469],
+        "reference": "exact",
+    })  # fmt: skip
+    said = compare_takeaway(table, ("utility", "gap"))
+    assert said.startswith("Recovering all of the exact front: eps;")
+    assert "others reach: maxmin 0.89, fisher-fair 0.45." in said
+    assert "fisher-fair optimizes Σ F_z (under a worst floor), not U" in said
+    assert "maxmin optimizes" not in said  # another axis (worst), the same objective U
