@@ -261,6 +261,29 @@ def _per_round_display(per: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def analysis_takeaway(per: pd.DataFrame, reading: str = "U") -> str:
+    """Computed sentences: the within-round ρ(F, U) (median over rounds, how many rounds'
+    intervals exclude zero, and on which side) beside the seed's −0.55 and the pooled value."""
+    rows = per[(per["reading"] == reading) & (per["round"] != "pooled")]
+    rows = rows[np.isfinite(rows["rho_FU"].to_numpy(dtype=float))]
+    if rows.empty:
+        return f"No round has enough clients to correlate F with {reading}."
+    neg = int((rows["rho_FU_hi"] < 0).sum())
+    pos = int((rows["rho_FU_lo"] > 0).sum())
+    text = (
+        f"Within a round, ρ(F, {reading}) has median {rows['rho_FU'].median():+.2f} over "
+        f"{len(rows)} measured round(s) (the seed reports {SEED['rho_FU']:+.2f}); its 95 % "
+        f"interval lies below zero in {neg} and above zero in {pos} of them."
+    )
+    pooled = per[(per["reading"] == reading) & (per["round"] == "pooled")]
+    if len(pooled) and len(rows) > 1:
+        text += (
+            f" Pooled over rounds it reads {float(pooled['rho_FU'].iloc[0]):+.2f}, which mixes "
+            "stages of training (see the warning below)."
+        )
+    return text
+
+
 def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
     import html as _h
 
@@ -280,6 +303,7 @@ def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
         ]
     )
     parts = [
+        f"<p class='takeaway'><b>{_h.escape(analysis_takeaway(per))}</b></p>",
         "<h2>Per-round Spearman correlations (bootstrap 95 % intervals)</h2>",
         _per_round_display(per).to_html(index=False, escape=True),
         "<h2>The seed's numbers beside fedsel's</h2>",

@@ -22,7 +22,8 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
 td.best{font-weight:bold;background:#e4f4e4} .note{color:#555;font-size:.9em}
-td.ids{text-align:left;white-space:nowrap;font-size:.85em} .scroll{overflow-x:auto}
+td.ids{text-align:left;white-space:normal;min-width:16em;font-size:.85em} .scroll{overflow-x:auto}
+.takeaway{font-size:1.08em;font-weight:600} .caveat{background:#fff7e0;padding:.4em .8em}
 """
 _LABELS = {
     "avg_mean": "avg %",
@@ -284,6 +285,31 @@ def _setup(setup: dict) -> str:
     return note + _table(pd.DataFrame(rows)) + _table(other)
 
 
+def demo_takeaway(data: dict) -> str:
+    """Two computed sentences from the final table: the best final worst-domain and average
+    accuracy, each beside the reference (the first selector)."""
+    t = data["final_table"]
+    if t is None or len(t) == 0:
+        return "No finished run."
+    ref = t.iloc[0]
+    w, a = t.loc[t["worst_mean"].idxmax()], t.loc[t["avg_mean"].idxmax()]
+
+    def who(r, col: str) -> str:
+        return (
+            f"{r['selector']} ({r[col]:.1f} ± {r[col.replace('_mean', '_std')]:.1f} %"
+            + (
+                f", {r[col] - ref[col]:+.1f} against {ref['selector']})"
+                if r["selector"] != ref["selector"]
+                else ")"
+            )
+        )
+
+    return (
+        f"Highest final worst-domain accuracy: {who(w, 'worst_mean')}. "
+        f"Highest final average accuracy: {who(a, 'avg_mean')}."
+    )
+
+
 def render_html(data: dict) -> str:
     """The whole report as one self-contained HTML string."""
     colors = _colors(list(data["selectors"]))
@@ -318,13 +344,19 @@ def render_html(data: dict) -> str:
     parts = [
         f"<html><head><meta charset='utf-8'><title>fedsel demo</title><style>{_CSS}</style>",
         "</head><body><h1>fedsel demo: client selectors compared in live training</h1>",
+        f"<p class='takeaway'>{html.escape(demo_takeaway(data))}</p>",
+        f"<p class='caveat'>A showcase, not evidence: {setup.get('seeds')} seed(s) × "
+        f"{setup.get('rounds')} rounds, and floating-point differences between machines, "
+        "amplified by training, change the ranking. Claims come from a paired study with "
+        "intervals (<code>fedsel study</code>).</p>",
         f"<p class='note'>{setup.get('seeds')} seed(s) × {len(data['selectors'])} selectors, "
         f"{setup.get('rounds')} rounds, K = {setup.get('k')} of {setup.get('n_clients', '?')} "
         "clients. Values are mean ± std over seeds; the best value per column is marked.</p>",
         "<h2>1. Accuracy per round and final table</h2>",
         fig_html(_fig_curves(data, colors)),
         _final_table(data),
-        "<h2>2. Final (average, worst) plane</h2><p class='note'>Stars: not dominated by any "
+        "<h2>2. Final (average, worst) plane</h2><p class='note'>Large markers: the mean over "
+        "seeds, with ±std bars; faint dots: each seed's run. Stars: not dominated by any "
         "other selector (both objectives maximized).</p>",
         fig_html(_fig_plane(data, colors)),
         _table(data["plane"]),

@@ -102,3 +102,19 @@ def test_analysis_at_any_length_writes_one_set(tmp_path):
          "analysis.html"]
     )  # fmt: skip
     assert "round 79" in (tmp_path / "a" / "analysis.html").read_text()
+
+
+def test_the_analysis_page_opens_with_the_within_round_takeaway():
+    import pandas as pd
+
+    from selection.analysis import analysis_takeaway
+
+    per = pd.DataFrame({
+        "round": ["0", "1", "2", "pooled"], "reading": "U",
+        "rho_FU": [-0.6, -0.4, 0.1, -0.2], "rho_FU_lo": [-0.8, -0.7, 0.05, -0.3],
+        "rho_FU_hi": [-0.3, 0.1, 0.3, -0.1],
+    })  # fmt: skip
+    said = analysis_takeaway(per)
+    assert said.startswith("Within a round, ρ(F, U) has median -0.40 over 3 measured round(s)")
+    assert "below zero in 1 and above zero in 1 of them" in said
+    assert "Pooled over rounds it reads -0.20" in said

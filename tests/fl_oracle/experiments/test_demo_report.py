@@ -19,6 +19,7 @@ from fl_oracle.experiments.report_demo import (
     seed_statistics,
     write_outputs,
 )
+from fl_oracle.experiments.report_demo_html import render_html
 
 _spec = importlib.util.spec_from_file_location(
     "_fake_oracle_demo", Path(__file__).parents[1] / "_fake_oracle.py"
@@ -294,3 +295,17 @@ def test_fronts_at_round_zero_use_the_initial_model():
     rec = res.fronts.iloc[-1]
     real = fake.FakeOracle(seed=0).evaluate(rec["selected"].split(";"), split="val")
     assert rec["real_worst"] == pytest.approx(min(real[f"acc_{d}"] for d in fake.DOMAINS))
+
+
+def test_the_demo_page_opens_with_a_takeaway_and_its_caveat(demo_result):
+    from fl_oracle.experiments.report_demo_html import demo_takeaway
+
+    data = report_data(demo_result)
+    t = data["final_table"]
+    said = demo_takeaway(data)
+    w = t.loc[t["worst_mean"].idxmax()]
+    assert said.startswith(f"Highest final worst-domain accuracy: {w['selector']} "
+                           f"({w['worst_mean']:.1f} ± {w['worst_std']:.1f} %")  # fmt: skip
+    page = render_html(data)
+    assert said in page.replace("&#x27;", "'") and "A showcase, not evidence" in page
+    assert "faint dots: each seed" in page
