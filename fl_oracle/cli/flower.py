@@ -60,7 +60,9 @@ def _record(config, prov: dict, extra: dict[str, Any]) -> str:
 
     for line in provenance_lines(prov):
         print(line, file=sys.stderr)
-    rec = run_record("cpu", command=" ".join(["fedsel", *sys.argv[1:]]))
+    from fl_oracle.cli import command_line
+
+    rec = run_record("cpu", command=command_line())
     rec.update(extra)
     return config.to_toml() + "\n" + provenance_toml(prov) + "\n" + record_toml(rec)
 
@@ -120,9 +122,11 @@ def flower(
         help="torch threads of every node and the server (default: this process's, as "
         "fedsel train; other counts round differently).",
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
+    ),
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
-    from selection.atomic import write_text_atomic
     from selection.selectors import make_selector
 
     _check_choice("--stats", stats, _STATS)
@@ -138,11 +142,9 @@ def flower(
         )
     try:
         import flwr  # noqa: F401
+        import ray  # noqa: F401 - the simulation engine
 
         from fl_oracle.experiments.flower.digits import federation
-        from fl_oracle.experiments.flower.run import run_flower
-        from fl_oracle.experiments.flower.server_app import FlowerRun, write_run
-        from fl_oracle.experiments.flower.strategy import FlowerRunError
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("flwr", "ray"):
             raise ValueError(
@@ -169,11 +171,31 @@ def flower(
     config = settings.config
     if client_cpus is None:
         client_cpus = float(min(config.threads or 1, num_cpus or os.cpu_count() or 1))
-    federation(settings)  # load (or generate and cache) the data once, before the nodes start
-    from fl_oracle.experiments.flower.digits import DigitsServer
+    from fl_oracle.experiments.runfolder import claim_run_folder
 
+    if overwrite:  # the data are checked before the old run is deleted
+        federation(settings)
+    # one run per folder: locked, another run refused, nothing left behind by a failed start
+    with claim_run_folder(
+        out, "flower", overwrite=overwrite, committed="history.csv", resumable=False
+    ):
+        _run(out, settings, config, selector, k, rounds, num_supernodes, stats, timeout,
+             engine, num_cpus, client_cpus)  # fmt: skip
+
+
+def _run(out, settings, config, selector, k, rounds, num_supernodes, stats, timeout, engine,
+         num_cpus, client_cpus) -> None:  # fmt: skip
+    """The run of ``fedsel flower`` inside its claimed folder."""
+    import flwr
+
+    from fl_oracle.experiments.flower.digits import DigitsServer, federation
+    from fl_oracle.experiments.flower.run import run_flower
+    from fl_oracle.experiments.flower.server_app import FlowerRun, write_run
+    from fl_oracle.experiments.flower.strategy import FlowerRunError
+    from selection.atomic import write_text_atomic
+
+    federation(settings)  # load (or generate and cache) the data once, before the nodes start
     prov = DigitsServer(settings).provenance()
-    out.mkdir(parents=True, exist_ok=True)
     extra = {
         "engine": f"flower-{engine}",
         "flwr_version": flwr.__version__,

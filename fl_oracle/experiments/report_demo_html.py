@@ -295,13 +295,10 @@ def demo_takeaway(data: dict) -> str:
     w, a = t.loc[t["worst_mean"].idxmax()], t.loc[t["avg_mean"].idxmax()]
 
     def who(r, col: str) -> str:
-        return (
-            f"{r['selector']} ({r[col]:.1f} ± {r[col.replace('_mean', '_std')]:.1f} %"
-            + (
-                f", {r[col] - ref[col]:+.1f} against {ref['selector']})"
-                if r["selector"] != ref["selector"]
-                else ")"
-            )
+        return f"{r['selector']} ({r[col]:.1f} ± {r[col.replace('_mean', '_std')]:.1f} %" + (
+            f", {r[col] - ref[col]:+.1f} against {ref['selector']})"
+            if r["selector"] != ref["selector"]
+            else ")"
         )
 
     return (

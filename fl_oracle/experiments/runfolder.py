@@ -1,6 +1,7 @@
 """One run per folder: claim a run folder for a command's lifetime.
 
-Every command that writes a run folder (``fedsel oracle``, ``train``, ``study``, ``demo``) enters
+Every command that writes a run folder (``fedsel oracle``, ``train``, ``flower``, ``study``,
+``demo``) enters
 :func:`claim_run_folder` before it writes anything:
 
 * **Exclusive lock.** ``DIR/.fedsel.lock`` is created atomically (``O_CREAT``) and locked with
@@ -54,8 +55,8 @@ class RunFolderError(CheckpointError):
 
 
 def run_kind(folder: str | os.PathLike) -> str | None:
-    """``oracle``, ``train``, ``study``, ``demo``, ``unknown`` (run files of no known shape) or
-    None."""
+    """``oracle``, ``train``, ``flower``, ``study``, ``demo``, ``unknown`` (run files of no
+    known shape) or None."""
     d = Path(folder)
     present = [name for name in RUN_FILES if (d / name).exists()]
     if not present:
@@ -67,7 +68,12 @@ def run_kind(folder: str | os.PathLike) -> str | None:
     if (d / "checkpoints").is_dir() or (d / "rounds.csv").exists():
         return "oracle"
     if (d / "history.csv").exists():
-        return "train"
+        try:
+            cfg = tomllib.loads((d / "config.toml").read_text(encoding="utf-8"))
+            engine = str(cfg.get("run", {}).get("engine", ""))
+        except (OSError, ValueError, UnicodeDecodeError):
+            engine = ""
+        return "flower" if engine.startswith("flower") else "train"
     return "unknown"
 
 

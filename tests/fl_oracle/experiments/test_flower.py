@@ -334,3 +334,17 @@ def test_fedsel_flower_local_engine_and_bad_input(flower_cli, tmp_path, capsys):
         code=2, out=tmp_path / "bad")  # fmt: skip
     assert "multiple of 4" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+    # one run per folder: a second run into it is refused and nothing it holds changes;
+    # --overwrite replaces it
+    before = {p.name: p.read_bytes() for p in (tmp_path / "ok").iterdir() if p.is_file()}
+    run("--selector", "random", "--k", "4", *base, code=2, out=tmp_path / "ok")
+    err = capsys.readouterr().err
+    assert "already holds a run (flower" in err and "--overwrite" in err
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ok").iterdir() if p.is_file()} == before
+    (tmp_path / "tr").mkdir()
+    (tmp_path / "tr" / "history.csv").write_text("round\n0\n")
+    run("--selector", "random", "--k", "4", *base, code=2, out=tmp_path / "tr")
+    assert "already holds a run (train" in capsys.readouterr().err
+    run("--selector", "random", "--k", "4", *base, "--overwrite", out=tmp_path / "ok")
+    again = pd.read_csv(tmp_path / "ok" / "history.csv", keep_default_na=False)
+    assert again["selector"].iloc[0] == "random"
