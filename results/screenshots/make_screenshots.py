@@ -3,10 +3,11 @@
     .venv/bin/python results/screenshots/make_screenshots.py [--keep DIR]
 
 Builds the pages with ``tests/_reports.py`` (sweep, compare and analyze on the shipped example
-round ``results/examples/stats.csv`` and a 3-round table; demo on the test suite's fake oracle,
-so its numbers show the layout, not results), takes the study page from the committed study
-(``results/study/report.html``; the fake oracle's when that is missing), opens each in Chromium
-through the DevTools protocol (``tests/_cdp.py``) and saves the top of the page as a PNG.
+round ``results/examples/stats.csv`` and a 3-round table), takes the demo and study pages from
+the committed runs (``results/demo/report.html``, ``results/study/report.html``; the test
+suite's fake oracle's only when one is missing, and then it says so), opens each in Chromium at
+a 1280-px width through the DevTools protocol (``tests/_cdp.py``) and saves the top of the page
+as a PNG.
 """
 
 from __future__ import annotations
@@ -48,10 +49,13 @@ def main() -> None:
         sys.exit(f"no screenshots: {why}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="fedsel-shots-"))
     pages = reports.build_all(work)
-    committed = ROOT / "results" / "study" / "report.html"
-    if committed.is_file():
-        pages["study"] = committed
-    with cdp.Browser(width=1300, height=900) as b:
+    for kind in ("demo", "study"):
+        committed = ROOT / "results" / kind / "report.html"
+        if committed.is_file():
+            pages[kind] = committed
+        else:
+            print(f"{kind}: no committed {committed.relative_to(ROOT)}, the fake oracle's page")
+    with cdp.Browser(width=1280, height=900) as b:
         for kind, (page, height) in SHOTS.items():
             b.open(pages[page])
             if b.errors():
