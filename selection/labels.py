@@ -17,12 +17,14 @@ def place_labels(
     yr: tuple[float, float],
     plot_w: float,
     plot_h: float,
+    obstacles: list[tuple[float, float, float, float]] = (),
 ) -> list[dict]:
     """Plotly annotations for labelled points, placed greedily where no label box overlaps
     another label or a marker (offsets grow from beside the point outwards, with a leader line
     once away from it). ``points``: (x, y, text, color) in data units; axes ranges xr, yr;
     the plotting area (inside the margins) is ``plot_w`` × ``plot_h`` pixels: the figure must
-    have that fixed size for the placement to hold."""
+    have that fixed size for the placement to hold. ``obstacles``: further data-space
+    rectangles (x0, y0, x1, y1) no label may cover, e.g. error bars."""
     pw, ph = plot_w, plot_h
 
     def px(x: float, y: float) -> tuple[float, float]:
@@ -32,6 +34,9 @@ def place_labels(
     boxes: list[tuple[float, float, float, float]] = [
         (mx - 6, my - 6, 12, 12) for mx, my in markers
     ]
+    for x0, y0, x1, y1 in obstacles:
+        (ax, ay), (bx, by) = px(x0, y1), px(x1, y0)
+        boxes.append((ax - 1, ay - 1, bx - ax + 2, by - ay + 2))
     offsets = [(0.0, -14.0), (0.0, 14.0), (22.0, 0.0), (-22.0, 0.0)]
     for radius in (30, 42, 56, 72, 90, 110, 135):
         offsets += [(radius * np.cos(t), radius * np.sin(t)) for t in np.linspace(0, 2 * np.pi, 16, endpoint=False)]  # fmt: skip

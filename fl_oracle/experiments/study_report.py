@@ -430,14 +430,22 @@ _PLANE_M = {"l": 70, "r": 210, "t": 20, "b": 60}
 
 
 def _place_labels(
-    points: list[tuple[float, float, str, str]], xr: tuple[float, float], yr: tuple[float, float]
+    points: list[tuple[float, float, str, str]],
+    xr: tuple[float, float],
+    yr: tuple[float, float],
+    obstacles: list[tuple[float, float, float, float]] = (),
 ) -> list[dict]:
     """:func:`selection.labels.place_labels` on the plane figure's plotting area."""
     from selection.labels import place_labels
 
     pw = _PLANE_W - _PLANE_M["l"] - _PLANE_M["r"]
     ph = _PLANE_H - _PLANE_M["t"] - _PLANE_M["b"]
-    return place_labels(points, xr, yr, pw, ph)
+    return place_labels(points, xr, yr, pw, ph, obstacles)
+
+
+# markers per parameter within a formulation's family (its colour): told apart without labels
+_SYMBOLS = ["circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon",
+            "hexagon", "star", "cross", "x"]  # fmt: skip
 
 
 def _plane_figure(res: StudyResult, zoom: bool = False) -> dict:
@@ -485,7 +493,8 @@ def _plane_figure(res: StudyResult, zoom: bool = False) -> dict:
                 "error_x": {"type": "data", "array": ex, "thickness": 1, "width": 0},
                 "error_y": {"type": "data", "array": ey, "thickness": 1, "width": 0},
                 "marker": {"color": colors[fam], "size": 9,
-                           "symbol": "circle" if len(xs) > 1 else "diamond"},
+                           "symbol": [_SYMBOLS[i % len(_SYMBOLS)] for i in range(len(xs))]
+                           if len(xs) > 1 else "diamond"},
                 "line": {"color": colors[fam], "width": 1.5},
             }
         )  # fmt: skip
@@ -506,7 +515,10 @@ def _plane_figure(res: StudyResult, zoom: bool = False) -> dict:
         "yaxis": {"title": {"text": "final worst-domain test accuracy (%)"}, "range": list(yr)},
         "width": _PLANE_W, "height": _PLANE_H, "margin": dict(_PLANE_M),
         "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1},
-        "annotations": _place_labels(labelled, xr, yr),
+        "annotations": _place_labels(labelled, xr, yr, [
+            b for q in means
+            for b in ((q[0] - q[2], q[1], q[0] + q[2], q[1]), (q[0], q[1] - q[3], q[0], q[1] + q[3]))
+        ]),
     }  # fmt: skip
     return {"data": traces, "layout": layout}
 
