@@ -460,7 +460,3 @@ def _finished(p: Path, entry: str, seed: int, rounds: int) -> bool:
 def reference_stats(settings: StudySettings, out: str | Path) -> pd.DataFrame | None:
     p = run_path(Path(out), settings.reference, settings.first_seed).with_suffix(".stats.parquet")
     return pd.read_parquet(p) if p.is_file() else None
-
-
-def entries_of(settings: StudySettings, names: Sequence[str]) -> list[str]:
-    return [e for e in settings.selectors if e in set(names)]

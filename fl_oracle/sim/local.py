@@ -27,11 +27,9 @@ from dataclasses import dataclass
 import torch
 
 from fl_oracle.sim.model import Arch, forward_stacked, prepool, unflatten
-from fl_oracle.sim.stats import loss_stacked
 
 __all__ = [
     "LocalResult",
-    "local_objective",
     "plan_steps",
     "train_group",
     "train_clients",
@@ -77,30 +75,6 @@ class SampleStream:
         return out.to(self.device)
 
 
-def local_objective(
-    arch: Arch,
-    W: torch.Tensor,
-    anchor: torch.Tensor,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    mu: float,
-) -> torch.Tensor:
-    """(M,) h_k(w) = mean cross-entropy + mu/2 ||w - anchor||^2 for stacked models.
-
-    Args:
-        arch: the architecture.
-        W: (M, P) parameters.
-        anchor: (P,) the global model w_t (detached here).
-        x: (M, N, 3, 32, 32) per-model inputs.
-        y: (M, N) labels.
-        mu: proximal coefficient.
-    """
-    h = loss_stacked(arch, W, x, y)
-    if mu:
-        h = h + 0.5 * mu * ((W - anchor.detach()) ** 2).sum(1)
-    return h
-
-
 def _grad_h(
     arch: Arch,
     W: dict[str, torch.Tensor],
@@ -111,7 +85,8 @@ def _grad_h(
 ) -> dict[str, torch.Tensor]:
     """Per-layer gradients of sum_k h_k for layer-wise stacked parameters ``(M, *shape)``.
 
-    The same objective as :func:`local_objective` (whose flat-vector form it takes apart per
+    The same objective as the flat-vector h_k(w) = mean cross-entropy + mu/2 ||w - w_t||^2
+    (the test suite's reference form; this one takes it apart per
     layer: cross-entropy plus mu/2 ||w - anchor||^2, so the proximal gradient mu (w - anchor)
     is computed element by element exactly as there)."""
     leaves = {k: v.detach().requires_grad_(True) for k, v in W.items()}

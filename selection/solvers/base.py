@@ -197,6 +197,16 @@ class SweepOptions:
     b_max: float | None = None
 
 
+class _PerValue:
+    """``with_param(v)`` for a solver without one: a fresh instance per grid value."""
+
+    def __init__(self, cls, kw: dict) -> None:
+        self.cls, self.kw = cls, kw
+
+    def with_param(self, value):
+        return self.cls(**{**self.kw, self.cls.param: value})
+
+
 class Solver(ABC):
     """Base class: subclasses set ``name`` and implement ``_solve`` (module docstring)."""
 
@@ -217,16 +227,29 @@ class Solver(ABC):
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
         """The front table of this formulation over its parameter grid (one row per point).
 
-        The default solves once per grid value (once when ``param`` is None); columns as
+        The default solves once per grid value (once when ``param`` is None), in
+        ``options.n_jobs`` threads with ``options.progress`` reported per point; a solver with
+        ``with_param`` (the exact ones) is built once per thread and copied per point, so what
+        it caches per problem (persistent models, worst*) serves the whole sweep. Columns as
         :func:`results_to_frame`.
         """
+        from selection.solvers.sweeps import _run_grid
+
         kw = {k: v for k, v in _run_options(options).items() if k in solver_options(cls)}
         if cls.param is None:
             return results_to_frame(problem, [cls(**kw).solve(problem)])
         grid = options.grid if options.grid is not None else cls.default_grid
         if grid is None:
             raise SelectionError(f"{cls.name}: give a grid of {cls.param}")
-        return results_to_frame(problem, [cls(**{**kw, cls.param: v}).solve(problem) for v in grid])
+        grid = list(grid)
+        if not grid:
+            return results_to_frame(problem, [])
+        if hasattr(cls, "with_param"):
+            make = lambda: cls(**{**kw, cls.param: grid[0]})  # noqa: E731
+        else:
+            make = lambda: _PerValue(cls, kw)  # noqa: E731
+        results = _run_grid(make, problem, grid, options.n_jobs, options.progress, cls.name)
+        return results_to_frame(problem, results)
 
     @classmethod
     def spec_kwargs(cls, arg: str | None) -> dict[str, Any]:

@@ -252,11 +252,20 @@ def best_fisher_fair(
 def worst_star_of(
     problem: SelectionProblem, delta: float = 0.0, max_count: int = DEFAULT_MAX_COUNT
 ) -> float | None:
-    """worst* (the largest worst(S)); nan when ``delta`` is inf (not needed), None if none."""
+    """worst* (the largest worst(S)); nan when ``delta`` is inf (not needed), None if none.
+
+    Computed once per problem (and enumeration limit): every point of a δ sweep, every
+    fisher-fair selector call on the same round, reads the same value."""
     if math.isinf(delta):
         return math.nan
-    top = best_delta(problem, math.inf, max_count=max_count)
-    return worst_of(problem, top) if top else None
+    memo = _WORST_STAR.setdefault(problem, {})
+    if max_count not in memo:
+        top = best_delta(problem, math.inf, max_count=max_count)
+        memo[max_count] = worst_of(problem, top) if top else None
+    return memo[max_count]
+
+
+_WORST_STAR: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # problem -> {limit: worst*}
 
 
 def top_selections(

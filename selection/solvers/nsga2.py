@@ -367,7 +367,7 @@ class NSGA2Solver(Solver):
         n_evals: stop after this many evaluations instead of ``n_gen`` generations.
         seed: seed of pymoo's random state; same seed => same front.
         objectives: objective names of :mod:`selection.objectives` (default ``utility``, ``gap``);
-            senses from :data:`selection.indicators.OBJECTIVE_SENSE`.
+            each one's sense (max or min) from :data:`selection.objectives.OBJECTIVES`.
         pick: which front member ``solve`` returns: ``knee``, ``max-utility`` or ``min-gap``.
         polish: finish with a Pareto local search over one-swap neighbours of the final front
             (:func:`pareto_local_search`); deterministic for a given seed.

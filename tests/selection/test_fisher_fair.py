@@ -6,6 +6,7 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from selection.selectors import make_selector
@@ -86,3 +87,35 @@ def test_a_delta_sweep_solves_the_max_min_problem_once(make_problem, monkeypatch
     for d, r in zip((0.0, 1.0, 2.0, 4.0), rs, strict=True):  # same answers as fresh solvers
         fresh = make_solver("fisher-fair", delta=d, backend="enum").solve(p)
         assert r.objectives["sum_Fz"] == pytest.approx(fresh.objectives["sum_Fz"], abs=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["enum", "highs"])
+def test_fedsel_sweep_solves_worst_star_once_per_round(backend, tmp_path, monkeypatch, capsys):
+    """A δ sweep through the command line finds worst* once, not once per point."""
+    import math as _math
+
+    import selection.solvers.exhaustive as ex
+    from fl_oracle.cli import main
+    from selection.solvers.maxmin import MaxminSolver
+
+    calls = []
+    real_delta, real_solve = ex.best_delta, MaxminSolver.solve
+
+    def counting_delta(problem, delta, **kw):
+        if _math.isinf(delta):
+            calls.append("enum")
+        return real_delta(problem, delta, **kw)
+
+    def counting_solve(self, problem):
+        if _math.isinf(self.delta):
+            calls.append("milp")
+        return real_solve(self, problem)
+
+    monkeypatch.setattr(ex, "best_delta", counting_delta)
+    monkeypatch.setattr(MaxminSolver, "solve", counting_solve)
+    out = tmp_path / "ff"
+    main(["sweep", "--stats", "results/examples/stats.csv", "--k", "5", "--method",
+          "fisher-fair", "--delta", "0,1,2,5", "--backend", backend, "--out", str(out)])  # fmt: skip
+    front = pd.read_csv(out / "front.csv")
+    assert len(front) == 4 and front["status"].eq("optimal").all()
+    assert len(calls) == 1, calls

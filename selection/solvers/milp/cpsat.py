@@ -55,9 +55,6 @@ class CpSatBackend(LexBackend):
         f[self.spec.n_x :] = 1.0  # aux columns are integers already scaled
         return f
 
-    def _int(self, coefs: np.ndarray) -> list[int]:
-        return [int(v) for v in np.rint(np.asarray(coefs) * self._factor)]
-
     def _build(self) -> None:
         from ortools.sat.python import cp_model
 

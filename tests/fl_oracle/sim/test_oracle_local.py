@@ -3,10 +3,35 @@
 import torch
 import torch.nn.functional as F
 
-from fl_oracle.sim.local import SampleStream, local_objective, plan_steps, train_group
-from fl_oracle.sim.model import ARCHS, forward, init_params, unflatten
+from fl_oracle.sim.local import SampleStream, plan_steps, train_group
+from fl_oracle.sim.model import ARCHS, Arch, forward, init_params, unflatten
+from fl_oracle.sim.stats import loss_stacked
 
 ARCH = ARCHS["cnn-small"]
+
+
+def local_objective(
+    arch: Arch,
+    W: torch.Tensor,
+    anchor: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    mu: float,
+) -> torch.Tensor:
+    """(M,) h_k(w) = mean cross-entropy + mu/2 ||w - anchor||^2 for stacked models.
+
+    Args:
+        arch: the architecture.
+        W: (M, P) parameters.
+        anchor: (P,) the global model w_t (detached here).
+        x: (M, N, 3, 32, 32) per-model inputs.
+        y: (M, N) labels.
+        mu: proximal coefficient.
+    """
+    h = loss_stacked(arch, W, x, y)
+    if mu:
+        h = h + 0.5 * mu * ((W - anchor.detach()) ** 2).sum(1)
+    return h
 
 
 def _clients(M=2, n=12, seed=0):
