@@ -293,10 +293,11 @@ def demo(
     from fl_oracle.experiments.runfolder import claim_run_folder
 
     interrupt_hint(f"nothing was written to {out}; the demo starts afresh when run again")
+    # the record first: the tree as the command found it (--overwrite deletes the old run)
+    rec = run_record(factory.config(0).device, command=command_line())
     with claim_run_folder(
         out, "demo", overwrite=overwrite, committed="summary.csv", resumable=False
     ):
-        rec = run_record(factory.config(0).device, command=command_line())
         t0 = time.perf_counter()
         with rich_progress(transient=False) as progress:
             factory.load(progress=progress)  # the data once, before the workers
