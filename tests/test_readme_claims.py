@@ -1,5 +1,7 @@
 """The README's numbers are the committed runs' numbers (the demo table, its time and record)."""
 
+import re
+import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -25,3 +27,13 @@ def _demo_table(summary: pd.DataFrame) -> str:
 def test_the_demo_table_is_the_committed_summary():
     summary = pd.read_csv(ROOT / "results/demo/summary.csv")
     assert _demo_table(summary) in README
+
+
+def test_the_demo_time_and_commit_are_the_committed_record():
+    record = ROOT / "results/demo/record.toml"
+    rec = tomllib.loads(record.read_text(encoding="utf-8"))["run"]
+    assert not rec["git_commit"].endswith("-dirty"), "the committed demo came from a dirty tree"
+    m = re.search(r"`make demo-example` \(([0-9]+) min ([0-9]+) s", README)
+    assert m, "the README states the committed demo's time"
+    assert int(m[1]) * 60 + int(m[2]) == round(rec["seconds"])
+    assert rec["git_commit"][:7] in README
