@@ -54,19 +54,6 @@ def _config(seed: int, num_supernodes: int, **overrides: Any):
     )
 
 
-def _record(config, prov: dict, extra: dict[str, Any]) -> str:
-    from fl_oracle.experiments.run_record import record_toml, run_record
-    from fl_oracle.sim.data.provenance import provenance_lines, provenance_toml
-
-    for line in provenance_lines(prov):
-        print(line, file=sys.stderr)
-    from fl_oracle.cli import command_line
-
-    rec = run_record("cpu", command=command_line())
-    rec.update(extra)
-    return config.to_toml() + "\n" + provenance_toml(prov) + "\n" + record_toml(rec)
-
-
 def flower(
     selector: str = typer.Option(
         ...,
@@ -186,7 +173,6 @@ def flower(
 def _run(out, settings, config, selector, k, rounds, num_supernodes, stats, timeout, engine,
          num_cpus, client_cpus) -> None:  # fmt: skip
     """The run of ``fedsel flower`` inside its claimed folder."""
-    import flwr
 
     from fl_oracle.experiments.flower.digits import DigitsServer, federation
     from fl_oracle.experiments.flower.run import run_flower
@@ -196,17 +182,14 @@ def _run(out, settings, config, selector, k, rounds, num_supernodes, stats, time
 
     federation(settings)  # load (or generate and cache) the data once, before the nodes start
     prov = DigitsServer(settings).provenance()
-    extra = {
-        "engine": f"flower-{engine}",
-        "flwr_version": flwr.__version__,
-        "selector": selector,
-        "k": int(k),
-        "rounds": int(rounds),
-        "num_supernodes": int(num_supernodes),
-        "stats_mode": stats,
-    }
-    write_text_atomic(_record(config, prov, extra), out / "config.toml")
+    from fl_oracle.cli import command_line
+    from fl_oracle.experiments.flower.server_app import run_toml
+    from fl_oracle.sim.data.provenance import provenance_lines
+
+    for line in provenance_lines(prov):
+        print(line, file=sys.stderr)
     run = FlowerRun(settings, selector, k, rounds, stats=stats, timeout=timeout, out=out)
+    write_text_atomic(run_toml(run, f"flower-{engine}", prov, command_line()), out / "config.toml")
     try:
         res = run_flower(
             run, num_supernodes, engine=engine, num_cpus=num_cpus, client_cpus=client_cpus

@@ -141,9 +141,40 @@ def _run_from_context(grid: Grid, context: Context) -> FlowerRun:
 app = ServerApp()
 
 
+def run_toml(run: FlowerRun, engine: str, provenance: dict, command: str = "") -> str:
+    """``config.toml`` of a Flower run: the configuration, the data provenance and the run
+    record (engine, flwr version, selector, K, rounds, nodes, statistics mode)."""
+    import flwr
+
+    from fl_oracle.experiments.run_record import record_toml, run_record
+    from fl_oracle.sim.data.provenance import provenance_toml
+
+    config = run.settings.config
+    rec = run_record("cpu", command=command)
+    rec.update(
+        engine=engine,
+        flwr_version=flwr.__version__,
+        selector=run.selector,
+        k=int(run.k),
+        rounds=int(run.rounds),
+        num_supernodes=int(config.clients_per_domain * len(config.domains)),
+        stats_mode=run.stats,
+    )
+    return config.to_toml() + "\n" + provenance_toml(provenance) + "\n" + record_toml(rec)
+
+
 @app.main()
 def _main(grid: Grid, context: Context) -> None:
+    """``flwr run``: the run folder of the run config's ``out`` follows fedsel's rule (locked
+    for the run, another run refused unless ``overwrite = true``, its config.toml written)."""
+    from fl_oracle.experiments.runfolder import claim_run_folder
+    from selection.atomic import write_text_atomic
+
     run = _run_from_context(grid, context)
-    if run.out is not None:
-        run.out.mkdir(parents=True, exist_ok=True)
-    run_strategy(grid, run)
+    overwrite = bool(context.run_config.get("overwrite", False))
+    with claim_run_folder(
+        run.out, "flower", overwrite=overwrite, committed="history.csv", resumable=False
+    ):
+        prov = DigitsServer(run.settings).provenance()
+        write_text_atomic(run_toml(run, "flower-deployment", prov), run.out / "config.toml")
+        run_strategy(grid, run)

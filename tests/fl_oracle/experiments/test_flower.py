@@ -348,3 +348,43 @@ def test_fedsel_flower_local_engine_and_bad_input(flower_cli, tmp_path, capsys):
     run("--selector", "random", "--k", "4", *base, "--overwrite", out=tmp_path / "ok")
     again = pd.read_csv(tmp_path / "ok" / "history.csv", keep_default_na=False)
     assert again["selector"].iloc[0] == "random"
+
+
+def test_flwr_run_follows_the_run_folder_rule(tmp_path, monkeypatch):
+    """The ServerApp of ``flwr run``: config.toml with the record, another run refused,
+    ``overwrite = true`` replaces it, the lock free afterwards."""
+    import types
+
+    import fl_oracle.experiments.flower.server_app as sa
+    from fl_oracle.experiments.runfolder import RunFolderError
+
+    ran = []
+
+    def fake_strategy(grid, run):
+        ran.append(run.selector)
+        sa.write_run(run.out, pd.DataFrame({"round": [0], "selector": [run.selector]}),
+                     pd.DataFrame({"round": [0]}))  # fmt: skip
+
+    monkeypatch.setattr(sa, "run_strategy", fake_strategy)
+    monkeypatch.setattr(sa, "DigitsServer", lambda settings: types.SimpleNamespace(provenance=dict))
+    out = tmp_path / "fl"
+
+    def ctx(**extra):
+        rc = {"num-partitions": 8, "selector": "random", "k": 2, "out": str(out), **extra}
+        return types.SimpleNamespace(run_config=rc)
+
+    main = getattr(sa._main, "__wrapped__", sa._main)
+    main(None, ctx())
+    rec = tomllib.loads((out / "config.toml").read_text())
+    assert rec["run"]["engine"] == "flower-deployment" and rec["run"]["selector"] == "random"
+    assert rec["run"]["num_supernodes"] == 8 and rec["clients_per_domain"] == 2
+    with pytest.raises(RunFolderError, match="already holds a run \\(flower"):
+        main(None, ctx(selector="eps:5"))
+    assert ran == ["random"]
+    main(None, ctx(selector="eps:5", overwrite=True))
+    assert ran == ["random", "eps:5"]
+    assert pd.read_csv(out / "history.csv")["selector"].tolist() == ["eps:5"]
+    import fcntl
+
+    with open(out / ".fedsel.lock", "a") as fh:  # released
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
