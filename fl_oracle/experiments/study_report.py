@@ -410,8 +410,13 @@ _PALETTE = [
 
 
 def _colors(settings: StudySettings) -> dict[str, str]:
+    """One colour per formulation family (baselines each their own), distinct for up to 34
+    families: the first ten as before, then plotly's Dark24."""
+    from plotly.colors import qualitative
+
+    palette = [*_PALETTE, *(c for c in qualitative.Dark24 if c.lower() not in _PALETTE)]
     fams = list(dict.fromkeys(family(e) for e in settings.selectors))
-    return {f: _PALETTE[i % len(_PALETTE)] for i, f in enumerate(fams)}
+    return {f: palette[i % len(palette)] for i, f in enumerate(fams)}
 
 
 def _mean_ci(x: np.ndarray) -> tuple[float, float]:
