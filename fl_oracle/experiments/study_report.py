@@ -680,7 +680,7 @@ table{{border-collapse:collapse;font-size:13px;margin:.5em 0}}td,th{{border:1px 
 th{{background:#f3f3f3}}td.n{{text-align:right;font-variant-numeric:tabular-nums}}
 .verdict{{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.5em 1em;overflow-x:auto}}
 .takeaway{{font-size:1.1em;font-weight:600}}
-.note{{color:#555;font-size:14px}}pre{{background:#f6f6f6;padding:.6em;font-size:12px}}</style>
+.note{{color:#555;font-size:14px}}pre{{background:#f6f6f6;padding:.6em;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}}</style>
 </head><body>
 <h1>fedsel study: {len(s.selectors)} selectors × {s.seeds} seeds × {s.rounds} rounds, K={s.k}</h1>
 <div class="verdict"><h2>Verdict</h2>{verdict_html}</div>
