@@ -37,7 +37,7 @@ def pages(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    with cdp.Browser(width=1300, height=900) as b:
+    with cdp.Browser(width=1280, height=900) as b:
         yield b
 
 
@@ -60,6 +60,11 @@ def test_report_renders_in_a_browser(kind, pages, browser):
         # a categorical y axis (a forest plot's entries) is named by its tick labels
         assert p["xtitles"] and (p["ytitles"] or p["ycategory"]), f"{where} lacks an axis title"
         assert p["overlaps"] == [], f"{where}: overlapping labels {p['overlaps']}"
+    # nothing widens the page beyond a 1280-px window (wide tables scroll in their own box)
+    wide = browser.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert wide[0] <= wide[1], f"{kind}: the page is {wide[0]} px wide in a {wide[1]}-px window"
     if kind.startswith("sweep") or kind == "compare":
         # the page's heading carries the title; the figure does not repeat it
         assert all(not p["title"] for p in plots), f"{kind}: title printed twice"
