@@ -85,7 +85,6 @@ def oracle(
 
     config = OracleConfig(
         seed=seed,
-        domains=("mnist", "usps", "svhn", "syn"),
         clients_per_domain=clients_per_domain,
         dirichlet_alpha=dirichlet_alpha,
         val_per_domain=val_per_domain,

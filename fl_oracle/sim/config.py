@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from fl_oracle.errors import ConfigError
+from selection.schema import DEFAULT_DOMAINS
 
 __all__ = ["OracleConfig", "DEFAULT_SAMPLES_PER_CLIENT", "MODELS", "FISHER_METHODS"]
 
@@ -72,7 +73,7 @@ class OracleConfig:
 
     seed: int = 0
     data_seed: int = 0
-    domains: tuple[str, ...] = ("mnist", "usps", "svhn", "syn")
+    domains: tuple[str, ...] = DEFAULT_DOMAINS
     clients_per_domain: int = 5
     samples_per_client: Mapping[str, int] | None = None
     dirichlet_alpha: float | None = None

@@ -233,7 +233,7 @@ class Solver(ABC):
         it caches per problem (persistent models, worst*) serves the whole sweep. Columns as
         :func:`results_to_frame`.
         """
-        from selection.solvers.sweeps import _run_grid
+        from selection.solvers.grid import _run_grid
 
         kw = {k: v for k, v in _run_options(options).items() if k in solver_options(cls)}
         if cls.param is None:

@@ -22,17 +22,16 @@ sweep is sequential by construction.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from selection.problem import SelectionProblem
-from selection.progress import ProgressFn, report
+from selection.progress import ProgressFn
 from selection.solvers.base import FRONT_COLUMNS, SolveResult, Status, make_solver, results_to_frame
+from selection.solvers.grid import _Counter, _run_grid
 from selection.solvers.params import as_float_list, check_int, check_nonneg
 
 __all__ = ["FRONT_COLUMNS", "results_to_frame", "sweep_eps", "sweep_delta", "sweep_weighted"]
@@ -44,47 +43,6 @@ MAX_POINTS = 100_000
 # so a complete sweep never hangs silently; a point stopped by it is labelled ``time_limit``
 # and the front is not proven.
 COMPLETE_POINT_BUDGET = 60.0
-
-
-class _Counter:
-    """Counts finished points and reports them (thread-safe: grid points run in threads)."""
-
-    def __init__(self, progress: ProgressFn | None, total: int | None, label: str) -> None:
-        self.progress, self.total, self.label = progress, total, label
-        self.done = 0
-        self._lock = threading.Lock()
-
-    def __call__(self, n: int = 1) -> None:
-        with self._lock:
-            self.done += n
-            report(self.progress, self.done, self.total, self.label)
-
-
-def _run_grid(
-    make: Callable[[], object],
-    problem: SelectionProblem,
-    grid: list[float],
-    n_jobs: int,
-    progress: ProgressFn | None,
-    label: str,
-) -> list[SolveResult]:
-    """Solve ``make().with_param(v)`` for each grid value, in ``n_jobs`` threads."""
-    advance = _Counter(progress, len(grid), label)
-
-    def run(part: list[float]) -> list[SolveResult]:
-        solver = make()
-        out = []
-        for v in part:
-            out.append(solver.with_param(v).solve(problem))
-            advance()
-        return out
-
-    if n_jobs <= 1 or len(grid) <= 1:
-        return run(grid)
-    parts = [list(p) for p in np.array_split(np.array(grid, dtype=float), n_jobs) if len(p)]
-    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
-        chunks = list(pool.map(run, parts))
-    return [r for c in chunks for r in c]
 
 
 def sweep_eps(

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from selection.schema import DEFAULT_DOMAINS
+
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 __all__ = ["DOMAINS", "SPLITS", "DataError", "DomainData", "domain_index", "check_images"]
 
-DOMAINS: tuple[str, ...] = ("mnist", "usps", "svhn", "syn")
+DOMAINS: tuple[str, ...] = DEFAULT_DOMAINS  # the Digits-4 domains, named once (the contract's)
 SPLITS: tuple[str, ...] = ("train", "test")
 
 
