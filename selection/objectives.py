@@ -124,7 +124,8 @@ class Objective:
         fn: ``fn(problem, X) -> values`` of shape (M,) for selections X (M, N).
         sense: ``max`` or ``min``.
         unit: unit of its values (``%``, ``pp``, ...).
-        label: axis / column label for reports.
+        label: short label (``fedsel methods``, column headers).
+        axis: a plot axis title: the definition, its unit and which way is better.
     """
 
     name: str
@@ -132,6 +133,7 @@ class Objective:
     sense: str
     unit: str
     label: str
+    axis: str = ""
 
     @property
     def maximize(self) -> bool:
@@ -144,14 +146,51 @@ class Objective:
 OBJECTIVES: dict[str, Objective] = {
     o.name: o
     for o in (
-        Objective("utility", utility, "max", "%", "U(S), mean utility (%)"),
-        Objective("gap", gap, "min", "pp", "gap(S), max − min domain utility (pp)"),
-        Objective("worst", worst, "max", "%", "worst(S), worst-domain utility (%)"),
-        Objective("mean_minus_worst", mean_minus_worst, "min", "pp", "mean − worst domain (pp)"),
-        Objective("var_d", var_domains, "min", "%²", "Var_d U_d(S) (%²)"),
-        Objective("sum_B", sum_B, "min", "nats", "Σ B, label divergence (nats)"),
-        Objective("sum_Fz", sum_Fz, "max", "z", "Σ F_z, Fisher z-scores"),
-        Objective("sum_cos", sum_cos, "max", "", "Σ cos_g, update alignment"),
+        Objective(
+            "utility",
+            utility,
+            "max",
+            "%",
+            "U(S), mean utility (%)",
+            "U(S) (accuracy %, higher is better)",
+        ),
+        Objective(
+            "gap",
+            gap,
+            "min",
+            "pp",
+            "gap(S), max − min domain utility (pp)",
+            "gap(S) = max_d U_d − min_d U_d (percentage points, lower is fairer)",
+        ),
+        Objective(
+            "worst",
+            worst,
+            "max",
+            "%",
+            "worst(S), worst-domain utility (%)",
+            "worst(S) = min_d U_d (accuracy %, higher is better)",
+        ),
+        Objective(
+            "mean_minus_worst",
+            mean_minus_worst,
+            "min",
+            "pp",
+            "mean − worst domain (pp)",
+            "mean_d U_d − min_d U_d (percentage points, lower is better)",
+        ),
+        Objective(
+            "var_d",
+            var_domains,
+            "min",
+            "%²",
+            "Var_d U_d(S) (%²)",
+            "Var_d U_d(S) (%², lower is better)",
+        ),
+        Objective("sum_B", sum_B, "min", "nats", "Σ B, label divergence (nats)", "Σ B (nats)"),
+        Objective(
+            "sum_Fz", sum_Fz, "max", "z", "Σ F_z, Fisher z-scores", "Σ F_z (Fisher z-scores)"
+        ),
+        Objective("sum_cos", sum_cos, "max", "", "Σ cos_g, update alignment", "Σ cos_g"),
     )
 }
 

@@ -19,6 +19,7 @@ import html
 import numpy as np
 import pandas as pd
 
+from selection.objectives import OBJECTIVES
 from selection.solvers.base import point_rows
 
 __all__ = [
@@ -33,16 +34,7 @@ __all__ = [
 ]
 
 PLOT_COLUMNS = ("method", "param", "utility", "gap", "worst", "selected", "hover")
-AXIS_LABELS = {
-    "utility": "U(S) (accuracy %, higher is better)",
-    "gap": "gap(S) = max_d U_d − min_d U_d (percentage points, lower is fairer)",
-    "worst": "worst(S) = min_d U_d (accuracy %, higher is better)",
-    "mean_minus_worst": "mean_d U_d − min_d U_d (percentage points, lower is better)",
-    "var_d": "Var_d U_d(S) (%², lower is better)",
-    "sum_B": "Σ B (nats)",
-    "sum_Fz": "Σ F_z (Fisher z-scores)",
-    "sum_cos": "Σ cos_g",
-}
+AXIS_LABELS = {name: o.axis or o.label for name, o in OBJECTIVES.items()}  # from the table
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
 # open symbols, largest first: coinciding points of several methods show as nested rings
 _SYMBOLS = ("circle-open", "square-open", "diamond-open", "triangle-up-open", "cross-thin-open",

@@ -24,7 +24,7 @@ import pandas as pd
 
 from selection.errors import TooLargeError
 from selection.indicators import nondominated_mask
-from selection.objectives import OBJECTIVES
+from selection.objectives import OBJECTIVES, u_star
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, Status, SweepOptions, _Raw, register
 from selection.solvers.params import check_finite, check_int, check_nonneg, fmt_param
@@ -232,7 +232,7 @@ def best_delta(
 def u_star_of(problem: SelectionProblem, max_count: int = DEFAULT_MAX_COUNT) -> float:
     """U* = max U(S) over the K-selections under the problem's surrogate."""
     if problem.surrogate == "mean":
-        return float(np.sort(problem.U)[::-1][: problem.k].mean())
+        return u_star(problem)  # the closed form: the K largest utilities
     return max(float(b["utility"].max()) for b in _blocks(problem, max_count, ("utility",)))
 
 
