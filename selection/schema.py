@@ -23,6 +23,7 @@ __all__ = [
     "LN2",
     "OPTIONAL_RANGES",
     "U_READINGS",
+    "F_FLOOR",
     "MAX_INT",
     "StatsWarning",
     "domain_columns",
@@ -41,6 +42,8 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
     "cos_g",
 )
 DEFAULT_DOMAINS: tuple[str, ...] = ("mnist", "usps", "svhn", "syn")
+#: F must be > 0 (the contract); a producer reports a vanishing Fisher trace as this value
+F_FLOOR = 1e-12
 LN2 = math.log(2.0)
 _TOL = 1e-9
 

@@ -38,12 +38,11 @@ from fl_oracle.sim.stats import (
 )
 from selection.logits import ValidationLogits
 from selection.progress import ProgressFn
-from selection.schema import validate_stats
+from selection.schema import F_FLOOR, validate_stats
 
 __all__ = ["Oracle", "resolve_device", "load_federation_data"]
 
 STATE_FORMAT = "fedsel-oracle-1"
-_F_FLOOR = 1e-12  # F must be > 0 in the contract; a vanishing trace is reported as this
 
 
 def resolve_device(name: str) -> torch.device:
@@ -367,7 +366,7 @@ class Oracle:
             rows["U_local"] = local
         hits0, _ = self._accuracies(self._w.unsqueeze(0), "val")
         rows["dU"] = U - 100.0 * hits0[0].sum() / sizes.sum()
-        rows["F"] = np.maximum(probe.fisher[idx].cpu().numpy(), _F_FLOOR)
+        rows["F"] = np.maximum(probe.fisher[idx].cpu().numpy(), F_FLOOR)
         rows["B"] = self._B[idx]
         rows["cos_g"] = cos
         rows["loss"] = probe.loss[idx].cpu().numpy()

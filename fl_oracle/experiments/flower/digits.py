@@ -35,6 +35,7 @@ from fl_oracle.sim.local import train_clients
 from fl_oracle.sim.model import get_arch, init_params
 from fl_oracle.sim.partition import build_federation
 from fl_oracle.sim.stats import correct_stacked, probe_stats
+from selection.schema import F_FLOOR
 
 __all__ = [
     "DigitsSettings",
@@ -46,8 +47,6 @@ __all__ = [
     "settings_from_run_config",
     "stream_seed",
 ]
-
-_F_FLOOR = 1e-12  # as the oracle: F > 0 in the contract
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ def client_probe(settings: DigitsSettings, partition: int, w: np.ndarray) -> dic
     p = _single_probe(arch, torch.as_tensor(w, dtype=torch.float32), fed, _check(fed, partition))
     return {
         "loss": float(p.loss[0]),
-        "F": max(float(p.fisher[0]), _F_FLOOR),
+        "F": max(float(p.fisher[0]), F_FLOOR),
         "grad": p.grad[0].numpy().astype(np.float32),
         "n_samples": int(fed.n_samples[partition]),
     }
@@ -206,7 +205,7 @@ def client_update(
         "client_id": cid,
         "domain": fed.client_domain[i],
         "n_samples": int(fed.n_samples[i]),
-        "F": max(float(probe.fisher[0]), _F_FLOOR),
+        "F": max(float(probe.fisher[0]), F_FLOOR),
         "loss": float(probe.loss[0]),
         "steps": int(steps),
         "gamma_achieved": float(ratio),

@@ -72,13 +72,13 @@ from fl_oracle.experiments.loop import GLOBAL_KEYS, _select, domain_metrics, qff
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
 from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
+from selection.schema import F_FLOOR
 
 __all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHASE_KEY"]
 
 PHASE_KEY = "fedsel-phase"
 ROUND_KEY = "fedsel-round"
 STATS_MODES = ("fresh", "stale")
-_F_FLOOR = 1e-12
 # Reply metrics that are bookkeeping, not statistics columns.
 _INTERNAL = {"partition-id", "num-examples", "label-hist", "gamma-achieved"}
 
@@ -477,7 +477,7 @@ class FedselStrategy(FedProx):
                 row["U_own"] = row[f"U_{r.domain}"]
             for col, v in {**theirs, **mine}.items():
                 row.setdefault(col, v)
-            row["F"] = max(float(r.metrics.get("F", np.nan)), _F_FLOOR)
+            row["F"] = max(float(r.metrics.get("F", np.nan)), F_FLOOR)
             if "B" not in theirs and glob is not None and r.client_id in self._hist:
                 row["B"] = js_divergence(self._hist[r.client_id], glob)
             row["cos_g"] = float(cos[j])
