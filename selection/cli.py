@@ -64,7 +64,7 @@ def version() -> None:
 
 @app.command("methods")
 def methods() -> None:
-    """List the registered formulations, the objectives and the surrogates."""
+    """List the registered formulations, baselines, objectives and surrogates."""
     from selection.objectives import OBJECTIVES
     from selection.solvers.base import solvers
 
@@ -72,6 +72,12 @@ def methods() -> None:
     for name, cls in solvers().items():
         sweep = f"sweeps {cls.param}" if cls.param else "one front"
         print(f"  {name:<12} {cls.spec_form or name:<34} {sweep:<14} {cls.summary}")
+    from selection.baselines import baselines
+
+    print("baselines (selector spec; * not counted as a baseline by the study):")
+    for name, b in baselines().items():
+        mark = "" if b.is_baseline else " *"
+        print(f"  {name:<16} {b.spec_form() + mark:<20} {b.summary}")
     print("objectives (--objectives):")
     for name, o in OBJECTIVES.items():
         print(f"  {name:<17} {o.sense}  {o.label}")

@@ -56,6 +56,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from selection.baselines.sampling import proportional_sample, stratified_sample
 from selection.errors import SelectionError
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
@@ -75,54 +76,6 @@ __all__ = [
     "proportional_sample",
     "stratified_sample",
 ]
-
-
-def proportional_sample(n_samples: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """K distinct indices drawn without replacement with probability ∝ n_samples (FedAvg's
-    client sampling), sorted ascending.
-
-    Args:
-        n_samples: shape (N,), client training-set sizes (> 0).
-        k: how many, 1 <= k <= N.
-        rng: the caller's generator (one draw of ``rng.choice``).
-    """
-    n = np.asarray(n_samples, dtype=float)
-    return np.sort(rng.choice(len(n), k, replace=False, p=n / n.sum()))
-
-
-def stratified_sample(
-    domains: np.ndarray, n_samples: np.ndarray, k: int, rng: np.random.Generator
-) -> np.ndarray:
-    """K indices with a quota per domain, drawn ∝ n_samples within each domain, sorted.
-
-    Every domain gets ⌊K/D⌋ clients (fewer if it has fewer); the remaining slots go to domains
-    with clients left, drawn without replacement ∝ the domain's total samples. Within a domain
-    the clients are drawn without replacement ∝ n_samples (:func:`proportional_sample`).
-
-    Args:
-        domains: shape (N,), each client's domain.
-        n_samples: shape (N,), client training-set sizes.
-        k: how many, 1 <= k <= N.
-        rng: the caller's generator.
-    """
-    domains = np.asarray(domains)
-    n = np.asarray(n_samples, dtype=float)
-    names = list(dict.fromkeys(domains.tolist()))  # first-seen order: deterministic
-    members = [np.flatnonzero(domains == d) for d in names]
-    quota = np.array([min(k // len(names), len(m)) for m in members])
-    while quota.sum() < k:
-        spare = [i for i, m in enumerate(members) if quota[i] < len(m)]
-        weight = np.array([n[members[i]].sum() for i in spare])
-        extra = rng.choice(
-            len(spare),
-            min(k - int(quota.sum()), len(spare)),
-            replace=False,
-            p=weight / weight.sum(),
-        )
-        for j in extra:
-            quota[spare[j]] += 1
-    picks = [m[proportional_sample(n[m], q, rng)] for m, q in zip(members, quota, strict=True) if q]
-    return np.sort(np.concatenate(picks))
 
 
 def _result(problem: SelectionProblem, idx, method: str, param: str, t0: float) -> SolveResult:
@@ -359,50 +312,16 @@ class _SolverSelector(Selector):
 
 
 class _RuleSelector(Selector):
-    def __init__(
-        self,
-        spec: str,
-        rule: str,
-        *,
-        seed: int = 0,
-        d: int | None = None,
-        q: float | None = None,
-        **kw,
-    ) -> None:
-        super().__init__(spec, seed=seed, aggregation_q=q, **kw)
-        self.rule = rule
-        self.d = d
+    """A registered baseline rule (:mod:`selection.baselines`) as a selector."""
+
+    def __init__(self, spec: str, rule, *, seed: int = 0, **kw) -> None:
+        super().__init__(spec, seed=seed, aggregation_q=rule.aggregation_q(), **kw)
+        self._rule = rule
+        self.rule = rule.name
 
     def _choose(self, problem: SelectionProblem) -> SolveResult:
         t0 = time.perf_counter()
-        n, k = problem.n, problem.k
-        p = problem.n_samples / problem.n_samples.sum()
-        if self.rule == "fisher-topk":
-            idx = np.argsort(-problem.F, kind="stable")[:k]
-        elif self.rule in ("random", "qffl"):
-            idx = self.rng.choice(n, k, replace=False)
-        elif self.rule == "all":
-            idx = np.arange(n)
-        elif self.rule == "proportional":
-            idx = proportional_sample(problem.n_samples, k, self.rng)
-        elif self.rule == "stratified":
-            idx = stratified_sample(problem.client_domains, problem.n_samples, k, self.rng)
-        else:  # power-of-choice
-            if self.d < k:
-                raise SelectionError(f"{self.spec}: d={self.d} must be at least k={k}")
-            cand = self.rng.choice(n, min(self.d, n), replace=False, p=p)
-            table = problem.table
-            if table is not None and "loss" in table.columns:
-                loss = pd.to_numeric(table["loss"], errors="coerce").to_numpy(dtype=float)
-                if not np.isfinite(loss[cand]).all():
-                    bad = cand[~np.isfinite(loss[cand])][0]
-                    raise SelectionError(
-                        f"{self.spec}: column loss of client {problem.ids[bad]} is {loss[bad]!r}"
-                    )
-                key = -loss[cand]
-            else:
-                key = problem.U[cand]
-            idx = cand[np.argsort(key, kind="stable")[:k]]
+        idx = self._rule.pick(problem, self.rng)
         return _result(problem, idx, self.rule, self.spec, t0)
 
 
@@ -422,24 +341,17 @@ def _number(spec: str, text: str, *, integer: bool = False) -> float:
     return v
 
 
-_RULES = (
-    "fisher-topk",
-    "random",
-    "all",
-    "proportional",
-    "stratified",
-)  # baselines without an argument
-_RULES_WITH_ARG = {"power-of-choice": "d", "qffl": "q"}
 # spec aliases: name -> (solver, keyword the argument fills)
 _ALIASES = {"composite": ("weighted", "composite")}
 
 
 def spec_forms() -> tuple[str, ...]:
     """Every valid spec form: the registered solvers' ``spec_form`` plus the baselines."""
+    from selection.baselines import baselines
     from selection.solvers.base import solvers
 
     forms = [cls.spec_form or name for name, cls in solvers().items()]
-    return (*forms, "composite:alpha,beta,gamma", *_RULES, "power-of-choice:d", "qffl:q")
+    return (*forms, "composite:alpha,beta,gamma", *(b.spec_form() for b in baselines().values()))
 
 
 def selector_help() -> str:
@@ -495,6 +407,7 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
     Raises:
         SelectionError: unknown or malformed spec (the message lists the valid forms).
     """
+    from selection.baselines import baselines
     from selection.solvers.base import solver_options, solvers
 
     parsed = parse_spec(spec)
@@ -524,23 +437,23 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
             )
         if parsed.verify:
             raise _bad(spec, f"verify needs a formulation; {name} is a baseline rule")
-        if name in _RULES and not has_arg:
-            return _RuleSelector(spec, name, seed=seed, **mods)
-        if name == "power-of-choice" and has_arg:
-            d = int(_number(spec, arg, integer=True))
-            if d < 1:
-                raise _bad(spec, "d must be at least 1")
-            return _RuleSelector(spec, name, seed=seed, d=d, **mods)
-        if name == "qffl" and has_arg:
-            return _RuleSelector(spec, "qffl", seed=seed, q=_number(spec, arg), **mods)
+        rules = baselines()
+        if name in rules:
+            rule = rules[name]
+            if rule.arg is None:
+                if has_arg:
+                    raise _bad(spec, f"{name} takes no argument")
+                return _RuleSelector(spec, rule(spec), seed=seed, **mods)
+            if not has_arg:
+                raise _bad(spec, f"{name} needs a value, e.g. {name}:{rule.arg_example}")
+            value = _number(spec, arg, integer=rule.integer)
+            if value < rule.minimum:
+                raise _bad(spec, f"{rule.arg} must be at least {rule.minimum:g}")
+            return _RuleSelector(spec, rule(spec, value), seed=seed, **mods)
     except SelectionError as exc:
         if str(exc).startswith("bad selector spec"):
             raise
         raise _bad(spec, str(exc)) from None
     except ValueError as exc:
         raise _bad(spec, str(exc)) from None
-    if name in _RULES:
-        raise _bad(spec, f"{name} takes no argument")
-    if name in _RULES_WITH_ARG:
-        raise _bad(spec, f"{name} needs a value, e.g. {name}:{10 if name[0] == 'p' else 1}")
     raise _bad(spec, f"unknown selector {name!r}")

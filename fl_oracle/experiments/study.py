@@ -38,6 +38,7 @@ from fl_oracle.experiments.demo import DEMO_ORACLE
 from fl_oracle.experiments.demo_workers import RunTask, run_all
 from fl_oracle.experiments.loop import STATS_MODES
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.baselines import baselines
 from selection.errors import SelectionError
 from selection.progress import ProgressFn, report
 from selection.selectors import parse_spec
@@ -54,14 +55,8 @@ __all__ = [
     "load_history",
 ]
 
-BASELINES: tuple[str, ...] = (
-    "proportional",
-    "random",
-    "stratified",
-    "power-of-choice:10",
-    "fisher-topk",
-    "qffl:1",
-    "all",
+BASELINES: tuple[str, ...] = tuple(  # the registered rules' study entries, in their order
+    b.study_entry for b in baselines().values() if b.study_entry
 )
 DEFAULT_SELECTORS: tuple[str, ...] = (
     *BASELINES,
@@ -99,14 +94,12 @@ def parse_entry(entry: str) -> tuple[str, str]:
     return parsed.selector_spec, parsed.stats_mode
 
 
-BASELINE_RULES = ("proportional", "random", "stratified", "power-of-choice", "fisher-topk", "qffl")
-
-
 def is_baseline(entry: str) -> bool:
     """A baseline rule (any parameter, fresh or stale), not a formulation; ``all`` is neither:
     it is the full-participation reference."""
     spec, _ = parse_entry(entry)
-    return spec.partition(":")[0] in BASELINE_RULES
+    rule = baselines().get(spec.partition(":")[0].partition("@")[0])
+    return rule is not None and rule.is_baseline
 
 
 def entry_slug(entry: str) -> str:

@@ -137,3 +137,44 @@ def test_unregistered_toy_is_unknown(stats_file, tmp_path, capsys):
         ["sweep", "--stats", stats_file, "--k", 3, "--method", "toy", "--out", tmp_path], capsys
     )
     assert code == 2 and "unknown method 'toy'" in err
+
+
+# ---------------------------------------------------------------- a toy baseline: one module
+@pytest.fixture
+def toy_baseline():
+    from selection.baselines.base import _REGISTRY, Baseline
+    from selection.baselines.base import register as register_baseline
+
+    @register_baseline
+    class LowestDivergence(Baseline):
+        """The K clients whose labels diverge least from the federation's (smallest B)."""
+
+        name = "lowest-b"
+        summary = "the K smallest label divergences B"
+        arg = "m"  # a tie-break margin, to exercise an argument
+        arg_example = "0"
+        study_entry = "lowest-b:0"
+        order = 95
+
+        def pick(self, problem, rng):
+            return np.argsort(problem.B + self.value * problem.U, kind="stable")[: problem.k]
+
+    yield LowestDivergence
+    _REGISTRY.pop("lowest-b")
+
+
+def test_a_toy_baseline_is_a_selector_a_study_baseline_and_listed(toy_baseline, stats_file, capsys):
+    from fl_oracle.experiments.study import is_baseline
+
+    table = pd.read_csv(stats_file)
+    problem = SelectionProblem.from_stats(table, 3)
+    pick = make_selector("lowest-b:0", seed=1)
+    assert sorted(pick(table, 3)) == sorted(problem.ids[np.argsort(problem.B, kind="stable")[:3]])
+    with pytest.raises(ValueError, match="lowest-b needs a value, e.g. lowest-b:0"):
+        make_selector("lowest-b")
+    assert is_baseline("lowest-b:0@stale") and not is_baseline("all")
+    code, out, _ = _run(["methods"], capsys)
+    assert code == 0 and "lowest-b:m" in out and "the K smallest label divergences B" in out
+    from selection.selectors import selector_help
+
+    assert "lowest-b" in selector_help()

@@ -1,0 +1,87 @@
+"""Baseline selection rules as registered objects: one module each, like formulations.
+
+A baseline picks K client indices from one round's :class:`~selection.problem.SelectionProblem`
+by a fixed rule (no optimization): FedAvg's sampling, uniform sampling, a domain quota, the
+Fisher top-K, power-of-choice, q-FFL's sampling. It declares its name, whether it takes an
+argument (its name, parser and an example), whether the study counts it as a *baseline* to
+beat (``all``, full participation, is a reference instead) and the entry the study runs by
+default. :func:`selection.selectors.make_selector`, ``spec_forms`` (the CLI's help and
+``fedsel methods``) and the study's baseline set read only this registry.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from selection.errors import SelectionError
+
+__all__ = ["Baseline", "register", "baselines", "get_baseline"]
+
+_REGISTRY: dict[str, type[Baseline]] = {}
+
+
+class Baseline(ABC):
+    """A rule choosing K of the round's clients.
+
+    Class attributes:
+        name: the spec name (``power-of-choice``).
+        summary: one line for ``fedsel methods``.
+        arg: the argument's name (``d``, ``q``) or None when the rule takes none.
+        arg_example: a value shown in errors and help (``10``).
+        integer: the argument is an integer.
+        minimum: the smallest valid argument.
+        is_baseline: the study compares formulations against it (``all`` is not: a reference).
+        study_entry: the entry the default study runs (None: not in the default study).
+        order: position in listings.
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    arg: ClassVar[str | None] = None
+    arg_example: ClassVar[str] = ""
+    integer: ClassVar[bool] = False
+    minimum: ClassVar[float] = 0.0
+    is_baseline: ClassVar[bool] = True
+    study_entry: ClassVar[str | None] = None
+    order: ClassVar[int] = 100
+
+    def __init__(self, spec: str, value: float | None = None) -> None:
+        self.spec = spec
+        self.value = value
+
+    @classmethod
+    def spec_form(cls) -> str:
+        return f"{cls.name}:{cls.arg}" if cls.arg else cls.name
+
+    #: the q of q-FFL's aggregation weights (w_i ∝ n_i·loss_i^q) this rule asks for, or None
+    def aggregation_q(self) -> float | None:
+        return None
+
+    @abstractmethod
+    def pick(self, problem, rng: np.random.Generator) -> np.ndarray:
+        """The chosen client indices (K of them), drawing from ``rng`` only."""
+
+
+def register(cls: type[Baseline]) -> type[Baseline]:
+    """Class decorator: make ``cls`` a selector spec under ``cls.name``."""
+    if not cls.name:
+        raise TypeError(f"{cls.__name__} has no name")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def baselines() -> dict[str, type[Baseline]]:
+    """Every registered rule, in listing order."""
+    import selection.baselines  # noqa: F401 - discovery registers the modules
+
+    return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+def get_baseline(name: str) -> type[Baseline]:
+    try:
+        return baselines()[name]
+    except KeyError:
+        raise SelectionError(f"unknown baseline {name!r}") from None

@@ -1,0 +1,16 @@
+"""``fisher-topk``: the K clients with the largest Fisher trace F."""
+
+import numpy as np
+
+from selection.baselines.base import Baseline, register
+
+
+@register
+class FisherTopK(Baseline):
+    name = "fisher-topk"
+    summary = "the K largest Fisher traces F"
+    study_entry = "fisher-topk"
+    order = 50
+
+    def pick(self, problem, rng):
+        return np.argsort(-problem.F, kind="stable")[: problem.k]
