@@ -105,6 +105,43 @@ def parse_floats(option: str, text: str | None) -> list[float] | None:
     return out
 
 
+_GRID = typer.Option(
+    None,
+    "--grid",
+    help="A grid for any formulation's parameter, PARAM=values (repeatable): alpha=0,0.5,1 "
+    "for eps-rel, eps=5,10, delta=0,2; weights take ';'-separated vectors.",
+    show_default="each formulation's own grid",
+)
+
+
+def parse_grids(items: list[str] | None, methods: list[str]) -> dict[str, list]:
+    """``["alpha=0,0.5"]`` -> {"alpha": [0.0, 0.5]}; the name must be the parameter one of
+    ``methods`` declares (SelectionError naming the item otherwise)."""
+    from selection.solvers.base import solvers
+
+    known = solvers()
+    params = {known[m].param: m for m in methods if m in known and known[m].param}
+    out: dict[str, list] = {}
+    for item in items or []:
+        name, sep, values = str(item).partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise SelectionError(f"--grid {item!r}: write PARAM=values, e.g. alpha=0,0.5,1")
+        if name not in params:
+            which = ", ".join(f"{p} ({m})" for p, m in params.items()) or "none"
+            raise SelectionError(
+                f"--grid {item!r}: {name!r} is not a parameter here; parameters: {which}"
+            )
+        if name in out:
+            raise SelectionError(f"--grid: {name} given twice")
+        out[name] = (
+            parse_weight_grid(values)
+            if name == "weights"
+            else parse_floats(f"--grid {name}", values)
+        )
+    return out
+
+
 def parse_weight_grid(text: str | None) -> list[tuple[float, ...]] | None:
     """``"1,0;0.5,0.5;0,1"`` -> weight vectors (``;`` between vectors, ``,`` inside)."""
     if text is None:
@@ -478,6 +515,7 @@ def sweep(
     time_limit: float | None = _TL,
     surrogate: str = _SURR,
     logits: Path | None = _LOGITS,
+    grid: list[str] | None = _GRID,
     realize: bool = typer.Option(
         False,
         "--realize",
@@ -515,6 +553,13 @@ def sweep(
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
     w_grid = parse_weight_grid(weights)
+    grids = parse_grids(grid, [method])
+    for name, given in (("eps", eps), ("delta", delta), ("weights", weights)):
+        if name in grids and given is not None:
+            raise SelectionError(f"give --{name} or --grid {name}=…, not both")
+    if "eps" in grids and complete:
+        raise SelectionError("give --grid eps=… or --complete, not both")
+    eps_grid = grids.get("eps", eps_grid)
     objs = parse_objectives(objectives, default_plane(method))
     table = read_stats(stats)
     realizer = None
@@ -548,6 +593,7 @@ def sweep(
                 objectives=objs,
                 f_min=fisher_min,
                 b_max=b_max,
+                grids=grids,
             )
             if realizer is not None:
                 front = _realize_front(front, problem, table, realizer, Path(stats).parent)
@@ -623,6 +669,7 @@ def compare(
     time_limit: float | None = _TL,
     surrogate: str = _SURR,
     logits: Path | None = _LOGITS,
+    grid: list[str] | None = _GRID,
 ) -> None:
     """Every formulation on the same round: points, exact-front hits, hypervolume, IGD, time."""
     from rich.console import Console
@@ -630,10 +677,12 @@ def compare(
 
     from selection.atomic import write_table_atomic, write_text_atomic
     from selection.compare import compare_methods
+    from selection.compare import methods as compared
     from selection.report import render_compare_html
 
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
+    grids = parse_grids(grid, list(compared()))
     objs = parse_objectives(objectives)
     if len(objs) != 2:
         raise SelectionError(f"--objectives {objectives!r}: compare judges in two objectives")
@@ -649,6 +698,7 @@ def compare(
             seed=seed,
             progress=progress,
             objectives=objs,
+            grids=grids,
         )
     plane = f" in ({objs[0]}, {objs[1]})" if objs != ("utility", "gap") else ""
     if problem.surrogate != "mean":

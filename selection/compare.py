@@ -11,7 +11,7 @@ normalization (the reference front's extremes, i.e. the payoff table) and one re
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +74,7 @@ def run_method(
     objectives: Sequence[str] = _OBJ,
     f_min: float | None = None,
     b_max: float | None = None,
+    grids: Mapping[str, Sequence] | None = None,
 ) -> pd.DataFrame:
     """One method's front table (:func:`selection.solvers.sweeps.results_to_frame` rows).
 
@@ -93,12 +94,14 @@ def run_method(
         objectives: the objectives of methods with ``any_objectives`` (nsga2, exhaustive;
             default utility, gap); the other methods have theirs fixed by their formulation.
         f_min, b_max: Σ F_z >= f_min and Σ B <= b_max for methods that take them (``eps``).
+        grids: a grid per parameter name (``{"alpha": [0, 0.5, 1]}``), for any formulation's
+            declared parameter; it takes precedence over ``eps``/``delta``/``weights``.
     """
     known = solvers()
     if method not in known:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(known)}")
     cls = known[method]
-    grid = {"eps": eps, "delta": delta, "weights": weights}.get(cls.param or "")
+    grid = {"eps": eps, "delta": delta, "weights": weights, **(grids or {})}.get(cls.param or "")
     options = SweepOptions(
         grid=None if grid is None else list(grid),
         objectives=tuple(objectives),
@@ -159,6 +162,7 @@ def compare_methods(
     max_count: int = DEFAULT_MAX_COUNT,
     progress: ProgressFn | None = None,
     objectives: Sequence[str] = _OBJ,
+    grids: Mapping[str, Sequence] | None = None,
 ) -> Comparison:
     """Run ``methods`` on ``problem`` and measure each against one reference front.
 
@@ -191,6 +195,7 @@ def compare_methods(
         seed=seed,
         max_count=max_count,
         objectives=objs,
+        grids=grids,
     )
     for i, m in enumerate(methods):
         t0 = time.perf_counter()

@@ -299,3 +299,26 @@ def test_surrogates_through_the_cli(stats, table, tmp_path, capsys):
         assert code == 0, err
         front = pd.read_csv(tmp_path / sur / "front.csv")
         assert (front["surrogate"] == sur).all()
+
+
+def test_grid_reaches_any_formulations_parameter(tmp_path, capsys):
+    """--grid PARAM=values: eps-rel's α grid through sweep and compare, refused where no
+    formulation has that parameter."""
+    stats = "results/examples/stats.csv"
+    code, _, err = run(["sweep", "-s", stats, "-k", 5, "-m", "eps-rel", "--grid", "alpha=0,0.5",
+                        "-o", tmp_path / "s"], capsys)  # fmt: skip
+    assert code == 0, err
+    front = pd.read_csv(tmp_path / "s" / "front.csv")
+    assert front["param"].tolist() == ["alpha=0", "alpha=0.5"]
+    code, _, err = run(["compare", "-s", stats, "-k", 5, "--grid", "alpha=0,1", "--delta", "0",
+                        "-o", tmp_path / "c"], capsys)  # fmt: skip
+    assert code == 0, err
+    fronts = pd.read_csv(tmp_path / "c" / "fronts.csv")
+    assert sorted(fronts.loc[fronts["method"] == "eps-rel", "param"].unique()) == [
+        "alpha=0", "alpha=1"]  # fmt: skip
+    for bad, needle in ((["--grid", "alpha=0.5"], "'alpha' is not a parameter here"),
+                        (["--grid", "alpha"], "write PARAM=values"),
+                        (["--grid", "eps=5", "--eps", "5"], "give --eps or --grid eps")):  # fmt: skip
+        code, _, err = run(["sweep", "-s", stats, "-k", 5, "-m", "eps", *bad, "-o",
+                            tmp_path / "b"], capsys)  # fmt: skip
+        assert code == 2 and needle in err, err
