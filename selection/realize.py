@@ -51,7 +51,7 @@ class Realized:  # the fields are numpy arrays (numpy is imported by whoever mak
             across CPUs); NaN when the stored table was not given.
     """
 
-    utility: np.ndarray  # noqa: F821 - annotations only
+    utility: np.ndarray
     domain: np.ndarray
     domains: tuple[str, ...]
     drift: float = float("nan")

@@ -29,7 +29,7 @@ from selection.realize import register_realizer
 register_realizer(
     "fedsel oracle run",
     "fl_oracle.experiments.realize:is_oracle_run",
-    "fl_oracle.experiments.realize:realize_run",
+    "fl_oracle.experiments.realize:realize_selections",
 )
 
 # Modules that add commands with ``register(app)``, with the commands each adds and their

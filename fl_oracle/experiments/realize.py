@@ -6,7 +6,8 @@ training the selected clients locally again gives the round's updates Δ_i exact
 that made the run (and to floating-point noise elsewhere); each selection's value is then
 :meth:`~fl_oracle.sim.oracle.Oracle.evaluate_aggregate`, the validation accuracy of
 w_t + Σ p_i Δ_i — what the surrogates predict. Registered with :mod:`selection.realize` for
-``fedsel sweep --realize``.
+``fedsel sweep --realize`` by name (``fl_oracle.cli``), so the CLI imports this only when a
+sweep asks for realized points.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from fl_oracle.errors import CheckpointError, OracleError
-from selection.realize import Realized, register_realizer
+from selection.realize import Realized
 
-__all__ = ["realize_selections", "realize_run", "is_oracle_run", "register"]
+__all__ = ["realize_selections", "is_oracle_run"]
 
 
 def is_oracle_run(folder: Path) -> bool:
@@ -84,13 +85,3 @@ def realize_selections(
             again = np.stack([oracle.evaluate_aggregate([c])[1] for c in rows["client_id"]])
             drift = float(np.abs(again - rows[cols].to_numpy(float)).max())
     return Realized(utility=U, domain=Ud, domains=tuple(oracle.domains), drift=drift)
-
-
-def realize_run(folder, round_, selections, table) -> Realized:
-    """The realizer :mod:`selection.realize` calls for an oracle run folder."""
-    return realize_selections(folder, round_, selections, table)
-
-
-def register() -> None:
-    """Make ``sweep --realize`` replay oracle runs (the ``fedsel`` command does it by name)."""
-    register_realizer("fedsel oracle run", is_oracle_run, realize_run)

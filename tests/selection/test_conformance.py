@@ -45,8 +45,9 @@ def _values(cls) -> list:
 
 
 # A defect this suite found (open): CP-SAT with the weighted surrogate stalls on the max-min
-# stage of maxmin and fisher-fair (its exact-rational Dinkelbach objective has coefficients
-# near 1e10 on domains near 1e8) and hits the time limit on rounds of 10 clients; HiGHS and CBC
+# stage of maxmin and fisher-fair (suspected: its exact-rational Dinkelbach objective,
+# D0·num − N0·den, grows very large coefficients) and hits the time limit on rounds of 10
+# clients; HiGHS and CBC
 # answer them in milliseconds. Kept visible, out of the default run.
 _CPSAT_WEIGHTED_STALLS = {"maxmin", "fisher-fair"}
 
