@@ -8,7 +8,17 @@ from pathlib import Path
 
 import typer
 
-__all__ = ["register"]
+__all__ = ["register", "MODEL_HELP", "DATASET_HELP", "SPLIT_HELP"]
+
+MODEL_HELP = (
+    "cnn | cnn-small | cnn-large | fedbn-cnn | resnet10 | resnet18 | module:factory "
+    "(a factory(num_classes=, in_channels=) on PYTHONPATH)."
+)
+DATASET_HELP = (
+    "Folder of image folders: one per domain, in it one per class (any image size, classes, "
+    "domains), used instead of Digits-4."
+)
+SPLIT_HELP = "CSV path,split fixing the --dataset train/test split (default: 20% test)."
 
 
 def oracle(
@@ -28,8 +38,12 @@ def oracle(
     lr: float = typer.Option(0.05, "--lr", help="Local SGD step size."),
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="Local SGD batch size."),
     dirichlet_alpha: float | None = typer.Option(None, "--dirichlet-alpha", help="Label skew."),
-    val_per_domain: int = typer.Option(
-        500, "--val-per-domain", min=1, help="Validation images per domain (the U readings)."
+    val_per_domain: int | None = typer.Option(
+        None,
+        "--val-per-domain",
+        min=1,
+        help="Validation images per domain (the U readings).",
+        show_default="500; with --dataset 15% of its smallest domain, at most 500",
     ),
     local_holdout: int = typer.Option(
         100, "--local-holdout", min=0, help="Local hold-out samples per client (U_local; 0 = off)."
@@ -47,7 +61,12 @@ def oracle(
     ),
     threads: int | None = typer.Option(None, "--threads", min=1, help="torch threads."),
     aggregation: str = typer.Option("samples", "--aggregation", help="samples | uniform."),
-    model: str = typer.Option("cnn", "--model", help="cnn | cnn-small | cnn-large."),
+    model: str = typer.Option("cnn", "--model", help=MODEL_HELP),
+    dataset: Path | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    resolution: int = typer.Option(
+        32, "--resolution", min=4, help="Side --dataset images are resized to."
+    ),
+    split_file: Path | None = typer.Option(None, "--split-file", help=SPLIT_HELP),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
     cache_dir: str | None = typer.Option(None, "--cache-dir", help="Generated-data cache."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out."),
@@ -80,11 +99,14 @@ def oracle(
 ) -> None:
     """Train R federated rounds and write DIR/stats.parquet, stats.csv, rounds.csv, logits/,
     checkpoints."""
+    from fl_oracle.cli.train import make_config
     from fl_oracle.experiments.oracle_run import run_oracle
-    from fl_oracle.sim.config import OracleConfig
 
-    config = OracleConfig(
-        seed=seed,
+    config = make_config(
+        seed,
+        dataset=None if dataset is None else str(dataset),
+        resolution=resolution,
+        split_file=None if split_file is None else str(split_file),
         clients_per_domain=clients_per_domain,
         dirichlet_alpha=dirichlet_alpha,
         val_per_domain=val_per_domain,

@@ -15,6 +15,8 @@ from typing import Any
 
 import typer
 
+from fl_oracle.cli.oracle import DATASET_HELP, MODEL_HELP
+
 __all__ = ["register", "study_factory"]
 
 
@@ -62,6 +64,15 @@ def study(
     data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real datasets."),
     data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
+    dataset: Path | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    resolution: int | None = typer.Option(
+        None,
+        "--resolution",
+        min=4,
+        help="Side --dataset images are resized to.",
+        show_default="32",
+    ),
+    model: str | None = typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn"),
     add: str | None = typer.Option(
         None,
         "--add",
@@ -139,13 +150,17 @@ def study(
         bigger = grown(settings, split_specs(add))
         added = list(bigger.selectors[len(settings.selectors) :])
         settings = bigger
-    if data is not None or data_root is not None or device is not None:
+    if any(v is not None for v in (data, data_root, device, dataset, resolution, model)):
         extra = {"data_mode": data, "data_root": None if data_root is None else str(data_root),
-                 "device": device}  # fmt: skip
-        settings = StudySettings.from_toml(
-            settings.to_toml(),
-            oracle={**settings.oracle, **{a: v for a, v in extra.items() if v is not None}},
-        )
+                 "device": device, "resolution": resolution, "model": model}  # fmt: skip
+        oracle = {**settings.oracle, **{a: v for a, v in extra.items() if v is not None}}
+        if dataset is not None:  # the folder's domains and sizes, fixed in study.toml
+            from fl_oracle.sim.config import dataset_fields
+
+            if "val_per_domain" not in text:  # the Digits-4 default need not fit the folder
+                oracle.pop("val_per_domain", None)
+            oracle = dataset_fields(str(dataset), **oracle)
+        settings = StudySettings.from_toml(settings.to_toml(), oracle=oracle)
     for entry in settings.selectors:
         make_selector(parse_entry(entry)[0], seed=0)  # bad spec -> one line before any work
     overrides = {**settings.oracle, "k": settings.k}

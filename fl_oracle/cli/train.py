@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from fl_oracle.cli.oracle import DATASET_HELP, MODEL_HELP, SPLIT_HELP
 from fl_oracle.experiments.demo import DEMO_ORACLE, DemoSettings
 from selection.selectors import selector_help
 
@@ -23,10 +24,14 @@ __all__ = ["register", "make_config", "make_oracle", "demo_factory", "DEMO_ORACL
 
 
 def make_config(seed: int, **overrides: Any):
-    """An :class:`fl_oracle.sim.config.OracleConfig` for ``seed`` with the given non-None overrides."""
-    from fl_oracle.sim.config import OracleConfig
+    """An :class:`fl_oracle.sim.config.OracleConfig` for ``seed`` with the given non-None
+    overrides; with ``dataset`` its domains and sizes are filled in from the folder."""
+    from fl_oracle.sim.config import OracleConfig, dataset_fields
 
-    return OracleConfig(seed=int(seed), **{k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given.get("dataset") is not None:
+        given = dataset_fields(given.pop("dataset"), **given)
+    return OracleConfig(seed=int(seed), **given)
 
 
 def make_oracle(config, data: dict | None = None):
@@ -109,9 +114,16 @@ def train(
     local_epochs: float | None = typer.Option(
         None, "--local-epochs", min=0.0, help="Local epoch budget per round.", show_default="1"
     ),
-    model: str | None = typer.Option(
-        None, "--model", help="cnn | cnn-small | cnn-large.", show_default="cnn"
+    model: str | None = typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn"),
+    dataset: Path | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    resolution: int | None = typer.Option(
+        None,
+        "--resolution",
+        min=4,
+        help="Side --dataset images are resized to.",
+        show_default="32",
     ),
+    split_file: Path | None = typer.Option(None, "--split-file", help=SPLIT_HELP),
     batch_size: int | None = typer.Option(
         None, "--batch-size", min=1, help="Local minibatch size.", show_default="32"
     ),
@@ -155,6 +167,9 @@ def train(
         lr=lr,
         local_epochs=local_epochs,
         model=model,
+        dataset=None if dataset is None else str(dataset),
+        resolution=resolution,
+        split_file=None if split_file is None else str(split_file),
         batch_size=batch_size,
         dirichlet_alpha=dirichlet_alpha,
         aggregation=aggregation,

@@ -253,6 +253,10 @@ def _toml_value(v: Any) -> str:
         return repr(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return (
+            "{" + ", ".join(f"{_toml_value(str(a))} = {_toml_value(x)}" for a, x in v.items()) + "}"
+        )
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

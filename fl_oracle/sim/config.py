@@ -12,16 +12,27 @@ import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import PurePath
 from typing import Any
 
 from fl_oracle.errors import ConfigError
 from selection.schema import DEFAULT_DOMAINS
 
-__all__ = ["OracleConfig", "DEFAULT_SAMPLES_PER_CLIENT", "MODELS", "FISHER_METHODS"]
+__all__ = [
+    "OracleConfig",
+    "DEFAULT_SAMPLES_PER_CLIENT",
+    "MODELS",
+    "GENERIC_MODELS",
+    "FISHER_METHODS",
+    "dataset_fields",
+]
 
 # 1% of each real training set (FedHEAL's Digits-4): mnist 60000, usps 7291, svhn 73257, syn 10000.
 DEFAULT_SAMPLES_PER_CLIENT: dict[str, int] = {"mnist": 600, "usps": 72, "svhn": 732, "syn": 100}
-MODELS: tuple[str, ...] = ("cnn", "cnn-small", "cnn-large")
+MODELS: tuple[str, ...] = ("cnn", "cnn-small", "cnn-large")  # built-in, hand-made stacked path
+# generic torch modules (fl_oracle.sim.torch_model.ZOO, trained through torch.func); named here
+# so that a configuration validates without importing torch (a test holds the two equal)
+GENERIC_MODELS: tuple[str, ...] = ("fedbn-cnn", "resnet10", "resnet18")
 _DATA_MODES = ("auto", "real", "generated")
 _DEVICES = ("auto", "cpu", "cuda")
 _AGGREGATIONS = ("samples", "uniform")
@@ -53,7 +64,14 @@ class OracleConfig:
         test_per_domain: test samples per domain; None = the full test split.
         data_root: folder with the real dataset files; None = generated stand-ins only.
         data_mode: ``auto`` | ``real`` | ``generated``.
-        model: architecture name, one of ``MODELS``.
+        dataset: a domain-structured image folder ``DIR/<domain>/<class>/*.png``
+            (:mod:`fl_oracle.sim.data.folders`) used instead of the Digits-4 sources; its
+            domains are the folder's (:meth:`for_dataset` fills ``domains`` and the sizes).
+        resolution: side of the square images a ``dataset`` is resized to.
+        split_file: CSV ``path,split`` fixing a ``dataset``'s train/test split.
+        test_fraction: a ``dataset``'s test share per (domain, class) without a split file.
+        model: a built-in CNN (``MODELS``), a generic model
+            (:data:`fl_oracle.sim.torch_model.ZOO`) or ``module:factory``.
         lr: local SGD step size.
         batch_size: local mini-batch size (a client smaller than it uses its whole set).
         local_epochs: local epoch budget of every client (fractions allowed).
@@ -82,6 +100,10 @@ class OracleConfig:
     test_per_domain: int | None = None
     data_root: str | None = None
     data_mode: str = "auto"
+    dataset: str | None = None
+    resolution: int = 32
+    split_file: str | None = None
+    test_fraction: float = 0.2
     model: str = "cnn"
     lr: float = 0.05
     batch_size: int = 32
@@ -154,11 +176,34 @@ class OracleConfig:
             ("data_mode", _DATA_MODES),
             ("device", _DEVICES),
             ("aggregation", _AGGREGATIONS),
-            ("model", MODELS),
             ("fisher_method", FISHER_METHODS),
         ):
             if getattr(self, name) not in allowed:
                 raise _err(name, getattr(self, name), f"must be one of {', '.join(allowed)}")
+        if not isinstance(self.model, str) or not (
+            self.model in MODELS or self.model in GENERIC_MODELS or ":" in self.model
+        ):
+            raise _err(
+                "model",
+                self.model,
+                f"must be one of {', '.join((*MODELS, *GENERIC_MODELS))} or module:factory",
+            )
+        self._check_int("resolution", 4)
+        if not (
+            isinstance(self.test_fraction, int | float)
+            and not isinstance(self.test_fraction, bool)
+            and 0.0 < self.test_fraction < 1.0
+        ):
+            raise _err("test_fraction", self.test_fraction, "must lie in (0, 1)")
+        set_(self, "test_fraction", float(self.test_fraction))
+        for name in ("dataset", "split_file"):
+            v = getattr(self, name)
+            if v is not None:
+                if not isinstance(v, str | PurePath) or not str(v):
+                    raise _err(name, v, "must be a path")
+                set_(self, name, str(v))
+        if self.split_file is not None and self.dataset is None:
+            raise _err("split_file", self.split_file, "needs a dataset")
         if not isinstance(self.adaptive_mu, bool):
             raise _err("adaptive_mu", self.adaptive_mu, "must be true or false")
         if self.data_root is not None and not isinstance(self.data_root, str):
@@ -201,6 +246,12 @@ class OracleConfig:
         if client_id in b:
             return b[client_id]
         return b.get(client_id.rsplit("-", 1)[0], self.local_epochs)
+
+    @classmethod
+    def for_dataset(cls, dataset: str | PurePath, **fields_: Any) -> OracleConfig:
+        """A configuration for an image-folder dataset, its domains and sizes filled in
+        (:func:`dataset_fields`)."""
+        return cls(**dataset_fields(dataset, **fields_))
 
     def replace(self, **changes: Any) -> OracleConfig:
         """A validated copy with some fields changed."""
@@ -278,3 +329,51 @@ def _value(v: Any) -> str:
     if isinstance(v, tuple | list):
         return "[" + ", ".join(_value(x) for x in v) + "]"
     raise ConfigError(f"cannot write {v!r} to TOML")
+
+
+def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:
+    """:class:`OracleConfig` fields for an image-folder dataset, its domains and sizes filled in.
+
+    Scans ``dataset`` (no image is decoded). Fields given are kept; unless given, ``domains``
+    are the dataset's; ``val_per_domain`` is min(500, 15% of the smallest domain's training
+    split); ``samples_per_client`` splits what each domain has left equally among its clients,
+    keeping up to ``local_holdout`` (at most a fifth of a client's share) per client for the
+    local hold-out.
+    """
+    from fl_oracle.sim.data.folders import scan_dataset
+
+    index = scan_dataset(
+        dataset,
+        split_file=fields_.get("split_file"),
+        test_fraction=fields_.get("test_fraction", 0.2),
+        seed=fields_.get("data_seed", 0),
+    )
+    out = dict(fields_)
+    domains = tuple(out.pop("domains", None) or index.domains)
+    missing = [d for d in domains if d not in index.domains]
+    if missing:
+        raise _err("domains", list(domains), f"dataset {dataset} has no domain {missing[0]!r}")
+    cpd = int(out.get("clients_per_domain", 5))
+    n_train = {d: index.count(d, "train") for d in domains}
+    val = out.pop("val_per_domain", None)
+    if val is None:
+        val = max(1, min(500, int(0.15 * min(n_train.values()))))
+    hold = int(out.get("local_holdout", 100))
+    sizes = dict(out.pop("samples_per_client", None) or {})
+    for d in domains:
+        if d not in sizes:
+            share = (n_train[d] - int(val)) // max(1, cpd)
+            if share < 1:
+                raise ConfigError(
+                    f"dataset {dataset}: domain {d!r} has {n_train[d]} training images, too few "
+                    f"for {val} validation images and {cpd} clients; lower val_per_domain "
+                    "(--val-per-domain) or clients_per_domain"
+                )
+            sizes[d] = max(1, share - min(hold, share // 5))
+    out.update(
+        dataset=str(dataset),
+        domains=list(domains),
+        val_per_domain=int(val),
+        samples_per_client={d: int(sizes[d]) for d in domains},
+    )
+    return out

@@ -219,10 +219,17 @@ def train_clients(
         b, steps = plan_steps(n, batch_size, budgets[i])
         check = max(1, math.ceil(math.ceil(n / b) / 4))
         groups.setdefault((b, steps, check, len(probes[i])), []).append(i)
-    total = sum(len(m) * s for (_, s, _, _), m in groups.items())
+    limit = getattr(arch, "group_limit", None)  # a large generic model: fewer at once
+    if limit is not None:
+        groups = {
+            (*key, j): part[j : j + limit]
+            for key, part in groups.items()
+            for j in range(0, len(part), limit)
+        }
+    total = sum(len(m) * key[1] for key, m in groups.items())
     done = 0
     out: dict[int, tuple[torch.Tensor, int, float]] = {}
-    for (b, steps, check, _), part in groups.items():
+    for (b, steps, check, *_), part in groups.items():
 
         def tick(m: int = len(part)) -> None:
             nonlocal done

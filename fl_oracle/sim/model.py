@@ -17,16 +17,21 @@ once instead of on every pass. Both give bitwise the same results.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import torch
 import torch.nn.functional as F
 
+from fl_oracle.errors import ConfigError
+from fl_oracle.sim.torch_model import ZOO, ModuleArch, module_arch
+
 __all__ = [
     "Arch",
     "ARCHS",
     "get_arch",
+    "resolve_model",
+    "model_names",
     "init_params",
     "unflatten",
     "prepool",
@@ -53,17 +58,19 @@ class Arch:
     pre_pool: int
     convs: tuple[tuple[int, int, int], ...]
     hidden: int
+    n_classes: int = N_CLASSES
+    image_shape: tuple[int, int, int] = IMAGE_SHAPE
 
     @cached_property
     def input_shape(self) -> tuple[int, int, int]:
         """(channels, height, width) of the first convolution's input (after pre-pooling)."""
-        c, h, w = IMAGE_SHAPE
+        c, h, w = self.image_shape
         return c, h // self.pre_pool, w // self.pre_pool
 
     @cached_property
     def feature_shape(self) -> tuple[int, int, int]:
         """(channels, height, width) after the last conv block."""
-        c, h, w = IMAGE_SHAPE
+        c, h, w = self.image_shape
         h, w = h // self.pre_pool, w // self.pre_pool
         for cout, k, pad in self.convs:
             h, w = (h + 2 * pad - k + 1) // 2, (w + 2 * pad - k + 1) // 2
@@ -74,13 +81,13 @@ class Arch:
     def shapes(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
         """Parameter names and shapes in flat-vector order."""
         out: list[tuple[str, tuple[int, ...]]] = []
-        cin = IMAGE_SHAPE[0]
+        cin = self.image_shape[0]
         for i, (cout, k, _) in enumerate(self.convs):
             out += [(f"conv{i}.weight", (cout, cin, k, k)), (f"conv{i}.bias", (cout,))]
             cin = cout
         feat = math.prod(self.feature_shape)
         out += [("fc0.weight", (self.hidden, feat)), ("fc0.bias", (self.hidden,))]
-        out += [("fc1.weight", (N_CLASSES, self.hidden)), ("fc1.bias", (N_CLASSES,))]
+        out += [("fc1.weight", (self.n_classes, self.hidden)), ("fc1.bias", (self.n_classes,))]
         return tuple(out)
 
     @cached_property
@@ -91,14 +98,14 @@ class Arch:
     @cached_property
     def flops(self) -> int:
         """Forward multiply-adds x 2 per sample (convolutions and matmuls only)."""
-        c, h, w = IMAGE_SHAPE
+        c, h, w = self.image_shape
         h, w = h // self.pre_pool, w // self.pre_pool
         total = 0
         for cout, k, pad in self.convs:
             ho, wo = h + 2 * pad - k + 1, w + 2 * pad - k + 1
             total += 2 * ho * wo * cout * c * k * k
             c, h, w = cout, ho // 2, wo // 2
-        total += 2 * (c * h * w * self.hidden + self.hidden * N_CLASSES)
+        total += 2 * (c * h * w * self.hidden + self.hidden * self.n_classes)
         return total
 
 
@@ -111,15 +118,51 @@ ARCHS: dict[str, Arch] = {
 }
 
 
-def get_arch(name: str) -> Arch:
-    """Look up an architecture by name (ValueError naming it when unknown)."""
+def get_arch(
+    name: str, *, n_classes: int = N_CLASSES, image_shape: tuple[int, int, int] = IMAGE_SHAPE
+) -> Arch:
+    """Look up an architecture by name, for ``n_classes`` outputs on ``image_shape`` inputs
+    (ValueError naming it when unknown or when the input is too small for its layers)."""
     if name not in ARCHS:
         raise ValueError(f"model {name!r} is unknown; choose one of {', '.join(ARCHS)}")
-    return ARCHS[name]
+    arch = ARCHS[name]
+    if (n_classes, tuple(image_shape)) == (arch.n_classes, arch.image_shape):
+        return arch
+    arch = replace(arch, n_classes=int(n_classes), image_shape=tuple(image_shape))
+    if min(arch.feature_shape[1:]) < 1:
+        raise ValueError(f"model {name!r}: images {image_shape} are too small for its layers")
+    return arch
 
 
-def init_params(arch: Arch, generator: torch.Generator) -> torch.Tensor:
-    """PyTorch's default layer initialization, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), flat (P,)."""
+def resolve_model(
+    name: str, *, n_classes: int = N_CLASSES, image_shape: tuple[int, int, int] = IMAGE_SHAPE
+) -> Arch | ModuleArch:
+    """The model named ``name``: a built-in CNN (:data:`ARCHS`), a generic one
+    (:data:`~fl_oracle.sim.torch_model.ZOO`) or ``module:factory``, sized for ``n_classes``
+    outputs on ``image_shape`` inputs (ConfigError in one line when it cannot be had)."""
+    if name in ARCHS:
+        try:
+            return get_arch(name, n_classes=n_classes, image_shape=image_shape)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if name in ZOO or ":" in name:
+        return module_arch(name, n_classes=n_classes, image_shape=image_shape)
+    raise ConfigError(
+        f"model {name!r} is unknown; choose one of {', '.join(model_names())} "
+        "or give module:factory"
+    )
+
+
+def model_names() -> tuple[str, ...]:
+    """Every named model: the built-in CNNs, then the generic ones."""
+    return (*ARCHS, *ZOO)
+
+
+def init_params(arch: Arch | ModuleArch, generator: torch.Generator) -> torch.Tensor:
+    """PyTorch's default layer initialization, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), flat (P,);
+    a generic module's own initialization (seeded by ``generator``)."""
+    if isinstance(arch, ModuleArch):
+        return arch.init(generator)
     parts = []
     fan_in = 1
     for name, shape in arch.shapes:
@@ -131,7 +174,7 @@ def init_params(arch: Arch, generator: torch.Generator) -> torch.Tensor:
     return torch.cat(parts)
 
 
-def unflatten(arch: Arch, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+def unflatten(arch: Arch | ModuleArch, flat: torch.Tensor) -> dict[str, torch.Tensor]:
     """Views of a flat vector ``(..., P)`` as named tensors ``(..., *shape)``."""
     lead = flat.shape[:-1]
     out, i = {}, 0
@@ -142,10 +185,10 @@ def unflatten(arch: Arch, flat: torch.Tensor) -> dict[str, torch.Tensor]:
     return out
 
 
-def prepool(arch: Arch, x: torch.Tensor) -> torch.Tensor:
+def prepool(arch: Arch | ModuleArch, x: torch.Tensor) -> torch.Tensor:
     """The input average-pooling of ``arch`` on images ``(..., 3, 32, 32)``; inputs already
     at ``arch.input_shape`` (pooled before) pass unchanged. Leading dimensions are kept."""
-    if arch.pre_pool == 1 or tuple(x.shape[-2:]) != IMAGE_SHAPE[1:]:
+    if arch.pre_pool == 1 or tuple(x.shape[-2:]) != arch.image_shape[1:]:
         return x
     lead = x.shape[:-3]
     y = F.avg_pool2d(x.reshape(-1, *x.shape[-3:]), arch.pre_pool)
@@ -185,6 +228,10 @@ def forward(
         record: when given, receives ``(layer, input, output)`` of every parameterized layer
             (``conv<i>``/``fc<i>``; outputs before pooling/ReLU), for per-sample gradients.
     """
+    if isinstance(arch, ModuleArch):
+        if record is not None:
+            raise ValueError(f"model {arch.name!r} records no layers: use fisher_method='vmap'")
+        return arch.apply(params, x)
     x = prepool(arch, x)
     for i, (_, _, pad) in enumerate(arch.convs):
         z = F.conv2d(x, params[f"conv{i}.weight"], params[f"conv{i}.bias"], padding=pad)
@@ -227,6 +274,8 @@ def forward_stacked(arch: Arch, params: dict[str, torch.Tensor], x: torch.Tensor
     Returns:
         Logits ``(M, N, 10)``; row ``m`` equals ``forward`` of model ``m`` on its input.
     """
+    if isinstance(arch, ModuleArch):
+        return arch.apply_stacked(params, x)
     M = params["fc1.bias"].shape[0]
     shared = x.dim() == 4
     x = prepool(arch, x)

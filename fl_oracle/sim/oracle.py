@@ -24,7 +24,7 @@ import torch
 from fl_oracle.errors import CheckpointError, OracleError, UnknownClientError
 from fl_oracle.sim.config import OracleConfig
 from fl_oracle.sim.local import train_clients
-from fl_oracle.sim.model import forward_stacked, get_arch, init_params, prepool, unflatten
+from fl_oracle.sim.model import forward_stacked, init_params, prepool, resolve_model, unflatten
 from fl_oracle.sim.partition import build_federation
 from fl_oracle.sim.stats import (
     ProbeStats,
@@ -73,7 +73,20 @@ def accuracy_metrics(hits, sizes, domains: Sequence[str]) -> dict[str, float]:
 def load_federation_data(
     config: OracleConfig, *, cache_dir=None, progress: ProgressFn | None = None
 ) -> dict:
-    """Load exactly what the federation needs (clients x samples + validation per domain)."""
+    """Load exactly what the federation needs (clients x samples + validation per domain);
+    an image-folder ``config.dataset`` is decoded whole."""
+    if config.dataset is not None:
+        from fl_oracle.sim.data.folders import load_dataset, scan_dataset
+
+        index = scan_dataset(
+            config.dataset,
+            split_file=config.split_file,
+            test_fraction=config.test_fraction,
+            seed=config.data_seed,
+        )
+        return load_dataset(
+            index, resolution=config.resolution, domains=config.domains, progress=progress
+        )
     from fl_oracle.sim.data import load_digits
 
     n_train = {
@@ -122,9 +135,11 @@ class Oracle:
             torch.set_num_threads(config.threads)
         if data is None:
             data = load_federation_data(config, cache_dir=cache_dir, progress=progress)
-        self.arch = get_arch(config.model)
         self._fed = build_federation(config, data, self.device)
         fed = self._fed
+        self.arch = resolve_model(
+            config.model, n_classes=fed.n_classes, image_shape=fed.image_shape
+        )
         self.domains = fed.domains
         self.sources = dict(fed.sources)
         from fl_oracle.sim.data.provenance import data_provenance

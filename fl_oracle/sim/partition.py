@@ -41,6 +41,7 @@ def partition_domain(
     n_val: int,
     rng: np.random.Generator,
     alpha: float | None = None,
+    n_classes: int = N_CLASSES,
 ) -> DomainSplit:
     """Draw ``n_clients`` disjoint shards of ``per_client`` samples plus ``n_val`` validation ones.
 
@@ -52,6 +53,7 @@ def partition_domain(
         n_val: validation samples.
         rng: the partition's random stream.
         alpha: Dirichlet concentration of each client's class mix; None = uniform draw.
+        n_classes: number of classes (labels lie in ``[0, n_classes)``).
 
     Returns:
         The client shards and the validation indices, all disjoint.
@@ -73,13 +75,13 @@ def partition_domain(
         )
         rest = perm[n_clients * per_client :]
     else:
-        pools = [list(rng.permutation(np.flatnonzero(labels == c))) for c in range(N_CLASSES)]
+        pools = [list(rng.permutation(np.flatnonzero(labels == c))) for c in range(n_classes)]
         shards_l = []
         for _ in range(n_clients):
-            p = rng.dirichlet(np.full(N_CLASSES, alpha))
+            p = rng.dirichlet(np.full(n_classes, alpha))
             want = rng.multinomial(per_client, p)
             take: list[int] = []
-            for c in range(N_CLASSES):
+            for c in range(n_classes):
                 k = min(int(want[c]), len(pools[c]))
                 take += pools[c][:k]
                 del pools[c][:k]
@@ -105,6 +107,7 @@ def local_holdouts(
     split: DomainSplit,
     per_client: int,
     rng: np.random.Generator,
+    n_classes: int = N_CLASSES,
 ) -> tuple[np.ndarray, ...]:
     """Each client's local hold-out: up to ``per_client`` unused samples with its class mix.
 
@@ -129,13 +132,13 @@ def local_holdouts(
         used[s] = True
     free = np.flatnonzero(~used)
     m = min(int(per_client), len(free) // max(1, len(split.clients)))
-    pools = [list(rng.permutation(free[labels[free] == c])) for c in range(N_CLASSES)]
+    pools = [list(rng.permutation(free[labels[free] == c])) for c in range(n_classes)]
     out = []
     for shard in split.clients:
-        hist = label_histogram(labels[shard])
-        want = rng.multinomial(m, hist / hist.sum()) if m and hist.sum() else np.zeros(N_CLASSES)
+        hist = label_histogram(labels[shard], n_classes)
+        want = rng.multinomial(m, hist / hist.sum()) if m and hist.sum() else np.zeros(n_classes)
         take: list[int] = []
-        for c in range(N_CLASSES):
+        for c in range(n_classes):
             k = min(int(want[c]), len(pools[c]))
             take += pools[c][:k]
             del pools[c][:k]
@@ -171,14 +174,16 @@ class Federation:
         client_ids: ids ``<domain>-<i>`` in domain-major order.
         client_domain: the domain of each client.
         n_samples: (K,) training-set sizes.
-        xs, ys: per-client training images (n_k, 3, 32, 32) float32 and labels (n_k,) int64.
+        xs, ys: per-client training images (n_k, *image_shape) float32 and labels (n_k,) int64.
         probe: per-client int64 indices of the probe set (Fisher, loss, gradients).
         val: domain -> (images, labels) validation subset.
         test: domain -> (images, labels) test split.
-        hist: (K, 10) label histograms of the clients.
+        hist: (K, n_classes) label histograms of the clients.
         local: per-client (images, labels) local hold-out (:func:`local_holdouts`; empty
             tensors when ``config.local_holdout`` is 0 or the domain has no unused samples).
         sources: domain -> ``"real"``, ``"genuine, bundled"`` or ``"generated stand-in"``.
+        n_classes: number of classes.
+        image_shape: (channels, height, width) of every image.
     """
 
     domains: tuple[str, ...]
@@ -193,6 +198,8 @@ class Federation:
     hist: np.ndarray
     sources: dict
     local: tuple = ()
+    n_classes: int = N_CLASSES
+    image_shape: tuple[int, int, int] = (3, 32, 32)
 
 
 def _split_arrays(split, what: str):
@@ -205,10 +212,10 @@ def _split_arrays(split, what: str):
         raise ConfigError(f"data for {what} lacks images/labels") from exc
     x = torch.as_tensor(x, dtype=torch.float32)
     y = torch.as_tensor(y, dtype=torch.int64)
-    if x.dim() != 4 or tuple(x.shape[1:]) != (3, 32, 32) or len(x) != len(y):
+    if x.dim() != 4 or len(x) != len(y):
         raise ConfigError(
             f"data for {what}: images {tuple(x.shape)} / labels {tuple(y.shape)} "
-            "must be (N, 3, 32, 32) and (N,)"
+            "must be (N, channels, height, width) and (N,)"
         )
     return x, y, str(getattr(split, "source", "real"))
 
@@ -233,11 +240,27 @@ def build_federation(config, data: dict, device) -> Federation:
     n_hold = int(getattr(config, "local_holdout", 0) or 0)
     ids, doms, n, xs, ys, probe, hists, local = [], [], [], [], [], [], [], []
     val, test, sources = {}, {}, {}
-    for j, d in enumerate(config.domains):
+    for d in config.domains:
         if d not in data or "train" not in data[d] or "test" not in data[d]:
             raise ConfigError(f"data lacks domain {d!r} (needs its 'train' and 'test' splits)")
+    n_classes = max(
+        int(getattr(data[d][s], "n_classes", N_CLASSES))
+        for d in config.domains
+        for s in ("train", "test")
+    )
+    shape = None
+    for j, d in enumerate(config.domains):
         x, y, src = _split_arrays(data[d]["train"], f"{d}/train")
         xt, yt, _ = _split_arrays(data[d]["test"], f"{d}/test")
+        for what, arr, lab in ((f"{d}/train", x, y), (f"{d}/test", xt, yt)):
+            shape = tuple(arr.shape[1:]) if shape is None else shape
+            if tuple(arr.shape[1:]) != shape:
+                raise ConfigError(
+                    f"data for {what}: images {tuple(arr.shape[1:])} differ from the other "
+                    f"domains' {shape}"
+                )
+            if len(lab) and (int(lab.min()) < 0 or int(lab.max()) >= n_classes):
+                raise ConfigError(f"data for {what}: labels outside 0..{n_classes - 1}")
         sources[d] = {"real": "real", "bundled": "genuine, bundled"}.get(src, "generated stand-in")
         per = config.samples_per_client[d]
         split = partition_domain(
@@ -248,8 +271,9 @@ def build_federation(config, data: dict, device) -> Federation:
             n_val=config.val_per_domain,
             rng=rngs[2 * j],
             alpha=config.dirichlet_alpha,
+            n_classes=n_classes,
         )
-        holds = local_holdouts(y.numpy(), split, n_hold, hold_rngs[j])
+        holds = local_holdouts(y.numpy(), split, n_hold, hold_rngs[j], n_classes)
         for h in holds:
             t = torch.as_tensor(h)
             local.append((x[t].to(device), y[t].to(device)))
@@ -260,7 +284,7 @@ def build_federation(config, data: dict, device) -> Federation:
             n.append(len(idx))
             xs.append(x[t].to(device))
             ys.append(y[t].to(device))
-            hists.append(label_histogram(y[t].numpy()))
+            hists.append(label_histogram(y[t].numpy(), n_classes))
             cap = (
                 len(idx) if config.fisher_samples is None else min(config.fisher_samples, len(idx))
             )
@@ -288,4 +312,6 @@ def build_federation(config, data: dict, device) -> Federation:
         np.stack(hists),
         sources,
         tuple(local),
+        n_classes,
+        shape,
     )

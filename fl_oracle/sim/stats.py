@@ -21,6 +21,7 @@ from scipy.spatial.distance import jensenshannon
 from torch.func import grad, vmap
 
 from fl_oracle.sim.model import Arch, forward, forward_stacked, unflatten
+from fl_oracle.sim.torch_model import ModuleArch
 
 __all__ = [
     "ProbeStats",
@@ -72,7 +73,8 @@ def probe_stats_vmap(
         y: (N,) int64 labels.
         segment: (N,) int64 client index of every sample, in [0, n_segments).
         n_segments: number of clients K.
-        chunk: samples per vmapped pass (bounds memory at chunk x P floats).
+        chunk: samples per vmapped pass (bounds memory at chunk x P floats; lowered so that
+            a chunk's per-sample gradients stay within about 256 MiB).
 
     Returns:
         :class:`ProbeStats` with one entry per client.
@@ -86,6 +88,7 @@ def probe_stats_vmap(
 
     per_sample = vmap(grad(logp, has_aux=True), in_dims=(None, 0, 0))
     P = w.numel()
+    chunk = max(1, min(chunk, (1 << 26) // max(1, P)))  # a chunk's gradients within ~256 MiB
     sq = torch.zeros(n_segments, dtype=torch.float64, device=w.device)
     loss = torch.zeros(n_segments, dtype=torch.float64, device=w.device)
     gsum = torch.zeros(n_segments, P, dtype=torch.float32, device=w.device)
@@ -139,8 +142,12 @@ def probe_stats(
         chunk: samples per batched pass.
 
     Returns:
-        :class:`ProbeStats` with one entry per client.
+        :class:`ProbeStats` with one entry per client. A generic module
+        (:class:`~fl_oracle.sim.torch_model.ModuleArch`) records no layers and takes
+        :func:`probe_stats_vmap`.
     """
+    if isinstance(arch, ModuleArch):
+        return probe_stats_vmap(arch, params, x, y, segment, n_segments)
     w = params.detach()
     named = unflatten(arch, w)
     dev = w.device

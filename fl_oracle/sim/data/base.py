@@ -44,6 +44,8 @@ class DomainData:
             data, ``"generator v4, seed 0"`` for stand-ins; empty for the user's files.
         sha256: content hash of the uint8 images and labels as served (before
             standardization), see :mod:`.provenance`.
+        n_classes: number of classes of the dataset (10 for the digits; an image-folder
+            dataset's class count, :mod:`.folders`).
     """
 
     name: str
@@ -54,6 +56,7 @@ class DomainData:
     path: str = ""
     version: str = ""
     sha256: str = ""
+    n_classes: int = 10
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])

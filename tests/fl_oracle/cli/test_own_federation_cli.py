@@ -1,0 +1,103 @@
+"""`--dataset DIR` and `--model module:factory` through the commands that build a federation."""
+
+import contextlib
+import io
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fl_oracle.cli import main
+from fl_oracle.sim.data.shapes import write_shapes
+
+HERE = Path(__file__).resolve().parents[1] / "sim"
+
+
+def run_cli(argv) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main([str(a) for a in argv])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("own") / "shapes"
+    return write_shapes(root, per_class=8, size=40, classes=("circle", "square", "star"))
+
+
+def test_oracle_on_a_dataset_folder_records_its_domains_and_provenance(folder, tmp_path):
+    out = tmp_path / "run"
+    code, err = run_cli(["oracle", "--dataset", folder, "--resolution", "16", "-r", "2", "-o",
+                         out, "--clients-per-domain", "2", "--threads", "1", "--no-progress"])  # fmt: skip
+    assert code == 0, err
+    stats = pd.read_parquet(out / "stats.parquet")
+    assert sorted(stats["domain"].unique()) == ["cartoon", "photo", "sketch"]
+    assert {"U_cartoon", "U_photo", "U_sketch"} <= set(stats.columns)
+    cfg = tomllib.loads((out / "config.toml").read_text())
+    assert cfg["dataset"] == str(folder) and cfg["resolution"] == 16
+    assert cfg["domains"] == ["cartoon", "photo", "sketch"]
+    src = cfg["sources"]["photo"]["train"]
+    assert src["kind"] == "user files" and src["n_images"] == 18  # 3 classes x (8 - 2 test)
+    # resume reads the same configuration back
+    code, err = run_cli(["oracle", "--dataset", folder, "--resolution", "16", "-r", "3", "-o",
+                         out, "--clients-per-domain", "2", "--threads", "1", "--no-progress",
+                         "--resume"])  # fmt: skip
+    assert code == 0, err
+    assert pd.read_parquet(out / "stats.parquet")["round"].nunique() == 3
+
+
+def test_train_with_a_user_model(folder, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    out = tmp_path / "train"
+    code, err = run_cli(["train", "--dataset", folder, "--model", "_user_models:make_tiny",
+                         "-r", "2", "-k", "2", "--selector", "eps:5", "-o", out,
+                         "--threads", "1"])  # fmt: skip
+    assert code == 0, err
+    hist = pd.read_csv(out / "history.csv")
+    assert len(hist) == 2 and {"acc_cartoon", "acc_photo", "acc_sketch"} <= set(hist.columns)
+    assert tomllib.loads((out / "config.toml").read_text())["model"] == "_user_models:make_tiny"
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--dataset", "/nonexistent/folder"], "does not exist"),
+        (["--model", "nosuchmodule_q:make"], "cannot import"),
+        (["--model", "resnet99"], "model"),
+    ],
+)
+def test_bad_dataset_or_model_is_one_line_exit_2(folder, tmp_path, args, match):
+    argv = ["oracle", "-r", "1", "-o", tmp_path / "bad", "--no-progress"]
+    if "--dataset" not in args:
+        argv += ["--dataset", folder, "--clients-per-domain", "2"]
+    code, err = run_cli(argv + args)
+    assert code == 2, err
+    assert match in err and "Traceback" not in err
+    assert not (tmp_path / "bad" / "stats.parquet").exists()
+
+
+def test_a_study_on_a_dataset_fixes_its_domains_in_study_toml(folder, tmp_path):
+    from fl_oracle.experiments.study import StudySettings
+
+    out = tmp_path / "study"
+    code, err = run_cli(["study", "-o", out, "--dataset", folder, "--resolution", "16",
+                         "--selectors", "proportional,eps:5", "--seeds", "1", "-r", "2",
+                         "-k", "2", "--workers", "1"])  # fmt: skip
+    assert code == 0, err
+    s = StudySettings.from_toml((out / "study.toml").read_text())
+    assert s.oracle["dataset"] == str(folder) and s.oracle["resolution"] == 16
+    assert list(s.oracle["domains"]) == ["cartoon", "photo", "sketch"]
+    assert dict(s.oracle["samples_per_client"]) == {
+        "cartoon": 3,
+        "photo": 3,
+        "sketch": 3,
+    }  # (18 - 2 val) // 5
+    assert StudySettings.from_toml(s.to_toml()) == s
+    metrics = pd.read_csv(out / "metrics.csv")
+    assert set(metrics["entry"]) == {"proportional", "eps:5"}

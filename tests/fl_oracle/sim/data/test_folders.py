@@ -1,0 +1,98 @@
+"""Image-folder datasets: DIR/<domain>/<class>/*.png read, split and checked."""
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from fl_oracle.sim.data.base import DataError
+from fl_oracle.sim.data.folders import load_dataset, scan_dataset
+from fl_oracle.sim.data.shapes import write_shapes
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shapes")
+    return write_shapes(root, per_class=6, size=24, classes=("circle", "square", "star"))
+
+
+def test_domains_and_classes_are_the_folders(shapes):
+    idx = scan_dataset(shapes)
+    assert idx.domains == ("cartoon", "photo", "sketch")
+    assert idx.classes == ("circle", "square", "star")
+    # 6 per class, ceil(0.2 * 6) = 2 of them test
+    assert [idx.count(d, "train") for d in idx.domains] == [12, 12, 12]
+    assert [idx.count(d, "test") for d in idx.domains] == [6, 6, 6]
+    labels = {lab for _, lab in idx.files["photo"]["train"]}
+    assert labels == {0, 1, 2}
+
+
+def test_load_resizes_and_records_provenance(shapes):
+    idx = scan_dataset(shapes)
+    data = load_dataset(idx, resolution=16)
+    tr = data["sketch"]["train"]
+    assert tuple(tr.images.shape) == (12, 3, 16, 16)
+    assert tr.n_classes == 3 and tr.source == "real"
+    assert "16x16" in tr.version and tr.path.endswith("sketch")
+    # standardized per image
+    flat = tr.images.reshape(12, -1).numpy()
+    assert np.allclose(flat.mean(1), 0, atol=1e-4) and np.allclose(flat.std(1), 1, atol=1e-3)
+    again = load_dataset(scan_dataset(shapes), resolution=16)
+    assert again["sketch"]["train"].sha256 == tr.sha256
+    other = load_dataset(scan_dataset(shapes, seed=1), resolution=16)
+    assert other["sketch"]["train"].sha256 != tr.sha256  # another seeded split
+
+
+def test_split_file_and_split_folders(shapes, tmp_path):
+    idx = scan_dataset(shapes)
+    rows = ["path,split"]
+    for d in idx.domains:
+        for s in ("train", "test"):
+            for f, _ in idx.files[d][s]:
+                keep = "test" if f.name.endswith("_0000.png") else "train"
+                rows.append(f"{f.relative_to(shapes)},{keep}")
+    sf = tmp_path / "split.csv"
+    sf.write_text("\n".join(rows) + "\n")
+    fixed = scan_dataset(shapes, split_file=sf)
+    assert fixed.count("photo", "test") == 3 and fixed.count("photo", "train") == 15
+    sf.write_text("\n".join(rows[:-1]) + "\n")
+    with pytest.raises(DataError, match="is not listed"):
+        scan_dataset(shapes, split_file=sf)
+    # DIR/<domain>/{train,test}/<class>/ is taken as the split
+    root = tmp_path / "ds"
+    for s, n in (("train", 3), ("test", 2)):
+        for c in ("a", "b"):
+            (root / "dom" / s / c).mkdir(parents=True)
+            for i in range(n):
+                Image.new("L", (10, 12), color=40 * i).save(root / "dom" / s / c / f"{i}.png")
+    idx2 = scan_dataset(root)
+    assert idx2.split_rule == "folders"
+    assert (idx2.count("dom", "train"), idx2.count("dom", "test")) == (6, 4)
+    data = load_dataset(idx2, resolution=8)
+    assert tuple(data["dom"]["train"].images.shape) == (6, 1, 8, 8)  # all grey: one channel
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda r: None, "does not exist"),
+        (lambda r: r.mkdir(), "no domain folders"),
+        (lambda r: (r / "dom" / "cls").mkdir(parents=True), "no images"),
+        (lambda r: (r / "own" / "cls").mkdir(parents=True), "reserved name"),
+        (lambda r: (r / "a b" / "cls").mkdir(parents=True), "not usable"),
+    ],
+)
+def test_unusable_folders_are_refused_in_one_line(tmp_path, make, match):
+    root = tmp_path / "ds"
+    make(root)
+    with pytest.raises(DataError, match=match) as info:
+        scan_dataset(root)
+    assert "\n" not in str(info.value)
+
+
+def test_an_unreadable_image_is_named(tmp_path):
+    (tmp_path / "d" / "c").mkdir(parents=True)
+    for i in range(3):
+        Image.new("RGB", (8, 8)).save(tmp_path / "d" / "c" / f"{i}.png")
+    (tmp_path / "d" / "c" / "3.png").write_bytes(b"not a png")
+    with pytest.raises(DataError, match="3.png: not a readable image"):
+        load_dataset(scan_dataset(tmp_path), resolution=8)
