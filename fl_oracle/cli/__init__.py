@@ -53,7 +53,7 @@ _COMMAND_MODULES: dict[str, dict[str, str]] = {
         "simulation engine.",
     },
     "fl_oracle.cli.data": {
-        "data": "Inspect the Digits-4 data (real files or generated stand-ins).",
+        "data": "Inspect the Digits-4 data; write a generated image-folder dataset.",
     },
 }
 _registered: set[str] = set()

@@ -14,7 +14,7 @@ __all__ = ["data_app", "register"]
 
 data_app = typer.Typer(
     name="data",
-    help="Inspect the Digits-4 data (real files or generated stand-ins).",
+    help="Inspect the Digits-4 data; write a generated image-folder dataset.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -61,6 +61,34 @@ def preview(
         ]
     path = render_preview(rows, out)
     print(f"wrote {path}")
+
+
+@data_app.command("shapes")
+def shapes(
+    out: Path = typer.Option(..., "--out", "-o", help="Folder to write DIR/<domain>/<class>/."),
+    per_class: int = typer.Option(60, "--per-class", min=2, help="Images per domain and class."),
+    size: int = typer.Option(64, "--size", min=8, help="Side of the square images."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Generator seed."),
+) -> None:
+    """Write a generated 3-domain, 7-class image-folder dataset (cartoon, photo, sketch)
+    to read with --dataset."""
+    from fl_oracle.sim.data.shapes import CLASSES, DOMAINS, write_shapes
+
+    if out.exists() and any(out.iterdir()):
+        raise typer.BadParameter(f"{out} exists and is not empty", param_hint="--out")
+    tmp = out.with_name(out.name + ".partial")
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    write_shapes(tmp, per_class=per_class, size=size, seed=seed)
+    if out.exists():
+        out.rmdir()
+    tmp.rename(out)
+    n = per_class * len(CLASSES)
+    print(
+        f"wrote {len(DOMAINS)} domains x {len(CLASSES)} classes x {per_class} images "
+        f"({n} per domain, {size}x{size}) to {out}"
+    )
 
 
 def register(app: typer.Typer) -> None:
