@@ -5,7 +5,10 @@ message, in order, and turns an exception into an error reply (as the simulation
 It drives the same ServerApp strategy and ClientApp code as ``run_simulation``, so tests and
 ``fedsel flower --engine local`` exercise both apps in seconds.
 
-Faults for tests: ``silent`` node ids never reply (the strategy then sees a timeout).
+Faults for tests: ``silent`` node ids never reply (the strategy then sees a timeout);
+``lost`` node ids are answered as a SuperLink answers for a node that died mid-round: an error
+reply whose sender is the SuperLink itself (node id 1), naming the message it answers only in
+``reply_to_message_id``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ class LocalGrid(Grid):
         num_nodes: number of nodes.
         run_config: the run config every node's context carries.
         silent: node ids that never reply.
+        lost: node ids whose replies the SuperLink writes (an error from node id 1).
     """
 
     def __init__(
@@ -37,6 +41,7 @@ class LocalGrid(Grid):
         *,
         run_config: dict | None = None,
         silent: Iterable[int] = (),
+        lost: Iterable[int] = (),
     ) -> None:
         # Messages take their sender's identity from the process (set by Flower's runtimes).
         if TaskIdentity._run_id is None:
@@ -45,6 +50,7 @@ class LocalGrid(Grid):
             TaskIdentity.node_id = SUPERLINK_NODE_ID
         self.client_app = client_app
         self.silent = set(silent)
+        self.lost = set(lost)
         self.contexts = {
             1001 + i: Context(
                 run_id=1,
@@ -82,6 +88,13 @@ class LocalGrid(Grid):
             self.sent.append(msg)
             node = msg.metadata.dst_node_id
             if node in self.silent or node not in self.contexts:
+                ids.append(mid)
+                continue
+            if node in self.lost:
+                err = Error(code=ErrorCode.NODE_UNAVAILABLE, reason="node went offline")
+                reply = Message(err, reply_to=msg)
+                reply.metadata.__dict__["_src_node_id"] = SUPERLINK_NODE_ID
+                self._outbox[mid] = reply
                 ids.append(mid)
                 continue
             try:

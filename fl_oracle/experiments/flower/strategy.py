@@ -217,6 +217,7 @@ class FedselStrategy(FedProx):
         self._node_of: dict[str, int] = {}  # client id -> node id
         self._client_of: dict[int, str] = {}  # node id -> client id
         self._pending: _Pending | None = None
+        self._sent: list[Message] = []  # the messages of the exchange in flight
         self._like: ArrayRecord | None = None
         self._domains: list[str] | None = None
 
@@ -408,7 +409,18 @@ class FedselStrategy(FedProx):
         cfg[PHASE_KEY] = phase
         cfg["proximal-mu"] = float(self.proximal_mu)
         record = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: cfg})
-        return list(self._construct_messages(record, list(nodes), MessageType.TRAIN))
+        self._sent = list(self._construct_messages(record, list(nodes), MessageType.TRAIN))
+        return self._sent
+
+    def _sender(self, msg: Message) -> int:
+        """The node a reply answers for. A SuperLink writes the error reply of a node that
+        died with its own node id as the sender; the message it answers names the node."""
+        asked = {
+            m.metadata.message_id: int(m.metadata.dst_node_id)
+            for m in self._sent
+            if m.metadata.message_id
+        }
+        return asked.get(msg.metadata.reply_to_message_id, int(msg.metadata.src_node_id))
 
     def _collect(
         self,
@@ -420,9 +432,10 @@ class FedselStrategy(FedProx):
         """Parse replies; failures (error, no statistics, no reply) go to ``failures``."""
         out, seen = [], set()
         for msg in replies:
-            node = int(msg.metadata.src_node_id)
+            node = self._sender(msg)
             seen.add(node)
             r = _parse(msg, w_t, self.client_ids)
+            r.node = node
             who = r.client_id or self._client_of.get(node) or f"node-{node}"
             if r.error:
                 failures[who] = r.error
@@ -441,7 +454,7 @@ class FedselStrategy(FedProx):
         for node in asked:
             if node not in seen:
                 who = self._client_of.get(node, f"node-{node}")
-                failures[who] = f"no reply within {self.timeout:g} s"
+                failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
         return sorted(out, key=lambda r: r.pid)
 
     def _ingest(self, replies: list[_Reply], w_t: np.ndarray, t: int) -> None:

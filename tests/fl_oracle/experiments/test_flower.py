@@ -195,9 +195,39 @@ def test_measure_failures_and_silent_nodes_leave_the_table(data_file):
     hist, stats = run.result.frames()
     assert stats.groupby("round").size().tolist() == [18, 19]  # syn-4 never answers
     assert "node-1001: node error" in hist["failures"].iloc[0]  # not yet mapped to mnist-0
-    assert "no reply within" in hist["failures"].iloc[0]
+    assert "no reply in this exchange" in hist["failures"].iloc[0]
     assert hist["failed"].iloc[1] == "node-1020"  # never seen: known by its node id only
     assert "mnist-0" not in hist["selected"].iloc[0]
+
+
+class _LosesNodeAtCommit(LocalGrid):
+    """Node 1008 (partition 7, usps-2) dies when asked to commit in round 1."""
+
+    def push_messages(self, messages):
+        messages = list(messages)
+        for m in messages:
+            cfg = m.content["config"]
+            self.lost = (
+                {1008} if cfg.get("fedsel-phase") == "commit" and cfg.get("fedsel-round") == 1 else set()
+            )
+            yield from super().push_messages([m])
+
+
+def test_a_node_lost_mid_round_is_named_once_by_its_client_id(data_file):
+    # a SuperLink answers for a dead node with an error whose sender is the SuperLink (node 1);
+    # only reply_to_message_id names the node: the history must name that node, once
+    _, path = data_file
+    run = FlowerRun(DigitsSettings.of(_config(), path), "all", 20, 2)
+    run_strategy(_LosesNodeAtCommit(make_client_app(run.settings), 20), run)
+    hist, _ = run.result.frames()
+    assert hist["failed"].tolist() == ["", "usps-2"]
+    assert hist["failures"].iloc[1] == "usps-2: node error: node went offline"
+    assert hist["n_aggregated"].tolist() == [20, 19]
+    # never seen before it died: known by its own node id, never by the SuperLink's
+    run = FlowerRun(DigitsSettings.of(_config(), path), "proportional", 5, 1)
+    run_strategy(LocalGrid(make_client_app(run.settings), 20, lost={1008}), run)
+    hist, _ = run.result.frames()
+    assert hist["failed"].tolist() == ["node-1008"]
 
 
 def test_too_few_statistics_or_nodes_is_a_clear_error(data_file):
