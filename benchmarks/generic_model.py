@@ -19,7 +19,6 @@ runs on one torch thread; ratios come from one run. Writes ``results/benchmarks/
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time

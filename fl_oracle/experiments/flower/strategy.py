@@ -116,6 +116,7 @@ class _Reply:
     delta: np.ndarray | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+    missing: set[str] = field(default_factory=set)  # what a stock client does not report
 
 
 @dataclass
@@ -156,6 +157,12 @@ class FedselStrategy(FedProx):
         on_round: called with (history row, stats table) once a round is complete.
         fraction_evaluate: fraction of nodes asked for their loss at w_{t+1} (0 = none).
         name: the selector's name in the history (default the spec).
+        on_missing: what to do when nodes do not report a statistic the selector reads (a
+            stock ClientApp without :func:`~fl_oracle.experiments.flower.mod.fedsel_stats_mod`
+            sends no F and no label histogram): ``"fallback:<spec>"`` (default
+            ``fallback:proportional``) selects with that spec in such rounds, ``"error"``
+            stops the run. Statistics the selector does not read are filled with neutral
+            values (F = 1, B = 0) and the run goes on.
     """
 
     def __init__(
@@ -176,6 +183,7 @@ class FedselStrategy(FedProx):
         on_round: Callable[[dict, pd.DataFrame], None] | None = None,
         fraction_evaluate: float = 1.0,
         name: str | None = None,
+        on_missing: str = "fallback:proportional",
     ) -> None:
         from selection.selectors import make_selector
 
@@ -218,6 +226,12 @@ class FedselStrategy(FedProx):
         self._client_of: dict[int, str] = {}  # node id -> client id
         self._pending: _Pending | None = None
         self._sent: list[Message] = []  # the messages of the exchange in flight
+        self._stock: dict[str, set[str]] = {}  # client id -> statistics it does not report
+        self._reads: dict[str, bool] = {}  # column -> whether the selector's choice reads it
+        if on_missing != "error" and not on_missing.startswith("fallback:"):
+            raise ValueError(f"on_missing={on_missing!r} must be 'error' or 'fallback:<spec>'")
+        self.on_missing = on_missing
+        self._fallback = None if on_missing == "error" else make_selector(on_missing[9:], seed=seed)
         self._like: ArrayRecord | None = None
         self._domains: list[str] | None = None
 
@@ -254,8 +268,11 @@ class FedselStrategy(FedProx):
                 f"round {t}: only {len(table)} of {len(nodes)} connected nodes have statistics, "
                 f"fewer than K={self.k} ({detail})"
             )
+        table, selector, note = self._complete(table, t)
         problem = SelectionProblem.from_stats(table, self.k)
-        ids, solve_seconds, fallback = _select(self.selector, table, problem)
+        ids, solve_seconds, fallback = _select(selector, table, problem)
+        if note:
+            fallback = note + (f"; {fallback}" if fallback else "")
         bad = sorted(set(ids) - set(problem.ids))
         if bad or len(set(ids)) != len(ids) or len(ids) not in (self.k, problem.n):
             raise FlowerRunError(
@@ -455,7 +472,7 @@ class FedselStrategy(FedProx):
             if node not in seen:
                 who = self._client_of.get(node, f"node-{node}")
                 failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
-        return sorted(out, key=lambda r: r.pid)
+        return sorted(out, key=_order_key)
 
     def _ingest(self, replies: list[_Reply], w_t: np.ndarray, t: int) -> None:
         """Statistics rows of measured nodes (server part computed here) at round t."""
@@ -472,6 +489,7 @@ class FedselStrategy(FedProx):
             if "label-hist" in r.metrics:
                 self._hist[r.client_id] = np.asarray(r.metrics["label-hist"], dtype=np.float64)
         glob = sum(self._hist.values()) if self._hist else None
+        self._infer_domains(replies, server)
         for j, r in enumerate(replies):
             row: dict[str, Any] = {
                 "client_id": r.client_id,
@@ -490,14 +508,18 @@ class FedselStrategy(FedProx):
                 row["U_own"] = row[f"U_{r.domain}"]
             for col, v in {**theirs, **mine}.items():
                 row.setdefault(col, v)
-            row["F"] = max(float(r.metrics.get("F", np.nan)), F_FLOOR)
-            if "B" not in theirs and glob is not None and r.client_id in self._hist:
-                row["B"] = js_divergence(self._hist[r.client_id], glob)
+            row["F"] = max(float(r.metrics["F"]), F_FLOOR) if "F" in r.metrics else np.nan
+            if "B" not in theirs:
+                has = glob is not None and r.client_id in self._hist
+                row["B"] = js_divergence(self._hist[r.client_id], glob) if has else np.nan
+            if r.missing:
+                row["_missing"] = ";".join(sorted(r.missing))
+                self._stock.setdefault(r.client_id, set()).update(r.missing)
             row["cos_g"] = float(cos[j])
             if "gamma-achieved" in r.metrics:
                 row["gamma_achieved"] = float(r.metrics["gamma-achieved"])
             row["measured_round"] = t
-            row["_pid"] = r.pid
+            row["_pid"] = _order_key(r)
             self._rows[r.client_id] = row
 
     def _table(self, nodes: Sequence[int], t: int) -> pd.DataFrame:
@@ -512,7 +534,81 @@ class FedselStrategy(FedProx):
         if not rows:
             return pd.DataFrame()
         table = pd.DataFrame(rows).sort_values("_pid", kind="stable").drop(columns="_pid")
+        table = table.drop(columns=[c for c in ("_missing",) if c in table.columns])
         return _order(table.reset_index(drop=True))
+
+    def _infer_domains(self, replies: list[_Reply], server: Mapping[str, np.ndarray]) -> None:
+        """A node that reports no domain is given the domain its update lifts most (relative to
+        the other updates of the exchange) on the server's per-domain validation data."""
+        blind = [j for j, r in enumerate(replies) if not r.domain]
+        if not blind:
+            return
+        doms = [c[2:] for c in server if c.startswith("U_") and c not in _BACK]
+        if not doms:
+            raise FlowerRunError(
+                f"{replies[blind[0]].client_id} reports no domain and the server has no "
+                "per-domain validation (evaluate_candidates) to infer it: add "
+                "fedsel_stats_mod(domain=...) to the ClientApp's mods"
+            )
+        U = np.column_stack([np.asarray(server[f"U_{d}"], dtype=float) for d in doms])
+        lift = U - U.mean(axis=0, keepdims=True)
+        for j in blind:
+            replies[j].domain = doms[int(np.argmax(lift[j]))]
+
+    def _complete(self, table: pd.DataFrame, t: int):
+        """(table, selector, note): statistics stock nodes lack filled in neutrally when the
+        selector does not read them; otherwise the ``on_missing`` rule."""
+        from logging import INFO, WARNING
+
+        from flwr.supercore import log
+
+        gaps = [c for c in ("F", "B") if c in table.columns and table[c].isna().any()]
+        if not gaps:
+            return table, self.selector, ""
+        neutral = table.fillna({"F": 1.0, "B": 0.0})
+        reads = [c for c in gaps if self._selector_reads(neutral, c)]
+        lack = table.loc[table[gaps].isna().any(axis=1), "client_id"].tolist()
+        if not reads:
+            if not self._reads.get("_said_neutral"):
+                self._reads["_said_neutral"] = True
+                log(INFO, "fedsel: %s does not read %s, which %d node(s) do not report; "
+                    "filled in neutrally", self.name, "/".join(gaps), len(lack))  # fmt: skip
+            return neutral, self.selector, ""
+        what = "/".join(reads)
+        line = (
+            f"fedsel: {self.name} reads {what}, which {len(lack)} of {len(table)} nodes do not "
+            f"report ({', '.join(lack[:5])}{', ...' if len(lack) > 5 else ''}): add "
+            "mods=[fedsel_stats_mod(...)] (fl_oracle.experiments.flower.mod) to their ClientApp"
+        )
+        if self._fallback is None:
+            raise FlowerRunError(line)
+        if not self._reads.get("_said_fallback"):
+            self._reads["_said_fallback"] = True
+            log(WARNING, "%s; until then rounds select by %s", line, self.on_missing[9:])
+        note = f"{len(lack)} node(s) lack {what}: selected by {self.on_missing[9:]}"
+        return neutral, self._fallback, note
+
+    def _selector_reads(self, neutral: pd.DataFrame, column: str) -> bool:
+        """Whether the selector's choice changes with ``column`` (decided once per column, on
+        copies of the selector, so its own random stream is untouched)."""
+        import copy
+
+        if column not in self._reads:
+            rng = np.random.default_rng([self.seed, 0x5EE])
+            probe = neutral.copy()
+            if column == "F":
+                probe["F"] = np.exp(rng.normal(0.0, 2.0, len(probe)))
+            else:
+                probe["B"] = rng.uniform(0.0, 0.69, len(probe))
+            picks = []
+            try:
+                for tab in (neutral, probe):
+                    problem = SelectionProblem.from_stats(tab, self.k)
+                    picks.append(sorted(_select(copy.deepcopy(self.selector), tab, problem)[0]))
+            except (TypeError, copy.Error):  # a selector that cannot be copied: assume it reads
+                picks = [0, 1]
+            self._reads[column] = picks[0] != picks[1]
+        return self._reads[column]
 
     def _alpha(self, ok: list[_Reply], weights: dict[str, float] | None) -> np.ndarray:
         if weights is not None:
@@ -548,6 +644,11 @@ def _order(table: pd.DataFrame) -> pd.DataFrame:
     return table[front + rest + tail]
 
 
+def _order_key(r: _Reply) -> tuple[int, int]:
+    """Partition order; nodes without a partition id after them, by node id."""
+    return (0, r.pid) if r.pid is not None else (1, r.node)
+
+
 def _first_metrics(content: RecordDict) -> dict | None:
     recs = list(content.metric_records.values())
     return dict(recs[0]) if recs else None
@@ -568,29 +669,36 @@ def _parse(msg: Message, w_t: np.ndarray, client_ids: list[str] | None) -> _Repl
         r.error = "reported no statistics (no MetricRecord)"
         return r
     pid = m.get("partition-id")
-    if isinstance(pid, bool) or not isinstance(pid, int | float) or int(pid) != pid or pid < 0:
-        r.error = "reported no partition-id"
+    if pid is None:  # a stock client: known by its node
+        r.client_id = f"node-{r.node}"
+        r.missing.add("partition-id")
+    elif isinstance(pid, bool) or not isinstance(pid, int | float) or int(pid) != pid or pid < 0:
+        r.error = f"partition-id={pid!r} is not an integer >= 0"
         return r
-    r.pid = int(pid)
-    if client_ids is not None:
-        if r.pid >= len(client_ids):
-            r.error = f"partition-id {r.pid} is not one of the {len(client_ids)} partitions"
-            return r
-        r.client_id = client_ids[r.pid]
     else:
-        r.client_id = str(r.pid)
-    need = [c for c in ("num-examples", "F") if c not in m]
-    if "label-hist" not in m and "B" not in m:
-        need.append("label-hist")
-    if need:
-        r.error = f"reported no statistics (lacks {', '.join(need)})"
+        r.pid = int(pid)
+        if client_ids is not None:
+            if r.pid >= len(client_ids):
+                r.error = f"partition-id {r.pid} is not one of the {len(client_ids)} partitions"
+                return r
+            r.client_id = client_ids[r.pid]
+        else:
+            r.client_id = str(r.pid)
+    if "num-examples" not in m:
+        r.error = "reported no statistics (lacks num-examples)"
         return r
+    if "F" not in m:
+        r.missing.add("F")
+    if "label-hist" not in m and "B" not in m:
+        r.missing.add("label-hist")
     info = content.config_records.get("fedsel")
     domain = None if info is None else info.get("domain")
-    if not isinstance(domain, str) or not domain:
-        r.error = "reported no domain (ConfigRecord 'fedsel')"
+    if domain is not None and (not isinstance(domain, str) or not domain):
+        r.error = f"domain={domain!r} (ConfigRecord 'fedsel') is not a name"
         return r
-    r.domain = domain
+    if domain is None:
+        r.missing.add("domain")
+    r.domain = domain or ""
     n = m["num-examples"]
     if isinstance(n, bool) or not isinstance(n, int | float) or n < 1:
         r.error = f"num-examples={n!r} must be >= 1"

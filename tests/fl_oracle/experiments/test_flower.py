@@ -208,7 +208,9 @@ class _LosesNodeAtCommit(LocalGrid):
         for m in messages:
             cfg = m.content["config"]
             self.lost = (
-                {1008} if cfg.get("fedsel-phase") == "commit" and cfg.get("fedsel-round") == 1 else set()
+                {1008}
+                if cfg.get("fedsel-phase") == "commit" and cfg.get("fedsel-round") == 1
+                else set()
             )
             yield from super().push_messages([m])
 

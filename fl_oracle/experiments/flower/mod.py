@@ -1,0 +1,149 @@
+"""``fedsel_stats_mod``: one line in a stock ClientApp's ``mods=[...]`` adds what fedsel reads.
+
+A stock Flower ClientApp (e.g. Flower's ``quickstart-pytorch``) replies to a train message with
+its trained model and ``{"train_loss", "num-examples"}``. :class:`FedselStrategy` runs with
+that alone (selectors that read only U and U_d from the server's validation data; the domain
+inferred), and with this mod around the user's unmodified train function it gets the rest::
+
+    app = ClientApp(mods=[fedsel_stats_mod(Net, lambda ctx: load_data(ctx)[0])])
+
+After the user's train function has run, the mod adds to the reply's ``MetricRecord``:
+
+- ``partition-id`` (from the node config, when it has one: the fedsel client id);
+- ``F``: the Fisher trace at the model the server sent, the mean squared norm of the
+  per-sample gradient of log p(y|x) (``torch.func.vmap(grad)``) over up to ``max_samples``
+  training samples (the first ones the data function yields; deterministic);
+- ``loss``: the mean cross-entropy at that model on the same samples;
+- ``label-hist``: class counts of the client's training labels;
+
+and a ``ConfigRecord`` ``"fedsel"`` with the client's ``domain`` (the ``domain`` argument, or
+``node_config["domain"]``). Evaluate and query messages pass through untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.app import ConfigRecord, Context, Message, MessageType, MetricRecord
+
+__all__ = ["fedsel_stats_mod"]
+
+DataFn = Callable[[Context], Any]
+
+
+def _batches(data: Any, keys: tuple[str, str]) -> Iterable[tuple[torch.Tensor, torch.Tensor]]:
+    """(x, y) batches of a (x, y) pair of tensors, a DataLoader of pairs or of dicts."""
+    if isinstance(data, tuple | list) and len(data) == 2 and torch.is_tensor(data[0]):
+        yield torch.as_tensor(data[0]), torch.as_tensor(data[1])
+        return
+    for batch in data:
+        if isinstance(batch, dict):
+            yield torch.as_tensor(batch[keys[0]]), torch.as_tensor(batch[keys[1]])
+        else:
+            x, y = batch[0], batch[1]
+            yield torch.as_tensor(x), torch.as_tensor(y)
+
+
+def client_statistics(
+    model: torch.nn.Module,
+    data: Any,
+    *,
+    max_samples: int = 64,
+    keys: tuple[str, str] = ("img", "label"),
+) -> dict[str, Any]:
+    """F, loss and the label histogram of ``model`` on a client's training data.
+
+    Args:
+        model: the model at the server's weights (put in eval mode here).
+        data: the client's training data: ``(x, y)`` tensors or an iterable of batches,
+            each ``(x, y)`` or a dict with ``keys``.
+        max_samples: samples F and the loss are computed on.
+        keys: image and label keys of dict batches (Flower's datasets use ``img``/``label``).
+
+    Returns:
+        ``{"F": float, "loss": float, "label-hist": [int, ...]}``.
+    """
+    from torch.func import functional_call, grad, vmap
+
+    model.eval()
+    xs, ys, labels = [], [], []
+    have = 0
+    for x, y in _batches(data, keys):
+        labels.append(y.reshape(-1).long())
+        if have < max_samples:
+            take = min(len(y), max_samples - have)
+            xs.append(x[:take])
+            ys.append(y[:take].long())
+            have += take
+    if not labels:
+        raise ValueError("the client's data function yielded no samples")
+    x, y = torch.cat(xs), torch.cat(ys)
+    params = {n: p.detach() for n, p in model.named_parameters()}
+    buffers = {n: b.detach() for n, b in model.named_buffers()}
+
+    def logp(p: dict, xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
+        out = functional_call(model, (p, buffers), (xi.unsqueeze(0),))[0]
+        return torch.log_softmax(out, dim=-1).gather(0, yi.unsqueeze(0)).squeeze(0)
+
+    g = vmap(grad(logp), in_dims=(None, 0, 0))(params, x, y)
+    sq = sum((v.reshape(len(y), -1) ** 2).sum(1) for v in g.values())
+    with torch.no_grad():
+        logits = model(x)
+    loss = torch.nn.functional.cross_entropy(logits, y)
+    n_classes = int(logits.shape[-1])
+    hist = np.bincount(torch.cat(labels).numpy(), minlength=n_classes)
+    return {"F": float(sq.mean()), "loss": float(loss), "label-hist": [int(v) for v in hist]}
+
+
+def fedsel_stats_mod(
+    model_fn: Callable[[], torch.nn.Module],
+    data_fn: DataFn,
+    *,
+    domain: str | Callable[[Context], str] | None = None,
+    max_samples: int = 64,
+    keys: tuple[str, str] = ("img", "label"),
+) -> Callable[[Message, Context, Callable[[Message, Context], Message]], Message]:
+    """A Flower Mod adding fedsel's client statistics to every train reply (module docstring).
+
+    Args:
+        model_fn: builds the client's model (the server's weights are loaded into it).
+        data_fn: ``data_fn(context)`` -> the client's training data (see
+            :func:`client_statistics`), e.g. the stock example's train loader.
+        domain: the client's domain, or ``domain(context)``; None = ``node_config["domain"]``
+            (when absent, the server infers it).
+        max_samples: samples F and the loss are computed on.
+        keys: image and label keys of dict batches.
+    """
+
+    def mod(msg: Message, ctx: Context, call_next: Callable[[Message, Context], Message]):
+        reply = call_next(msg, ctx)
+        if msg.metadata.message_type != MessageType.TRAIN or reply.has_error():
+            return reply
+        if not reply.has_content() or not msg.content.array_records:
+            return reply
+        arrays = next(iter(msg.content.array_records.values()))
+        model = model_fn()
+        model.load_state_dict(arrays.to_torch_state_dict())
+        stats = client_statistics(model, data_fn(ctx), max_samples=max_samples, keys=keys)
+        records = reply.content.metric_records
+        metrics = next(iter(records.values())) if records else None
+        if metrics is None:
+            metrics = MetricRecord()
+            reply.content["metrics"] = metrics
+        pid = ctx.node_config.get("partition-id")
+        if pid is not None:
+            metrics["partition-id"] = int(pid)
+        metrics["F"] = stats["F"]
+        if "loss" not in metrics:
+            metrics["loss"] = stats["loss"]
+        metrics["label-hist"] = stats["label-hist"]
+        d = domain(ctx) if callable(domain) else domain
+        d = d if d is not None else ctx.node_config.get("domain")
+        if d is not None:
+            reply.content["fedsel"] = ConfigRecord({"domain": str(d)})
+        return reply
+
+    return mod
