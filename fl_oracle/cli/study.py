@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.oracle import DATASET_HELP, MODEL_HELP
+from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP
 
 __all__ = ["register", "study_factory"]
 

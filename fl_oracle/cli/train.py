@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.oracle import DATASET_HELP, MODEL_HELP, SPLIT_HELP
+from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP, SPLIT_HELP
 from fl_oracle.experiments.demo import DEMO_ORACLE, DemoSettings
 from selection.selectors import selector_help
 
