@@ -241,8 +241,21 @@ class FedselStrategy(FedProx):
 
         from flwr.supercore import log
 
+        weighted = {
+            "samples": "num-examples (n_i)",
+            "uniform": "uniform",
+        }[self.aggregation]
+        if getattr(self.selector, "aggregation_q", None) is not None:
+            weighted = f"q-FFL, n_i·loss_i^{self.selector.aggregation_q:g}"
         log(INFO, "\t├──> fedsel selection: %s, K=%d, stats %s", self.name, self.k, self.stats_mode)
-        super().summary()
+        log(INFO, "\t│\t├── Train: the K selected nodes of each round (after a measure "
+            "message to %s)", "every node" if self.stats_mode == "fresh" else "unseen nodes")  # fmt: skip
+        log(
+            INFO, "\t│\t├── Evaluate: fraction %.2f of the nodes, at random", self.fraction_evaluate
+        )
+        log(INFO, "\t│\t├── Aggregation weighted by: %s", weighted)
+        log(INFO, "\t│\t├── Missing statistics: %s", self.on_missing)
+        log(INFO, "\t│\t└── Proximal mu: %s", self.proximal_mu)
 
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
@@ -361,12 +374,15 @@ class FedselStrategy(FedProx):
         """Ask the nodes for their loss (and probe gradient) at w_{t+1}."""
         if self.fraction_evaluate == 0.0:
             return []
-        nodes = list(grid.get_node_ids())
+        nodes = sorted(int(v) for v in grid.get_node_ids())
         n = max(1, int(len(nodes) * self.fraction_evaluate)) if nodes else 0
+        # a random sample, as FedAvg draws it (seeded by the strategy's seed and the round)
+        rng = np.random.default_rng([self.seed, int(server_round), 0xE7A1])
+        chosen = sorted(rng.choice(nodes, size=n, replace=False).tolist()) if n else []
         config[ROUND_KEY] = int(server_round)
         config["server-round"] = int(server_round)
         record = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: config})
-        return self._construct_messages(record, sorted(nodes)[:n], MessageType.EVALUATE)
+        return self._construct_messages(record, chosen, MessageType.EVALUATE)
 
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
