@@ -378,7 +378,8 @@ class FedselStrategy(FedProx):
         n = max(1, int(len(nodes) * self.fraction_evaluate)) if nodes else 0
         # a random sample, as FedAvg draws it (seeded by the strategy's seed and the round)
         rng = np.random.default_rng([self.seed, int(server_round), 0xE7A1])
-        chosen = sorted(rng.choice(nodes, size=n, replace=False).tolist()) if n else []
+        # (indices: node ids may exceed int64, which numpy would turn into floats)
+        chosen = sorted(nodes[int(i)] for i in rng.choice(len(nodes), size=n, replace=False))
         config[ROUND_KEY] = int(server_round)
         config["server-round"] = int(server_round)
         record = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: config})
