@@ -103,6 +103,34 @@ def probe_stats_vmap(
     return ProbeStats(sq / denom, loss / denom, gsum / denom.to(torch.float32).unsqueeze(1))
 
 
+def _probe_stats_loop(
+    arch: ModuleArch,
+    params: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    segment: torch.Tensor,
+    n_segments: int,
+) -> ProbeStats:
+    """:func:`probe_stats_vmap`'s quantities by one backward per sample: on CPU about 3x faster
+    than ``vmap(grad)`` for a generic module (``benchmarks/generic_model.py``)."""
+    named = {k: v.detach().clone().requires_grad_(True) for k, v in unflatten(arch, params).items()}
+    leaves = list(named.values())
+    P = params.numel()
+    sq = torch.zeros(n_segments, dtype=torch.float64)
+    loss = torch.zeros(n_segments, dtype=torch.float64)
+    gsum = torch.zeros(n_segments, P, dtype=torch.float32)
+    for i in range(len(y)):
+        out = arch.apply(named, x[i : i + 1])[0]
+        lp = torch.log_softmax(out, dim=-1)[int(y[i])]
+        g = torch.cat([v.reshape(-1) for v in torch.autograd.grad(lp, leaves)])
+        s = int(segment[i])
+        sq[s] += float((g.double() ** 2).sum())
+        loss[s] -= float(lp.detach())
+        gsum[s] -= g
+    count = torch.bincount(segment, minlength=n_segments).to(torch.float64).clamp_min(1)
+    return ProbeStats(sq / count, loss / count, gsum / count.to(torch.float32).unsqueeze(1))
+
+
 def _im2col(a: torch.Tensor, k: int, pad: int) -> torch.Tensor:
     """(n, c*k*k, L) patches of ``a`` (n, c, H, W) in ``F.unfold`` order, built from strided
     views (``F.unfold`` is orders of magnitude slower on CPU)."""
@@ -147,6 +175,8 @@ def probe_stats(
         :func:`probe_stats_vmap`.
     """
     if isinstance(arch, ModuleArch):
+        if params.device.type == "cpu":
+            return _probe_stats_loop(arch, params, x, y, segment, n_segments)
         return probe_stats_vmap(arch, params, x, y, segment, n_segments)
     w = params.detach()
     named = unflatten(arch, w)

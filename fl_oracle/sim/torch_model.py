@@ -218,10 +218,14 @@ class ModuleArch:
         """Logits (M, N, C) of M models (parameters (M, *shape)) on a shared input (N, c, H, W)
         or on one input per model (M, N, c, H, W)."""
         shared = x.dim() == len(self.image_shape) + 1
-        if shared:  # model after model: memory of one model's activations, not M models'
+        if shared or x.device.type == "cpu":
+            # model after model: on a shared input this bounds memory at one model's
+            # activations, and on CPU it beats vmap's batched convolutions
+            # (benchmarks/generic_model.py); vmap serves per-model inputs on a GPU
             M = next(iter(params.values())).shape[0]
+            one = [x] * M if shared else list(x)
             return torch.stack(
-                [self.apply({k: v[m] for k, v in params.items()}, x) for m in range(M)]
+                [self.apply({k: v[m] for k, v in params.items()}, one[m]) for m in range(M)]
             )
         return vmap(self.apply)(params, x)
 
