@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP
 from selection.selectors import selector_help
 
 __all__ = ["register", "make_settings", "flower"]
@@ -41,17 +42,26 @@ def _check_choice(name: str, value: str | None, choices: tuple[str, ...]) -> Non
 def _config(seed: int, num_supernodes: int, **overrides: Any):
     from fl_oracle.sim.config import OracleConfig
 
-    n_dom = len(OracleConfig().domains)
+    kw = {k: v for k, v in overrides.items() if v is not None}
+    dataset = kw.pop("dataset", None)
+    if dataset is None:
+        n_dom = len(OracleConfig().domains)
+    else:
+        from fl_oracle.sim.data.folders import scan_dataset
+
+        n_dom = len(scan_dataset(dataset).domains)
     if num_supernodes % n_dom:
         raise typer.BadParameter(
-            f"{num_supernodes} nodes: the Digits-4 federation has one node per client, "
+            f"{num_supernodes} nodes: the federation has one node per client, "
             f"{n_dom} domains x clients per domain, so a multiple of {n_dom}",
             param_hint="--num-supernodes",
         )
-    kw = {k: v for k, v in overrides.items() if v is not None}
-    return OracleConfig(
-        seed=int(seed), clients_per_domain=num_supernodes // n_dom, device="cpu", **kw
-    )
+    kw.update(seed=int(seed), clients_per_domain=num_supernodes // n_dom, device="cpu")
+    if dataset is not None:
+        from fl_oracle.sim.config import dataset_fields
+
+        kw = dataset_fields(dataset, **kw)
+    return OracleConfig(**kw)
 
 
 def flower(
@@ -63,7 +73,7 @@ def flower(
     k: int = typer.Option(..., "--k", "-k", min=1, help="Nodes (clients) trained per round."),
     rounds: int = typer.Option(3, "--rounds", "-r", min=1, help="Training rounds."),
     num_supernodes: int = typer.Option(
-        20, "--num-supernodes", min=1, help="Flower nodes, one per client (a multiple of 4)."
+        20, "--num-supernodes", min=1, help="Flower nodes, one per client (a multiple of the domain count)."
     ),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the federation and selector."),
     out: Path = typer.Option(
@@ -112,6 +122,15 @@ def flower(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
+    dataset: Path | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    resolution: int | None = typer.Option(
+        None,
+        "--resolution",
+        min=4,
+        help="Side --dataset images are resized to.",
+        show_default="32",
+    ),
+    model: str | None = typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn"),
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
     from selection.selectors import make_selector
@@ -149,6 +168,9 @@ def flower(
         lr=lr,
         local_epochs=local_epochs,
         threads=threads,
+        dataset=None if dataset is None else str(dataset),
+        resolution=resolution,
+        model=model,
     )
     if config.threads is None:  # every node computes with this process's torch threads, as
         import torch  # fedsel train would: kernels round differently with other thread counts

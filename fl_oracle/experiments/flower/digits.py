@@ -32,7 +32,7 @@ import torch
 
 from fl_oracle.sim.config import OracleConfig
 from fl_oracle.sim.local import train_clients
-from fl_oracle.sim.model import get_arch, init_params
+from fl_oracle.sim.model import init_params, resolve_model
 from fl_oracle.sim.partition import build_federation
 from fl_oracle.sim.stats import correct_stacked, probe_stats
 from selection.schema import F_FLOOR
@@ -116,7 +116,9 @@ def federation(settings: DigitsSettings) -> tuple[Any, Any, dict]:
 
             data = load_federation_data(config)
         device = torch.device("cpu")
-        hit = (get_arch(config.model), build_federation(config, data, device), data)
+        fed = build_federation(config, data, device)
+        arch = resolve_model(config.model, n_classes=fed.n_classes, image_shape=fed.image_shape)
+        hit = (arch, fed, data)
         _CACHE.clear()  # one federation per process
         _CACHE[settings] = hit
     return hit
@@ -288,6 +290,8 @@ RUN_CONFIG_FIELDS = {
     "data-root": ("data_root", str),
     "model": ("model", str),
     "threads": ("threads", int),
+    "dataset": ("dataset", str),
+    "resolution": ("resolution", int),
 }
 
 
@@ -302,11 +306,23 @@ def settings_from_run_config(run_config: Any, num_partitions: int | None = None)
     for key, (name, kind) in RUN_CONFIG_FIELDS.items():
         if key in run_config and run_config[key] != "":
             kw[name] = kind(run_config[key])
+    dataset = kw.pop("dataset", None)
     if num_partitions:
-        n_dom = len(OracleConfig().domains)
+        n_dom = len(OracleConfig().domains) if dataset is None else len(_domains_of(dataset))
         if num_partitions % n_dom:
             raise ValueError(
-                f"{num_partitions} nodes: the Digits-4 federation needs a multiple of {n_dom}"
+                f"{num_partitions} nodes: the federation has {n_dom} domains, one node per "
+                f"client, so it needs a multiple of {n_dom}"
             )
         kw["clients_per_domain"] = num_partitions // n_dom
+    if dataset is not None:
+        from fl_oracle.sim.config import dataset_fields
+
+        kw = dataset_fields(dataset, **kw)
     return DigitsSettings.of(OracleConfig(**kw))
+
+
+def _domains_of(dataset: str) -> tuple[str, ...]:
+    from fl_oracle.sim.data.folders import scan_dataset
+
+    return scan_dataset(dataset).domains

@@ -101,3 +101,19 @@ def test_a_study_on_a_dataset_fixes_its_domains_in_study_toml(folder, tmp_path):
     assert StudySettings.from_toml(s.to_toml()) == s
     metrics = pd.read_csv(out / "metrics.csv")
     assert set(metrics["entry"]) == {"proportional", "eps:5"}
+
+
+def test_flower_on_a_dataset_folder_with_a_user_model(folder, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    out = tmp_path / "flower"
+    code, err = run_cli(["flower", "--selector", "maxmin:2", "-k", "2", "-r", "2",
+                         "--num-supernodes", "6", "--dataset", folder, "--resolution", "16",
+                         "--model", "_user_models:make_tiny", "--engine", "local",
+                         "-o", out])  # fmt: skip
+    assert code == 0, err
+    hist = pd.read_csv(out / "history.csv")
+    assert len(hist) == 2 and {"acc_cartoon", "acc_photo", "acc_sketch"} <= set(hist.columns)
+    assert all(len(s.split(";")) == 2 for s in hist["selected"])
+    code, err = run_cli(["flower", "--selector", "maxmin:2", "-k", "2", "--num-supernodes", "4",
+                         "--dataset", folder, "--engine", "local", "-o", tmp_path / "f2"])  # fmt: skip
+    assert code == 2 and "multiple of 3" in err
