@@ -73,7 +73,10 @@ def flower(
     k: int = typer.Option(..., "--k", "-k", min=1, help="Nodes (clients) trained per round."),
     rounds: int = typer.Option(3, "--rounds", "-r", min=1, help="Training rounds."),
     num_supernodes: int = typer.Option(
-        20, "--num-supernodes", min=1, help="Flower nodes, one per client (a multiple of the domain count)."
+        20,
+        "--num-supernodes",
+        min=1,
+        help="Flower nodes, one per client (a multiple of the domain count).",
     ),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the federation and selector."),
     out: Path = typer.Option(

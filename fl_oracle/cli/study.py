@@ -73,6 +73,18 @@ def study(
         show_default="32",
     ),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn"),
+    executor: str = typer.Option(
+        "local",
+        "--executor",
+        help="local (--workers processes here) | ray (one Ray task per run, on a local Ray "
+        "instance or the cluster --address names).",
+    ),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        help="Ray cluster to join with --executor ray (host:port or auto).",
+        show_default="a local instance, or RAY_ADDRESS",
+    ),
     add: str | None = typer.Option(
         None,
         "--add",
@@ -105,6 +117,10 @@ def study(
         return
     if out is None:
         raise typer.BadParameter("is required", param_hint="--out")
+    if executor not in ("local", "ray"):
+        raise typer.BadParameter(f"{executor!r} is not one of local, ray", param_hint="--executor")
+    if address is not None and executor != "ray":
+        raise typer.BadParameter("needs --executor ray", param_hint="--address")
     if data not in (None, "auto", "real", "generated"):
         raise typer.BadParameter(
             f"{data!r} is not one of auto, real, generated", param_hint="--data"
@@ -186,6 +202,8 @@ def study(
                     workers=n_workers,
                     progress=progress,
                     grow=add is not None,
+                    executor=executor,
+                    address=address,
                 )
         res = finish_study(settings, out)
     for line in res.verdict:

@@ -283,6 +283,8 @@ def run_study(
     progress: ProgressFn | None = None,
     on_run: Callable[[str, int], None] | None = None,
     grow: bool = False,
+    executor: str = "local",
+    address: str | None = None,
 ) -> pd.DataFrame:
     """Run every (entry, seed) not finished yet, then return the whole history.
 
@@ -301,6 +303,9 @@ def run_study(
         progress: ``(rounds done, rounds total, label)`` callback.
         on_run: called with (entry, seed) after each finished run is written.
         grow: allow settings that append entries to the stored ones (see above).
+        executor: ``local`` (``workers`` processes here) or ``ray`` (one Ray task per run,
+            :mod:`fl_oracle.experiments.ray_runs`; ``workers`` is then unused).
+        address: the Ray cluster to join (None: a local instance or ``RAY_ADDRESS``).
 
     Returns:
         The history of every run (:func:`load_history`).
@@ -340,9 +345,16 @@ def run_study(
         report(progress, done, total, label)
 
     by_task = {(t.spec, t.stats_mode, t.seed): e for e, t in todo}
-    for task, (res, _snap, _setup) in run_all(
-        make_oracle, make_selector, [t for _, t in todo], workers=workers, tick=tick
-    ):
+    tasks = [t for _, t in todo]
+    if executor == "ray":
+        from fl_oracle.experiments.ray_runs import run_all_ray
+
+        runs = run_all_ray(make_oracle, make_selector, tasks, address=address, tick=tick)
+    elif executor == "local":
+        runs = run_all(make_oracle, make_selector, tasks, workers=workers, tick=tick)
+    else:
+        raise ValueError(f"executor {executor!r} must be 'local' or 'ray'")
+    for task, (res, _snap, _setup) in runs:
         entry = by_task[(task.spec, task.stats_mode, task.seed)]
         hist = res.history.assign(entry=entry)
         if entry == settings.reference and task.seed == settings.first_seed:
