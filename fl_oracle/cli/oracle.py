@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP, SPLIT_HELP
+from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP, SIZES_HELP, SPLIT_HELP, parse_sizes
 
 __all__ = ["register"]
 
@@ -25,6 +25,9 @@ def oracle(
     k: int | None = typer.Option(None, "--k", "-k", min=1, help="Clients per round (default all)."),
     clients_per_domain: int = typer.Option(
         5, "--clients-per-domain", min=1, help="Clients of each domain."
+    ),
+    samples_per_client: str | None = typer.Option(
+        None, "--samples-per-client", help=SIZES_HELP, show_default="1% of each Digits-4 set"
     ),
     local_epochs: float = typer.Option(1.0, "--local-epochs", help="Local epoch budget."),
     lr: float = typer.Option(0.05, "--lr", help="Local SGD step size."),
@@ -100,6 +103,7 @@ def oracle(
         resolution=resolution,
         split_file=None if split_file is None else str(split_file),
         clients_per_domain=clients_per_domain,
+        samples_per_client=parse_sizes(samples_per_client),
         dirichlet_alpha=dirichlet_alpha,
         val_per_domain=val_per_domain,
         local_holdout=local_holdout,

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP, SPLIT_HELP
+from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP, SIZES_HELP, SPLIT_HELP, parse_sizes
 from fl_oracle.experiments.demo import DEMO_ORACLE, DemoSettings
 from selection.selectors import selector_help
 
@@ -31,6 +31,9 @@ def make_config(seed: int, **overrides: Any):
     given = {k: v for k, v in overrides.items() if v is not None}
     if given.get("dataset") is not None:
         given = dataset_fields(given.pop("dataset"), **given)
+    if isinstance(given.get("samples_per_client"), int):  # one size for every domain
+        domains = given.get("domains") or OracleConfig().domains
+        given["samples_per_client"] = {d: given["samples_per_client"] for d in domains}
     return OracleConfig(seed=int(seed), **given)
 
 
@@ -116,6 +119,12 @@ def train(
     ),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn"),
     dataset: Path | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    clients_per_domain: int | None = typer.Option(
+        None, "--clients-per-domain", min=1, help="Clients of each domain.", show_default="5"
+    ),
+    samples_per_client: str | None = typer.Option(
+        None, "--samples-per-client", help=SIZES_HELP, show_default="1% of each Digits-4 set"
+    ),
     resolution: int | None = typer.Option(
         None,
         "--resolution",
@@ -168,6 +177,8 @@ def train(
         local_epochs=local_epochs,
         model=model,
         dataset=None if dataset is None else str(dataset),
+        clients_per_domain=clients_per_domain,
+        samples_per_client=parse_sizes(samples_per_client),
         resolution=resolution,
         split_file=None if split_file is None else str(split_file),
         batch_size=batch_size,

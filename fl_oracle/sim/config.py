@@ -144,6 +144,13 @@ class OracleConfig:
         if self.samples_per_client is not None:
             if not isinstance(self.samples_per_client, Mapping):
                 raise _err("samples_per_client", self.samples_per_client, "must map domain -> int")
+            extra = sorted(set(self.samples_per_client) - set(doms))
+            if extra:
+                raise _err(
+                    "samples_per_client",
+                    dict(self.samples_per_client),
+                    f"names {extra[0]!r}, not one of the domains {', '.join(doms)}",
+                )
             sizes.update(self.samples_per_client)
         for d in doms:
             n = sizes.get(d)
@@ -359,7 +366,8 @@ def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:
     if val is None:
         val = max(1, min(500, int(0.15 * min(n_train.values()))))
     hold = int(out.get("local_holdout", 100))
-    sizes = dict(out.pop("samples_per_client", None) or {})
+    sizes = out.pop("samples_per_client", None) or {}
+    sizes = {d: int(sizes) for d in domains} if isinstance(sizes, int) else dict(sizes)
     for d in domains:
         if d not in sizes:
             share = (n_train[d] - int(val)) // max(1, cpd)

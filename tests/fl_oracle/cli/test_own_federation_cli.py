@@ -117,3 +117,17 @@ def test_flower_on_a_dataset_folder_with_a_user_model(folder, tmp_path, monkeypa
     code, err = run_cli(["flower", "--selector", "maxmin:2", "-k", "2", "--num-supernodes", "4",
                          "--dataset", folder, "--engine", "local", "-o", tmp_path / "f2"])  # fmt: skip
     assert code == 2 and "multiple of 3" in err
+
+
+def test_client_sizes_per_domain_from_the_command_line(folder, tmp_path):
+    out = tmp_path / "sized"
+    code, err = run_cli(["oracle", "--dataset", folder, "-r", "1", "-o", out, "--no-progress",
+                         "--clients-per-domain", "2", "--samples-per-client",
+                         "cartoon=3,photo=5"])  # fmt: skip
+    assert code == 0, err
+    stats = pd.read_parquet(out / "stats.parquet")
+    n = stats.groupby("domain")["n_samples"].first().to_dict()
+    assert n["cartoon"] == 3 and n["photo"] == 5 and n["sketch"] > 5  # the rest: equal split
+    code, err = run_cli(["oracle", "--dataset", folder, "-r", "1", "-o", tmp_path / "x",
+                         "--samples-per-client", "mnist=3", "--no-progress"])  # fmt: skip
+    assert code == 2 and "not one of the domains" in err
