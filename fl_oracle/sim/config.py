@@ -368,6 +368,13 @@ def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:
     hold = int(out.get("local_holdout", 100))
     sizes = out.pop("samples_per_client", None) or {}
     sizes = {d: int(sizes) for d in domains} if isinstance(sizes, int) else dict(sizes)
+    extra = sorted(set(sizes) - set(domains))
+    if extra:
+        raise _err(
+            "samples_per_client",
+            sizes,
+            f"names {extra[0]!r}, not one of the domains {', '.join(domains)}",
+        )
     for d in domains:
         if d not in sizes:
             share = (n_train[d] - int(val)) // max(1, cpd)
