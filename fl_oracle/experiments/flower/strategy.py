@@ -81,6 +81,8 @@ ROUND_KEY = "fedsel-round"
 STATS_MODES = ("fresh", "stale")
 # Reply metrics that are bookkeeping, not statistics columns.
 _INTERNAL = {"partition-id", "num-examples", "label-hist", "gamma-achieved"}
+# What fedsel's client side reports (kept out of the clients' own aggregated metrics).
+_FEDSEL_METRICS = _INTERNAL - {"num-examples"} | {"F", "B", "loss", "steps", "U", "U_local"}
 
 
 class FlowerRunError(RuntimeError):
@@ -117,6 +119,7 @@ class _Reply:
     metrics: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     missing: set[str] = field(default_factory=set)  # what a stock client does not report
+    content: Any = None  # the reply's RecordDict (its own metrics are aggregated as FedAvg's)
 
 
 @dataclass
@@ -163,6 +166,13 @@ class FedselStrategy(FedProx):
             ``fallback:proportional``) selects with that spec in such rounds, ``"error"``
             stops the run. Statistics the selector does not read are filled with neutral
             values (F = 1, B = 0) and the run goes on.
+        min_evaluate_nodes, weighted_by_key, train_metrics_aggr_fn, evaluate_metrics_aggr_fn:
+            as in Flower's FedAvg: the clients' own metrics (a stock client's ``train_loss``,
+            ``eval_loss``, ``eval_acc``) are aggregated by these (default: the mean weighted
+            by ``weighted_by_key``) into the round's ``MetricRecord`` and Flower's ``Result``.
+
+    ``start`` returns Flower's ``Result`` with fedsel's per-round ``history`` and ``stats``
+    tables attached (``result.fedsel_history``, ``result.fedsel_stats``: DataFrames).
     """
 
     def __init__(
@@ -184,6 +194,10 @@ class FedselStrategy(FedProx):
         fraction_evaluate: float = 1.0,
         name: str | None = None,
         on_missing: str = "fallback:proportional",
+        min_evaluate_nodes: int = 0,
+        weighted_by_key: str = "num-examples",
+        train_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
+        evaluate_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
     ) -> None:
         from selection.selectors import make_selector
 
@@ -203,8 +217,11 @@ class FedselStrategy(FedProx):
             fraction_train=1.0,
             fraction_evaluate=fraction_evaluate,
             min_train_nodes=int(k),
-            min_evaluate_nodes=0,
+            min_evaluate_nodes=int(min_evaluate_nodes),
             min_available_nodes=int(k),
+            weighted_by_key=weighted_by_key,
+            train_metrics_aggr_fn=train_metrics_aggr_fn,
+            evaluate_metrics_aggr_fn=evaluate_metrics_aggr_fn,
             proximal_mu=float(proximal_mu),
         )
         self.k = int(k)
@@ -364,9 +381,33 @@ class FedselStrategy(FedProx):
         self._pending = None
         if self.fraction_evaluate == 0.0 and self.on_round is not None:
             self.on_round(row, table)
-        return new_arrays, MetricRecord(
-            {"n-aggregated": len(ok), "n-failed": len(p.failures), "fedsel-round": p.t}
+        out = self._client_metrics([r.content for r in ok], self.train_metrics_aggr_fn)
+        out.update({"n-aggregated": len(ok), "n-failed": len(p.failures), "fedsel-round": p.t})
+        return new_arrays, out
+
+    def _client_metrics(self, contents: list, aggr) -> MetricRecord:
+        """The clients' own metrics aggregated as FedAvg would (fedsel's statistics left out)."""
+        from flwr.serverapp.strategy.strategy_utils import aggregate_metricrecords
+
+        own = []
+        for c in contents:
+            recs = list(c.metric_records.values()) if c is not None else []
+            if not recs or self.weighted_by_key not in recs[0]:
+                continue
+            keep = {k: v for k, v in recs[0].items() if k not in _FEDSEL_METRICS}
+            own.append(RecordDict({"metrics": MetricRecord(keep)}))
+        if not own:
+            return MetricRecord()
+        merged = (aggr or aggregate_metricrecords)(own, self.weighted_by_key)
+        return MetricRecord({k: v for k, v in merged.items() if k != self.weighted_by_key})
+
+    def start(self, *args: Any, **kwargs: Any):  # noqa: D102 - Flower's, plus fedsel's tables
+        result = super().start(*args, **kwargs)
+        result.fedsel_history = pd.DataFrame(self.history)
+        result.fedsel_stats = (
+            pd.concat(self.tables, ignore_index=True) if self.tables else pd.DataFrame()
         )
+        return result
 
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
@@ -388,7 +429,9 @@ class FedselStrategy(FedProx):
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
     ) -> MetricRecord | None:
-        """``global_loss`` (n-weighted probe loss) and ``B_dissimilarity`` at w_{t+1}."""
+        """``global_loss`` (n-weighted probe loss) and ``B_dissimilarity`` at w_{t+1}, and the
+        clients' own evaluation metrics aggregated as FedAvg would."""
+        replies = list(replies)
         losses, ns, grads = [], [], []
         for msg in replies:
             if msg.has_error() or not msg.has_content():
@@ -400,7 +443,10 @@ class FedselStrategy(FedProx):
             ns.append(float(m["num-examples"]))
             if "grad" in msg.content.array_records:
                 grads.append(flatten(msg.content["grad"]))
-        out = MetricRecord()
+        out = self._client_metrics(
+            [m.content for m in replies if not m.has_error() and m.has_content()],
+            self.evaluate_metrics_aggr_fn,
+        )
         if losses:
             n = np.asarray(ns)
             out["global_loss"] = float((n * np.asarray(losses)).sum() / n.sum())
@@ -415,7 +461,7 @@ class FedselStrategy(FedProx):
                     row[key] = float(out[key])
             if self.on_round is not None and self.fraction_evaluate > 0.0:
                 self.on_round(row, self.tables[-1])
-        return out if losses else None
+        return out if len(out) else None
 
     # ------------------------------------------------------------------ helpers
     def _connected(self, grid: Grid) -> list[int]:
@@ -736,4 +782,5 @@ def _parse(msg: Message, w_t: np.ndarray, client_ids: list[str] | None) -> _Repl
         return r
     r.delta = delta
     r.metrics = m
+    r.content = content
     return r

@@ -168,3 +168,29 @@ def test_with_the_mod_every_statistic_is_there():
     assert flatten(ArrayRecord(Net().state_dict())).size == sum(
         p.numel() for p in Net().parameters()
     )
+
+
+def test_stock_metrics_are_aggregated_as_fedavg_and_the_history_is_in_the_result():
+    strategy = FedselStrategy("maxmin:2", k=2, evaluate_candidates=evaluate_candidates,
+                              wait_for_nodes=0.1)  # fmt: skip
+    torch.manual_seed(0)
+    result = strategy.start(grid=_grid(make_app()), initial_arrays=ArrayRecord(Net().state_dict()),
+                            num_rounds=2)  # fmt: skip
+    train = result.train_metrics_clientapp
+    assert set(train) == {1, 2} and "train_loss" in train[1] and train[1]["n-aggregated"] == 2
+    assert "F" not in train[1] and "partition-id" not in train[1]
+    ev = result.evaluate_metrics_clientapp
+    assert 0.0 <= ev[2]["eval_acc"] <= 1.0 and ev[2]["eval_loss"] > 0
+    assert len(result.fedsel_history) == 2
+    assert list(result.fedsel_history["selected"]) == [r["selected"] for r in strategy.history]
+    assert set(result.fedsel_stats["round"]) == {0, 1}
+
+
+def test_client_metrics_are_the_mean_weighted_by_num_examples():
+    strategy = FedselStrategy("maxmin:2", k=2)
+    replies = [
+        RecordDict({"metrics": MetricRecord({"train_loss": 1.0, "num-examples": 10, "F": 5.0})}),
+        RecordDict({"metrics": MetricRecord({"train_loss": 3.0, "num-examples": 30, "F": 9.0})}),
+    ]
+    out = strategy._client_metrics(replies, None)
+    assert out["train_loss"] == pytest.approx(2.5) and "F" not in out
