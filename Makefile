@@ -28,7 +28,8 @@ test: $(STAMP) browser
 	$(BIN)/python -m pytest -q -n 2 tests
 
 test-all: $(STAMP) browser
-	$(BIN)/python -m pytest -q -n 2 -m '' tests
+	$(BIN)/python -m pytest -q -n 2 -m 'not cluster' tests
+	$(BIN)/python -m pytest -q -m cluster tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check selection fl_oracle tests benchmarks

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 pytest.importorskip("flwr")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent

@@ -17,7 +17,7 @@ import pytest
 from fl_oracle.experiments.study import StudySettings, run_study
 from selection.selectors import make_selector
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 _FAKE = Path(__file__).parents[1] / "_fake_oracle.py"
 _spec = importlib.util.spec_from_file_location("_fake_oracle_ray", _FAKE)
