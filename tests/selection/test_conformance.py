@@ -44,20 +44,9 @@ def _values(cls) -> list:
     return grid[:3]
 
 
-# A defect this suite found (open): CP-SAT with the weighted surrogate stalls on the max-min
-# stage of maxmin and fisher-fair (suspected: its exact-rational Dinkelbach objective,
-# D0·num − N0·den, grows very large coefficients) and hits the time limit on rounds of 10
-# clients; HiGHS and CBC
-# answer them in milliseconds. Kept visible, out of the default run.
-_CPSAT_WEIGHTED_STALLS = {"maxmin", "fisher-fair"}
-
-
 def _case(name, route, v, surrogate):
     if name == "nsga2":  # a heuristic with default generations: seconds a case
         return pytest.param(name, route, v, surrogate, marks=pytest.mark.slow)
-    if route == "cpsat" and surrogate == "weighted" and name in _CPSAT_WEIGHTED_STALLS:
-        marks = [pytest.mark.slow, pytest.mark.xfail(reason="CP-SAT weighted max-min stalls")]
-        return pytest.param(name, route, v, surrogate, marks=marks)
     return pytest.param(name, route, v, surrogate)
 
 
