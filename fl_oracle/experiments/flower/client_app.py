@@ -39,6 +39,18 @@ def _partition(context: Context) -> int:
     return int(pid)
 
 
+def _own(context: Context) -> tuple[str, str] | None:
+    """``(data_root, domain)`` of a deployed node that reads its own files (node config
+    ``data-root`` and ``domain``), or None: its shard of the simulated partition."""
+    root = context.node_config.get("data-root")
+    if root is None or root == "":
+        return None
+    domain = context.node_config.get("domain")
+    if not domain:
+        raise ValueError('node_config has data-root but no domain (e.g. domain="svhn")')
+    return str(root), str(domain)
+
+
 def _model(message: Message) -> np.ndarray:
     arrays = message.content["arrays"]
     return np.concatenate(
@@ -59,6 +71,7 @@ def _train(settings: DigitsSettings, message: Message, context: Context) -> Mess
         lr=extra.get("lr"),
         gamma=extra.get("gamma"),
         local_epochs=extra.get("local-epochs"),
+        own=_own(context),
     )
     metrics = {
         "partition-id": pid,
@@ -83,7 +96,7 @@ def _train(settings: DigitsSettings, message: Message, context: Context) -> Mess
 
 def _evaluate(settings: DigitsSettings, message: Message, context: Context) -> Message:
     pid = _partition(context)
-    p = client_probe(settings, pid, _model(message))
+    p = client_probe(settings, pid, _model(message), own=_own(context))
     content = RecordDict(
         {
             "grad": ArrayRecord({"grad": Array(p["grad"])}),

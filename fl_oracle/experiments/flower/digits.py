@@ -43,6 +43,7 @@ __all__ = [
     "client_update",
     "client_probe",
     "federation",
+    "local_federation",
     "save_data",
     "settings_from_run_config",
     "stream_seed",
@@ -124,6 +125,56 @@ def federation(settings: DigitsSettings) -> tuple[Any, Any, dict]:
     return hit
 
 
+_LOCAL: dict[tuple, tuple[Any, Any]] = {}
+
+
+def local_federation(settings: DigitsSettings, data_root: str, domain: str) -> tuple[Any, Any]:
+    """(arch, Federation of one client) from a deployed node's own files: the training split of
+    ``domain`` under ``data_root``, in any real-file layout the oracle reads
+    (:mod:`fl_oracle.sim.data.real`: MNIST IDX, USPS LIBSVM, SVHN/SYN ``.mat``, SYN folders,
+    FedBN pickles). Every image but one is the client's (the partition needs one validation
+    image); probe set, label histogram and standardization as the oracle builds them."""
+    key = (settings, str(data_root), domain)
+    hit = _LOCAL.get(key)
+    if hit is None:
+        from fl_oracle.errors import ConfigError
+        from fl_oracle.sim.data import load_domain
+
+        config = settings.config
+        if config.threads is not None:
+            torch.set_num_threads(config.threads)
+        train = load_domain(domain, "train", root=data_root, mode="real", standardize=True)
+        if len(train) < 2:
+            raise ConfigError(f"{data_root}: domain {domain} has {len(train)} training images")
+        local = config.replace(
+            domains=(domain,),
+            clients_per_domain=1,
+            samples_per_client={domain: len(train) - 1},
+            val_per_domain=1,
+            local_holdout=0,
+            dataset=None,
+            epoch_budgets=None,
+        )
+        fed = build_federation(
+            local, {domain: {"train": train, "test": train}}, torch.device("cpu")
+        )
+        arch = resolve_model(config.model, n_classes=fed.n_classes, image_shape=fed.image_shape)
+        hit = (arch, fed)
+        _LOCAL.clear()
+        _LOCAL[key] = hit
+    return hit
+
+
+def _client(settings: DigitsSettings, partition: int, own: tuple[str, str] | None):
+    """(arch, federation, index) of a client: its shard of the simulated partition, or (a
+    deployed node with ``own = (data_root, domain)``) its own files."""
+    if own is None:
+        arch, fed, _ = federation(settings)
+        return arch, fed, _check(fed, partition)
+    arch, fed = local_federation(settings, *own)
+    return arch, fed, 0
+
+
 def stream_seed(seed: int, round_: int, client: int) -> int:
     """The mini-batch stream seed of (seed, round, client), as ``Oracle._stream_seed``."""
     ss = np.random.SeedSequence([seed, round_, client, 0xB47C])
@@ -135,15 +186,17 @@ def _single_probe(arch, w: torch.Tensor, fed, i: int):
     return probe_stats(arch, w, x, y, torch.zeros(len(y), dtype=torch.int64), 1)
 
 
-def client_probe(settings: DigitsSettings, partition: int, w: np.ndarray) -> dict[str, Any]:
+def client_probe(
+    settings: DigitsSettings, partition: int, w: np.ndarray, own: tuple[str, str] | None = None
+) -> dict[str, Any]:
     """Probe statistics of one client at ``w``: loss, F and the mean loss gradient (P,)."""
-    arch, fed, _ = federation(settings)
-    p = _single_probe(arch, torch.as_tensor(w, dtype=torch.float32), fed, _check(fed, partition))
+    arch, fed, i = _client(settings, partition, own)
+    p = _single_probe(arch, torch.as_tensor(w, dtype=torch.float32), fed, i)
     return {
         "loss": float(p.loss[0]),
         "F": max(float(p.fisher[0]), F_FLOOR),
         "grad": p.grad[0].numpy().astype(np.float32),
-        "n_samples": int(fed.n_samples[partition]),
+        "n_samples": int(fed.n_samples[i]),
     }
 
 
@@ -165,6 +218,7 @@ def client_update(
     lr: float | None = None,
     gamma: float | None = None,
     local_epochs: float | None = None,
+    own: tuple[str, str] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """One client's candidate update at w_t and its own statistics, as the oracle computes them.
 
@@ -175,17 +229,18 @@ def client_update(
         round_: the fedsel round t (keys the mini-batch stream).
         mu: FedProx proximal coefficient.
         lr, gamma, local_epochs: override the configuration's (the server sends them).
+        own: ``(data_root, domain)`` of a deployed node that reads its own files
+            (:func:`local_federation`); None = its shard of the simulated partition.
 
     Returns:
         Δ_i (P,) float32 and ``client_id, domain, n_samples, F, loss, steps, gamma_achieved,
         label_hist`` (10 counts) and ``U_local`` (% on the local hold-out; absent without one).
     """
-    arch, fed, _ = federation(settings)
+    arch, fed, i = _client(settings, partition, own)
     cfg = settings.config
-    i = _check(fed, partition)
     wt = torch.as_tensor(w, dtype=torch.float32)
     probe = _single_probe(arch, wt, fed, i)
-    cid = fed.client_ids[i]
+    cid = fed.client_ids[i] if own is None else f"{own[1]}-{int(partition)}"
     budget = cfg.budget(cid) if local_epochs is None else float(local_epochs)
     res = train_clients(
         arch,
@@ -195,7 +250,7 @@ def client_update(
         ys=[fed.ys[i]],
         probes=[fed.probe[i]],
         budgets=[budget],
-        seeds=[stream_seed(cfg.seed, round_, i)],
+        seeds=[stream_seed(cfg.seed, round_, int(partition))],
         batch_size=cfg.batch_size,
         lr=cfg.lr if lr is None else float(lr),
         mu=float(mu),

@@ -420,3 +420,33 @@ def test_flwr_run_follows_the_run_folder_rule(tmp_path, monkeypatch):
 
     with open(out / ".fedsel.lock", "a") as fh:  # released
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_deployed_node_trains_on_its_own_files(data_file, tmp_path):
+    # node 19 (partition 19, syn-4) reads its own SYN files (syn/train/<digit>/*.png, a layout
+    # the oracle reads) from --node-config data-root=... domain=syn, not the simulated shard
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for d in range(10):
+        folder = tmp_path / "own" / "syn" / "train" / str(d)
+        folder.mkdir(parents=True)
+        for j in range(4):
+            arr = rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)
+            Image.fromarray(arr).save(folder / f"{j}.png")
+    _, path = data_file
+    run = FlowerRun(DigitsSettings.of(_config(), path), "proportional", 5, 2)
+    grid = LocalGrid(make_client_app(run.settings), 20)
+    grid.contexts[1020].node_config.update({"data-root": str(tmp_path / "own"), "domain": "syn"})
+    run_strategy(grid, run)
+    hist, stats = run.result.frames()
+    assert hist["failed"].tolist() == ["", ""]
+    own = stats[stats["client_id"] == "syn-4"]
+    assert (own["n_samples"] == 39).all()  # its 40 files, one kept for the partition's validation
+    others = stats[stats["client_id"] != "syn-4"]
+    assert (others["n_samples"] != 39).all()
+    grid.contexts[1020].node_config.pop("domain")
+    run = FlowerRun(DigitsSettings.of(_config(), path), "proportional", 5, 1)
+    run_strategy(grid, run)
+    hist, _ = run.result.frames()
+    assert "no domain" in hist["failures"].iloc[0]
