@@ -46,6 +46,9 @@ __all__ = [
     "local_federation",
     "save_data",
     "settings_from_run_config",
+    "strategy_run_config",
+    "RUN_CONFIG_STRATEGY",
+    "RUN_CONFIG_FIELDS",
     "stream_seed",
 ]
 
@@ -334,7 +337,19 @@ class DigitsServer:
             return {}
 
 
-# Run-config keys (``[tool.flwr.app.config]``, ``flwr run --run-config``) -> OracleConfig fields.
+# Every run-config key the apps read (``[tool.flwr.app.config]``, ``flwr run --run-config``),
+# in this one place: the strategy's (key -> (type, default, meaning)) ...
+RUN_CONFIG_STRATEGY: dict[str, tuple[type, Any, str]] = {
+    "selector": (str, "maxmin:2", "selector spec (eps:5, maxmin:2@ensemble+verify, ...)"),
+    "k": (int, 5, "nodes trained per round"),
+    "num-server-rounds": (int, 3, "training rounds"),
+    "num-partitions": (int, 0, "nodes, one per client (0: the connected nodes)"),
+    "stats": (str, "fresh", "fresh | stale"),
+    "timeout": (float, 600.0, "seconds to wait for one exchange's replies"),
+    "out": (str, "runs/flower", "run folder, relative to where the SuperLink runs"),
+    "overwrite": (bool, False, "replace the run the folder holds"),
+}
+# ... and the oracle configuration's (key -> OracleConfig field).
 RUN_CONFIG_FIELDS = {
     "seed": ("seed", int),
     "mu": ("mu", float),
@@ -357,6 +372,14 @@ def settings_from_run_config(run_config: Any, num_partitions: int | None = None)
     ``data-root`` = none); ``num_partitions`` (the node count) sets ``clients_per_domain`` =
     num_partitions / 4 and must be a multiple of the number of domains.
     """
+    unknown = sorted(set(run_config) - set(RUN_CONFIG_FIELDS) - set(RUN_CONFIG_STRATEGY))
+    if unknown:
+        import difflib
+
+        known = sorted({*RUN_CONFIG_FIELDS, *RUN_CONFIG_STRATEGY})
+        near = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(known)}"
+        raise ValueError(f"run config key {unknown[0]!r} is not one fedsel reads{hint}")
     kw: dict[str, Any] = {"device": "cpu"}
     for key, (name, kind) in RUN_CONFIG_FIELDS.items():
         if key in run_config and run_config[key] != "":
@@ -381,3 +404,17 @@ def _domains_of(dataset: str) -> tuple[str, ...]:
     from fl_oracle.sim.data.folders import scan_dataset
 
     return scan_dataset(dataset).domains
+
+
+def strategy_run_config(run_config: Any) -> dict[str, Any]:
+    """The strategy's run-config values (:data:`RUN_CONFIG_STRATEGY`), defaults filled in."""
+    out = {}
+    for key, (kind, default, _) in RUN_CONFIG_STRATEGY.items():
+        value = run_config.get(key, default)
+        if kind is bool and isinstance(value, str):
+            value = value.lower() in ("1", "true", "yes")
+        try:
+            out[key] = kind(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"run config {key}={value!r} is not a {kind.__name__}") from None
+    return out

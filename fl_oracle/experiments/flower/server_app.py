@@ -24,6 +24,7 @@ from fl_oracle.experiments.flower.digits import (
     DigitsServer,
     DigitsSettings,
     settings_from_run_config,
+    strategy_run_config,
 )
 from fl_oracle.experiments.flower.strategy import FedselStrategy
 
@@ -126,15 +127,16 @@ def make_server_app(run: FlowerRun) -> ServerApp:
 
 def _run_from_context(grid: Grid, context: Context) -> FlowerRun:
     rc: Any = context.run_config
-    nodes = int(rc.get("num-partitions", 0)) or len(list(grid.get_node_ids())) or None
+    v = strategy_run_config(rc)
+    nodes = v["num-partitions"] or len(list(grid.get_node_ids())) or None
     return FlowerRun(
         settings=settings_from_run_config(rc, nodes),
-        selector=str(rc.get("selector", "maxmin:2")),
-        k=int(rc.get("k", 5)),
-        rounds=int(rc.get("num-server-rounds", 3)),
-        stats=str(rc.get("stats", "fresh")),
-        timeout=float(rc.get("timeout", 600.0)),
-        out=Path(str(rc.get("out", "runs/flower"))),
+        selector=v["selector"],
+        k=v["k"],
+        rounds=v["num-server-rounds"],
+        stats=v["stats"],
+        timeout=v["timeout"],
+        out=Path(v["out"]),
     )
 
 
@@ -171,7 +173,7 @@ def _main(grid: Grid, context: Context) -> None:
     from selection.atomic import write_text_atomic
 
     run = _run_from_context(grid, context)
-    overwrite = bool(context.run_config.get("overwrite", False))
+    overwrite = strategy_run_config(context.run_config)["overwrite"]
     with claim_run_folder(
         run.out, "flower", overwrite=overwrite, committed="history.csv", resumable=False
     ):

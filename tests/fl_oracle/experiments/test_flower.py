@@ -450,3 +450,21 @@ def test_a_deployed_node_trains_on_its_own_files(data_file, tmp_path):
     run_strategy(grid, run)
     hist, _ = run.result.frames()
     assert "no domain" in hist["failures"].iloc[0]
+
+
+def test_run_config_keys_are_read_in_one_place():
+    from fl_oracle.experiments.flower.digits import (
+        settings_from_run_config,
+        strategy_run_config,
+    )
+
+    v = strategy_run_config({"k": "3", "overwrite": "true"})
+    assert v["k"] == 3 and v["overwrite"] is True and v["selector"] == "maxmin:2"
+    with pytest.raises(
+        ValueError, match="'selectr' is not one fedsel reads; did you mean 'selector'"
+    ):
+        settings_from_run_config({"selectr": "eps:5"}, 20)
+    import tomllib as _t
+
+    app_cfg = _t.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
+    settings_from_run_config(app_cfg["tool"]["flwr"]["app"]["config"], 20)  # every key known
