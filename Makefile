@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/nsga2_peer.py
 	$(BIN)/python benchmarks/flower_cost.py
+	$(BIN)/python benchmarks/generic_model.py
 
 # the exact peers need their own environment (pyaugmecon's pins clash with the project's)
 bench-peers: $(STAMP) peers-env
