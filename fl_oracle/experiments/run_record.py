@@ -95,11 +95,6 @@ def run_record(device: Any = None, *, command: str = "") -> dict[str, Any]:
 def record_toml(rec: dict[str, Any]) -> str:
     """The record as the TOML table ``[run]``."""
 
-    def val(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, int | float):
-            return repr(v)
-        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    from selection.toml_text import toml_value
 
-    return "[run]\n" + "\n".join(f"{k} = {val(v)}" for k, v in rec.items()) + "\n"
+    return "[run]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in rec.items()) + "\n"

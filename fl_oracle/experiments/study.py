@@ -42,6 +42,7 @@ from selection.baselines import baselines
 from selection.errors import SelectionError
 from selection.progress import ProgressFn, report
 from selection.selectors import parse_spec
+from selection.toml_text import toml_value
 
 __all__ = [
     "DEFAULT_SELECTORS",
@@ -247,17 +248,7 @@ def _oracle_keys() -> set[str]:
 
 
 def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return (
-            "{" + ", ".join(f"{_toml_value(str(a))} = {_toml_value(x)}" for a, x in v.items()) + "}"
-        )
-    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return toml_value(v)
 
 
 def run_path(out: Path, entry: str, seed: int) -> Path:

@@ -17,6 +17,7 @@ from typing import Any
 
 from fl_oracle.errors import ConfigError
 from selection.schema import DEFAULT_DOMAINS
+from selection.toml_text import toml_key, toml_value
 
 __all__ = [
     "OracleConfig",
@@ -321,21 +322,14 @@ class OracleConfig:
 
 
 def _key(k: str) -> str:
-    return k if k.replace("-", "").replace("_", "").isalnum() else f'"{k}"'
+    return toml_key(k)
 
 
 def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, tuple | list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    raise ConfigError(f"cannot write {v!r} to TOML")
+    try:
+        return toml_value(v, strict=True)
+    except TypeError:
+        raise ConfigError(f"cannot write {v!r} to TOML") from None
 
 
 def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:

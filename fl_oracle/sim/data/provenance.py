@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from selection.toml_text import toml_value
+
 __all__ = [
     "KINDS",
     "content_hash",
@@ -80,7 +82,7 @@ def provenance_lines(prov: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> lis
 
 
 def _toml_str(v: str) -> str:
-    return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return toml_value(str(v))
 
 
 def provenance_toml(prov: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
