@@ -32,12 +32,12 @@ import pandas as pd
 from scipy import stats as st
 
 from selection.atomic import write_table_atomic, write_text_atomic
-from selection.schema import validate_stats
+from selection.schema import U_READINGS, validate_stats
 
 __all__ = [
     "POOLED_WARNING",
     "SEED",
-    "U_READINGS",
+    "ANALYSED_U",
     "bootstrap_correlations",
     "faceted_figure",
     "per_round_correlations",
@@ -315,7 +315,7 @@ def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
     ]
     figs = []
     first = True
-    for r in [r for r in U_READINGS if r in df.columns]:
+    for r in [r for r in ANALYSED_U if r in df.columns]:
         figs.append(faceted_figure(df, r).to_html(full_html=False, include_plotlyjs=first))
         first = False
     figs.append(
@@ -340,7 +340,8 @@ def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
 #: The seed's numbers (problem statement): Spearman over its clients on real Digits-4.
 SEED: dict[str, float] = {"rho_FU": -0.550, "rho_FU_given_B": -0.547, "rho_FB": 0.064}
 #: Readings of U, in report order (those present in a table are analysed).
-U_READINGS: tuple[str, ...] = ("U", "U_own", "U_local", "dU")
+#: the U columns the analysis reads: U, the readings of the contract (U_own, U_local), dU
+ANALYSED_U: tuple[str, ...] = ("U", *U_READINGS, "dU")
 POOLED_WARNING = (
     "pooled over rounds: mixes training stages (F and U both drift with the round), so it "
     "can differ in sign from every per-round value; read the per-round rows"
@@ -420,7 +421,7 @@ def per_round_correlations(
     (natural log of F over the round), ``U_median`` (of the reading), ``note`` (the pooled
     warning on pooled rows). Rows whose reading is NaN are left out of that reading.
     """
-    readings = tuple(r for r in (readings or U_READINGS) if r in df.columns)
+    readings = tuple(r for r in (readings or ANALYSED_U) if r in df.columns)
     rows = []
     groups = [(str(r), g) for r, g in df.groupby("round", sort=True)] + [("pooled", df)]
     for label, g in groups:

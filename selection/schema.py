@@ -20,6 +20,7 @@ from selection.errors import StatsError
 __all__ = [
     "REQUIRED_COLUMNS",
     "DEFAULT_DOMAINS",
+    "DEFAULT_SAMPLES_PER_CLIENT",
     "LN2",
     "OPTIONAL_RANGES",
     "U_READINGS",
@@ -42,6 +43,9 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
     "cos_g",
 )
 DEFAULT_DOMAINS: tuple[str, ...] = ("mnist", "usps", "svhn", "syn")
+#: training samples per client of the Digits-4 federation: 1% of each real training set
+#: (FedHEAL's Digits-4: mnist 60000, usps 7291, svhn 73257, syn 10000)
+DEFAULT_SAMPLES_PER_CLIENT: dict[str, int] = {"mnist": 600, "usps": 72, "svhn": 732, "syn": 100}
 #: F must be > 0 (the contract); a producer reports a vanishing Fisher trace as this value
 F_FLOOR = 1e-12
 LN2 = math.log(2.0)

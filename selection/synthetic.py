@@ -17,12 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from selection.schema import DEFAULT_DOMAINS, LN2
+from selection.schema import DEFAULT_DOMAINS, DEFAULT_SAMPLES_PER_CLIENT, LN2
 
 __all__ = ["synthetic_stats", "near_tied_stats", "SAMPLES_PER_CLIENT"]
 
 # Digits-4 client sizes (1% of each domain's training set).
-SAMPLES_PER_CLIENT = {"mnist": 600, "usps": 72, "svhn": 732, "syn": 100}
+SAMPLES_PER_CLIENT = DEFAULT_SAMPLES_PER_CLIENT  # the Digits-4 sizes (selection.schema)
 # How well an update from a row domain carries to a column domain (mnist, usps, svhn, syn).
 _AFFINITY = np.array(
     [

@@ -16,7 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from fl_oracle.errors import ConfigError
-from selection.schema import DEFAULT_DOMAINS
+from selection.schema import DEFAULT_DOMAINS, DEFAULT_SAMPLES_PER_CLIENT
 from selection.toml_text import toml_key, toml_value
 
 __all__ = [
@@ -28,8 +28,6 @@ __all__ = [
     "dataset_fields",
 ]
 
-# 1% of each real training set (FedHEAL's Digits-4): mnist 60000, usps 7291, svhn 73257, syn 10000.
-DEFAULT_SAMPLES_PER_CLIENT: dict[str, int] = {"mnist": 600, "usps": 72, "svhn": 732, "syn": 100}
 MODELS: tuple[str, ...] = ("cnn", "cnn-small", "cnn-large")  # built-in, hand-made stacked path
 # generic torch modules (fl_oracle.sim.torch_model.ZOO, trained through torch.func); named here
 # so that a configuration validates without importing torch (a test holds the two equal)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from selection.analysis import SEED, U_READINGS, bootstrap_correlations, write_analysis
+from selection.analysis import ANALYSED_U, SEED, bootstrap_correlations, write_analysis
 from selection.atomic import write_table_atomic
 from selection.schema import read_stats
 
@@ -68,7 +68,7 @@ def main() -> None:
     ]
     acc_cols = ["acc_mnist", "acc_usps", "acc_svhn", "acc_syn"]
     head = ["round", "stage", "mnist/usps/svhn/syn acc %", "log10 F range", "U median"]
-    for reading in [r for r in U_READINGS if r in df.columns]:
+    for reading in [r for r in ANALYSED_U if r in df.columns]:
         lines += [f"## U reading `{reading}` (seeds pooled within the round)", ""]
         lines.append("| " + " | ".join(head + ["ρ(F,U)", "ρ(F,U|B)", "ρ(F,B)", "n"]) + " |")
         lines.append("|" + "---|" * (len(head) + 4))
