@@ -56,3 +56,19 @@ def test_cuda_round_matches_cpu():
     np.testing.assert_allclose(
         gpu_after["B_dissimilarity"], cpu_after["B_dissimilarity"], rtol=5e-2
     )
+
+
+def test_a_generic_model_on_cuda_takes_the_vmap_path_and_matches_cpu(monkeypatch):
+    # a module given as module:factory: on CUDA the clients train through torch.func.vmap and
+    # F comes from vmap(grad); on CPU one after another; the same numbers up to rounding
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    runs = {}
+    for device in ("cuda", "cpu"):
+        cfg = helpers.tiny_config(device=device).replace(model="_user_models:make_tiny")
+        o = Oracle(cfg, data=helpers.tiny_data())
+        runs[device] = (o, o.round_stats())
+    (og, gpu), (_, cpu) = runs["cuda"], runs["cpu"]
+    assert og.params.device.type == "cuda"
+    np.testing.assert_allclose(gpu["F"], cpu["F"], rtol=5e-2)
+    np.testing.assert_allclose(gpu["loss"], cpu["loss"], rtol=1e-2)
+    np.testing.assert_allclose(gpu["cos_g"], cpu["cos_g"], atol=2e-2)
