@@ -138,3 +138,33 @@ def test_a_model_that_cannot_serve_is_refused_in_one_line(spec, match):
     with pytest.raises(ConfigError, match=match) as info:
         resolve_model(spec, n_classes=4, image_shape=(3, 8, 8))
     assert "\n" not in str(info.value)
+
+
+def test_local_updates_equal_a_plain_per_client_sgd_loop(tmp_path):
+    # what a user would write: each client's nn.Module trained alone with torch.optim.SGD on
+    # the same mini-batches; the oracle's generic path must give the same updates
+    from fl_oracle.sim.local import SampleStream, plan_steps
+    from fl_oracle.sim.oracle import Oracle
+
+    cfg = _tiny_config(tmp_path, model="_user_models:make_cnn")
+    o = Oracle(cfg)
+    o.round_stats()
+    fed, arch = o._fed, o.arch
+    for i in range(len(fed.client_ids)):
+        module = arch.make(0)
+        with torch.no_grad():
+            for (_, p), v in zip(
+                module.named_parameters(), unflatten(arch, o._w).values(), strict=True
+            ):
+                p.copy_(v)
+        opt = torch.optim.SGD(module.parameters(), lr=cfg.lr)
+        n = len(fed.ys[i])
+        b, steps = plan_steps(n, cfg.batch_size, cfg.budget(fed.client_ids[i]))
+        stream = SampleStream(n, o._stream_seed(i), o._w.device)
+        for _ in range(steps):
+            idx = stream.take(b)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(module(o._xs[i][idx]), fed.ys[i][idx]).backward()
+            opt.step()
+        w = torch.cat([p.detach().reshape(-1) for p in module.parameters()])
+        torch.testing.assert_close(o._updates[i][0], w - o._w, rtol=1e-4, atol=1e-6)
