@@ -1,8 +1,8 @@
 """Any domain-structured image dataset: ``DIR/<domain>/<class>/*.{png,jpg,...}``.
 
 This is the layout PACS, Office-Caltech-10 and DomainNet ship in (torchvision's
-``ImageFolder`` per domain). Every sub-folder of ``DIR`` is a domain, every sub-folder of a
-domain a class; the classes are the union over the domains, indexed in sorted order (a domain
+``ImageFolder`` per domain). Every sub-folder of ``DIR`` is a domain (named after the folder,
+:func:`domain_id`), every sub-folder of a domain a class (any name); the classes are the union over the domains, indexed in sorted order (a domain
 may lack some). Images of any size and mode are read with Pillow and resized to
 ``resolution`` x ``resolution`` (bilinear, aspect ratio not kept); when every image is
 grey-scale the dataset has one channel, otherwise three (grey images replicated).
@@ -25,7 +25,7 @@ import csv
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,7 @@ from selection.progress import report
 from .base import DataError, DomainData
 from .imageops import standardize_per_image
 
-__all__ = ["DatasetIndex", "IMAGE_SUFFIXES", "scan_dataset", "load_dataset"]
+__all__ = ["DatasetIndex", "IMAGE_SUFFIXES", "domain_id", "scan_dataset", "load_dataset"]
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"})
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -48,11 +48,12 @@ class DatasetIndex:
 
     Attributes:
         root: the folder.
-        domains: domain names (sorted folder names).
+        domains: domain names (the sorted folders' names, :func:`domain_id`).
         classes: class names, the label of class ``classes[c]`` is ``c``.
         files: ``{domain: {split: [(path, label), ...]}}``.
         split_rule: how the split was made (``"split file <path>"``, ``"folders"``,
             ``"seeded, test_fraction=0.2, seed=0"``).
+        folders: domain -> the folder it was read from.
     """
 
     root: Path
@@ -60,6 +61,7 @@ class DatasetIndex:
     classes: tuple[str, ...]
     files: Mapping[str, Mapping[str, list[tuple[Path, int]]]]
     split_rule: str
+    folders: Mapping[str, Path] = field(default_factory=dict)
 
     def count(self, domain: str, split: str) -> int:
         """Images of one (domain, split)."""
@@ -76,10 +78,18 @@ def _class_folders(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def _check_name(kind: str, name: str, where: Path) -> None:
-    if not _NAME.match(name) or name.lower() in _RESERVED:
-        why = "a reserved name" if name.lower() in _RESERVED else "letters, digits, _ . - only"
-        raise DataError(f"{where}: {kind} folder name {name!r} is not usable ({why}); rename it")
+def domain_id(folder_name: str) -> str:
+    """The domain name a folder gives: runs of characters other than letters, digits, ``_``,
+    ``.``, ``-`` become ``_`` (Office-Home's ``Real World`` is ``Real_World``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", folder_name.strip()).strip("_.-")
+
+
+def _check_domain(name: str, folder: Path) -> str:
+    did = domain_id(name)
+    if not did or not _NAME.match(did) or did.lower() in _RESERVED:
+        why = "a reserved name" if did.lower() in _RESERVED else "no letter or digit"
+        raise DataError(f"{folder}: domain folder name {name!r} is not usable ({why}); rename it")
+    return did
 
 
 def _read_split_file(path: Path, root: Path) -> dict[Path, str]:
@@ -120,11 +130,18 @@ def scan_dataset(
         )
     raw: dict[str, dict[str, list[tuple[Path, str]]]] = {}
     rules: set[str] = set()
+    folder_of: dict[str, Path] = {}
     for ddir in domain_dirs:
-        _check_name("domain", ddir.name, root)
+        did = _check_domain(ddir.name, root)
+        if did in folder_of:
+            raise DataError(
+                f"{root}: domain folders {folder_of[did].name!r} and {ddir.name!r} both give "
+                f"the domain name {did!r}; rename one"
+            )
+        folder_of[did] = ddir
         subs = {p.name for p in _class_folders(ddir)}
         if listed is None and {"train", "test"} <= subs:
-            raw[ddir.name] = {
+            raw[did] = {
                 s: [(f, c.name) for c in _class_folders(ddir / s) for f in _images(c)]
                 for s in ("train", "test")
             }
@@ -140,7 +157,7 @@ def scan_dataset(
                 if s is None:
                     raise DataError(f"split file {split_file}: {f.relative_to(root)} is not listed")
                 split[s].append((f, c))
-            raw[ddir.name] = split
+            raw[did] = split
             rules.add(f"split file {split_file}")
             continue
         rng = np.random.default_rng([seed, 0xF01D])
@@ -153,11 +170,9 @@ def scan_dataset(
                 split["test" if j < n_test else "train"].append(group[k])
         for s in split.values():
             s.sort()
-        raw[ddir.name] = split
+        raw[did] = split
         rules.add(f"seeded, test_fraction={test_fraction:g}, seed={seed}")
     classes = sorted({c for sp in raw.values() for part in sp.values() for _, c in part})
-    for c in classes:
-        _check_name("class", c, root)
     label = {c: i for i, c in enumerate(classes)}
     files = {
         d: {s: [(f, label[c]) for f, c in part] for s, part in sp.items()} for d, sp in raw.items()
@@ -165,8 +180,10 @@ def scan_dataset(
     for d, sp in files.items():
         for s in ("train", "test"):
             if not sp[s]:
-                raise DataError(f"{root / d}: its {s} split has no images")
-    return DatasetIndex(root, tuple(files), tuple(classes), files, "; ".join(sorted(rules)))
+                raise DataError(f"{folder_of[d]}: its {s} split has no images")
+    return DatasetIndex(
+        root, tuple(files), tuple(classes), files, "; ".join(sorted(rules)), dict(folder_of)
+    )
 
 
 def _decode(path: Path, resolution: int) -> np.ndarray:
@@ -241,7 +258,7 @@ def load_dataset(
             images=torch.from_numpy(x),
             labels=torch.from_numpy(labels),
             source="real",
-            path=str(index.root / d),
+            path=str(index.folders.get(d, index.root / d)),
             version=f"image folders, {resolution}x{resolution}, {index.split_rule}",
             sha256=content_hash(u8, labels),
             n_classes=len(index.classes),

@@ -78,7 +78,7 @@ def test_split_file_and_split_folders(shapes, tmp_path):
         (lambda r: r.mkdir(), "no domain folders"),
         (lambda r: (r / "dom" / "cls").mkdir(parents=True), "no images"),
         (lambda r: (r / "own" / "cls").mkdir(parents=True), "reserved name"),
-        (lambda r: (r / "a b" / "cls").mkdir(parents=True), "not usable"),
+        (lambda r: (r / "+++" / "cls").mkdir(parents=True), "not usable"),
     ],
 )
 def test_unusable_folders_are_refused_in_one_line(tmp_path, make, match):
@@ -96,3 +96,21 @@ def test_an_unreadable_image_is_named(tmp_path):
     (tmp_path / "d" / "c" / "3.png").write_bytes(b"not a png")
     with pytest.raises(DataError, match="3.png: not a readable image"):
         load_dataset(scan_dataset(tmp_path), resolution=8)
+
+
+def test_folder_names_of_other_benchmarks_are_taken_as_they_are(tmp_path):
+    # Office-Home's "Real World", class folders with spaces: the domain becomes Real_World
+    for dom in ("Real World", "Art"):
+        for cls in ("Alarm Clock", "back pack"):
+            (tmp_path / dom / cls).mkdir(parents=True)
+            for i in range(3):
+                Image.new("RGB", (9, 7), color=(30 * i, 0, 0)).save(
+                    tmp_path / dom / cls / f"{i}.jpg"
+                )
+    idx = scan_dataset(tmp_path)
+    assert idx.domains == ("Art", "Real_World") and idx.classes == ("Alarm Clock", "back pack")
+    data = load_dataset(idx, resolution=8)
+    assert data["Real_World"]["train"].path.endswith("Real World")
+    (tmp_path / "Real_World" / "x").mkdir(parents=True)
+    with pytest.raises(DataError, match="both give the domain name 'Real_World'"):
+        scan_dataset(tmp_path)
