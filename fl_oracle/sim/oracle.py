@@ -84,8 +84,22 @@ def load_federation_data(
             test_fraction=config.test_fraction,
             seed=config.data_seed,
         )
+        need = {  # decode only what the federation uses (a seeded subset of a large folder)
+            d: {
+                "train": config.clients_per_domain
+                * (config.samples_per_client[d] + config.local_holdout)
+                + config.val_per_domain,
+                "test": config.test_per_domain,
+            }
+            for d in config.domains
+        }
         return load_dataset(
-            index, resolution=config.resolution, domains=config.domains, progress=progress
+            index,
+            resolution=config.resolution,
+            domains=config.domains,
+            limit=need,
+            seed=config.data_seed,
+            progress=progress,
         )
     from fl_oracle.sim.data import load_digits
 

@@ -207,13 +207,17 @@ def load_dataset(
     resolution: int = 32,
     domains: tuple[str, ...] | None = None,
     standardize: bool = True,
+    limit: Mapping[str, Mapping[str, int | None]] | None = None,
+    seed: int = 0,
     progress=None,
 ) -> dict[str, dict[str, DomainData]]:
     """Decode the indexed images: ``{domain: {"train": DomainData, "test": DomainData}}``.
 
-    Images become float32 (N, c, resolution, resolution), ``c`` 1 when every image of the
-    dataset is grey-scale, else 3; standardized per image when ``standardize``. Each split's
-    ``sha256`` is the content hash of its uint8 images and labels as decoded.
+    Images become float32 (N, c, resolution, resolution), ``c`` 1 when every decoded image is
+    grey-scale, else 3; standardized per image when ``standardize``. Each split's ``sha256`` is
+    the content hash of its uint8 images and labels as decoded. ``limit[domain][split]``
+    caps what is decoded (a seeded subset of the split, in file order): a DomainNet-sized
+    folder is not decoded whole for a federation that uses a few thousand of its images.
     """
     from .provenance import content_hash
 
@@ -225,12 +229,23 @@ def load_dataset(
         raise DataError(
             f"dataset {index.root} has no domain {unknown[0]!r}; it has {', '.join(index.domains)}"
         )
-    total = sum(index.count(d, s) for d in domains for s in ("train", "test"))
     decoded: dict[tuple[str, str], tuple[list[np.ndarray], np.ndarray]] = {}
     done = 0
+    parts = {}
+    for j, d in enumerate(domains):
+        for si, s in enumerate(("train", "test")):
+            part = index.files[d][s]
+            cap = (limit or {}).get(d, {}).get(s)
+            if cap is not None and cap < len(part):
+                keep = np.random.default_rng([seed, j, si, 0x5CA1]).choice(
+                    len(part), cap, replace=False
+                )
+                part = [part[i] for i in np.sort(keep)]
+            parts[d, s] = part
+    total = sum(len(p) for p in parts.values())
     for d in domains:
         for s in ("train", "test"):
-            part = index.files[d][s]
+            part = parts[d, s]
             arrays = []
             for f, _ in part:
                 arrays.append(_decode(f, resolution))

@@ -114,3 +114,15 @@ def test_folder_names_of_other_benchmarks_are_taken_as_they_are(tmp_path):
     (tmp_path / "Real_World" / "x").mkdir(parents=True)
     with pytest.raises(DataError, match="both give the domain name 'Real_World'"):
         scan_dataset(tmp_path)
+
+
+def test_only_what_the_federation_uses_is_decoded(shapes):
+    idx = scan_dataset(shapes)
+    lim = {"photo": {"train": 5, "test": None}}
+    a = load_dataset(idx, resolution=8, limit=lim, seed=3)
+    b = load_dataset(idx, resolution=8, limit=lim, seed=3)
+    c = load_dataset(idx, resolution=8, limit=lim, seed=4)
+    assert len(a["photo"]["train"]) == 5 and len(a["photo"]["test"]) == 6
+    assert len(a["sketch"]["train"]) == 12  # no cap
+    assert a["photo"]["train"].sha256 == b["photo"]["train"].sha256
+    assert a["photo"]["train"].sha256 != c["photo"]["train"].sha256
