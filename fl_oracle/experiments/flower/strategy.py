@@ -35,6 +35,12 @@ has no validation data; its ``ConfigRecord`` ``"fedsel"`` holds ``domain``. The 
 ``ArrayRecord`` ``"delta"`` (Δ_i) when present, otherwise the first ``ArrayRecord`` (the locally
 trained model, Δ_i = it − w_t).
 
+A stock ClientApp that reports none of this (Flower's ``quickstart-pytorch``: its model and
+``num-examples``) still joins: it is named ``node-<id>``, its domain is the one its update lifts
+most on the server's per-domain validation data, and F and B are filled in neutrally when the
+selector's choice does not read them, else ``on_missing`` decides (see the class);
+:func:`fl_oracle.experiments.flower.mod.fedsel_stats_mod` adds everything in one line.
+
 Failures never stop a round and never hang it: a reply carrying an error, a reply without the
 statistics, or no reply within ``timeout`` seconds leaves that node out (of the table, or of the
 aggregate), and the history row lists it (``failed``, ``failures``). Fewer than K measured
