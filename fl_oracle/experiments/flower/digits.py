@@ -348,6 +348,8 @@ RUN_CONFIG_STRATEGY: dict[str, tuple[type, Any, str]] = {
     "timeout": (float, 600.0, "seconds to wait for one exchange's replies"),
     "out": (str, "runs/flower", "run folder, relative to where the SuperLink runs"),
     "overwrite": (bool, False, "replace the run the folder holds"),
+    "config-file": (str, "", "an OracleConfig TOML file: the whole configuration (fedsel flower)"),
+    "data-file": (str, "", "a save_data file of the domains' tensors (tests)"),
 }
 # ... and the oracle configuration's (key -> OracleConfig field).
 RUN_CONFIG_FIELDS = {
@@ -368,8 +370,8 @@ RUN_CONFIG_FIELDS = {
 def settings_from_run_config(run_config: Any, num_partitions: int | None = None) -> DigitsSettings:
     """:class:`DigitsSettings` of a Flower run config (the ``flwr run`` path).
 
-    Keys of :data:`RUN_CONFIG_FIELDS` set the matching ``OracleConfig`` fields (an empty
-    ``data-root`` = none); ``num_partitions`` (the node count) sets ``clients_per_domain`` =
+    Keys of :data:`RUN_CONFIG_FIELDS` set the matching ``OracleConfig`` fields (``""`` and
+    ``0``, the app config's defaults for "not set", keep the field's default); ``num_partitions`` (the node count) sets ``clients_per_domain`` =
     num_partitions / 4 and must be a multiple of the number of domains.
     """
     unknown = sorted(set(run_config) - set(RUN_CONFIG_FIELDS) - set(RUN_CONFIG_STRATEGY))
@@ -380,9 +382,13 @@ def settings_from_run_config(run_config: Any, num_partitions: int | None = None)
         near = difflib.get_close_matches(unknown[0], known, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(known)}"
         raise ValueError(f"run config key {unknown[0]!r} is not one fedsel reads{hint}")
+    if run_config.get("config-file"):  # the whole configuration, as fedsel flower passes it
+        text = Path(str(run_config["config-file"])).read_text(encoding="utf-8")
+        return DigitsSettings(text, str(run_config.get("data-file") or "") or None)
     kw: dict[str, Any] = {"device": "cpu"}
     for key, (name, kind) in RUN_CONFIG_FIELDS.items():
-        if key in run_config and run_config[key] != "":
+        # "" and 0 are the app config's "not set" (TOML has no None): the default stays
+        if key in run_config and run_config[key] not in ("", 0):
             kw[name] = kind(run_config[key])
     dataset = kw.pop("dataset", None)
     if num_partitions:

@@ -2,7 +2,7 @@
 
 No Ray, no SuperLink: ``send_and_receive`` calls ``client_app(message, context)`` for each
 message, in order, and turns an exception into an error reply (as the simulation engine does).
-It drives the same ServerApp strategy and ClientApp code as ``run_simulation``, so tests and
+It drives the same ServerApp strategy and ClientApp code as ``flwr run``'s simulation, so tests and
 ``fedsel flower --engine local`` exercise both apps in seconds.
 
 Faults for tests: ``silent`` node ids never reply (the strategy then sees a timeout);

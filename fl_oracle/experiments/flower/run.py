@@ -1,7 +1,9 @@
 """Run the Digits-4 Flower apps: Flower's simulation engine (Ray) or the in-process grid.
 
-``run_flower(run, num_supernodes)`` starts :func:`flwr.simulation.run_simulation` with the
-ServerApp and ClientApp of this package (``engine="ray"``), or drives both through
+``run_flower(run, num_supernodes)`` runs the ServerApp and ClientApp of this package with
+``flwr run`` on a local SuperLink in simulation mode (``engine="ray"``: Flower's simulation
+runtime, what flwr 1.42 recommends instead of the deprecated ``run_simulation``), or drives both
+through
 :class:`~fl_oracle.experiments.flower.local_grid.LocalGrid` (``engine="local"``). Either way the
 history and statistics land in ``run.result`` (and in ``run.out`` after every round).
 
@@ -15,12 +17,7 @@ import os
 
 from fl_oracle.experiments.flower.client_app import make_client_app
 from fl_oracle.experiments.flower.local_grid import LocalGrid
-from fl_oracle.experiments.flower.server_app import (
-    FlowerResult,
-    FlowerRun,
-    make_server_app,
-    run_strategy,
-)
+from fl_oracle.experiments.flower.server_app import FlowerResult, FlowerRun, run_strategy
 
 __all__ = ["ENGINES", "run_flower"]
 
@@ -67,29 +64,84 @@ def run_flower(
     if engine == "local":
         run_strategy(LocalGrid(client_app, num_supernodes), run)
         return run.result
-    for key, value in _RAY_QUIET.items():
-        os.environ.setdefault(key, value)
-    from flwr.simulation import run_simulation
+    return _run_flwr(run, num_supernodes, num_cpus=num_cpus, client_cpus=client_cpus)
 
+
+def _run_flwr(
+    run: FlowerRun, num_supernodes: int, *, num_cpus: int | None, client_cpus: float
+) -> FlowerResult:
+    """Flower's simulation runtime as flwr 1.42 recommends it: ``flwr run`` of this project's
+    apps (``[tool.flwr.app]`` in ``pyproject.toml``) on a local SuperLink in simulation mode,
+    with its own ``FLWR_HOME``; the configuration travels as a file named in the run config,
+    and the history is read back from the run folder the ServerApp writes."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import pandas as pd
+
+    from selection.toml_text import toml_value
+
+    root = Path(__file__).resolve().parents[3]
+    if not (root / "pyproject.toml").is_file():
+        raise RuntimeError(f"the Flower app's project folder is not at {root} (no pyproject.toml)")
+    flwr = shutil.which("flwr", path=str(Path(sys.executable).parent)) or shutil.which("flwr")
+    if flwr is None:
+        raise RuntimeError("the flwr command is not installed: pip install 'fedsel[flower]'")
     cpus = int(num_cpus or os.cpu_count() or 1)
-    backend_config = {
-        "client_resources": {"num_cpus": float(client_cpus), "num_gpus": 0.0},
-        "init_args": {
-            "num_cpus": cpus,
-            "num_gpus": 0,
-            "include_dashboard": False,
-            "logging_level": "ERROR",
-            "log_to_driver": False,
-        },
-    }
-    run_simulation(
-        server_app=make_server_app(run),
-        client_app=client_app,
-        num_supernodes=num_supernodes,
-        backend_config=backend_config,
-    )
-    if len(run.result.history) < run.rounds:
-        raise RuntimeError(
-            f"the Flower simulation ended after {len(run.result.history)} of {run.rounds} rounds"
+    with tempfile.TemporaryDirectory(prefix="fedsel-flwr-") as tmp_name:
+        tmp = Path(tmp_name)
+        (tmp / "home").mkdir()
+        config_file = tmp / "config.toml"
+        config_file.write_text(run.settings.config_toml, encoding="utf-8")
+        out = tmp / "out"
+        rc = {
+            "selector": run.selector,
+            "k": int(run.k),
+            "num-server-rounds": int(run.rounds),
+            "num-partitions": int(num_supernodes),
+            "stats": run.stats,
+            "timeout": float(run.timeout),
+            "out": str(out),
+            "config-file": str(config_file),
+            "data-file": run.settings.data_file or "",
+        }
+        fed = (
+            f"num-supernodes={int(num_supernodes)} "
+            f"client-resources-num-cpus={toml_value(_number(client_cpus))} "
+            f"init-args-num-cpus={cpus} init-args-logging-level='ERROR' "
+            "init-args-log-to-driver=false"
         )
+        env = {
+            **os.environ,
+            **_RAY_QUIET,
+            "FLWR_HOME": str(tmp / "home"),
+            "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+        cmd = [flwr, "run", str(root), "--federation-config", fed, "--run-config",
+               " ".join(f"{k}={toml_value(v)}" for k, v in rc.items()), "--stream"]  # fmt: skip
+        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        history = out / "history.csv"
+        if history.is_file():
+            h = pd.read_csv(history)
+            for c in ("selected", "failed", "failures", "fallback"):
+                if c in h.columns:
+                    h[c] = h[c].fillna("").astype(str)
+            st = pd.read_parquet(out / "stats.parquet")
+            run.result.history[:] = h.to_dict("records")
+            run.result.tables[:] = [g.reset_index(drop=True) for _, g in st.groupby("round")]
+        if proc.returncode != 0 or len(run.result.history) < run.rounds:
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+            raise RuntimeError(
+                f"the Flower simulation ended after {len(run.result.history)} of {run.rounds} "
+                f"rounds (flwr run exit {proc.returncode}): {' | '.join(tail)}"
+            )
     return run.result
+
+
+def _number(v: float) -> int | float:
+    """An integral float as an int (flwr's federation config takes whole CPU counts as ints)."""
+    return int(v) if float(v).is_integer() else float(v)

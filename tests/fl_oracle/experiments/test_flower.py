@@ -467,4 +467,12 @@ def test_run_config_keys_are_read_in_one_place():
     import tomllib as _t
 
     app_cfg = _t.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
-    settings_from_run_config(app_cfg["tool"]["flwr"]["app"]["config"], 20)  # every key known
+    defaults = app_cfg["tool"]["flwr"]["app"]["config"]
+    # every key fedsel reads is in the app config (flwr run refuses overrides of other keys),
+    # and the app config's defaults are the oracle's
+    from fl_oracle.experiments.flower.digits import RUN_CONFIG_FIELDS, RUN_CONFIG_STRATEGY
+    from fl_oracle.sim.config import OracleConfig
+
+    assert set(defaults) == set(RUN_CONFIG_FIELDS) | set(RUN_CONFIG_STRATEGY)
+    got = settings_from_run_config(defaults, 20).config
+    assert got == OracleConfig(clients_per_domain=5, device="cpu")
