@@ -68,14 +68,25 @@ class DatasetIndex:
         return len(self.files[domain][split])
 
 
+def _hidden(p: Path, top: Path) -> bool:
+    """Dot files and macOS archive metadata (``._x.png``, ``__MACOSX/``) are not images."""
+    return any(part.startswith(".") or part == "__MACOSX" for part in p.relative_to(top).parts)
+
+
 def _images(folder: Path) -> list[Path]:
     return sorted(
-        p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES and not _hidden(p, folder)
     )
 
 
 def _class_folders(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and p.name != "__MACOSX"
+    )
 
 
 def domain_id(folder_name: str) -> str:
@@ -140,14 +151,19 @@ def scan_dataset(
             )
         folder_of[did] = ddir
         subs = {p.name for p in _class_folders(ddir)}
-        if listed is None and {"train", "test"} <= subs:
-            raw[did] = {
+        split_folders = {"train", "test"} <= subs
+        if split_folders:  # DIR/<domain>/{train,test}/<class>/: the classes are inside
+            by_folder = {
                 s: [(f, c.name) for c in _class_folders(ddir / s) for f in _images(c)]
                 for s in ("train", "test")
             }
-            rules.add("folders")
-            continue
-        items = [(f, c.name) for c in _class_folders(ddir) for f in _images(c)]
+            if listed is None:
+                raw[did] = by_folder
+                rules.add("folders")
+                continue
+            items = sorted(by_folder["train"] + by_folder["test"])  # the split file decides
+        else:
+            items = [(f, c.name) for c in _class_folders(ddir) for f in _images(c)]
         if not items:
             raise DataError(f"{ddir}: no images under <class>/ sub-folders")
         if listed is not None:
@@ -186,13 +202,32 @@ def scan_dataset(
     )
 
 
+_GREY_MODES = ("1", "L", "I", "I;16", "I;16B", "I;16L", "F", "LA")
+
+
+def _is_grey(path: Path) -> bool:
+    """Whether an image file is grey-scale (its header only: cheap)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as img:
+            return img.mode in _GREY_MODES
+    except (OSError, UnidentifiedImageError, ValueError) as exc:
+        raise DataError(f"{path}: not a readable image ({exc})") from None
+
+
 def _decode(path: Path, resolution: int) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
     try:
         with Image.open(path) as img:
             img.load()
-            grey = img.mode in ("1", "L", "I", "I;16", "F", "LA")
+            grey = img.mode in _GREY_MODES
+            if img.mode in ("I", "I;16", "I;16B", "I;16L", "F"):  # 16/32-bit grey: rescale
+                a = np.asarray(img, dtype=np.float64)
+                lo, hi = float(a.min()), float(a.max())
+                a = (a - lo) * (255.0 / (hi - lo)) if hi > lo else np.zeros_like(a)
+                img = Image.fromarray(np.round(a).astype(np.uint8), mode="L")
             img = img.convert("L" if grey else "RGB")
             img = img.resize((resolution, resolution), Image.Resampling.BILINEAR)
             arr = np.asarray(img, dtype=np.uint8)
@@ -213,8 +248,8 @@ def load_dataset(
 ) -> dict[str, dict[str, DomainData]]:
     """Decode the indexed images: ``{domain: {"train": DomainData, "test": DomainData}}``.
 
-    Images become float32 (N, c, resolution, resolution), ``c`` 1 when every decoded image is
-    grey-scale, else 3; standardized per image when ``standardize``. Each split's ``sha256`` is
+    Images become float32 (N, c, resolution, resolution), ``c`` 1 when every image of the
+    dataset is grey-scale (16- and 32-bit grey rescaled to 0-255), else 3; standardized per image when ``standardize``. Each split's ``sha256`` is
     the content hash of its uint8 images and labels as decoded. ``limit[domain][split]``
     caps what is decoded (a seeded subset of the split, in file order): a DomainNet-sized
     folder is not decoded whole for a federation that uses a few thousand of its images.
@@ -232,11 +267,14 @@ def load_dataset(
     decoded: dict[tuple[str, str], tuple[list[np.ndarray], np.ndarray]] = {}
     done = 0
     parts = {}
-    for j, d in enumerate(domains):
+    for d in domains:
         for si, s in enumerate(("train", "test")):
             part = index.files[d][s]
             cap = (limit or {}).get(d, {}).get(s)
             if cap is not None and cap < len(part):
+                # seeded by the domain's place in the folder: the same images whatever
+                # other domains are loaded beside it
+                j = index.domains.index(d)
                 keep = np.random.default_rng([seed, j, si, 0x5CA1]).choice(
                     len(part), cap, replace=False
                 )
@@ -253,7 +291,15 @@ def load_dataset(
                 if done % 64 == 0:
                     report(progress, done, total, f"decoding {index.root.name}")
             decoded[d, s] = arrays, np.array([lab for _, lab in part], dtype=np.int64)
-    grey = all(a.ndim == 2 for arrays, _ in decoded.values() for a in arrays)
+    # one channel when every image of the dataset is grey (all domains, decoded or not: a
+    # domain gets the same channels whatever else is loaded)
+    grey = all(a.ndim == 2 for arrays, _ in decoded.values() for a in arrays) and all(
+        _is_grey(f)
+        for dd in index.domains
+        for s in ("train", "test")
+        for f, _ in index.files[dd][s]
+        if (dd, s) not in decoded
+    )
     out: dict[str, dict[str, DomainData]] = {}
     import torch
 

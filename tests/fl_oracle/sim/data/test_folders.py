@@ -126,3 +126,34 @@ def test_only_what_the_federation_uses_is_decoded(shapes):
     assert len(a["sketch"]["train"]) == 12  # no cap
     assert a["photo"]["train"].sha256 == b["photo"]["train"].sha256
     assert a["photo"]["train"].sha256 != c["photo"]["train"].sha256
+
+
+def test_split_folders_with_a_split_file_keep_their_classes(tmp_path):
+    root = tmp_path / "ds"
+    rows = ["path,split"]
+    for s in ("train", "test"):
+        for c in ("cat", "dog"):
+            (root / "A" / s / c).mkdir(parents=True)
+            for i in range(2):
+                f = root / "A" / s / c / f"{i}.png"
+                Image.new("RGB", (6, 6)).save(f)
+                rows.append(f"{f.relative_to(root)},{'test' if i == 0 else 'train'}")
+    (root / "split.csv").write_text("\n".join(rows) + "\n")
+    idx = scan_dataset(root, split_file=root / "split.csv")
+    assert idx.classes == ("cat", "dog")  # not ("test", "train")
+    assert idx.count("A", "train") == 4 and idx.count("A", "test") == 4
+
+
+def test_archive_metadata_is_not_an_image_and_16_bit_grey_keeps_its_range(tmp_path):
+    (tmp_path / "d" / "c").mkdir(parents=True)
+    (tmp_path / "d" / "__MACOSX").mkdir()
+    (tmp_path / "d" / "__MACOSX" / "x.png").write_bytes(b"junk")
+    (tmp_path / "d" / "c" / "._0.png").write_bytes(b"junk")
+    ramp = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 900).astype(np.uint16)
+    for i in range(3):
+        Image.fromarray(ramp).save(tmp_path / "d" / "c" / f"{i}.png")
+    idx = scan_dataset(tmp_path)
+    assert idx.count("d", "train") + idx.count("d", "test") == 3
+    x = load_dataset(idx, resolution=8, standardize=False)["d"]["train"].images
+    assert x.shape[1] == 1 and float(x.min()) == 0.0 and float(x.max()) == 1.0
+    assert len(np.unique(x.numpy())) > 32  # a ramp, not clipped to white
