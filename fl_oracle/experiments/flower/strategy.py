@@ -251,6 +251,7 @@ class FedselStrategy(FedProx):
         self._sent: list[Message] = []  # the messages of the exchange in flight
         self._stock: dict[str, set[str]] = {}  # client id -> statistics it does not report
         self._reads: dict[str, bool] = {}  # column -> whether the selector's choice reads it
+        self._guessed: dict[str, str] = {}  # client id -> the domain inferred for it
         if on_missing != "error" and not on_missing.startswith("fallback:"):
             raise ValueError(f"on_missing={on_missing!r} must be 'error' or 'fallback:<spec>'")
         self.on_missing = on_missing
@@ -304,9 +305,10 @@ class FedselStrategy(FedProx):
                 f"round {t}: only {len(table)} of {len(nodes)} connected nodes have statistics, "
                 f"fewer than K={self.k} ({detail})"
             )
-        table, selector, note = self._complete(table, t)
-        problem = SelectionProblem.from_stats(table, self.k)
-        ids, solve_seconds, fallback = _select(selector, table, problem)
+        # the selector sees the neutral fill-ins; the stored table keeps what was measured
+        solved, selector, note = self._complete(table, t)
+        problem = SelectionProblem.from_stats(solved, self.k)
+        ids, solve_seconds, fallback = _select(selector, solved, problem)
         if note:
             fallback = note + (f"; {fallback}" if fallback else "")
         bad = sorted(set(ids) - set(problem.ids))
@@ -422,7 +424,8 @@ class FedselStrategy(FedProx):
         if self.fraction_evaluate == 0.0:
             return []
         nodes = sorted(int(v) for v in grid.get_node_ids())
-        n = max(1, int(len(nodes) * self.fraction_evaluate)) if nodes else 0
+        n = max(1, int(self.min_evaluate_nodes), int(len(nodes) * self.fraction_evaluate))
+        n = min(n, len(nodes))
         # a random sample, as FedAvg draws it (seeded by the strategy's seed and the round)
         rng = np.random.default_rng([self.seed, int(server_round), 0xE7A1])
         # (indices: node ids may exceed int64, which numpy would turn into floats)
@@ -558,7 +561,7 @@ class FedselStrategy(FedProx):
             if "label-hist" in r.metrics:
                 self._hist[r.client_id] = np.asarray(r.metrics["label-hist"], dtype=np.float64)
         glob = sum(self._hist.values()) if self._hist else None
-        self._infer_domains(replies, server)
+        self._infer_domains(replies, server, w_t)
         for j, r in enumerate(replies):
             row: dict[str, Any] = {
                 "client_id": r.client_id,
@@ -606,9 +609,11 @@ class FedselStrategy(FedProx):
         table = table.drop(columns=[c for c in ("_missing",) if c in table.columns])
         return _order(table.reset_index(drop=True))
 
-    def _infer_domains(self, replies: list[_Reply], server: Mapping[str, np.ndarray]) -> None:
-        """A node that reports no domain is given the domain its update lifts most (relative to
-        the other updates of the exchange) on the server's per-domain validation data."""
+    def _infer_domains(
+        self, replies: list[_Reply], server: Mapping[str, np.ndarray], w_t: np.ndarray
+    ) -> None:
+        """A node that reports no domain is given the domain its update lifts most over w_t on
+        the server's per-domain validation data (guessed once: a node keeps its domain)."""
         blind = [j for j, r in enumerate(replies) if not r.domain]
         if not blind:
             return
@@ -619,10 +624,16 @@ class FedselStrategy(FedProx):
                 "per-domain validation (evaluate_candidates) to infer it: add "
                 "fedsel_stats_mod(domain=...) to the ClientApp's mods"
             )
-        U = np.column_stack([np.asarray(server[f"U_{d}"], dtype=float) for d in doms])
-        lift = U - U.mean(axis=0, keepdims=True)
+        todo = [j for j in blind if replies[j].client_id not in self._guessed]
+        if todo:
+            U = np.column_stack([np.asarray(server[f"U_{d}"], dtype=float) for d in doms])
+            # the lift over the model the update started from, w_t (a zero update)
+            base = self.evaluate_candidates(w_t, np.zeros((1, len(w_t)), dtype=np.float32))
+            lift = U - np.array([float(np.asarray(base[f"U_{d}"])[0]) for d in doms])[None, :]
+            for j in todo:  # a node keeps its first guess
+                self._guessed[replies[j].client_id] = doms[int(np.argmax(lift[j]))]
         for j in blind:
-            replies[j].domain = doms[int(np.argmax(lift[j]))]
+            replies[j].domain = self._guessed[replies[j].client_id]
 
     def _complete(self, table: pd.DataFrame, t: int):
         """(table, selector, note): statistics stock nodes lack filled in neutrally when the
@@ -669,12 +680,14 @@ class FedselStrategy(FedProx):
                 probe["F"] = np.exp(rng.normal(0.0, 2.0, len(probe)))
             else:
                 probe["B"] = rng.uniform(0.0, 0.69, len(probe))
+            if len(neutral) <= self.k:  # every node is chosen: nothing to tell, decide later
+                return False
             picks = []
             try:
                 for tab in (neutral, probe):
                     problem = SelectionProblem.from_stats(tab, self.k)
                     picks.append(sorted(_select(copy.deepcopy(self.selector), tab, problem)[0]))
-            except (TypeError, copy.Error):  # a selector that cannot be copied: assume it reads
+            except Exception:  # noqa: BLE001 - cannot be copied or probed: assume it reads
                 picks = [0, 1]
             self._reads[column] = picks[0] != picks[1]
         return self._reads[column]
