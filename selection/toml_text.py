@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 __all__ = ["toml_value", "toml_key"]
 
 
@@ -17,10 +19,12 @@ def toml_value(v: Any, *, strict: bool = False) -> str:
     """``v`` as a TOML value: booleans, integers, floats (``repr``: exact round trip), strings,
     lists/tuples and dicts (inline tables). Anything else is written as the string ``str(v)``,
     or refused with TypeError when ``strict``."""
-    if isinstance(v, bool):
+    if isinstance(v, bool | np.bool_):
         return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
+    if isinstance(v, int | np.integer):
+        return str(int(v))
+    if isinstance(v, float | np.floating):
+        return repr(float(v))  # numpy's repr (np.float64(0.5)) is not TOML
     if isinstance(v, str):
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(v, list | tuple):

@@ -67,7 +67,20 @@ def run_all_ray(
             done, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
             for ref in done:
                 task = pending.pop(ref)
-                result = ray.get(ref)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:  # the run's own error, one line
+                    cause = exc.cause if exc.cause is not None else exc
+                    text = str(cause).strip().splitlines()
+                    raise RuntimeError(
+                        f"run {task.spec} (seed {task.seed}) failed: {type(cause).__name__}: "
+                        f"{text[0] if text else ''}"
+                    ) from None
+                except ray.exceptions.WorkerCrashedError:
+                    raise RuntimeError(
+                        f"run {task.spec} (seed {task.seed}): its worker died {max_retries + 1} "
+                        "times; the finished runs are kept"
+                    ) from None
                 if tick is not None:
                     for _ in range(task.rounds):
                         tick()

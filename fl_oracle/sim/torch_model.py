@@ -149,7 +149,7 @@ def load_factory(spec: str) -> Callable[..., nn.Module]:
         mod = importlib.import_module(mod_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's to fix
         raise ConfigError(
-            f"model {spec!r}: cannot import {mod_name!r} ({type(exc).__name__}: {exc}); "
+            f"model {spec!r}: cannot import {mod_name!r} ({type(exc).__name__}: {_first_line(exc)}); "
             "is it on PYTHONPATH?"
         ) from None
     obj = mod
@@ -265,14 +265,14 @@ def module_arch(spec: str, *, n_classes: int, image_shape: tuple[int, int, int])
         factory = load_factory(spec)
 
     def make(seed: int) -> nn.Module:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with torch.random.fork_rng(devices=[]):  # the CPU generator only, restored after
+            torch.default_generator.manual_seed(seed)
             try:
                 module = factory(num_classes=n_classes, in_channels=c)
             except Exception as exc:  # noqa: BLE001 - the user's factory failed
                 raise ConfigError(
                     f"model {spec!r}: factory(num_classes={n_classes}, in_channels={c}) "
-                    f"failed ({type(exc).__name__}: {exc})"
+                    f"failed ({type(exc).__name__}: {_first_line(exc)})"
                 ) from None
             module = _checked(spec, module)
             if any(isinstance(p, UninitializedParameter) for p in module.parameters()):

@@ -35,3 +35,10 @@ def test_keys_and_strictness():
     assert toml_value(None) == '"None"'
     with pytest.raises(TypeError, match="cannot write"):
         toml_value(object(), strict=True)
+
+
+def test_numpy_scalars_are_written_as_toml():
+    import numpy as np
+
+    text = f"a = {toml_value(np.float64(0.5))}\nb = {toml_value(np.int64(3))}\nc = {toml_value(np.bool_(True))}"
+    assert tomllib.loads(text) == {"a": 0.5, "b": 3, "c": True}

@@ -12,8 +12,10 @@ After the user's train function has run, the mod adds to the reply's ``MetricRec
 - ``partition-id`` (from the node config, when it has one: the fedsel client id);
 - ``F``: the Fisher trace at the model the server sent, the mean squared norm of the
   per-sample gradient of log p(y|x) (``torch.func.vmap(grad)``) over up to ``max_samples``
-  training samples (the first ones the data function yields; deterministic);
-- ``loss``: the mean cross-entropy at that model on the same samples;
+  training samples (the first ones the data function yields: deterministic when it yields
+  them in a fixed order, a shuffled loader gives another sample each round);
+- ``loss``: the mean cross-entropy at that model on the same samples (it replaces a ``loss``
+  the client reports, which would be its loss after training);
 - ``label-hist``: class counts of the client's training labels;
 
 and a ``ConfigRecord`` ``"fedsel"`` with the client's ``domain`` (the ``domain`` argument, or
@@ -137,8 +139,7 @@ def fedsel_stats_mod(
         if pid is not None:
             metrics["partition-id"] = int(pid)
         metrics["F"] = stats["F"]
-        if "loss" not in metrics:
-            metrics["loss"] = stats["loss"]
+        metrics["loss"] = stats["loss"]  # fedsel's loss is at the server's model, w_t
         metrics["label-hist"] = stats["label-hist"]
         d = domain(ctx) if callable(domain) else domain
         d = d if d is not None else ctx.node_config.get("domain")
