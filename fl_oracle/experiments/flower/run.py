@@ -85,11 +85,11 @@ def _run_flwr(
     from selection.toml_text import toml_value
 
     root = Path(__file__).resolve().parents[3]
-    if not (root / "pyproject.toml").is_file():
-        raise RuntimeError(f"the Flower app's project folder is not at {root} (no pyproject.toml)")
     flwr = shutil.which("flwr", path=str(Path(sys.executable).parent)) or shutil.which("flwr")
-    if flwr is None:
-        raise RuntimeError("the flwr command is not installed: pip install 'fedsel[flower]'")
+    if not (root / "pyproject.toml").is_file() or flwr is None:
+        # installed from a wheel (no project folder to build the Flower app from), or no flwr
+        # command: Flower's in-process simulation entry point, deprecated but working
+        return _run_simulation(run, num_supernodes, num_cpus=num_cpus, client_cpus=client_cpus)
     cpus = int(num_cpus or os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="fedsel-flwr-") as tmp_name:
         tmp = Path(tmp_name)
@@ -145,3 +145,37 @@ def _run_flwr(
 def _number(v: float) -> int | float:
     """An integral float as an int (flwr's federation config takes whole CPU counts as ints)."""
     return int(v) if float(v).is_integer() else float(v)
+
+
+def _run_simulation(
+    run: FlowerRun, num_supernodes: int, *, num_cpus: int | None, client_cpus: float
+) -> FlowerResult:
+    """The same apps through :func:`flwr.simulation.run_simulation` (deprecated in flwr 1.42;
+    used only where ``flwr run`` cannot build the app: see :func:`_run_flwr`)."""
+    import warnings
+
+    from flwr.simulation import run_simulation
+
+    from fl_oracle.experiments.flower.server_app import make_server_app
+
+    for key, value in _RAY_QUIET.items():
+        os.environ.setdefault(key, value)
+    cpus = int(num_cpus or os.cpu_count() or 1)
+    backend_config = {
+        "client_resources": {"num_cpus": float(client_cpus), "num_gpus": 0.0},
+        "init_args": {"num_cpus": cpus, "num_gpus": 0, "include_dashboard": False,
+                      "logging_level": "ERROR", "log_to_driver": False},
+    }  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        run_simulation(
+            server_app=make_server_app(run),
+            client_app=make_client_app(run.settings),
+            num_supernodes=num_supernodes,
+            backend_config=backend_config,
+        )
+    if len(run.result.history) < run.rounds:
+        raise RuntimeError(
+            f"the Flower simulation ended after {len(run.result.history)} of {run.rounds} rounds"
+        )
+    return run.result

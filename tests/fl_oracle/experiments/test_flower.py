@@ -476,3 +476,19 @@ def test_run_config_keys_are_read_in_one_place():
     assert set(defaults) == set(RUN_CONFIG_FIELDS) | set(RUN_CONFIG_STRATEGY)
     got = settings_from_run_config(defaults, 20).config
     assert got == OracleConfig(clients_per_domain=5, device="cpu")
+
+
+def test_without_a_project_folder_the_ray_engine_falls_back_to_run_simulation(
+    data_file, monkeypatch
+):
+    # installed from a wheel, flwr run has no app folder to build: the in-process simulation
+    # entry point runs the same apps, with the same selections as the local engine
+    monkeypatch.setattr("shutil.which", lambda *a, **k: None)  # no flwr command to run
+    _, path = data_file
+    ray_run = FlowerRun(DigitsSettings.of(_config(), path), "maxmin:2", 5, 2)
+    run_flower(ray_run, 20, engine="ray", num_cpus=2, client_cpus=1.0)
+    local = FlowerRun(DigitsSettings.of(_config(), path), "maxmin:2", 5, 2)
+    run_flower(local, 20, engine="local")
+    a, _ = ray_run.result.frames()
+    b, _ = local.result.frames()
+    assert a["selected"].tolist() == b["selected"].tolist()
