@@ -211,6 +211,20 @@ def _round_logits(oracle: Any, table: pd.DataFrame, last: Any, fresh_ids: Sequen
     return last.replace_rows(get(list(fresh_ids)))
 
 
+def check_selection(
+    ids: list[str], known, k: int, name: str, where: str, error: type[Exception] = SelectionError
+) -> None:
+    """The one check of a selector's answer, in every round cycle (in-process and Flower):
+    K distinct known client ids (or all of them, for full participation)."""
+    known = list(known)
+    unknown = sorted(set(ids) - set(known))
+    if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, len(known)):
+        raise error(
+            f"selector {name} returned {len(ids)} ids, {len(set(ids))} distinct (unknown: "
+            f"{', '.join(unknown) or 'none'}) for k={k} in {where}"
+        )
+
+
 def _select(
     selector: Selector, table: pd.DataFrame, problem: SelectionProblem
 ) -> tuple[list[str], float, str]:
@@ -308,12 +322,7 @@ def run_training(
         # validates the table once; judged by the selector's surrogate
         problem = SelectionProblem.from_stats(table, k, surrogate=surrogate, logits=logits)
         ids, solve_seconds, fallback = _select(selector, table, problem)
-        unknown = sorted(set(ids) - set(problem.ids))
-        if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, problem.n):
-            raise SelectionError(
-                f"selector {name} returned {len(ids)} ids, {len(set(ids))} distinct (unknown: "
-                f"{', '.join(unknown) or 'none'}) for k={k} in round {t}"
-            )
+        check_selection(ids, problem.ids, k, name, f"round {t}")
         weights = qffl_weights(table, ids, float(q)) if q is not None else None
         pos = {c: i for i, c in enumerate(problem.ids)}
         pred = evaluate_objectives(problem, [pos[c] for c in ids])
@@ -373,13 +382,7 @@ def _train_only_round(
     s0 = time.perf_counter()
     ids = [str(c) for c in selector(table, k)]
     solve_seconds = time.perf_counter() - s0
-    known = set(table["client_id"])
-    unknown = sorted(set(ids) - known)
-    if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, len(known)):
-        raise SelectionError(
-            f"selector {name} returned {len(ids)} ids, {len(set(ids))} distinct (unknown: "
-            f"{', '.join(unknown) or 'none'}) for k={k} in training-only round {t}"
-        )
+    check_selection(ids, list(table["client_id"]), k, name, f"training-only round {t}")
     extra = dict(before_step()) if before_step is not None else {}
     metrics = oracle.step(ids)
     nan = float("nan")

@@ -74,7 +74,13 @@ from flwr.app import (
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedProx
 
-from fl_oracle.experiments.loop import GLOBAL_KEYS, _select, domain_metrics, qffl_weights
+from fl_oracle.experiments.loop import (
+    GLOBAL_KEYS,
+    _select,
+    check_selection,
+    domain_metrics,
+    qffl_weights,
+)
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
 from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
@@ -311,12 +317,7 @@ class FedselStrategy(FedProx):
         ids, solve_seconds, fallback = _select(selector, solved, problem)
         if note:
             fallback = note + (f"; {fallback}" if fallback else "")
-        bad = sorted(set(ids) - set(problem.ids))
-        if bad or len(set(ids)) != len(ids) or len(ids) not in (self.k, problem.n):
-            raise FlowerRunError(
-                f"selector {self.name} returned {len(ids)} ids ({len(set(ids))} distinct, "
-                f"unknown: {', '.join(bad) or 'none'}) for K={self.k} in round {t}"
-            )
+        check_selection(ids, problem.ids, self.k, self.name, f"round {t}", FlowerRunError)
         pos = {c: i for i, c in enumerate(problem.ids)}
         pred = evaluate_objectives(problem, [pos[c] for c in ids])
         q = getattr(self.selector, "aggregation_q", None)
