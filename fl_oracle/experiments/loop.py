@@ -211,6 +211,44 @@ def _round_logits(oracle: Any, table: pd.DataFrame, last: Any, fresh_ids: Sequen
     return last.replace_rows(get(list(fresh_ids)))
 
 
+def history_row(
+    *,
+    t: int,
+    name: str,
+    seed: int,
+    stats_mode: str,
+    k: int,
+    ids: list[str],
+    accuracies: Mapping[str, float],
+    pred: Mapping[str, float] | None,
+    surrogate: str,
+    solve_seconds: float,
+    fallback: str,
+    clocks: tuple[float, float],
+) -> dict:
+    """The columns every round cycle writes first (in-process, training-only, Flower), in the
+    contract's order; each cycle appends its own (global statistics, engine, failures)."""
+    nan = float("nan")
+    pred = pred or {}
+    return {
+        "round": t,
+        "selector": name,
+        "seed": int(seed),
+        "stats_mode": stats_mode,
+        "k": int(k),
+        "selected": ";".join(ids),
+        **accuracies,
+        "pred_utility": pred.get("utility", nan),
+        "pred_gap": pred.get("gap", nan),
+        "pred_worst": pred.get("worst", nan),
+        "surrogate": surrogate,
+        "solve_seconds": float(solve_seconds),
+        "fallback": fallback,
+        "round_seconds": time.perf_counter() - clocks[0],
+        "round_cpu_seconds": time.process_time() - clocks[1],
+    }
+
+
 def check_selection(
     ids: list[str], known, k: int, name: str, where: str, error: type[Exception] = SelectionError
 ) -> None:
@@ -329,21 +367,20 @@ def run_training(
         extra = dict(before_step()) if before_step is not None else {}
         metrics = oracle.step(ids, weights=weights)
         row = {
-            "round": t,
-            "selector": name,
-            "seed": int(seed),
-            "stats_mode": stats_mode,
-            "k": int(k),
-            "selected": ";".join(ids),
-            **domain_metrics(metrics, domains),
-            "pred_utility": pred["utility"],
-            "pred_gap": pred["gap"],
-            "pred_worst": pred["worst"],
-            "surrogate": surrogate,
-            "solve_seconds": float(solve_seconds),
-            "fallback": fallback,
-            "round_seconds": time.perf_counter() - t0,
-            "round_cpu_seconds": time.process_time() - c0,
+            **history_row(
+                t=t,
+                name=name,
+                seed=seed,
+                stats_mode=stats_mode,
+                k=k,
+                ids=ids,
+                accuracies=domain_metrics(metrics, domains),
+                pred=pred,
+                surrogate=surrogate,
+                solve_seconds=solve_seconds,
+                fallback=fallback,
+                clocks=(t0, c0),
+            ),  # fmt: skip
             **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
             **extra,
             **{key: metrics[key] for key in keep_metrics},
@@ -385,23 +422,21 @@ def _train_only_round(
     check_selection(ids, list(table["client_id"]), k, name, f"training-only round {t}")
     extra = dict(before_step()) if before_step is not None else {}
     metrics = oracle.step(ids)
-    nan = float("nan")
     row = {
-        "round": t,
-        "selector": name,
-        "seed": int(seed),
-        "stats_mode": "fresh",
-        "k": int(k),
-        "selected": ";".join(ids),
-        **domain_metrics(metrics, domains),
-        "pred_utility": nan,
-        "pred_gap": nan,
-        "pred_worst": nan,
-        "surrogate": getattr(selector, "surrogate", "mean"),
-        "solve_seconds": float(solve_seconds),
-        "fallback": "",
-        "round_seconds": time.perf_counter() - t0,
-        "round_cpu_seconds": time.process_time() - c0,
+        **history_row(
+            t=t,
+            name=name,
+            seed=seed,
+            stats_mode="fresh",
+            k=k,
+            ids=ids,
+            accuracies=domain_metrics(metrics, domains),
+            pred=None,
+            surrogate=getattr(selector, "surrogate", "mean"),
+            solve_seconds=solve_seconds,
+            fallback="",
+            clocks=(t0, c0),
+        ),  # fmt: skip
         **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
         **extra,
         **{key: metrics[key] for key in keep_metrics},

@@ -79,6 +79,7 @@ from fl_oracle.experiments.loop import (
     _select,
     check_selection,
     domain_metrics,
+    history_row,
     qffl_weights,
 )
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
@@ -355,25 +356,25 @@ class FedselStrategy(FedProx):
             w = torch.as_tensor(p.w_t, dtype=torch.float32)
             new_w = (w + (alpha.unsqueeze(1) * D).sum(0)).numpy()
             new_arrays = unflatten_like(new_w, self._like)
-        row = {
-            "round": p.t,
-            "selector": self.name,
-            "seed": self.seed,
-            "stats_mode": self.stats_mode,
-            "k": self.k,
-            "selected": ";".join(p.ids),
-        }
+        accuracies: dict[str, float] = {}
         if self.evaluate_global is not None:
             metrics = dict(self.evaluate_global(new_w))
-            row.update(domain_metrics(metrics, self._domain_list(metrics)))
-        row.update(
-            pred_utility=p.pred["utility"],
-            pred_gap=p.pred["gap"],
-            pred_worst=p.pred["worst"],
-            solve_seconds=float(p.solve_seconds),
+            accuracies = domain_metrics(metrics, self._domain_list(metrics))
+        row = history_row(
+            t=p.t,
+            name=self.name,
+            seed=self.seed,
+            stats_mode=self.stats_mode,
+            k=self.k,
+            ids=p.ids,
+            accuracies=accuracies,
+            pred=p.pred,
+            surrogate=str(getattr(self.selector, "surrogate", "mean")),
+            solve_seconds=p.solve_seconds,
             fallback=p.fallback,
-            round_seconds=time.perf_counter() - p.clocks[0],
-            round_cpu_seconds=time.process_time() - p.clocks[1],
+            clocks=p.clocks,
+        )
+        row.update(
             mu=float(self.proximal_mu),
             engine="flower",
             n_aggregated=len(ok),
