@@ -164,25 +164,33 @@ def run_all(
         return
     ctx = mp.get_context("spawn")
     ticks = ctx.Queue()
-    with ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=_init_worker, initargs=(ticks,)
-    ) as pool:
+    # not a ``with`` block: its exit waits for the pool's threads (shutdown(wait=True)), which
+    # can hang once the workers were terminated mid-start-up; a stop must not wait
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(ticks,))
+    try:
         pending = {pool.submit(_worker, make_oracle, make_selector, t): t for t in tasks}
-        try:
-            while pending:
-                done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
-                _drain(ticks, tick)
-                for fut in done:
-                    yield pending.pop(fut), fut.result()
-        except BaseException:  # a failed run, Ctrl-C or SIGTERM: stop now, not after the runs
-            _stop(pool)  # in flight (finished runs were yielded, so the caller has kept them)
-            raise
+        while pending:
+            done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            _drain(ticks, tick)
+            for fut in done:
+                yield pending.pop(fut), fut.result()
+    except BaseException:  # a failed run, Ctrl-C or SIGTERM: stop now, not after the runs
+        _stop(pool)  # in flight (finished runs were yielded, so the caller has kept them)
+        raise
+    pool.shutdown(wait=True)
     _drain(ticks, tick)
+
+
+#: set once a pool was stopped with its workers terminated: the process should then end without
+#: the interpreter's exit-time joins of the pool's threads (see fl_oracle.cli._interrupted)
+STOPPED = False
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel the queued runs and terminate the workers (their unfinished runs are lost, which
     is what stopping means; nothing they wrote is partial: runs are written by the parent)."""
+    global STOPPED
+    STOPPED = True
     procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:

@@ -478,6 +478,7 @@ def test_run_config_keys_are_read_in_one_place():
     assert got == OracleConfig(clients_per_domain=5, device="cpu")
 
 
+@pytest.mark.slow  # a second Ray start beside the default suite's: make test-all runs it
 def test_without_a_project_folder_the_ray_engine_falls_back_to_run_simulation(
     data_file, monkeypatch
 ):
