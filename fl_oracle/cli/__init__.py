@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -77,15 +76,6 @@ def interrupt_hint(text: str) -> None:
 
 
 def _interrupted() -> None:
-    workers = sys.modules.get("fl_oracle.experiments.demo_workers")
-    if workers is not None and getattr(workers, "STOPPED", False):
-        # worker processes were terminated: the interpreter's exit would join the pool's
-        # threads, which can wait on the dead workers; everything is written and the lock is
-        # freed by now, so end at once
-        print("fedsel: error: interrupted" + (f"; {_interrupt_hint[0]}" if _interrupt_hint else ""),
-              file=sys.stderr, flush=True)  # fmt: skip
-        sys.stdout.flush()
-        os._exit(130)
     _fail("interrupted" + (f"; {_interrupt_hint[0]}" if _interrupt_hint else ""), 130)
 
 

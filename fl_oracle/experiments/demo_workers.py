@@ -181,16 +181,9 @@ def run_all(
     _drain(ticks, tick)
 
 
-#: set once a pool was stopped with its workers terminated: the process should then end without
-#: the interpreter's exit-time joins of the pool's threads (see fl_oracle.cli._interrupted)
-STOPPED = False
-
-
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel the queued runs and terminate the workers (their unfinished runs are lost, which
     is what stopping means; nothing they wrote is partial: runs are written by the parent)."""
-    global STOPPED
-    STOPPED = True
     procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:

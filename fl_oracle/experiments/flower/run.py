@@ -123,7 +123,10 @@ def _run_flwr(
         }
         cmd = [flwr, "run", str(root), "--federation-config", fed, "--run-config",
                " ".join(f"{k}={toml_value(v)}" for k, v in rc.items()), "--stream"]  # fmt: skip
-        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        finally:  # flwr run leaves its local SuperLink running in the background: stop it
+            _stop_local_superlink(tmp / "home")
         history = out / "history.csv"
         if history.is_file():
             h = pd.read_csv(history)
@@ -179,3 +182,43 @@ def _run_simulation(
             f"the Flower simulation ended after {len(run.result.history)} of {run.rounds} rounds"
         )
     return run.result
+
+
+def _stop_local_superlink(home) -> None:
+    """Terminate the local SuperLink ``flwr run`` started under ``FLWR_HOME=home`` (it stays up
+    after the run by design) and the processes it started (read from ``/proc``; elsewhere a
+    no-op)."""
+    import signal
+    import time
+    from pathlib import Path
+
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        return
+    parent: dict[int, int] = {}
+    mine: set[int] = set()
+    for d in proc_dir.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        parent[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        if str(home) in cmd:
+            mine.add(int(d.name))
+    grown = True
+    while grown:  # and their descendants
+        kids = {pid for pid, pp in parent.items() if pp in mine} - mine
+        grown = bool(kids)
+        mine |= kids
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in mine:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in mine):
+            time.sleep(0.1)
