@@ -185,6 +185,9 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel the queued runs and terminate the workers (their unfinished runs are lost, which
     is what stopping means; nothing they wrote is partial: runs are written by the parent)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+    # and a worker whose start the signal interrupted (not in the pool's table yet: left
+    # alive, the interpreter's exit would wait for its run to end)
+    procs += [p for p in mp.active_children() if p not in procs]
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
         if proc.is_alive():
