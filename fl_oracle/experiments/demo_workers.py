@@ -188,6 +188,11 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     # and a worker whose start the signal interrupted (not in the pool's table yet: left
     # alive, the interpreter's exit would wait for its run to end)
     procs += [p for p in mp.active_children() if p not in procs]
+    # the queue of calls may still be feeding pickled tasks into a pipe no worker will read
+    # again: its feeder thread must not be joined at exit (it would wait forever)
+    call_queue = getattr(pool, "_call_queue", None)
+    if call_queue is not None:
+        call_queue.cancel_join_thread()
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
         if proc.is_alive():
