@@ -17,7 +17,11 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP
+from fl_oracle.cli.options import (
+    dataset_option,
+    model_option,
+    resolution_option,
+)
 from selection.selectors import selector_help
 
 __all__ = ["register", "make_settings", "flower"]
@@ -125,15 +129,9 @@ def flower(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
-    dataset: Path | None = typer.Option(None, "--dataset", help=DATASET_HELP),
-    resolution: int | None = typer.Option(
-        None,
-        "--resolution",
-        min=4,
-        help="Side --dataset images are resized to.",
-        show_default="32",
-    ),
-    model: str | None = typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn"),
+    dataset: Path | None = dataset_option(),
+    resolution: int | None = resolution_option(),
+    model: str | None = model_option(),
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
     from selection.selectors import make_selector

@@ -1,6 +1,15 @@
 """Help texts of the options several commands share (one wording, one place)."""
 
-__all__ = ["MODEL_HELP", "DATASET_HELP", "SPLIT_HELP", "SIZES_HELP", "parse_sizes"]
+__all__ = [
+    "MODEL_HELP",
+    "DATASET_HELP",
+    "SPLIT_HELP",
+    "SIZES_HELP",
+    "parse_sizes",
+    "dataset_option",
+    "resolution_option",
+    "model_option",
+]
 
 MODEL_HELP = (
     "cnn | cnn-small | cnn-large | fedbn-cnn | resnet10 | resnet18 | module:factory "
@@ -36,3 +45,26 @@ def parse_sizes(text: str | None) -> int | dict[str, int] | None:
             raise bad
         out[name.strip()] = int(value)
     return out
+
+
+def dataset_option():
+    """``--dataset DIR`` (unset by default), as every command that builds a federation has it."""
+    import typer
+
+    return typer.Option(None, "--dataset", help=DATASET_HELP)
+
+
+def resolution_option():
+    """``--resolution`` (unset: the configuration's 32)."""
+    import typer
+
+    return typer.Option(
+        None, "--resolution", min=4, help="Side --dataset images are resized to.", show_default="32"
+    )
+
+
+def model_option():
+    """``--model`` (unset: the configuration's ``cnn``)."""
+    import typer
+
+    return typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn")

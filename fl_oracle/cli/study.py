@@ -15,7 +15,11 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP
+from fl_oracle.cli.options import (
+    dataset_option,
+    model_option,
+    resolution_option,
+)
 
 __all__ = ["register", "study_factory"]
 
@@ -64,15 +68,9 @@ def study(
     data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real datasets."),
     data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
-    dataset: Path | None = typer.Option(None, "--dataset", help=DATASET_HELP),
-    resolution: int | None = typer.Option(
-        None,
-        "--resolution",
-        min=4,
-        help="Side --dataset images are resized to.",
-        show_default="32",
-    ),
-    model: str | None = typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn"),
+    dataset: Path | None = dataset_option(),
+    resolution: int | None = resolution_option(),
+    model: str | None = model_option(),
     executor: str = typer.Option(
         "local",
         "--executor",

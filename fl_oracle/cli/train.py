@@ -14,7 +14,14 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP, SIZES_HELP, SPLIT_HELP, parse_sizes
+from fl_oracle.cli.options import (
+    SIZES_HELP,
+    SPLIT_HELP,
+    dataset_option,
+    model_option,
+    parse_sizes,
+    resolution_option,
+)
 from fl_oracle.experiments.demo import DEMO_ORACLE, DemoSettings
 from selection.selectors import selector_help
 
@@ -117,21 +124,15 @@ def train(
     local_epochs: float | None = typer.Option(
         None, "--local-epochs", min=0.0, help="Local epoch budget per round.", show_default="1"
     ),
-    model: str | None = typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn"),
-    dataset: Path | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    model: str | None = model_option(),
+    dataset: Path | None = dataset_option(),
     clients_per_domain: int | None = typer.Option(
         None, "--clients-per-domain", min=1, help="Clients of each domain.", show_default="5"
     ),
     samples_per_client: str | None = typer.Option(
         None, "--samples-per-client", help=SIZES_HELP, show_default="1% of each Digits-4 set"
     ),
-    resolution: int | None = typer.Option(
-        None,
-        "--resolution",
-        min=4,
-        help="Side --dataset images are resized to.",
-        show_default="32",
-    ),
+    resolution: int | None = resolution_option(),
     split_file: Path | None = typer.Option(None, "--split-file", help=SPLIT_HELP),
     batch_size: int | None = typer.Option(
         None, "--batch-size", min=1, help="Local minibatch size.", show_default="32"
