@@ -8,6 +8,11 @@ to U (the seed reports rho(F, U) = -0.55) and B nearly independent of F.
 :func:`near_tied_stats` is a second, harder family for the exact routes: every client lifts its
 own domain by ~30 points and hurts the next by ~10 around a common 50 %, with a few points of
 noise and 2-decimal values, so many selections have nearly equal per-domain rows.
+
+:func:`cross_penalty_stats` is a third family, built to be unlike both: unequal domain shares,
+heavy-tailed (log-normal) client sizes, an own-domain lift that grows with the client's size,
+strong penalties on unrelated domains and mild gains on the related one (the Digits-4 pairs
+MNIST-USPS and SVHN-SYN), 2-decimal values. :data:`FAMILIES` names the three.
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ import pandas as pd
 
 from selection.schema import DEFAULT_DOMAINS, DEFAULT_SAMPLES_PER_CLIENT, LN2
 
-__all__ = ["synthetic_stats", "near_tied_stats", "SAMPLES_PER_CLIENT"]
+__all__ = [
+    "synthetic_stats",
+    "near_tied_stats",
+    "cross_penalty_stats",
+    "FAMILIES",
+    "SAMPLES_PER_CLIENT",
+]
 
 # Digits-4 client sizes (1% of each domain's training set).
 SAMPLES_PER_CLIENT = DEFAULT_SAMPLES_PER_CLIENT  # the Digits-4 sizes (selection.schema)
@@ -122,3 +133,58 @@ def near_tied_stats(n: int, *, seed: int = 0) -> pd.DataFrame:
         table[f"U_{d}"] = Ud[:, j]
     table["U"] = Ud.mean(axis=1).round(2)
     return table
+
+
+# shares of the clients per domain (mnist, usps, svhn, syn) and the related-domain pairs
+_SHARES = np.array([0.35, 0.15, 0.35, 0.15])
+_RELATED = np.array([1, 0, 3, 2])
+_BASE_CP = np.array([52.0, 48.0, 44.0, 46.0])
+# U pooled over a validation set drawn like Digits-4's training data (600/72/732/100 per client)
+_POOL_WEIGHTS = np.array([600.0, 72.0, 732.0, 100.0]) / 1504.0
+
+
+def cross_penalty_stats(n: int, *, seed: int = 0) -> pd.DataFrame:
+    """A round with heavy-tailed client sizes and strong cross-domain penalties (4 domains).
+
+    Client i's domain is drawn with shares 35/15/35/15 %; its size is log-normal (median 150,
+    σ = 1.2, at least 5). Every domain starts at its Digits-4-like base accuracy (55, 45, 20,
+    30 %); a client lifts its own domain by 4 + 3·log(size/150)⁺ + 6·q points (q ~ Beta(2, 2)),
+    moves the related domain by +0.3 of that and the two unrelated ones by −(3 + 6·q') points
+    each (q' ~ U(0, 1)), plus N(0, 1.5²) noise; values clipped to [0, 100] and rounded to 2
+    decimals, U their mean (2 decimals). F, B and cos_g are those of :func:`synthetic_stats`.
+    """
+    if n <= 0:
+        raise ValueError(f"n={n} must be positive")
+    table = synthetic_stats(n, seed=seed).copy()
+    rng = np.random.default_rng(2000 + seed)
+    D = len(DEFAULT_DOMAINS)
+    own = rng.choice(D, size=n, p=_SHARES)
+    sizes = np.maximum(5, np.round(150.0 * np.exp(rng.normal(0.0, 1.2, n)))).astype(np.int64)
+    lift = 4.0 + 3.0 * np.maximum(np.log(sizes / 150.0), 0.0) + 6.0 * rng.beta(2.0, 2.0, n)
+    Ud = np.tile(np.resize(_BASE_CP, D), (n, 1))
+    rows = np.arange(n)
+    penalty = 3.0 + 6.0 * rng.uniform(0.0, 1.0, (n, D))
+    Ud -= penalty
+    Ud[rows, own] += penalty[rows, own] + lift
+    Ud[rows, _RELATED[own]] += penalty[rows, _RELATED[own]] + 0.3 * lift
+    Ud = np.clip(Ud + rng.normal(0.0, 1.5, (n, D)), 0.0, 100.0).round(2)
+    counts = np.zeros(D, dtype=np.int64)
+    ids = []
+    for j in own:
+        ids.append(f"{DEFAULT_DOMAINS[j]}-{counts[j]}")
+        counts[j] += 1
+    table["domain"] = [DEFAULT_DOMAINS[j] for j in own]
+    table["client_id"] = ids
+    table["n_samples"] = sizes
+    for j, d in enumerate(DEFAULT_DOMAINS):
+        table[f"U_{d}"] = Ud[:, j]
+    table["U"] = (Ud @ _POOL_WEIGHTS).round(2)
+    return table
+
+
+#: the instance families of the benchmarks and the conformance tests, by name
+FAMILIES = {
+    "synthetic": lambda n, seed=0: synthetic_stats(n, seed=seed),
+    "near-tied": lambda n, seed=0: near_tied_stats(n, seed=seed),
+    "cross-penalty": lambda n, seed=0: cross_penalty_stats(n, seed=seed),
+}

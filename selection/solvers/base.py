@@ -97,6 +97,11 @@ class SolveResult:
         seconds: wall time of ``_solve``.
         backend: the backend that solved it (``highs``, ``cbc``, ``cpsat``, ``enum``, ...).
         message: free text from the backend.
+        bound: a proven upper bound on the formulation's first objective (its
+            ``bound_objective``: U for ``eps``, worst for ``maxmin``, Σ F_z for
+            ``fisher-fair``) over every selection the point admits; equal to the objective
+            on a proven optimum, above it on a point stopped by its time limit (the exact
+            optimum lies between the two), NaN where the route proves nothing (heuristics).
     """
 
     method: str
@@ -108,6 +113,7 @@ class SolveResult:
     param: str = ""
     backend: str = ""
     message: str = ""
+    bound: float = math.nan
 
     @property
     def ok(self) -> bool:
@@ -124,6 +130,7 @@ FRONT_COLUMNS = (
     "status",
     "seconds",
     "backend",
+    "bound",
 )
 _EXTRA = ("mean_minus_worst", "var_d", "sum_B", "sum_Fz", "sum_cos")
 
@@ -147,6 +154,7 @@ def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) 
             "selected": ";".join(r.ids),
             "seconds": float(r.seconds),
             "backend": r.backend,
+            "bound": float(r.bound),
             "n_selected": len(r.selected),
             "message": r.message,
         }
@@ -166,6 +174,7 @@ class _Raw:
     backend: str = ""
     message: str = ""
     param: str = ""
+    bound: float = math.nan  # proven bound on ``bound_objective`` (its units), NaN: none
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,6 +231,8 @@ class Solver(ABC):
     #: the plane the formulation optimizes (y, x): where its front is drawn by default, and
     #: why its points lie off a reference front drawn in another plane
     plane: ClassVar[tuple[str, str]] = ("utility", "gap")
+    #: the objective a point's ``bound`` bounds from above (None: the solver proves nothing)
+    bound_objective: ClassVar[str | None] = None
 
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
@@ -289,16 +300,23 @@ class Solver(ABC):
                 backend=raw.backend,
                 message=f"solver returned {len(sel)} clients, expected k={problem.k}",
             )
+        objectives = evaluate(problem, sel) if sel else {}
+        bound = float(raw.bound)
+        if self.bound_objective and status == Status.OPTIMAL and sel:
+            # a proven optimum bounds itself (enumeration, the fractional MILPs)
+            value = objectives[self.bound_objective]
+            bound = value if math.isnan(bound) else max(bound, value)
         return SolveResult(
             method=self.name,
             status=status,
             selected=sel,
             ids=tuple(problem.ids_of(sel)),
-            objectives=evaluate(problem, sel) if sel else {},
+            objectives=objectives,
             seconds=seconds,
             param=raw.param,
             backend=raw.backend,
             message=raw.message,
+            bound=bound,
         )
 
     @abstractmethod

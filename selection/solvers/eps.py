@@ -45,7 +45,7 @@ class EpsSolver(ExactSolver):
         eps: largest admissible gap, percentage points, >= 0; None or inf: unconstrained.
         f_min: require Σ_{i∈S} F_z,i >= f_min (sum of Fisher z-scores), optional.
         b_max: require Σ_{i∈S} B_i <= b_max (nats), optional.
-        backend, time_limit, seed, threads, scale, enum_limit, mip_gap: see
+        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts: see
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
@@ -54,6 +54,7 @@ class EpsSolver(ExactSolver):
     param = "eps"
     spec_form = "eps:E"
     order = 20
+    bound_objective = "utility"
 
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
@@ -92,6 +93,7 @@ class EpsSolver(ExactSolver):
         scale: int = DEFAULT_SCALE,
         enum_limit: int = DEFAULT_ENUM_LIMIT,
         mip_gap: float = 0.0,
+        counts: str = "auto",
     ) -> None:
         super().__init__(
             backend=backend,
@@ -101,6 +103,7 @@ class EpsSolver(ExactSolver):
             scale=scale,
             enum_limit=enum_limit,
             mip_gap=mip_gap,
+            counts=counts,
         )
         self._set_param(eps)
         self.f_min = check_finite("f_min", f_min)
@@ -126,6 +129,7 @@ class EpsSolver(ExactSolver):
             self.b_max,
             pairwise=pairwise,
             second_stage=not self.first_stage_only,
+            groups=self.groups(problem),
         )
 
     def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:

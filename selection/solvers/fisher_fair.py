@@ -52,7 +52,7 @@ class FisherFairSolver(ExactSolver):
     Args:
         delta: allowed loss of worst-domain utility below worst*, percentage points, >= 0
             (inf: no floor, the top-K by F_z).
-        backend, time_limit, seed, threads, scale, enum_limit, mip_gap: see
+        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts: see
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
@@ -63,6 +63,8 @@ class FisherFairSolver(ExactSolver):
     default_grid = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
     spec_form = "fisher-fair:D"
     order = 35
+    bound_objective = "sum_Fz"
+    bound_per_client = False
 
     def __init__(
         self,
@@ -75,6 +77,7 @@ class FisherFairSolver(ExactSolver):
         scale: int = DEFAULT_SCALE,
         enum_limit: int = DEFAULT_ENUM_LIMIT,
         mip_gap: float = 0.0,
+        counts: str = "auto",
     ) -> None:
         options = dict(
             backend=backend,
@@ -84,6 +87,7 @@ class FisherFairSolver(ExactSolver):
             scale=scale,
             enum_limit=enum_limit,
             mip_gap=mip_gap,
+            counts=counts,
         )
         super().__init__(**options)
         self._set_param(delta)
@@ -99,7 +103,7 @@ class FisherFairSolver(ExactSolver):
         return fmt_param("delta", self.delta)
 
     def _spec(self, data, problem: SelectionProblem):
-        return fisher_fair_spec(data, problem.k)
+        return fisher_fair_spec(data, problem.k, self.groups(problem))
 
     def worst_star_sum(self, problem: SelectionProblem) -> float:
         """K·worst* on the data this route solves with (sum units); nan if no answer."""

@@ -34,7 +34,7 @@ class MaxminSolver(ExactSolver):
 
     Args:
         delta: allowed loss of average utility below U*, percentage points, >= 0 (default 0).
-        backend, time_limit, seed, threads, scale, enum_limit, mip_gap: see
+        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts: see
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
@@ -45,6 +45,7 @@ class MaxminSolver(ExactSolver):
     default_grid = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0)
     spec_form = "maxmin:D"
     order = 30
+    bound_objective = "worst"
 
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
@@ -73,6 +74,7 @@ class MaxminSolver(ExactSolver):
         scale: int = DEFAULT_SCALE,
         enum_limit: int = DEFAULT_ENUM_LIMIT,
         mip_gap: float = 0.0,
+        counts: str = "auto",
     ) -> None:
         super().__init__(
             backend=backend,
@@ -82,6 +84,7 @@ class MaxminSolver(ExactSolver):
             scale=scale,
             enum_limit=enum_limit,
             mip_gap=mip_gap,
+            counts=counts,
         )
         self._set_param(delta)
 
@@ -92,7 +95,7 @@ class MaxminSolver(ExactSolver):
         return fmt_param("delta", self.delta)
 
     def _spec(self, data, problem: SelectionProblem):
-        return maxmin_spec(data, problem.k)
+        return maxmin_spec(data, problem.k, self.groups(problem))
 
     def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
         k = problem.k

@@ -22,8 +22,10 @@ sweep is sequential by construction.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -34,7 +36,14 @@ from selection.solvers.base import FRONT_COLUMNS, SolveResult, Status, make_solv
 from selection.solvers.grid import _Counter, _run_grid
 from selection.solvers.params import as_float_list, check_int, check_nonneg
 
-__all__ = ["FRONT_COLUMNS", "results_to_frame", "sweep_eps", "sweep_delta", "sweep_weighted"]
+__all__ = [
+    "FRONT_COLUMNS",
+    "results_to_frame",
+    "sweep_eps",
+    "sweep_delta",
+    "sweep_weighted",
+    "max_off",
+]
 
 DEFAULT_STEP = 1e-6
 MAX_POINTS = 100_000
@@ -85,8 +94,9 @@ def sweep_eps(
         sweep ``attrs["complete"]`` says whether it reached its end (infeasible, or gap 0)
         rather than a cap, ``attrs["unproven"]`` counts the points stopped by the per-point
         budget (their selection is the best found, not a proven optimum, and front points
-        near them may be missing), and ``attrs["exact"]`` is true only when the sweep is
-        complete and every point proven.
+        near them may be missing), ``attrs["exact"]`` is true only when the sweep is
+        complete and every point proven, and ``attrs["max_off"]`` (:func:`max_off`) is how
+        far above the returned points the exact front may lie at most (0 when proven).
     """
     if complete and eps is not None:
         raise ValueError("sweep_eps: give an eps grid or complete=True, not both")
@@ -128,7 +138,9 @@ def sweep_eps(
         # a backend tolerance may return the last point again: step further each time
         same = bool(results) and r.selected == results[-1].selected
         if results and _tied(results[-1], r, problem.k):
-            results.pop()  # weakly dominated by r: same U, larger gap
+            # weakly dominated by r: same U, larger gap; r now speaks for ε up to the
+            # dropped point's, so it carries the larger of the two bounds
+            r = replace(r, bound=_merged_bound(results.pop().bound, r.bound))
         results.append(r)
         advance()
         if not r.ok:
@@ -149,7 +161,32 @@ def sweep_eps(
     df.attrs["complete"] = finished
     df.attrs["unproven"] = unproven
     df.attrs["exact"] = finished and unproven == 0
+    df.attrs["max_off"] = max_off(df, "utility")
     return df
+
+
+def _merged_bound(a: float, b: float) -> float:
+    """The larger of two bounds; NaN (unknown) when either is."""
+    return math.nan if math.isnan(a) or math.isnan(b) else max(a, b)
+
+
+def max_off(front: pd.DataFrame, objective: str) -> float:
+    """How far above the front's points the exact front may lie, at most (``bound`` − value).
+
+    0 when every point is proven; NaN when a point with a selection has no bound. On the
+    complete ε sweep the statement covers every ε the sweep passed: point j, solved at ε_j,
+    has gap g_j; for ε in [g_j, ε_j] the exact max-U front f(ε) satisfies
+    U_j <= f(ε) <= bound_j, and the next ε is g_j − step.
+    """
+    from selection.solvers.base import point_rows
+
+    pts = front[point_rows(front)]
+    if not len(pts) or "bound" not in pts:
+        return math.nan
+    off = pts["bound"].astype(float) - pts[objective].astype(float)
+    if off.isna().any():
+        return math.nan
+    return float(max(0.0, off.max()))
 
 
 def _tied(prev: SolveResult, new: SolveResult, k: int) -> bool:

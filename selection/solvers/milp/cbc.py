@@ -22,7 +22,10 @@ results/benchmarks/solvers.md). This is the
 from __future__ import annotations
 
 import math
+import re
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -32,11 +35,27 @@ from selection.solvers.milp.model import LexBackend, register_backend
 __all__ = ["CbcBackend"]
 
 _FREE = 1e30  # CBC reads |bound| >= 1e30 as infinite
+# CBC's closing lines of a stopped maximization: "Upper bound:   16431.580"
+_BOUND_LINE = re.compile(r"^Upper bound:\s+(\S+)", re.MULTILINE)
+
+
+def _log_bound(log: Path) -> float:
+    """The proven upper bound CBC prints when it stops early (NaN when it printed none)."""
+    try:
+        m = _BOUND_LINE.search(log.read_text(errors="replace"))
+    except OSError:
+        return float("nan")
+    try:
+        return float(m.group(1)) if m else float("nan")
+    except ValueError:
+        return float("nan")
 
 
 @register_backend("cbc")
 class CbcBackend(LexBackend):
     """The lexicographic MILP in CBC (PuLP)."""
+
+    counts_default = True
 
     use_core = True
 
@@ -52,9 +71,15 @@ class CbcBackend(LexBackend):
                 f"a{j}",
                 lowBound=None if math.isinf(lo) else float(lo),
                 upBound=None if math.isinf(up) else float(up),
+                cat=pulp.LpInteger if integer else pulp.LpContinuous,
             )
-            for j, (lo, up) in enumerate(
-                zip(spec.col_lo[spec.n_x :], spec.col_up[spec.n_x :], strict=True)
+            for j, (lo, up, integer) in enumerate(
+                zip(
+                    spec.col_lo[spec.n_x :],
+                    spec.col_up[spec.n_x :],
+                    spec.integer[spec.n_x :],
+                    strict=True,
+                )
             )
         ]
         self._vars = xs + aux
@@ -102,6 +127,22 @@ class CbcBackend(LexBackend):
             raise ValueError(f"CBC backend: row {row} has two finite bounds {lo}..{up}")
         con.changeRHS(float(rhs))
 
+    def _priorities(self, folder: Path) -> Path:
+        """CBC's ``priorityIn`` file: count columns 1 (branched first), binaries 1000.
+
+        PuLP writes the MPS file with names ``X%07d`` in the sorted order of
+        ``prob.variables()``; the file names the columns the same way.
+        """
+        spec = self.spec
+        rank = {v.name: i for i, v in enumerate(self._prob.variables())}
+        lines = ["name,priority"]
+        for j in np.flatnonzero(spec.integer):
+            pri = 1 if spec.priority[j] > 0 else 1000
+            lines.append(f"X{rank[self._vars[j].name]:07d},{pri}")
+        path = folder / "priorities.csv"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
     def _optimize(self, c, time_limit, hint):
         pulp = self._pulp
         prob = self._prob
@@ -122,21 +163,27 @@ class CbcBackend(LexBackend):
                 lo = -math.inf if var.lowBound is None else var.lowBound
                 up = math.inf if var.upBound is None else var.upBound
                 var.setInitialValue(float(min(max(val, lo), up)))
-        with warnings.catch_warnings():  # PuLP 3.3 flags PULP_CBC_CMD for its 4.0 API
-            warnings.simplefilter("ignore", DeprecationWarning)
-            cmd = pulp.PULP_CBC_CMD(
-                msg=False,
-                gapRel=self.mip_gap,
-                gapAbs=1e-9,
-                timeLimit=None if time_limit is None else max(float(time_limit), 0.01),
-                threads=self.threads,
-                warmStart=hint is not None,
-                options=["integerTolerance 1e-9", "primalTolerance 1e-9"],
-            )
-        try:
-            prob.solve(cmd)
-        except pulp.PulpSolverError as exc:
-            return f"error:CBC failed: {str(exc).splitlines()[0]}", None, float("nan")
+        options = ["integerTolerance 1e-9", "primalTolerance 1e-9"]
+        with tempfile.TemporaryDirectory(prefix="fedsel-cbc-") as tmp:
+            if self.spec.n_counts:
+                options.append(f"priorityIn {self._priorities(Path(tmp))}")
+            with warnings.catch_warnings():  # PuLP 3.3 flags PULP_CBC_CMD for its 4.0 API
+                warnings.simplefilter("ignore", DeprecationWarning)
+                cmd = pulp.PULP_CBC_CMD(
+                    msg=False,
+                    gapRel=self.mip_gap,
+                    gapAbs=1e-9,
+                    timeLimit=None if time_limit is None else max(float(time_limit), 0.01),
+                    threads=self.threads,
+                    warmStart=hint is not None,
+                    options=options,
+                    logPath=str(Path(tmp) / "cbc.log"),
+                )
+            try:
+                prob.solve(cmd)
+            except pulp.PulpSolverError as exc:
+                return f"error:CBC failed: {str(exc).splitlines()[0]}", None, float("nan")
+            self.last_bound = _log_bound(Path(tmp) / "cbc.log")
         sol = prob.sol_status
         values = None
         if sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):

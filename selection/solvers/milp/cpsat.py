@@ -51,9 +51,9 @@ class CpSatBackend(LexBackend):
         super().__init__(spec, seed=seed, threads=threads, mip_gap=mip_gap)
 
     def _col_factor(self) -> np.ndarray:
-        f = np.full(self.spec.n_col, float(self.scale))
-        f[self.spec.n_x :] = 1.0  # aux columns are integers already scaled
-        return f
+        # integer columns (binaries, counts) keep their values and take scaled coefficients;
+        # continuous aux columns become integers already scaled (coefficients unchanged)
+        return np.where(self.spec.integer, float(self.scale), 1.0)
 
     def _build(self) -> None:
         from ortools.sat.python import cp_model
@@ -63,17 +63,21 @@ class CpSatBackend(LexBackend):
         self._factor = self._col_factor()
         m = cp_model.CpModel()
         xs = [m.new_bool_var(f"x{i}") for i in range(spec.n_x)]
-        aux = [
-            m.new_int_var(
-                math.floor(lo * s) if not math.isinf(lo) else -(2**50),
-                math.ceil(up * s) if not math.isinf(up) else 2**50,
-                f"a{j}",
+        aux = []
+        for j in range(spec.n_x, spec.n_col):
+            lo, up = float(spec.col_lo[j]), float(spec.col_up[j])
+            f = 1 if spec.integer[j] else s
+            aux.append(
+                m.new_int_var(
+                    math.floor(lo * f) if not math.isinf(lo) else -(2**50),
+                    math.ceil(up * f) if not math.isinf(up) else 2**50,
+                    f"a{j}",
+                )
             )
-            for j, (lo, up) in enumerate(
-                zip(spec.col_lo[spec.n_x :], spec.col_up[spec.n_x :], strict=True)
-            )
-        ]
         self._vars = xs + aux
+        counts = [self._vars[j] for j in spec.count_cols]
+        if counts:  # the count columns first (CP-SAT's fixed search; a hint elsewhere)
+            m.add_decision_strategy(counts, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
         A = spec.A
         self._cons = []
         for r in range(A.shape[0]):
@@ -123,6 +127,8 @@ class CpSatBackend(LexBackend):
             raw = np.array([solver.value(v) for v in self._vars], dtype=float)
             values = raw / np.where(self._factor == 1.0, self.scale, 1.0)
         obj = solver.objective_value / self.scale if values is not None else float("nan")
+        if st in (cp.OPTIMAL, cp.FEASIBLE):
+            self.last_bound = float(solver.best_objective_bound) / self.scale
         if st == cp.OPTIMAL:
             return "optimal", values, obj
         if st == cp.INFEASIBLE:

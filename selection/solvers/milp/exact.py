@@ -20,8 +20,13 @@ from selection.errors import SelectionError
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, Status, _Raw
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
-from selection.solvers.milp.formulations import model_data
-from selection.solvers.milp.model import LexBackend, make_backend, milp_backends
+from selection.solvers.milp.formulations import count_groups, model_data
+from selection.solvers.milp.model import (
+    LexBackend,
+    make_backend,
+    milp_backend_class,
+    milp_backends,
+)
 from selection.solvers.params import check_int, check_nonneg, check_time_limit
 
 __all__ = [
@@ -89,6 +94,11 @@ class ExactSolver(Solver):
         enum_limit: largest C(N, K) that ``auto`` enumerates.
         mip_gap: relative MIP gap per stage (default 0: proven optimal). Above 0 the status
             is ``feasible`` (optimal within the gap), useful on large N.
+        counts: per-domain count columns n_g = Σ_{i in domain g} x_i in the MILP, integer and
+            branched on first (:meth:`.model.MilpSpec.build`): ``on``, ``off`` or ``auto``
+            (the backend's ``counts_default``: on for CBC and SCIP, where branching on them first
+            paid, off for HiGHS and CP-SAT, where it did not; measured per family in
+            results/benchmarks/exact_families.md).
     """
 
     def __init__(
@@ -101,7 +111,11 @@ class ExactSolver(Solver):
         scale: int = DEFAULT_SCALE,
         enum_limit: int = DEFAULT_ENUM_LIMIT,
         mip_gap: float = 0.0,
+        counts: str = "auto",
     ) -> None:
+        if counts not in ("auto", "on", "off"):
+            raise ValueError(f"counts={counts!r} must be auto, on or off")
+        self.counts = counts
         self.mip_gap = check_nonneg("mip_gap", mip_gap, allow_none=False)
         if self.mip_gap >= 1:
             raise ValueError(f"mip_gap={mip_gap!r} must be a relative gap in [0, 1)")
@@ -138,6 +152,16 @@ class ExactSolver(Solver):
             )
         return models[route]
 
+    def groups(self, problem: SelectionProblem) -> np.ndarray | None:
+        """The count columns' groups on ``problem`` (None: the model has none)."""
+        if self.counts == "off":
+            return None
+        if self.counts == "auto":
+            route = self.route(problem)
+            if route == "enum" or not milp_backend_class(route).counts_default:
+                return None
+        return count_groups(problem)
+
     def model_data(self, problem: SelectionProblem) -> dict[str, np.ndarray]:
         """The data the route solves with (CP-SAT: rounded to 1/scale; others: exact)."""
         return model_data(problem, self.route(problem), self.scale)
@@ -166,7 +190,24 @@ class ExactSolver(Solver):
             return _Raw((), Status.TIME_LIMIT, route, msg, self._param())
         self._apply(model, problem)
         out = model.solve(left)
-        return _Raw(out.selected, out.status, route, out.message, self._param())
+        bound = self._bound_units(out.bound, problem, route)
+        return _Raw(out.selected, out.status, route, out.message, self._param(), bound)
+
+    #: whether the first stage's objective is a sum over the K selected (U, worst: divided
+    #: by K into the reported mean) or reported as the sum itself (Σ F_z)
+    bound_per_client = True
+
+    def _bound_units(self, bound: float, problem: SelectionProblem, route: str) -> float:
+        """The model's stage-1 bound in the units of ``bound_objective``.
+
+        CP-SAT solves the data rounded to 1/scale: every client's coefficient is off by at
+        most 0.5/scale, so the true sum is at most K·0.5/scale above the rounded bound.
+        """
+        if not np.isfinite(bound):
+            return math.nan
+        if route == "cpsat":
+            bound += problem.k * 0.5 / self.scale
+        return bound / problem.k if self.bound_per_client else bound
 
     def _enum_raw(self, selected: tuple[int, ...]) -> _Raw:
         """The enumeration route's answer: ``selected``, or infeasible when it is empty."""

@@ -3,6 +3,9 @@
 Both models are written in *sum* units (sum_i x_i U_id rather than the mean) so that the
 CP-SAT backend can scale every utility row by one factor; ε and δ (percentage points of a
 mean) become K·ε and K·δ on the rows.
+
+Each takes ``groups`` (a group number per client, see :func:`count_groups`): per-group integer
+count columns n_g = Σ_{i ∈ g} x_i, branched on first (:meth:`MilpSpec.build`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,14 @@ from selection.problem import SelectionProblem
 from selection.solvers.milp.cpsat import round_data
 from selection.solvers.milp.model import INF, MilpSpec
 
-__all__ = ["model_data", "eps_spec", "maxmin_spec", "fisher_fair_spec", "top_k_sum"]
+__all__ = [
+    "model_data",
+    "count_groups",
+    "eps_spec",
+    "maxmin_spec",
+    "fisher_fair_spec",
+    "top_k_sum",
+]
 
 
 def model_data(problem: SelectionProblem, backend: str, scale: int) -> dict[str, np.ndarray]:
@@ -24,6 +34,18 @@ def model_data(problem: SelectionProblem, backend: str, scale: int) -> dict[str,
     return data
 
 
+def count_groups(problem: SelectionProblem) -> np.ndarray | None:
+    """The clients' own domains as group numbers, or None when counting them cannot help.
+
+    None when every client is in one domain, or when the domains are so many that groups
+    average fewer than two clients (a count column would be one binary again).
+    """
+    labels, g = np.unique(np.asarray(problem.client_domains, dtype=str), return_inverse=True)
+    if len(labels) < 2 or len(labels) > problem.n / 2:
+        return None
+    return g.astype(np.int64)
+
+
 def eps_spec(
     data: dict[str, np.ndarray],
     k: int,
@@ -31,6 +53,7 @@ def eps_spec(
     b_max: float | None,
     pairwise: bool = False,
     second_stage: bool = True,
+    groups: np.ndarray | None = None,
 ) -> MilpSpec:
     """max sum U_i x_i, then min (hi - lo), s.t. sum x = K, lo <= sum_i U_id x_i <= hi ∀d.
 
@@ -66,10 +89,10 @@ def eps_spec(
     values = [lambda x: float(x @ U), lambda x: -float(np.ptp(x @ Ud))]
     if not second_stage:
         objectives, values = objectives[:1], values[:1]
-    return MilpSpec.build(n, k, [(0.0, top), (0.0, top)], rows, objectives, values)
+    return MilpSpec.build(n, k, [(0.0, top), (0.0, top)], rows, objectives, values, groups)
 
 
-def maxmin_spec(data: dict[str, np.ndarray], k: int) -> MilpSpec:
+def maxmin_spec(data: dict[str, np.ndarray], k: int, groups: np.ndarray | None = None) -> MilpSpec:
     """max t, then max sum U_i x_i, s.t. sum x = K, t <= sum_i U_id x_i ∀d, row ``floor`` free.
 
     Columns: x (N binaries), t (sum units). The row ``floor`` (sum U x >= K·(U* - δ)) is set
@@ -82,10 +105,12 @@ def maxmin_spec(data: dict[str, np.ndarray], k: int) -> MilpSpec:
     rows.append(("floor", np.r_[U, 0.0], -INF, INF))
     objectives = [np.r_[np.zeros(n), 1.0], np.r_[U, 0.0]]
     values = [lambda x: float((x @ Ud).min()), lambda x: float(x @ U)]
-    return MilpSpec.build(n, k, [(0.0, 100.0 * k)], rows, objectives, values)
+    return MilpSpec.build(n, k, [(0.0, 100.0 * k)], rows, objectives, values, groups)
 
 
-def fisher_fair_spec(data: dict[str, np.ndarray], k: int) -> MilpSpec:
+def fisher_fair_spec(
+    data: dict[str, np.ndarray], k: int, groups: np.ndarray | None = None
+) -> MilpSpec:
     """max sum F_z,i x_i, then max sum U_i x_i, s.t. sum x = K and the rows ``w<d>``
     (sum_i U_id x_i >= K·(worst* - δ), free until set per δ).
 
@@ -97,7 +122,7 @@ def fisher_fair_spec(data: dict[str, np.ndarray], k: int) -> MilpSpec:
     rows += [(f"w{d}", Ud[:, d].astype(float), -INF, INF) for d in range(D)]
     objectives = [np.asarray(Fz, dtype=float), np.asarray(U, dtype=float)]
     values = [lambda x: float(x @ Fz), lambda x: float(x @ U)]
-    return MilpSpec.build(n, k, [], rows, objectives, values)
+    return MilpSpec.build(n, k, [], rows, objectives, values, groups)
 
 
 def top_k_sum(values: np.ndarray, k: int) -> float:

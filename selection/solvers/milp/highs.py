@@ -116,9 +116,9 @@ class HighsBackend(LexBackend):
             A.indices.astype(np.int32),
             A.data.astype(float),
         )
-        idx = np.arange(spec.n_x, dtype=np.int32)
+        idx = np.flatnonzero(spec.integer).astype(np.int32)  # binaries and count columns
         h.changeColsIntegrality(
-            spec.n_x, idx, np.full(spec.n_x, int(highspy.HighsVarType.kInteger), dtype=np.uint8)
+            len(idx), idx, np.full(len(idx), int(highspy.HighsVarType.kInteger), dtype=np.uint8)
         )
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self._h = h
@@ -186,6 +186,7 @@ class HighsBackend(LexBackend):
         has_sol = h.getInfo().primal_solution_status == 2  # kSolutionStatusFeasible
         v = np.array(h.getSolution().col_value) if has_sol else None
         obj = float(h.getInfo().objective_function_value) if has_sol else float("nan")
+        self.last_bound = float(h.getInfo().mip_dual_bound)  # maximizing: an upper bound
         M = hs.HighsModelStatus
         if st == M.kOptimal:
             return "optimal", v, obj

@@ -21,6 +21,7 @@ of the best known value can flip (:mod:`.fixing`; exact, the bounds are restored
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -39,6 +40,7 @@ __all__ = [
     "INF",
     "register_backend",
     "milp_backends",
+    "milp_backend_class",
     "make_backend",
 ]
 
@@ -60,6 +62,10 @@ class MilpSpec:
         stage_values: per objective, the exact value the selection x (0/1, shape (N,))
             attains (the best over the auxiliary columns); the next stage's bound and the
             reduced-cost fixing take it, not the backend's rounded solution report.
+        integer: per column, whether it is integer (the binaries and any count columns).
+        priority: per column, its branching priority (higher first; 0 = the backend's own
+            choice). Backends that take priorities (CBC, SCIP, CP-SAT) use them.
+        n_counts: number of per-group count columns (the last ``n_counts`` columns).
     """
 
     n_x: int
@@ -72,10 +78,25 @@ class MilpSpec:
     row_index: dict[str, int]
     objectives: list[np.ndarray]
     stage_values: list[Callable[[np.ndarray], float]] = field(default_factory=list)
+    integer: np.ndarray | None = None
+    priority: np.ndarray | None = None
+    n_counts: int = 0
+
+    def __post_init__(self) -> None:
+        n = self.n_col
+        if self.integer is None:
+            self.integer = np.arange(n) < self.n_x
+        if self.priority is None:
+            self.priority = np.zeros(n, dtype=np.int64)
 
     @property
     def n_col(self) -> int:
         return int(self.col_lo.shape[0])
+
+    @property
+    def count_cols(self) -> np.ndarray:
+        """Positions of the per-group count columns (empty without groups)."""
+        return np.arange(self.n_col - self.n_counts, self.n_col)
 
     @classmethod
     def build(
@@ -86,10 +107,18 @@ class MilpSpec:
         rows: list[tuple[str, np.ndarray, float, float]],
         objectives: list[np.ndarray],
         stage_values: list[Callable[[np.ndarray], float]] | None = None,
+        groups: np.ndarray | None = None,
     ) -> MilpSpec:
         """Assemble a spec from dense rows (one numpy row per constraint; N·D entries at most).
 
         Every objective but the last also becomes a row ``obj<j>`` (free until fixed).
+
+        ``groups`` (shape (N,), a group number per binary; None = none) adds, per group g,
+        an integer count column n_g in [0, min(K, |g|)] with the row ``cnt<g>``:
+        Σ_{i ∈ g} x_i − n_g = 0, branched on before the binaries (priority 1). The feasible
+        set is unchanged; what changes is the search: the LP relaxation of the balance rows
+        spreads fractional numbers of clients over the groups, and a branch on n_g cuts
+        that slack where a branch on one x_i barely moves the bound.
         """
         n_col = n_x + len(aux_bounds)
         rows = list(rows) + [(f"obj{j}", c, -INF, INF) for j, c in enumerate(objectives[:-1])]
@@ -98,6 +127,28 @@ class MilpSpec:
             raise ValueError(f"rows have {dense.shape[1]} columns, the model has {n_col}")
         lo = np.array([0.0] * n_x + [b[0] for b in aux_bounds])
         up = np.array([1.0] * n_x + [b[1] for b in aux_bounds])
+        objectives = [np.asarray(c, dtype=float) for c in objectives]
+        n_counts = 0
+        if groups is not None:
+            g = np.asarray(groups, dtype=np.int64)
+            labels = np.unique(g)
+            n_counts = len(labels)
+            dense = np.hstack([dense, np.zeros((dense.shape[0], n_counts))])
+            objectives = [np.r_[c, np.zeros(n_counts)] for c in objectives]
+            cnt = np.zeros((n_counts, n_col + n_counts))
+            for j, lab in enumerate(labels):
+                members = g == lab
+                cnt[j, :n_x] = members
+                cnt[j, n_col + j] = -1.0
+                lo = np.r_[lo, 0.0]
+                up = np.r_[up, float(min(k, int(members.sum())))]
+            rows += [(f"cnt{j}", cnt[j], 0.0, 0.0) for j in range(n_counts)]
+            dense = np.vstack([dense, cnt])
+        n_all = n_col + n_counts
+        integer = np.arange(n_all) < n_x
+        integer[n_col:] = True
+        priority = np.zeros(n_all, dtype=np.int64)
+        priority[n_col:] = 1
         return cls(
             n_x=n_x,
             k=k,
@@ -107,18 +158,23 @@ class MilpSpec:
             row_lo=np.array([r[2] for r in rows], dtype=float),
             row_up=np.array([r[3] for r in rows], dtype=float),
             row_index={r[0]: i for i, r in enumerate(rows)},
-            objectives=[np.asarray(c, dtype=float) for c in objectives],
+            objectives=objectives,
             stage_values=list(stage_values or []),
+            integer=integer,
+            priority=priority,
+            n_counts=n_counts,
         )
 
 
 @dataclass(frozen=True)
 class LexOutcome:
-    """Selected indices (empty if none), normalized status and a message."""
+    """Selected indices (empty if none), normalized status, a message, and the proven upper
+    bound on the first stage's objective (model units; NaN when none is known)."""
 
     selected: tuple[int, ...]
     status: Status
     message: str = ""
+    bound: float = float("nan")
 
 
 class LexBackend(ABC):
@@ -130,6 +186,9 @@ class LexBackend(ABC):
     # ... from this many binaries on: below it the LP and the restricted MILP cost more than
     # the fixing saves (timed per N on one CBC ε point of synthetic_stats, K = N/10)
     core_min_n = 1500
+    # whether ``counts="auto"`` gives this backend per-domain count columns (measured per
+    # backend in results/benchmarks/exact_families.md)
+    counts_default = False
 
     def __init__(
         self, spec: MilpSpec, *, seed: int = 0, threads: int | None = None, mip_gap: float = 0.0
@@ -139,6 +198,8 @@ class LexBackend(ABC):
         self.threads = threads
         self.mip_gap = float(mip_gap)
         self._lp: tuple[float, np.ndarray, bool] | None = None  # last LP bound (_reduce)
+        # the backend's proven upper bound on the objective of its last _optimize (NaN: none)
+        self.last_bound = float("nan")
         self._row_lo = np.array(spec.row_lo, dtype=float)
         self._row_up = np.array(spec.row_up, dtype=float)
         t0 = time.perf_counter()
@@ -197,6 +258,7 @@ class LexBackend(ABC):
         fixed: list[int] = []
         cols = np.zeros(0, dtype=np.int64)
         core = self.use_core and spec.n_x >= self.core_min_n
+        self._bound1 = math.nan  # proven upper bound on stage 1's objective
         try:
             for j, c in enumerate(spec.objectives):
                 left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
@@ -206,10 +268,15 @@ class LexBackend(ABC):
                     last = j == len(spec.objectives) - 1
                     new, best = self._reduce(j, best, left, tie_tol=not last)
                     cols = np.union1d(cols, new)
+                    if j == 0 and self._lp is not None:  # the LP bound holds for the MILP
+                        self._bound1 = float(self._lp[0])
                     left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
                     if left is not None and left <= 0:
                         return self._limited(best, f"time limit reached in stage {j + 1}")
+                self.last_bound = math.nan
                 kind, v, obj = self._optimize(c, left, best)
+                if j == 0 and kind in ("optimal", "limit"):
+                    self._tighten(self.last_bound)
                 if kind == "infeasible":
                     if j == 0:
                         return LexOutcome(
@@ -219,10 +286,15 @@ class LexBackend(ABC):
                 if kind.startswith("error"):
                     return LexOutcome((), Status.ERROR, kind.partition(":")[2])
                 if kind == "limit":
+                    if j == 0 and v is None and not np.isfinite(self._bound1):
+                        self._tighten(self._relaxed_bound(c, left))
                     return self._limited(
                         v if v is not None else best, f"time limit in stage {j + 1}"
                     )
                 best = v
+                if j == 0 and self.mip_gap == 0:
+                    # proven optimal: the stage's value is the bound (absolute gap 1e-9)
+                    self._bound1 = float(self._value(0, list(self._selection(v)), v))
                 if j < len(spec.objectives) - 1:
                     if j < len(spec.stage_values):
                         x = np.zeros(spec.n_x)
@@ -244,8 +316,24 @@ class LexBackend(ABC):
                 (), Status.ERROR, f"{self.name} returned {len(sel)} clients, k={spec.k}"
             )
         if self.mip_gap > 0:
-            return LexOutcome(sel, Status.FEASIBLE, f"optimal within relative gap {self.mip_gap:g}")
-        return LexOutcome(sel, Status.OPTIMAL, "")
+            msg = f"optimal within relative gap {self.mip_gap:g}"
+            return LexOutcome(sel, Status.FEASIBLE, msg, self._bound1)
+        return LexOutcome(sel, Status.OPTIMAL, "", self._bound1)
+
+    def _tighten(self, bound: float) -> None:
+        """Keep the smaller of two proven upper bounds on stage 1 (NaN: not a bound)."""
+        if bound is not None and np.isfinite(bound):
+            self._bound1 = float(bound) if math.isnan(self._bound1) else min(self._bound1, bound)
+
+    def _relaxed_bound(self, c: np.ndarray, time_limit: float | None) -> float:
+        """The LP relaxation's bound on ``max c·v`` (a proven bound when the MILP gave none)."""
+        spec = self.spec
+        if time_limit is not None and time_limit <= 0:
+            time_limit = 1.0
+        kind, y = self._relax(c, time_limit)
+        if kind != "optimal" or y is None:
+            return math.nan
+        return float(best_bound(spec, c, y, self._row_lo, self._row_up)[0])
 
     def _reduce(
         self, j: int, best: np.ndarray | None, time_limit: float | None, tie_tol: bool
@@ -325,12 +413,13 @@ class LexBackend(ABC):
         return self._optimize(c, time_limit, None)
 
     def _limited(self, v: np.ndarray | None, msg: str) -> LexOutcome:
+        b = getattr(self, "_bound1", math.nan)
         if v is None:
-            return LexOutcome((), Status.TIME_LIMIT, msg + "; no incumbent")
+            return LexOutcome((), Status.TIME_LIMIT, msg + "; no incumbent", b)
         sel = self._selection(v)
         if len(sel) != self.spec.k:
-            return LexOutcome((), Status.TIME_LIMIT, msg + "; incumbent unusable")
-        return LexOutcome(sel, Status.TIME_LIMIT, msg + "; returned the incumbent")
+            return LexOutcome((), Status.TIME_LIMIT, msg + "; incumbent unusable", b)
+        return LexOutcome(sel, Status.TIME_LIMIT, msg + "; returned the incumbent", b)
 
 
 _REGISTRY: dict[str, type[LexBackend]] = {}
@@ -345,6 +434,11 @@ def register_backend(name: str):
         return cls
 
     return deco
+
+
+def milp_backend_class(name: str) -> type[LexBackend]:
+    """The registered backend class ``name``."""
+    return _REGISTRY[name]
 
 
 def milp_backends() -> tuple[str, ...]:
