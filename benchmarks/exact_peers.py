@@ -24,7 +24,12 @@ value), which is what makes its ε grid exact. Families:
   decimals;
 * ``near-tied`` — clients spread evenly over 4 domains, base 50 % on every domain; each client
   lifts its own domain by ~30 points and hurts the next by ~10, per-domain noise N(0, 3²),
-  values rounded to 2 decimals (many nearly equal selections).
+  values rounded to 2 decimals (many nearly equal selections);
+* ``cross-penalty`` — :func:`selection.synthetic.cross_penalty_stats`: unequal domain shares,
+  heavy-tailed client sizes, strong penalties on unrelated domains, U pooled with the Digits-4
+  sample weights (so U is not the mean of the domain rows), 2 decimals;
+* ``oracle`` — the last round of a real ``fedsel oracle`` run with N clients
+  (``benchmarks/_families.py``; cached under ``runs/bench-oracle``).
 
 Each route has a per-instance cap (``--cap`` seconds); a capped run is reported as such.
 Fronts are "identical" when they hold the same (U, gap) points within 1e-6.
@@ -55,7 +60,10 @@ from selection.indicators import nondominated  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.schema import DEFAULT_DOMAINS  # noqa: E402
 from selection.solvers.sweeps import sweep_eps  # noqa: E402
-from selection.synthetic import near_tied_stats, synthetic_stats  # noqa: E402
+from selection.synthetic import cross_penalty_stats, near_tied_stats, synthetic_stats  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _families import oracle_stats  # noqa: E402
 
 OBJ = ("utility", "gap")
 PEERS_PY = ROOT / ".venv-peers" / "bin" / "python"
@@ -79,7 +87,23 @@ def near_tied(n: int, seed: int = 0) -> pd.DataFrame:
     return near_tied_stats(n, seed=seed)
 
 
-FAMILIES = {"synthetic": synthetic_rounded, "near-tied": near_tied}
+def cross_penalty(n: int, seed: int = 0) -> pd.DataFrame:
+    """:func:`selection.synthetic.cross_penalty_stats`: heavy-tailed sizes, cross-domain
+    penalties, U pooled with Digits-4 sample weights (not the mean of the domain rows)."""
+    return cross_penalty_stats(n, seed=seed)
+
+
+def oracle(n: int) -> pd.DataFrame:
+    """Round-stats of a real oracle run (``benchmarks/_families.py``)."""
+    return oracle_stats(n)
+
+
+FAMILIES = {
+    "synthetic": synthetic_rounded,
+    "near-tied": near_tied,
+    "cross-penalty": cross_penalty,
+    "oracle": oracle,
+}
 
 
 def _sorted(points) -> np.ndarray:

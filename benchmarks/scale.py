@@ -56,7 +56,7 @@ from selection.indicators import nondominated  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.solvers import make_solver  # noqa: E402
 from selection.solvers.sweeps import sweep_eps  # noqa: E402
-from selection.synthetic import synthetic_stats  # noqa: E402
+from selection.synthetic import cross_penalty_stats, synthetic_stats  # noqa: E402
 
 SIZES_FRONT = (20, 50, 100, 200, 500)
 SIZES_EPS = (1000, 2000, 5000, 10000, 20000, 50000)
@@ -76,7 +76,15 @@ def _near_tied(n: int) -> pd.DataFrame:
     return mod.near_tied(n)
 
 
-FAMILIES = {"synthetic": lambda n: synthetic_stats(n, seed=0), "near-tied": _near_tied}
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _families import oracle_stats  # noqa: E402
+
+FAMILIES = {
+    "synthetic": lambda n: synthetic_stats(n, seed=0),
+    "near-tied": _near_tied,
+    "cross-penalty": lambda n: cross_penalty_stats(n, seed=0),
+    "oracle": oracle_stats,
+}
 
 
 def k_of(n: int) -> int:

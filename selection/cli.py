@@ -323,7 +323,24 @@ _ROUND = typer.Option(
     None, "--round", help="Round to take.", show_default="the last round in the file"
 )
 _SEED = typer.Option(0, "--seed", help="Seed of NSGA-II and the MILP solvers.")
-_BACKEND = typer.Option("auto", "--backend", help="auto, enum, highs, cbc or cpsat.")
+_BACKEND = typer.Option(
+    "auto", "--backend", help="auto (measured portfolio), enum, highs, cbc, cpsat or scip."
+)
+_VERBOSE = typer.Option(
+    False, "--verbose", "-v", help="Say which route solved the points and why (stderr)."
+)
+
+
+def _say_routes(front) -> None:
+    """--verbose: each route a front's points took, how many, and why."""
+    if "route_reason" not in front or not len(front):
+        return
+    for (backend, why), g in front.groupby(["backend", "route_reason"], sort=False):
+        if backend:
+            said = f" ({why})" if why else ""
+            print(f"fedsel: route {backend}{said}: {len(g)} point(s)", file=sys.stderr)
+
+
 _TL = typer.Option(
     None,
     "--time-limit",
@@ -387,6 +404,7 @@ def solve(
     surrogate: str = _SURR,
     logits: Path | None = _LOGITS,
     json_only: bool = typer.Option(False, "--json", help="Print only the JSON (no summary line)."),
+    verbose: bool = _VERBOSE,
 ) -> None:
     """Solve one selection problem; print it as JSON (stdout) and a summary line (stderr)."""
     from selection.solvers.base import solver_options
@@ -437,6 +455,8 @@ def solve(
         "k": problem.k,
         "selected": list(r.ids),
         "objectives": r.objectives,
+        "bound": None if r.bound != r.bound else r.bound,
+        "route_reason": r.route_reason,
         "seconds": r.seconds,
         "backend": r.backend,
         "message": r.message,
@@ -460,6 +480,15 @@ def solve(
                 if n in o
             )
         print(f"{line}, {r.seconds:.3f}s: {';'.join(r.ids) or '-'}", file=sys.stderr)
+    if verbose and r.backend:
+        said = f" ({r.route_reason})" if r.route_reason else ""
+        print(f"fedsel: route {r.backend}{said}", file=sys.stderr)
+    if r.status == "time_limit" and r.ids and r.bound == r.bound and cls.bound_objective:
+        print(
+            f"fedsel: stopped at the time limit; proven: {cls.bound_objective} <= {r.bound:.6g} "
+            f"(this selection: {r.objectives[cls.bound_objective]:.6g})",
+            file=sys.stderr,
+        )
     if not r.ids:
         # no selection is no answer (infeasible, or stopped with none): the JSON says why,
         # the exit code 1 says there is no selection (2 is bad input); the hint comes last
@@ -541,6 +570,7 @@ def sweep(
         "sample-weighted aggregate) by replaying the round of the oracle run --stats came "
         "from; drawn beside the predicted points, realized_* columns in front.csv.",
     ),
+    verbose: bool = _VERBOSE,
 ) -> None:
     """Sweep one formulation; write DIR/front.csv and DIR/front.html (plot and points)."""
     import pandas as pd
@@ -639,6 +669,8 @@ def sweep(
         "front.html",
         file=sys.stderr,
     )
+    if verbose:
+        _say_routes(front)
     n_tl = int((front["status"].astype(str) == "time_limit").sum())
     if n_tl:
         whole = method == "eps" and eps_grid is None
@@ -689,6 +721,7 @@ def compare(
     surrogate: str = _SURR,
     logits: Path | None = _LOGITS,
     grid: list[str] | None = _GRID,
+    verbose: bool = _VERBOSE,
 ) -> None:
     """Every formulation on the same round: points, exact-front hits, hypervolume, IGD, time."""
     from rich.console import Console
@@ -738,6 +771,8 @@ def compare(
     Console(width=max(Console().width, 110)).print(table)
     for note in c.notes:
         print(note, file=sys.stderr)
+    if verbose:
+        _say_routes(c.fronts)
 
 
 @app.command("analyze")

@@ -102,6 +102,7 @@ class SolveResult:
             ``fisher-fair``) over every selection the point admits; equal to the objective
             on a proven optimum, above it on a point stopped by its time limit (the exact
             optimum lies between the two), NaN where the route proves nothing (heuristics).
+        route_reason: why ``backend`` was the route (``auto``'s portfolio), or "".
     """
 
     method: str
@@ -114,6 +115,7 @@ class SolveResult:
     backend: str = ""
     message: str = ""
     bound: float = math.nan
+    route_reason: str = ""
 
     @property
     def ok(self) -> bool:
@@ -137,7 +139,7 @@ _EXTRA = ("mean_minus_worst", "var_d", "sum_B", "sum_Fz", "sum_cos")
 
 def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) -> pd.DataFrame:
     """One row per result: FRONT_COLUMNS, ``U_<domain>`` per domain, the other objectives,
-    ``n_selected`` and ``message``.
+    ``n_selected``, ``message`` and ``route_reason``.
 
     Args:
         problem: the problem the results belong to (its domains name the U_<d> columns).
@@ -157,11 +159,12 @@ def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) 
             "bound": float(r.bound),
             "n_selected": len(r.selected),
             "message": r.message,
+            "route_reason": r.route_reason,
         }
         for name in names:
             row[name] = float(r.objectives[name]) if name in r.objectives else math.nan
         rows.append(row)
-    order = [*FRONT_COLUMNS, *dcols, *_EXTRA, "n_selected", "message"]
+    order = [*FRONT_COLUMNS, *dcols, *_EXTRA, "n_selected", "message", "route_reason"]
     return pd.DataFrame(rows, columns=order)
 
 
@@ -175,6 +178,7 @@ class _Raw:
     message: str = ""
     param: str = ""
     bound: float = math.nan  # proven bound on ``bound_objective`` (its units), NaN: none
+    reason: str = ""  # why this route (``auto``'s portfolio), "" where there is no choice
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -317,6 +321,7 @@ class Solver(ABC):
             backend=raw.backend,
             message=raw.message,
             bound=bound,
+            route_reason=raw.reason,
         )
 
     @abstractmethod

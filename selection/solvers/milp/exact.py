@@ -1,14 +1,17 @@
 """Common machinery of the ε-constraint and max-min solvers.
 
 An :class:`ExactSolver` picks its route per problem (``auto``: enumeration when C(N, K) is at
-most ``enum_limit``, else :data:`AUTO_MILP`, CBC), keeps one persistent backend model per problem (weakly keyed,
-shared by the copies :meth:`ExactSolver.with_param` makes for the points of a sweep) and only
-changes row bounds between points.
+most ``enum_limit``, else the measured :func:`portfolio`: CBC where U is the mean of the domain
+rows, SCIP where it is not), records why (``route_reason`` in front tables), keeps one
+persistent backend model per problem (weakly keyed, shared by the copies
+:meth:`ExactSolver.with_param` makes for the points of a sweep) and only changes row bounds
+between points.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 import weakref
@@ -30,6 +33,8 @@ from selection.solvers.milp.model import (
 from selection.solvers.params import check_int, check_nonneg, check_time_limit
 
 __all__ = [
+    "aligned",
+    "portfolio",
     "route_refusal",
     "ExactSolver",
     "AUTO_MILP",
@@ -43,6 +48,38 @@ DEFAULT_ENUM_LIMIT = 200_000
 # reduced-cost fixing of :mod:`.fixing`; the proof on the ~100 free binaries that remain is
 # the hard part, and there CBC was the faster of the two (results/benchmarks/solvers.md).
 AUTO_MILP = "cbc"
+
+
+# ``auto``'s portfolio (:func:`portfolio`), from the per-family one-ε-point table of
+# benchmarks/exact_families.py (results/benchmarks/exact_families.md): where U is the mean
+# of the domain rows (the seed's surrogate on the oracle's equal validation sets; the
+# synthetic and near-tied families) CBC with the LP fixing was the fastest route; where it
+# is not (U pooled with other weights: the cross-penalty family), the objective pulls
+# against the balance rows and SCIP with branching on the count columns was.
+ALIGNED_TOL = 0.01  # points: 2-decimal data rounds U and U_d apart by up to 0.005 each
+SCIP_MIN_N = 500  # below it SCIP's per-solve overhead (presolve, restarts) outweighed its search
+
+
+def aligned(problem: SelectionProblem) -> bool:
+    """Whether U is the mean of the domain rows (within :data:`ALIGNED_TOL` points)."""
+    if problem.d == 0:
+        return True
+    return bool(np.max(np.abs(problem.U - problem.Ud.mean(axis=1))) <= ALIGNED_TOL)
+
+
+def portfolio(problem: SelectionProblem) -> tuple[str, str]:
+    """(MILP route, why) ``auto`` takes above the enumeration limit."""
+    if problem.surrogate != "mean":
+        return AUTO_MILP, f"the {problem.surrogate} surrogate's fractional stages: {AUTO_MILP}"
+    if aligned(problem):
+        return AUTO_MILP, "U is the mean of the domain rows: CBC with the LP fixing"
+    if problem.n < SCIP_MIN_N:
+        return AUTO_MILP, f"N = {problem.n} < {SCIP_MIN_N}: CBC (SCIP's start-up costs more)"
+    from selection.solvers.milp.scip import scip_available
+
+    if scip_available():
+        return "scip", "U is not the mean of the domain rows: SCIP, count columns branched first"
+    return "cpsat", "U is not the mean of the domain rows and PySCIPOpt is missing: CP-SAT"
 
 
 def backends() -> tuple[str, ...]:
@@ -134,9 +171,16 @@ class ExactSolver(Solver):
 
     def route(self, problem: SelectionProblem) -> str:
         """The backend this solver uses on ``problem`` (``auto`` resolved)."""
+        return self.route_choice(problem)[0]
+
+    def route_choice(self, problem: SelectionProblem) -> tuple[str, str]:
+        """(route, why): the backend used on ``problem`` and the reason it was chosen."""
         if self.backend != "auto":
-            return self.backend
-        return "enum" if math.comb(problem.n, problem.k) <= self.enum_limit else AUTO_MILP
+            return self.backend, "chosen by the caller (--backend)"
+        count = math.comb(problem.n, problem.k)
+        if count <= self.enum_limit:
+            return "enum", f"C(N, K) = {count:,} <= enum_limit {self.enum_limit:,}: enumeration"
+        return portfolio(problem)
 
     def model(self, problem: SelectionProblem) -> LexBackend:
         """The persistent backend model of ``problem`` (built on first use)."""
@@ -173,8 +217,11 @@ class ExactSolver(Solver):
         return other
 
     def _solve(self, problem: SelectionProblem) -> _Raw:
+        route, why = self.route_choice(problem)
+        return dataclasses.replace(self._solve_route(problem, route), reason=why)
+
+    def _solve_route(self, problem: SelectionProblem, route: str) -> _Raw:
         t0 = time.perf_counter()
-        route = self.route(problem)
         if route == "enum":
             return self._solve_enum(problem)
         refusal = route_refusal(route, problem, fractional=self.fractional)

@@ -1,0 +1,143 @@
+"""Count columns, the SCIP backend, proven bounds and the portfolio on the exact routes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from selection.problem import SelectionProblem
+from selection.solvers.eps import EpsSolver
+from selection.solvers.exhaustive import best_eps
+from selection.solvers.maxmin import MaxminSolver
+from selection.solvers.milp.cbc import _log_bound
+from selection.solvers.milp.exact import aligned, portfolio
+from selection.solvers.milp.formulations import count_groups, eps_spec
+from selection.solvers.milp.model import milp_backends
+from selection.solvers.sweeps import max_off, sweep_eps
+from selection.synthetic import FAMILIES, cross_penalty_stats, synthetic_stats
+
+
+def _problem(family: str, n: int, k: int, seed: int = 0) -> SelectionProblem:
+    return SelectionProblem.from_stats(FAMILIES[family](n, seed=seed), k)
+
+
+def test_count_columns_keep_the_feasible_set():
+    p = _problem("cross-penalty", 16, 4)
+    data = {"U": p.U, "Ud": p.Ud, "F_z": p.F_z, "B": p.B}
+    g = count_groups(p)
+    spec = eps_spec(data, p.k, None, None, groups=g)
+    assert spec.n_counts == len(np.unique(p.client_domains))
+    cols = spec.count_cols
+    assert spec.integer[cols].all() and (spec.priority[cols] > 0).all()
+    assert not spec.integer[p.n : cols[0]].any()  # hi, lo stay continuous
+    # a selection's count row is satisfied by its own per-domain counts
+    x = np.zeros(spec.n_col)
+    sel = [0, 3, 5, 9]
+    x[sel] = 1.0
+    labels = np.unique(g)
+    x[cols] = [np.sum(g[sel] == lab) for lab in labels]
+    for j in range(spec.n_counts):
+        r = spec.row_index[f"cnt{j}"]
+        assert spec.A[r] @ x == pytest.approx(0.0)
+    assert spec.col_up[cols].tolist() == [float(min(p.k, int(np.sum(g == lab)))) for lab in labels]
+
+
+def test_count_groups_skip_useless_cases():
+    p = SelectionProblem.from_stats(synthetic_stats(12, seed=1), 3)
+    assert count_groups(p).tolist() == [np.unique(p.client_domains).tolist().index(d)
+                                        for d in p.client_domains]  # fmt: skip
+    one = replace(p, client_domains=np.array(["mnist"] * 12))
+    assert count_groups(one) is None
+    each = replace(p, client_domains=np.array([f"d{i}" for i in range(12)]))
+    assert count_groups(each) is None  # one client per group: a binary again
+
+
+@pytest.mark.parametrize("backend", milp_backends())
+@pytest.mark.parametrize("counts", ["off", "on"])
+@pytest.mark.parametrize("family", ["cross-penalty", "near-tied"])
+def test_counts_on_and_off_match_enumeration(backend, counts, family):
+    p = _problem(family, 14, 4, seed=3)
+    for eps in (np.inf, 6.0, 2.0):
+        want = best_eps(p, eps)
+        got = EpsSolver(eps=eps, backend=backend, counts=counts).solve(p)
+        if not want:
+            assert str(got.status) == "infeasible"
+            continue
+        assert str(got.status) == "optimal", got.message
+        assert got.objectives["utility"] == pytest.approx(
+            float(np.mean(p.U[list(want)])), abs=2e-3 if backend == "cpsat" else 1e-9
+        )
+        # a proven optimum bounds itself (CP-SAT: plus its rounding slack 0.5/scale)
+        u = got.objectives["utility"]
+        assert u - 1e-9 <= got.bound <= u + (5e-4 + 1e-9 if backend == "cpsat" else 1e-6)
+
+
+def test_maxmin_with_counts_matches_without():
+    p = _problem("cross-penalty", 40, 6, seed=2)
+    for backend in ("cbc", "scip", "highs"):
+        a = MaxminSolver(delta=1.0, backend=backend, counts="on", enum_limit=0).solve(p)
+        b = MaxminSolver(delta=1.0, backend=backend, counts="off", enum_limit=0).solve(p)
+        assert a.objectives["worst"] == pytest.approx(b.objectives["worst"], abs=1e-9)
+        assert a.objectives["utility"] == pytest.approx(b.objectives["utility"], abs=1e-6)
+
+
+def _hard() -> tuple[SelectionProblem, float]:
+    """A cross-penalty round whose tight ε point no route proves in a fraction of a second."""
+    p = SelectionProblem.from_stats(cross_penalty_stats(400, seed=0), 40)
+    top = tuple(np.argsort(-p.U, kind="stable")[: p.k])
+    return p, float(np.ptp(p.Ud[list(top)].mean(axis=0))) * 0.1
+
+
+@pytest.mark.parametrize("backend", ["cbc", "highs", "cpsat", "scip"])
+def test_a_stopped_point_carries_a_valid_bound(backend):
+    p, eps = _hard()
+    stopped = EpsSolver(eps=eps, backend=backend, time_limit=0.3, counts="off").solve(p)
+    exact = EpsSolver(eps=eps, backend="cbc", counts="on").solve(p)
+    assert str(exact.status) == "optimal"
+    if str(stopped.status) == "optimal":
+        pytest.skip(f"{backend} proved the point within 0.3 s on this machine")
+    assert str(stopped.status) == "time_limit"
+    assert math.isfinite(stopped.bound), stopped.message
+    # the exact optimum lies between the incumbent and the bound
+    slack = 0.5 / 1000 + 1e-9 if backend == "cpsat" else 1e-6
+    assert stopped.bound >= exact.objectives["utility"] - slack
+    if stopped.ok:
+        assert stopped.objectives["utility"] <= exact.objectives["utility"] + 1e-6
+
+
+def test_cbc_log_bound(tmp_path):
+    log = tmp_path / "cbc.log"
+    log.write_text(
+        "Result - Stopped on time limit\n\nObjective value:                11868.00000000\n"
+        "Upper bound:                    16431.580\nGap:                            -0.28\n"
+    )
+    assert _log_bound(log) == pytest.approx(16431.58)
+    log.write_text("Result - Optimal solution found\n\nObjective value:  22423.00000000\n")
+    assert math.isnan(_log_bound(log))
+    assert math.isnan(_log_bound(tmp_path / "missing.log"))
+
+
+def test_complete_sweep_certificate():
+    p = _problem("near-tied", 40, 4)
+    front = sweep_eps(p, complete=True)
+    assert front.attrs["exact"]
+    assert front.attrs["max_off"] == 0.0
+    assert "bound" in front.columns and "route_reason" in front.columns
+    # a front with a missing bound is not certified
+    front.loc[front.index[0], "bound"] = float("nan")
+    assert math.isnan(max_off(front, "utility"))
+
+
+def test_portfolio_reads_the_shape():
+    p = _problem("synthetic", 40, 4)
+    assert aligned(p) and portfolio(p)[0] == "cbc"
+    small = _problem("cross-penalty", 40, 4)
+    assert not aligned(small) and portfolio(small)[0] == "cbc"  # below SCIP_MIN_N
+    big = _problem("cross-penalty", 600, 60)
+    route, why = portfolio(big)
+    assert route == "scip" and "not the mean" in why
+    r = EpsSolver(eps=5.0).solve(_problem("cross-penalty", 30, 3))
+    assert r.backend == "enum" and "enum_limit" in r.route_reason
