@@ -82,6 +82,9 @@ def _hover(row: pd.Series, dcols: list[str], extra: list[str]) -> str:
     ]
     if str(row.get("status", "optimal")) == "time_limit":
         lines.append("<i>stopped by the time limit: best found, not proven optimal</i>")
+        b = row.get("bound", float("nan"))
+        if b == b:
+            lines.append(f"<i>proven bound on its first objective: {float(b):.4f}</i>")
     if extra:
         lines.append(", ".join(f"{e(c)} = {row[c]:.4g}" for c in extra))
     lines.append("selected: " + e(str(row["selected"]).replace(";", ", ")))
@@ -113,7 +116,23 @@ def front_plot_data(front: pd.DataFrame, x: str = "gap", y: str = "utility") -> 
     order = {m: i for i, m in enumerate(dict.fromkeys(ok["method"]))}
     ok = ok.assign(_m=ok["method"].map(order)).sort_values(["_m", x, y])
     real = [c for c in front.columns if c.startswith("realized_")]
-    return ok[[*PLOT_COLUMNS, *dcols, *extra, *real]].reset_index(drop=True)
+    bound = ["bound"] if "bound" in ok.columns and "bound" not in PLOT_COLUMNS else []
+    return ok[[*PLOT_COLUMNS, *dcols, *extra, *real, *bound]].reset_index(drop=True)
+
+
+def bound_gaps(part: pd.DataFrame, y: str) -> np.ndarray | None:
+    """Per point, how far above its ``y`` the exact optimum may lie (its proven ``bound``
+    minus its value), where the method's bound is on ``y``; None when nothing to draw."""
+    from selection.solvers.base import solvers
+
+    if "bound" not in part or not len(part):
+        return None
+    cls = solvers().get(str(part["method"].iloc[0]))
+    if cls is None or cls.bound_objective != y:
+        return None
+    up = (part["bound"].astype(float) - part[y].astype(float)).to_numpy()
+    up = np.where(np.isfinite(up) & (up > 1e-9), up, 0.0)
+    return up if (up > 0).any() else None
 
 
 def realized_axis(data: pd.DataFrame, axis: str) -> str | None:
@@ -167,6 +186,15 @@ def _figure(data: pd.DataFrame, title: str = "", x: str = "gap", y: str = "utili
             )
             continue
         color = _PALETTE[i % len(_PALETTE)]
+        up = bound_gaps(part, y)
+        # a point stopped by its time limit: a bar up to its proven bound, within which the
+        # exact optimum must lie
+        bars = (
+            {"type": "data", "symmetric": False, "array": up, "arrayminus": 0 * up,
+             "color": color, "thickness": 1.5, "width": 6}
+            if up is not None
+            else None
+        )  # fmt: skip
         fig.add_trace(
             go.Scatter(
                 x=part[x],
@@ -175,6 +203,7 @@ def _figure(data: pd.DataFrame, title: str = "", x: str = "gap", y: str = "utili
                 name=m,
                 text=part["hover"],
                 hovertemplate="%{text}<extra></extra>",
+                error_y=bars,
                 marker={
                     "color": color,
                     "symbol": _SYMBOLS[i % len(_SYMBOLS)],
@@ -367,6 +396,27 @@ def front_takeaway(data: pd.DataFrame, x: str, y: str) -> str:
     )
 
 
+def certified_note(front: pd.DataFrame, y: str) -> str:
+    """What the ``bound`` column of a front with stopped points still guarantees, in words."""
+    from selection.solvers.base import solvers
+    from selection.solvers.sweeps import max_off
+
+    if "bound" not in front or not len(front):
+        return ""
+    cls = solvers().get(str(front["method"].iloc[0]))
+    if cls is None or not cls.bound_objective:
+        return "This method proves no bound."
+    off = max_off(front, cls.bound_objective)
+    if off != off:
+        return "A point has no proven bound: the front is not certified."
+    bars = " (the bars)" if cls.bound_objective == y else ""
+    unit = "" if cls.bound_objective == "sum_Fz" else " pp"
+    return (
+        f"Certified: the exact front's {cls.bound_objective} is at most {off:.3g}{unit} above "
+        f"these points{bars}, from each point's proven bound (front.csv: bound)."
+    )
+
+
 def render_front_html(
     front: pd.DataFrame, title: str = "fedsel front", x: str = "gap", y: str = "utility"
 ) -> str:
@@ -390,7 +440,7 @@ def render_front_html(
         note += (
             f"<p class='note'>{n_tl} point(s) stopped by the time limit: the best selection "
             "found, not a proven optimum (a complete sweep may miss front points near them)."
-            "</p>"
+            f" {certified_note(front, y)}</p>"
         )
     cols = list(dict.fromkeys(["utility", "gap", "worst", x, y]))
     rx, ry = realized_axis(data, x), realized_axis(data, y)

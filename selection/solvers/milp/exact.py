@@ -176,7 +176,7 @@ class ExactSolver(Solver):
     def route_choice(self, problem: SelectionProblem) -> tuple[str, str]:
         """(route, why): the backend used on ``problem`` and the reason it was chosen."""
         if self.backend != "auto":
-            return self.backend, "chosen by the caller (--backend)"
+            return self.backend, "given by --backend"
         count = math.comb(problem.n, problem.k)
         if count <= self.enum_limit:
             return "enum", f"C(N, K) = {count:,} <= enum_limit {self.enum_limit:,}: enumeration"
