@@ -13,7 +13,7 @@ from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps
 from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.cbc import _log_bound
-from selection.solvers.milp.exact import aligned, portfolio
+from selection.solvers.milp.exact import aligned, grid_step, portfolio
 from selection.solvers.milp.formulations import count_groups, eps_spec
 from selection.solvers.milp.model import milp_backends
 from selection.solvers.sweeps import max_off, sweep_eps
@@ -135,9 +135,22 @@ def test_portfolio_reads_the_shape():
     p = _problem("synthetic", 40, 4)
     assert aligned(p) and portfolio(p)[0] == "cbc"
     small = _problem("cross-penalty", 40, 4)
-    assert not aligned(small) and portfolio(small)[0] == "cbc"  # below SCIP_MIN_N
+    assert not aligned(small) and portfolio(small)[0] == "cbc"  # below PORTFOLIO_MIN_N
     big = _problem("cross-penalty", 600, 60)
     route, why = portfolio(big)
     assert route == "scip" and "not the mean" in why
+    assert portfolio(_problem("near-tied", 600, 60))[0] == "cbc"  # 2 decimals: fine
+    coarse = SelectionProblem.from_stats(_on_a_grid(synthetic_stats(600, seed=1), 0.5), 60)
+    assert grid_step(coarse) == pytest.approx(0.5)
+    route, why = portfolio(coarse)
+    assert route == "cpsat" and "coarse" in why
     r = EpsSolver(eps=5.0).solve(_problem("cross-penalty", 30, 3))
     assert r.backend == "enum" and "enum_limit" in r.route_reason
+
+
+def _on_a_grid(table, step: float):
+    """Per-domain accuracies on a grid of ``step`` points, U their mean (the oracle's shape)."""
+    cols = [c for c in table.columns if c.startswith("U_")]
+    table[cols] = (table[cols] / step).round() * step
+    table["U"] = table[cols].mean(axis=1)
+    return table

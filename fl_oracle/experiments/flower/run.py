@@ -129,8 +129,10 @@ def _run_flwr(
             _stop_local_superlink(tmp / "home")
         history = out / "history.csv"
         if history.is_file():
-            h = pd.read_csv(history)
-            for c in ("selected", "failed", "failures", "fallback"):
+            text = ("selected", "failed", "failures", "fallback")
+            # read as text: an all-empty column would otherwise come back as float NaN
+            h = pd.read_csv(history, dtype={c: str for c in text})
+            for c in text:
                 if c in h.columns:
                     h[c] = h[c].fillna("").astype(str)
             st = pd.read_parquet(out / "stats.parquet")

@@ -55,8 +55,6 @@ def _log_bound(log: Path) -> float:
 class CbcBackend(LexBackend):
     """The lexicographic MILP in CBC (PuLP)."""
 
-    counts_default = True
-
     use_core = True
 
     def _build(self) -> None:

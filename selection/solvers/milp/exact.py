@@ -34,6 +34,7 @@ from selection.solvers.params import check_int, check_nonneg, check_time_limit
 
 __all__ = [
     "aligned",
+    "grid_step",
     "portfolio",
     "route_refusal",
     "ExactSolver",
@@ -50,14 +51,18 @@ DEFAULT_ENUM_LIMIT = 200_000
 AUTO_MILP = "cbc"
 
 
-# ``auto``'s portfolio (:func:`portfolio`), from the per-family one-ε-point table of
-# benchmarks/exact_families.py (results/benchmarks/exact_families.md): where U is the mean
-# of the domain rows (the seed's surrogate on the oracle's equal validation sets; the
-# synthetic and near-tied families) CBC with the LP fixing was the fastest route; where it
-# is not (U pooled with other weights: the cross-penalty family), the objective pulls
-# against the balance rows and SCIP with branching on the count columns was.
+# ``auto``'s portfolio (:func:`portfolio`), read from the per-family one-ε-point table of
+# benchmarks/exact_families.py (results/benchmarks/exact_families*.md). Below PORTFOLIO_MIN_N
+# clients CBC was within 1.3x of the fastest route on every family. From there on: where U is
+# the mean of the domain rows and the rows are fine-grained (the synthetic and near-tied
+# families) CBC stays the fastest; where the rows sit on a coarse grid (accuracies on a few
+# hundred validation images: the oracle family, many exact ties) CBC's second stage stalled
+# (60 s where CP-SAT took 0.6 s) and CP-SAT was the fastest; where U is not the mean of the
+# rows (U pooled with other weights: the cross-penalty family) the objective pulls against the
+# balance rows and SCIP with branching on the count columns was (12 s where CBC took 45 s).
 ALIGNED_TOL = 0.01  # points: 2-decimal data rounds U and U_d apart by up to 0.005 each
-SCIP_MIN_N = 500  # below it SCIP's per-solve overhead (presolve, restarts) outweighed its search
+COARSE_STEP = 0.1  # points: U_d values on a grid this coarse or coarser tie often
+PORTFOLIO_MIN_N = 500
 
 
 def aligned(problem: SelectionProblem) -> bool:
@@ -67,19 +72,30 @@ def aligned(problem: SelectionProblem) -> bool:
     return bool(np.max(np.abs(problem.U - problem.Ud.mean(axis=1))) <= ALIGNED_TOL)
 
 
+def grid_step(problem: SelectionProblem) -> float:
+    """The smallest positive difference between two per-domain utilities (0 if all equal)."""
+    v = np.unique(np.round(np.asarray(problem.Ud, dtype=float).ravel(), 9))
+    d = np.diff(v)
+    return float(d.min()) if len(d) else 0.0
+
+
 def portfolio(problem: SelectionProblem) -> tuple[str, str]:
     """(MILP route, why) ``auto`` takes above the enumeration limit."""
     if problem.surrogate != "mean":
         return AUTO_MILP, f"the {problem.surrogate} surrogate's fractional stages: {AUTO_MILP}"
-    if aligned(problem):
-        return AUTO_MILP, "U is the mean of the domain rows: CBC with the LP fixing"
-    if problem.n < SCIP_MIN_N:
-        return AUTO_MILP, f"N = {problem.n} < {SCIP_MIN_N}: CBC (SCIP's start-up costs more)"
-    from selection.solvers.milp.scip import scip_available
+    n = problem.n
+    if n < PORTFOLIO_MIN_N:
+        return AUTO_MILP, f"N = {n} < {PORTFOLIO_MIN_N}: CBC"
+    if not aligned(problem):
+        from selection.solvers.milp.scip import scip_available
 
-    if scip_available():
-        return "scip", "U is not the mean of the domain rows: SCIP, count columns branched first"
-    return "cpsat", "U is not the mean of the domain rows and PySCIPOpt is missing: CP-SAT"
+        if scip_available():
+            return "scip", "U is not the mean of the domain rows: SCIP, count columns first"
+        return "cpsat", "U is not the mean of the domain rows (PySCIPOpt missing): CP-SAT"
+    step = grid_step(problem)
+    if step >= COARSE_STEP:
+        return "cpsat", f"U_d on a coarse grid (step {step:.3g} pp, many ties): CP-SAT"
+    return AUTO_MILP, "U is the mean of fine-grained domain rows: CBC with the LP fixing"
 
 
 def backends() -> tuple[str, ...]:
@@ -133,9 +149,9 @@ class ExactSolver(Solver):
             is ``feasible`` (optimal within the gap), useful on large N.
         counts: per-domain count columns n_g = Σ_{i in domain g} x_i in the MILP, integer and
             branched on first (:meth:`.model.MilpSpec.build`): ``on``, ``off`` or ``auto``
-            (the backend's ``counts_default``: on for CBC and SCIP, where branching on them first
-            paid, off for HiGHS and CP-SAT, where it did not; measured per family in
-            results/benchmarks/exact_families.md).
+            (the backend's ``counts_default``: on for SCIP, where branching on them first paid
+            (cross-penalty N = 1,000: 40 s -> 12 s), off for CBC, HiGHS and CP-SAT, where it
+            did not; measured per family in results/benchmarks/exact_families*.md).
     """
 
     def __init__(
