@@ -66,7 +66,7 @@ def version() -> None:
 def methods() -> None:
     """List the registered formulations, baselines, objectives and surrogates."""
     from selection.objectives import OBJECTIVES
-    from selection.solvers.base import solvers
+    from selection.solvers.registry import solvers
 
     print("formulations (--method; selector spec):")
     for name, cls in solvers().items():
@@ -117,7 +117,7 @@ _GRID = typer.Option(
 def parse_grids(items: list[str] | None, methods: list[str]) -> dict[str, list]:
     """``["alpha=0,0.5"]`` -> {"alpha": [0.0, 0.5]}; the name must be the parameter one of
     ``methods`` declares (SelectionError naming the item otherwise)."""
-    from selection.solvers.base import solvers
+    from selection.solvers.registry import solvers
 
     known = solvers()
     params = {known[m].param: m for m in methods if m in known and known[m].param}
@@ -204,7 +204,7 @@ def _realize_front(front, problem, table, realizer, folder: Path):
     import pandas as pd
 
     from selection.realize import realized_columns
-    from selection.solvers.base import point_rows
+    from selection.solvers.result import point_rows
 
     ok = np.flatnonzero(point_rows(front))
     sels = [tuple(str(front["selected"].iloc[i]).split(";")) for i in ok]
@@ -232,7 +232,7 @@ def _record_surrogate(front, problem):
 
 def _solver_class(method: str):
     """The registered solver class of ``method`` (SelectionError listing the registry)."""
-    from selection.solvers.base import solvers
+    from selection.solvers.registry import solvers
 
     known = solvers()
     if method not in known:
@@ -579,7 +579,7 @@ def sweep(
     from selection.compare import run_method
     from selection.report import render_front_html, render_rounds_html
     from selection.schema import read_stats
-    from selection.solvers.base import point_rows
+    from selection.solvers.result import point_rows
 
     cls = _solver_class(method)
     mine = (method,)

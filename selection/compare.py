@@ -27,8 +27,10 @@ from selection.indicators import (
 )
 from selection.problem import SelectionProblem
 from selection.progress import ProgressFn, report
-from selection.solvers.base import SweepOptions, point_rows, solvers
+from selection.solvers.base import SweepOptions
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT
+from selection.solvers.registry import solvers
+from selection.solvers.result import point_rows
 from selection.solvers.weighted import default_weight_grid
 
 __all__ = [

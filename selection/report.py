@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from selection.objectives import OBJECTIVES
-from selection.solvers.base import point_rows
+from selection.solvers.result import point_rows
 
 __all__ = [
     "front_plot_data",
@@ -123,7 +123,7 @@ def front_plot_data(front: pd.DataFrame, x: str = "gap", y: str = "utility") -> 
 def bound_gaps(part: pd.DataFrame, y: str) -> np.ndarray | None:
     """Per point, how far above its ``y`` the exact optimum may lie (its proven ``bound``
     minus its value), where the method's bound is on ``y``; None when nothing to draw."""
-    from selection.solvers.base import solvers
+    from selection.solvers.registry import solvers
 
     if "bound" not in part or not len(part):
         return None
@@ -398,7 +398,7 @@ def front_takeaway(data: pd.DataFrame, x: str, y: str) -> str:
 
 def certified_note(front: pd.DataFrame, y: str) -> str:
     """What the ``bound`` column of a front with stopped points still guarantees, in words."""
-    from selection.solvers.base import solvers
+    from selection.solvers.registry import solvers
     from selection.solvers.sweeps import max_off
 
     if "bound" not in front or not len(front):
@@ -527,7 +527,7 @@ def render_rounds_html(
 def compare_takeaway(table: pd.DataFrame, plane: tuple[str, str]) -> str:
     """Computed sentences: who recovers the reference front, who falls short, and which
     formulations optimize another plane (their points lie off this one's front by design)."""
-    from selection.solvers.base import solvers
+    from selection.solvers.registry import solvers
 
     if table.empty:
         return "No method ran."

@@ -60,8 +60,9 @@ from selection.baselines.sampling import proportional_sample, stratified_sample
 from selection.errors import SelectionError
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, SolveResult, Status
+from selection.solvers.base import Solver
 from selection.solvers.eps import min_gap_point
+from selection.solvers.result import SolveResult, Status
 from selection.verify import DEFAULT_VERIFY
 
 __all__ = [
@@ -348,7 +349,7 @@ _ALIASES = {"composite": ("weighted", "composite")}
 def spec_forms() -> tuple[str, ...]:
     """Every valid spec form: the registered solvers' ``spec_form`` plus the baselines."""
     from selection.baselines import baselines
-    from selection.solvers.base import solvers
+    from selection.solvers.registry import solvers
 
     forms = [cls.spec_form or name for name, cls in solvers().items()]
     return (*forms, "composite:alpha,beta,gamma", *(b.spec_form() for b in baselines().values()))
@@ -408,7 +409,8 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
         SelectionError: unknown or malformed spec (the message lists the valid forms).
     """
     from selection.baselines import baselines
-    from selection.solvers.base import solver_options, solvers
+    from selection.solvers.base import solver_options
+    from selection.solvers.registry import solvers
 
     parsed = parse_spec(spec)
     spec = parsed.selector_spec

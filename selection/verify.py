@@ -18,7 +18,7 @@ import numpy as np
 
 from selection.objectives import evaluate, realized_objectives
 from selection.problem import SelectionProblem
-from selection.solvers.base import SolveResult, Status
+from selection.solvers.result import SolveResult, Status
 
 __all__ = ["DEFAULT_VERIFY", "Evaluator", "verified_solve"]
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from fl_oracle.experiments.loop import OracleLike, domain_metrics
 from selection.problem import SelectionProblem
-from selection.solvers.base import point_rows
+from selection.solvers.result import point_rows
 
 __all__ = ["front_points", "describe_setup"]
 

@@ -8,9 +8,11 @@ other file.
 import importlib
 import pkgutil
 
-from selection.solvers.base import SOLVERS, Solver, SolveResult, Status, make_solver, register
+from selection.solvers.base import Solver
+from selection.solvers.registry import SOLVERS, make_solver, register
+from selection.solvers.result import SolveResult, Status
 
-_INFRASTRUCTURE = {"base", "params", "sweeps", "milp"}
+_INFRASTRUCTURE = {"base", "result", "registry", "grid", "params", "sweeps", "milp"}
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name not in _INFRASTRUCTURE and not _mod.name.startswith("_"):

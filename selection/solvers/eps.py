@@ -25,7 +25,7 @@ import pandas as pd
 
 from selection.objectives import gap as gap_of
 from selection.problem import SelectionProblem
-from selection.solvers.base import SolveResult, SweepOptions, _Raw, register
+from selection.solvers.base import SweepOptions
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps, eps_rule
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -33,6 +33,8 @@ from selection.solvers.milp.formulations import eps_spec
 from selection.solvers.milp.fractional import FracStage
 from selection.solvers.milp.model import INF, LexBackend
 from selection.solvers.params import check_finite, check_nonneg, fmt_param
+from selection.solvers.registry import register
+from selection.solvers.result import SolveResult, _Raw
 
 __all__ = ["EpsSolver", "min_gap_point"]
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, _Raw, register
+from selection.solvers.base import Solver
 from selection.solvers.eps import EpsSolver, min_gap_point
 from selection.solvers.params import check_nonneg, fmt_param
+from selection.solvers.registry import register
+from selection.solvers.result import _Raw
 
 __all__ = ["EpsRelSolver"]
 

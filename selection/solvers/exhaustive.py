@@ -26,8 +26,10 @@ from selection.errors import TooLargeError
 from selection.indicators import nondominated_mask
 from selection.objectives import OBJECTIVES, u_star
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, Status, SweepOptions, _Raw, register
+from selection.solvers.base import Solver, SweepOptions
 from selection.solvers.params import check_finite, check_int, check_nonneg, fmt_param
+from selection.solvers.registry import register
+from selection.solvers.result import Status, _Raw
 
 __all__ = [
     "DEFAULT_MAX_COUNT",
@@ -342,7 +344,7 @@ def exact_front(
         ValueError: an unknown objective name.
     """
     from selection.objectives import evaluate
-    from selection.solvers.base import SolveResult, results_to_frame
+    from selection.solvers.result import SolveResult, results_to_frame
 
     objectives = tuple(objectives)
     bad = [o for o in objectives if o not in SENSES]

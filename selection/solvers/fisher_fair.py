@@ -28,7 +28,6 @@ import weakref
 import numpy as np
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import _Raw, register
 from selection.solvers.exhaustive import (
     DEFAULT_MAX_COUNT,
     best_fisher_fair,
@@ -41,6 +40,8 @@ from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
 from selection.solvers.milp.formulations import fisher_fair_spec
 from selection.solvers.milp.model import INF, LexBackend
 from selection.solvers.params import check_nonneg, fmt_param
+from selection.solvers.registry import register
+from selection.solvers.result import _Raw
 
 __all__ = ["FisherFairSolver"]
 

@@ -17,13 +17,15 @@ import numpy as np
 import pandas as pd
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import Status, SweepOptions, _Raw, register
+from selection.solvers.base import SweepOptions
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta, delta_rule, u_star_of
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
 from selection.solvers.milp.formulations import maxmin_spec, top_k_sum
 from selection.solvers.milp.model import INF, LexBackend
 from selection.solvers.params import check_nonneg, fmt_param
+from selection.solvers.registry import register
+from selection.solvers.result import Status, _Raw
 
 __all__ = ["MaxminSolver"]
 

@@ -54,7 +54,9 @@ from selection.errors import SelectionError
 from selection.indicators import nondominated_mask
 from selection.objectives import OBJECTIVES, evaluate
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, SolveResult, Status, SweepOptions, _Raw, register
+from selection.solvers.base import Solver, SweepOptions
+from selection.solvers.registry import register
+from selection.solvers.result import SolveResult, Status, _Raw
 
 __all__ = [
     "NSGA2Solver",
@@ -382,7 +384,7 @@ class NSGA2Solver(Solver):
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
         """The final non-dominated population (after the local search) in ``objectives``."""
-        from selection.solvers.base import results_to_frame
+        from selection.solvers.result import results_to_frame
 
         solver = cls(seed=options.seed, objectives=tuple(options.objectives))
         return results_to_frame(problem, solver.front(problem))

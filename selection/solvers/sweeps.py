@@ -32,9 +32,10 @@ import pandas as pd
 
 from selection.problem import SelectionProblem
 from selection.progress import ProgressFn
-from selection.solvers.base import FRONT_COLUMNS, SolveResult, Status, make_solver, results_to_frame
 from selection.solvers.grid import _Counter, _run_grid
 from selection.solvers.params import as_float_list, check_int, check_nonneg
+from selection.solvers.registry import make_solver
+from selection.solvers.result import FRONT_COLUMNS, SolveResult, Status, results_to_frame
 
 __all__ = [
     "FRONT_COLUMNS",
@@ -233,7 +234,7 @@ def max_off(front: pd.DataFrame, objective: str) -> float:
     has gap g_j; for ε in [g_j, ε_j] the exact max-U front f(ε) satisfies
     U_j <= f(ε) <= bound_j, and the next ε is g_j − step.
     """
-    from selection.solvers.base import point_rows
+    from selection.solvers.result import point_rows
 
     pts = front[point_rows(front)]
     if not len(pts) or "bound" not in pts:

@@ -33,7 +33,9 @@ import numpy as np
 import pandas as pd
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, Status, SweepOptions, _Raw, register
+from selection.solvers.base import Solver, SweepOptions
+from selection.solvers.registry import register
+from selection.solvers.result import Status, _Raw
 
 __all__ = [
     "WEIGHT_NAMES",

@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from selection.solvers.base import Status
 from selection.solvers.eps import EpsSolver
 from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.formulations import eps_spec, model_data
 from selection.solvers.milp.model import LexBackend, MilpSpec
+from selection.solvers.result import Status
 
 BACKENDS = ("highs", "cbc", "cpsat", "enum")
 

@@ -22,9 +22,10 @@ import pytest
 
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
-from selection.solvers.base import solver_options, solvers
+from selection.solvers.base import solver_options
 from selection.solvers.exhaustive import _blocks, _pick
 from selection.solvers.milp.model import milp_backends
+from selection.solvers.registry import solvers
 from selection.synthetic import synthetic_stats
 
 SEEDS = (1, 7)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from selection.solvers.base import make_solver
 from selection.solvers.exhaustive import ExhaustiveSolver, exact_front
+from selection.solvers.registry import make_solver
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

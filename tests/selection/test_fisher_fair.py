@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from selection.selectors import make_selector
-from selection.solvers.base import make_solver
+from selection.solvers.registry import make_solver
 
 ROUTES = ("enum", "highs", "cbc", "cpsat")
 

@@ -9,7 +9,6 @@ import pytest
 from selection.errors import SelectionError
 from selection.indicators import hypervolume_ratio
 from selection.problem import SelectionProblem
-from selection.solvers.base import Status, make_solver
 from selection.solvers.exhaustive import exact_front
 from selection.solvers.nsga2 import (
     KSubsetCrossover,
@@ -19,6 +18,8 @@ from selection.solvers.nsga2 import (
     SwapMutation,
     knee_index,
 )
+from selection.solvers.registry import make_solver
+from selection.solvers.result import Status
 from selection.synthetic import synthetic_stats
 
 
@@ -158,7 +159,7 @@ def test_invalid_arguments_raise(kwargs):
 
 
 def test_front_table_through_results_to_frame(problem, front):
-    from selection.solvers.base import results_to_frame
+    from selection.solvers.result import results_to_frame
 
     df = results_to_frame(problem, front)
     assert isinstance(df, pd.DataFrame) and len(df) == len(front)

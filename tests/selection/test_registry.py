@@ -13,8 +13,10 @@ from fl_oracle.cli import main
 from selection.compare import compare_methods, methods
 from selection.problem import SelectionProblem
 from selection.selectors import make_selector, split_specs
-from selection.solvers.base import SOLVERS, Solver, Status, _Raw, register, solvers
+from selection.solvers.base import Solver
 from selection.solvers.params import check_nonneg, fmt_param
+from selection.solvers.registry import SOLVERS, register, solvers
+from selection.solvers.result import Status, _Raw
 from selection.synthetic import synthetic_stats
 
 

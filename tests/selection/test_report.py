@@ -14,7 +14,8 @@ from selection.report import (
     render_compare_html,
     render_front_html,
 )
-from selection.solvers.base import make_solver, results_to_frame
+from selection.solvers.registry import make_solver
+from selection.solvers.result import results_to_frame
 from selection.synthetic import synthetic_stats
 
 

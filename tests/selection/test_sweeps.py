@@ -211,7 +211,7 @@ def test_complete_sweep_drops_points_the_next_eps_ties_on_utility(monkeypatch):
     import selection.solvers.sweeps as sw
     from selection.objectives import evaluate
     from selection.problem import SelectionProblem
-    from selection.solvers.base import SolveResult, Status
+    from selection.solvers.result import SolveResult, Status
     from selection.synthetic import near_tied_stats
 
     table = near_tied_stats(8, seed=1)

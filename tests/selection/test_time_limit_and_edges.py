@@ -14,11 +14,11 @@ import pytest
 from fl_oracle.cli import main
 from selection.compare import compare_methods
 from selection.problem import SelectionProblem
-from selection.solvers.base import Status, point_rows
 from selection.solvers.eps import EpsSolver
 from selection.solvers.milp.exact import ExactSolver
 from selection.solvers.milp.model import LexBackend, LexOutcome
 from selection.solvers.nsga2 import NSGA2Solver
+from selection.solvers.result import Status, point_rows
 from selection.synthetic import synthetic_stats
 
 

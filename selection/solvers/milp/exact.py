@@ -21,7 +21,7 @@ import numpy as np
 
 from selection.errors import SelectionError
 from selection.problem import SelectionProblem
-from selection.solvers.base import Solver, Status, _Raw
+from selection.solvers.base import Solver
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.formulations import count_groups, model_data
 from selection.solvers.milp.model import (
@@ -31,6 +31,7 @@ from selection.solvers.milp.model import (
     milp_backends,
 )
 from selection.solvers.params import check_int, check_nonneg, check_time_limit
+from selection.solvers.result import Status, _Raw
 
 __all__ = [
     "aligned",

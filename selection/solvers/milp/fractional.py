@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from selection.problem import SelectionProblem
-from selection.solvers.base import Status, _Raw
 from selection.solvers.milp.formulations import model_data
 from selection.solvers.milp.model import INF, MilpSpec, make_backend
+from selection.solvers.result import Status, _Raw
 
 __all__ = ["FracStage", "lex_fractional", "weighted_data", "ratio_star"]
 

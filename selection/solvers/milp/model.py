@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from selection.solvers.base import Status
 from selection.solvers.milp.fixing import best_bound, core_size, fixable, preferred
+from selection.solvers.result import Status
 
 __all__ = [
     "MilpSpec",

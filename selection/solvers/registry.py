@@ -1,0 +1,41 @@
+"""The registry of formulations every caller reads (``fedsel solve/sweep/compare``,
+``make_selector``, the conformance suite).
+
+A formulation module decorates its :class:`~selection.solvers.base.Solver` subclass with
+:func:`register`; importing the package :mod:`selection.solvers` imports every module in it,
+so :func:`solvers` lists them all (the package is always imported before this module, being
+its parent, so no import happens here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from selection.errors import SelectionError
+from selection.solvers.base import Solver
+
+__all__ = ["SOLVERS", "register", "solvers", "make_solver"]
+
+
+SOLVERS: dict[str, type[Solver]] = {}
+
+
+def register(cls: type[Solver]) -> type[Solver]:
+    """Class decorator adding a solver to the registry under ``cls.name``."""
+    if not cls.name:
+        raise TypeError(f"{cls.__name__} has no name")
+    SOLVERS[cls.name] = cls
+    return cls
+
+
+def solvers() -> dict[str, type[Solver]]:
+    """Every registered solver by name, in display order (``order``, then name)."""
+    return dict(sorted(SOLVERS.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+def make_solver(name: str, **kwargs: Any) -> Solver:
+    """Instantiate a registered solver by name."""
+    known = solvers()
+    if name not in known:
+        raise SelectionError(f"unknown method {name!r}; choose one of {', '.join(known)}")
+    return known[name](**kwargs)
