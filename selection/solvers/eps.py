@@ -186,7 +186,7 @@ class EpsSolver(ExactSolver):
             rows,
             stages,
             time_limit=time_limit,
-            **self._frac_options(),
+            **self._frac_options(problem),
         )
         return raw_of(sel, status, msg, route, self._param())
 

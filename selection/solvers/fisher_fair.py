@@ -156,7 +156,14 @@ class FisherFairSolver(ExactSolver):
             FracStage(nU, n, lambda x: (float(x @ nU), float(x @ n))),
         ]
         sel, status, msg, _ = lex_fractional(
-            route, N, problem.k, [], rows, stages, time_limit=time_limit, **self._frac_options()
+            route,
+            N,
+            problem.k,
+            [],
+            rows,
+            stages,
+            time_limit=time_limit,
+            **self._frac_options(problem),
         )
         return raw_of(sel, status, msg, route, self._param())
 

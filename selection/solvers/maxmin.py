@@ -126,7 +126,7 @@ class MaxminSolver(ExactSolver):
         rows = [("card", np.r_[np.ones(N), 0.0], float(problem.k), float(problem.k))]
         rows += [(f"w{d}", np.r_[nUd[:, d], -1.0], 0.0, INF) for d in range(D)]
         if self.delta != INF:
-            star = ratio_star(route, data, problem.k, "nU", **self._frac_options())
+            star = ratio_star(route, data, problem.k, "nU", **self._frac_options(problem))
             if star is None:
                 return raw_of((), Status.ERROR, "no U* selection", route, self._param())
             rows.append(
@@ -147,7 +147,7 @@ class MaxminSolver(ExactSolver):
             rows,
             stages,
             time_limit=time_limit,
-            **self._frac_options(),
+            **self._frac_options(problem),
         )
         return raw_of(sel, status, msg, route, self._param())
 

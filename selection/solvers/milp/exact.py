@@ -293,8 +293,10 @@ class ExactSolver(Solver):
             )
         return top_selections(problem, self._rule(problem), m)
 
-    def _frac_options(self) -> dict:
-        return dict(seed=self.seed, threads=self.threads, scale=self.scale)
+    def _frac_options(self, problem: SelectionProblem) -> dict:
+        return dict(
+            seed=self.seed, threads=self.threads, scale=self.scale, groups=self.groups(problem)
+        )
 
     def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> _Raw:
         """The formulation on a linear-fractional surrogate (:mod:`.fractional`)."""

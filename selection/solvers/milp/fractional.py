@@ -91,10 +91,12 @@ def lex_fractional(
     threads: int | None = None,
     scale: int = 1000,
     time_limit: float | None = None,
+    groups: np.ndarray | None = None,
 ) -> tuple[tuple[int, ...], Status, str, list[float]]:
     """Maximize the stages lexicographically; returns (selection, status, message, optima).
 
-    ``optima`` holds each finished stage's optimal ratio (or linear value).
+    ``optima`` holds each finished stage's optimal ratio (or linear value). ``groups`` adds
+    the per-domain count columns of :meth:`.model.MilpSpec.build` to every stage's model.
     """
     t0 = time.perf_counter()
     exact = route == "cpsat"
@@ -111,10 +113,10 @@ def lex_fractional(
         rem = left()
         if rem is not None and rem <= 0:
             raise _Limit(hint, "time limit reached")
-        spec = MilpSpec.build(n_x, k, aux_bounds, rows, [c])
+        spec = MilpSpec.build(n_x, k, aux_bounds, rows, [c], groups=groups)
         opts = {"scale": scale} if exact else {}
         be = make_backend(route, spec, seed=seed, threads=threads, **opts)
-        kind, v, _ = be._optimize(c, left(), None)
+        kind, v, _ = be._optimize(spec.objectives[0], left(), None)
         if kind == "limit":
             raise _Limit(v if v is not None else hint, "time limit in a stage")
         if kind.startswith("error"):
