@@ -324,15 +324,9 @@ def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
         + scatter_figure(res.scatter, pooled).to_html(full_html=False, include_plotlyjs=False)
     )
     body = "".join(parts) + "<h2>The seed's figure per measured round</h2>" + "".join(figs)
-    return (
-        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>fedsel analyze</title>'
-        "<style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:1.5em auto;"
-        "padding:0 1em;color:#222}table{border-collapse:collapse;margin:.5em 0}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right;"
-        "font-variant-numeric:tabular-nums}th{background:#f3f3f3}"
-        "td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:.9em}</style>"
-        f"</head><body><h1>fedsel analyze</h1>{body}</body></html>"
-    )
+    from selection.html_page import page
+
+    return page("fedsel analyze", body, css="table{margin:.5em 0}td,th{font-size:13px}")
 
 
 # ---------------------------------------------------------------------------- per round first

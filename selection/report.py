@@ -19,6 +19,7 @@ import html
 import numpy as np
 import pandas as pd
 
+from selection.html_page import page
 from selection.objectives import OBJECTIVES
 from selection.solvers.result import point_rows
 
@@ -273,21 +274,12 @@ def _add_realized(fig, part: pd.DataFrame, x: str, y: str, rx: str, ry: str, m: 
 
 
 _CSS = (
-    "body{font-family:system-ui,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;"
-    "color:#222}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}"
-    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}"
-    "td:first-child,th:first-child{text-align:left}td.ids{text-align:left;white-space:nowrap}"
-    ".note{color:#555;font-size:.9em}dt{font-weight:bold;display:inline}dd{display:inline;"
-    "margin:0 0 0 .4em}dl div{margin:.2em 0}.scroll{overflow-x:auto}"
+    "dt{font-weight:bold;display:inline}dd{display:inline;margin:0 0 0 .4em}dl div{margin:.2em 0}"
 )
 
 
 def _page(title: str, body: str) -> str:
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{body}</body></html>"
-    )
+    return page(title, body, css=_CSS)
 
 
 def _points_table(data: pd.DataFrame, columns: list[str]) -> str:

@@ -13,18 +13,16 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from selection.analysis import scatter_figure
+from selection.html_page import page
 
 __all__ = ["render_html"]
 
-_CSS = """
-body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;color:#222}
-table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
-th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
-td.best{font-weight:bold;background:#e4f4e4} .note{color:#555;font-size:.9em}
-td.ids{text-align:left;white-space:normal;min-width:16em;font-size:.85em} .scroll{overflow-x:auto}
-.takeaway{font-size:1.08em;font-weight:600} .caveat{background:#fff7e0;padding:.4em .8em}
-"""
+# the demo page's own rules, after the shared ones of selection.html_page
+_CSS = (
+    "body{max-width:1150px;margin:2em auto}td.best{font-weight:bold;background:#e4f4e4}"
+    "td.ids{white-space:normal;min-width:16em;font-size:.85em}"
+    ".caveat{background:#fff7e0;padding:.4em .8em}"
+)
 _LABELS = {
     "avg_mean": "avg %",
     "worst_mean": "worst %",
@@ -339,8 +337,7 @@ def render_html(data: dict) -> str:
     ]
     setup = data["setup"]
     parts = [
-        f"<html><head><meta charset='utf-8'><title>fedsel demo</title><style>{_CSS}</style>",
-        "</head><body><h1>fedsel demo: client selectors compared in live training</h1>",
+        "<h1>fedsel demo: client selectors compared in live training</h1>",
         f"<p class='takeaway'>{html.escape(demo_takeaway(data))}</p>",
         f"<p class='caveat'>A showcase, not evidence: {setup.get('seeds')} seed(s) × "
         f"{setup.get('rounds')} rounds, and floating-point differences between machines, "
@@ -385,6 +382,5 @@ def render_html(data: dict) -> str:
         fig_html(_fig_scatter(ss["scatter"], ss["pooled"])),
         "<h2>5. Set-up</h2>",
         _setup(setup),
-        "</body></html>",
     ]
-    return "\n".join(parts)
+    return page("fedsel demo", "\n".join(parts), css=_CSS, heading="")

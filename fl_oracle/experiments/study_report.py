@@ -33,6 +33,7 @@ from fl_oracle.experiments.study_stats import (
     surrogate_error,
 )
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.html_page import page
 from selection.selectors import parse_spec
 
 __all__ = [
@@ -47,6 +48,17 @@ __all__ = [
     "verdict_summary",
     "verdict_table",
 ]
+
+
+# the study page's own rules, after the shared ones of selection.html_page
+_CSS = (
+    "table{font-size:13px;margin:.5em 0}td,th{padding:3px 7px;text-align:left}"
+    "td.n{text-align:right}"
+    ".verdict{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.5em 1em;overflow-x:auto}"
+    ".takeaway{font-size:1.1em}.note{font-size:14px}"
+    "pre{background:#f6f6f6;padding:.6em;font-size:12px;white-space:pre-wrap;"
+    "overflow-wrap:anywhere}"
+)
 
 
 @dataclass(frozen=True)
@@ -673,16 +685,7 @@ def render_html(res: StudyResult) -> str:
         + "".join(f"<p>{html.escape(line)}</p>" for line in rest)
         + "</details>"
     )
-    return f"""<!DOCTYPE html><html><head><meta charset="utf-8">
-<title>fedsel study</title><script>{get_plotlyjs()}</script>
-<style>body{{font-family:system-ui,sans-serif;max-width:1200px;margin:auto;padding:1em;color:#222}}
-table{{border-collapse:collapse;font-size:13px;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:3px 7px}}
-th{{background:#f3f3f3}}td.n{{text-align:right;font-variant-numeric:tabular-nums}}
-.verdict{{background:#f7f9fc;border-left:4px solid #1f77b4;padding:.5em 1em;overflow-x:auto}}
-.takeaway{{font-size:1.1em;font-weight:600}}
-.note{{color:#555;font-size:14px}}pre{{background:#f6f6f6;padding:.6em;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}}</style>
-</head><body>
-<h1>fedsel study: {len(s.selectors)} selectors × {s.seeds} seeds × {s.rounds} rounds, K={s.k}</h1>
+    body = f"""<h1>fedsel study: {len(s.selectors)} selectors × {s.seeds} seeds × {s.rounds} rounds, K={s.k}</h1>
 <div class="verdict"><h2>Verdict</h2>{verdict_html}</div>
 <h2>1. Realized (average, worst-domain) plane</h2>
 <p class="note">Faint dots: one seed each. Large markers: mean over seeds with 95 % t-intervals;
@@ -721,4 +724,7 @@ bought by a loss on the best one shows here.</p>{_table(res.mix)}
 <p class="note">rounds_to_target: rounds until the worst domain reaches {s.target_worst:g} %
 (runs that never do count as {s.rounds + 1}).</p>{_table(summary)}
 <h2>8. Settings</h2><pre>{html.escape(s.to_toml())}</pre>
-{divs}</body></html>"""
+{divs}"""
+    return page(
+        "fedsel study", body, css=_CSS, head=f"<script>{get_plotlyjs()}</script>", heading=""
+    )
