@@ -70,6 +70,38 @@ def accuracy_metrics(hits, sizes, domains: Sequence[str]) -> dict[str, float]:
     return out
 
 
+def stream_seed(seed: int, round_: int, client: int) -> int:
+    """The mini-batch stream seed of client ``client`` (federation index) in round ``round_``.
+
+    The oracle, the Flower ClientApp and anything else that replays a client's local
+    training take it from here, so the same (seed, round, client) draws the same batches.
+    """
+    ss = np.random.SeedSequence([seed, round_, client, 0xB47C])
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def candidate_utilities(
+    hits: np.ndarray, sizes: np.ndarray, hits0: np.ndarray, domains: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """U, ``U_<domain>`` and dU (%) of M candidates from their correct counts.
+
+    Args:
+        hits: (M, D) correct predictions of each candidate w_t + Δ_i per domain.
+        sizes: (D,) validation samples per domain.
+        hits0: (D,) correct predictions of w_t itself.
+        domains: the D domain names.
+
+    U pools the domains' validation samples (the mean of U_d on equal sets); dU = U − U(w_t).
+    """
+    Ud = 100.0 * hits / sizes
+    U = 100.0 * hits.sum(1) / sizes.sum()
+    out = {"U": U}
+    for j, d in enumerate(domains):
+        out[f"U_{d}"] = Ud[:, j]
+    out["dU"] = U - 100.0 * hits0.sum() / sizes.sum()
+    return out
+
+
 def load_federation_data(
     config: OracleConfig, *, cache_dir=None, progress: ProgressFn | None = None
 ) -> dict:
@@ -276,8 +308,7 @@ class Oracle:
         self.timings["local"] += time.perf_counter() - t0
 
     def _stream_seed(self, i: int) -> int:
-        ss = np.random.SeedSequence([self.config.seed, self.round, i, 0xB47C])
-        return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+        return stream_seed(self.config.seed, self.round, i)
 
     def _accuracies(
         self, W: torch.Tensor, split: str, logits: list | None = None
@@ -375,8 +406,10 @@ class Oracle:
         hits, sizes = self._accuracies(self._w.unsqueeze(0) + D, "val", logits=z)
         zz = np.concatenate(z, axis=1)  # (M, S, C): the domains' samples one after another
         self._logits.update({i: zz[r] for r, i in enumerate(idx)})
-        Ud = 100.0 * hits / sizes
-        U = 100.0 * hits.sum(1) / sizes.sum()
+        hits0, _ = self._accuracies(self._w.unsqueeze(0), "val")
+        util = candidate_utilities(hits, sizes, hits0[0], self.domains)
+        U = util["U"]
+        Ud = np.stack([util[f"U_{d}"] for d in self.domains], axis=1)
         n = torch.as_tensor(fed.n_samples[idx], dtype=torch.float32, device=self.device)
         cos = cosine_to(D, (n.unsqueeze(1) * D).sum(0) / n.sum()).cpu().numpy()
         rows = {
@@ -393,8 +426,7 @@ class Oracle:
         local = self._local_accuracy(idx, D)
         if local is not None:
             rows["U_local"] = local
-        hits0, _ = self._accuracies(self._w.unsqueeze(0), "val")
-        rows["dU"] = U - 100.0 * hits0[0].sum() / sizes.sum()
+        rows["dU"] = util["dU"]
         rows["F"] = np.maximum(probe.fisher[idx].cpu().numpy(), F_FLOOR)
         rows["B"] = self._B[idx]
         rows["cos_g"] = cos

@@ -33,6 +33,7 @@ import torch
 from fl_oracle.sim.config import OracleConfig
 from fl_oracle.sim.local import train_clients
 from fl_oracle.sim.model import init_params, resolve_model
+from fl_oracle.sim.oracle import candidate_utilities, stream_seed
 from fl_oracle.sim.partition import build_federation
 from fl_oracle.sim.stats import correct_stacked, probe_stats
 from selection.schema import F_FLOOR
@@ -49,7 +50,6 @@ __all__ = [
     "strategy_run_config",
     "RUN_CONFIG_STRATEGY",
     "RUN_CONFIG_FIELDS",
-    "stream_seed",
 ]
 
 
@@ -176,12 +176,6 @@ def _client(settings: DigitsSettings, partition: int, own: tuple[str, str] | Non
         return arch, fed, _check(fed, partition)
     arch, fed = local_federation(settings, *own)
     return arch, fed, 0
-
-
-def stream_seed(seed: int, round_: int, client: int) -> int:
-    """The mini-batch stream seed of (seed, round, client), as ``Oracle._stream_seed``."""
-    ss = np.random.SeedSequence([seed, round_, client, 0xB47C])
-    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
 
 def _single_probe(arch, w: torch.Tensor, fed, i: int):
@@ -311,14 +305,8 @@ class DigitsServer:
         wt = torch.as_tensor(w, dtype=torch.float32)
         D = torch.as_tensor(deltas, dtype=torch.float32)
         hits, sizes = self._hits(wt.unsqueeze(0) + D, "val")
-        Ud = 100.0 * hits / sizes
-        U = 100.0 * hits.sum(1) / sizes.sum()
-        out = {"U": U}
-        for j, d in enumerate(self.domains):
-            out[f"U_{d}"] = Ud[:, j]
         hits0, _ = self._hits(wt.unsqueeze(0), "val")
-        out["dU"] = U - 100.0 * hits0[0].sum() / sizes.sum()
-        return out
+        return candidate_utilities(hits, sizes, hits0[0], self.domains)
 
     def test_metrics(self, w: np.ndarray) -> dict[str, float]:
         """``acc_<domain>``, ``acc_pooled``, ``acc_avg``, ``acc_worst`` (%) of w on the test sets."""

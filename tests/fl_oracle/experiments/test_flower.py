@@ -33,7 +33,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, Re
 from flwr.clientapp import ClientApp  # noqa: E402
 
 from fl_oracle.experiments.flower.client_app import make_client_app  # noqa: E402
-from fl_oracle.experiments.flower.digits import DigitsSettings, save_data, stream_seed  # noqa: E402
+from fl_oracle.experiments.flower.digits import DigitsSettings, save_data  # noqa: E402
 from fl_oracle.experiments.flower.local_grid import LocalGrid  # noqa: E402
 from fl_oracle.experiments.flower.run import run_flower  # noqa: E402
 from fl_oracle.experiments.flower.server_app import FlowerRun, run_strategy  # noqa: E402
@@ -125,15 +125,6 @@ def test_flower_apps_match_the_in_process_loop(data_file, spec, changes):
     assert_same_run(hist, stats, _oracle_run(config, data, spec, 3, 5))
     assert (hist["engine"] == "flower").all() and (hist["failed"] == "").all()
     assert (hist["n_aggregated"] == 5).all()
-
-
-def test_stream_seed_is_the_oracles(data_file):
-    from fl_oracle.sim.oracle import Oracle
-
-    data, _ = data_file
-    oracle = Oracle(_config(seed=3), data=data)
-    oracle.round = 7
-    assert [stream_seed(3, 7, i) for i in range(20)] == [oracle._stream_seed(i) for i in range(20)]
 
 
 def test_stale_mode_measures_unseen_nodes_only(data_file):
