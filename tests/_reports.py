@@ -50,8 +50,8 @@ def multi_round_stats(path: Path, rounds: int = 3) -> Path:
 
 
 def build_demo(out: Path, seeds: int = 3, rounds: int = 5) -> Path:
-    from fl_oracle.experiments.demo import DemoSettings, run_demo
-    from fl_oracle.experiments.report_demo import write_outputs
+    from fl_oracle.experiments.demo.report import write_outputs
+    from fl_oracle.experiments.demo.run import DemoSettings, run_demo
     from selection.selectors import make_selector
 
     settings = DemoSettings(
@@ -68,8 +68,8 @@ def build_demo(out: Path, seeds: int = 3, rounds: int = 5) -> Path:
 
 
 def build_study(out: Path, seeds: int = 3, rounds: int = 5) -> Path:
-    from fl_oracle.experiments.study import StudySettings, run_study
-    from fl_oracle.experiments.study_report import finish_study
+    from fl_oracle.experiments.study.report import finish_study
+    from fl_oracle.experiments.study.runs import StudySettings, run_study
     from selection.selectors import make_selector
 
     s = StudySettings(

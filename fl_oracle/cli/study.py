@@ -1,4 +1,4 @@
-"""``fedsel study``: thin wrapper over :mod:`fl_oracle.experiments.study` and its report.
+"""``fedsel study``: thin wrapper over :mod:`fl_oracle.experiments.study.runs` and its report.
 
 Settings come from built-in defaults, then ``--config FILE`` (TOML), then the flags; a folder
 that already holds a study and no settings flag means that study's stored settings. The folder
@@ -26,7 +26,7 @@ __all__ = ["register", "study_factory"]
 
 def study_factory(overrides: dict[str, Any]):
     """The picklable ``seed -> Oracle`` factory (tests inject tiny data by replacing this)."""
-    from fl_oracle.experiments.demo_workers import OracleFactory
+    from fl_oracle.experiments.runner import OracleFactory
 
     return OracleFactory(overrides)
 
@@ -99,14 +99,14 @@ def study(
     """Paired multi-seed comparison of selectors in live training; writes report.html."""
     from fl_oracle.cli.train import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
-    from fl_oracle.experiments.study import (
+    from fl_oracle.experiments.study.report import finish_study
+    from fl_oracle.experiments.study.runs import (
         StudySettings,
         grown,
         is_baseline,
         parse_entry,
         run_study,
     )
-    from fl_oracle.experiments.study_report import finish_study
     from selection.progress import rich_progress
     from selection.selectors import make_selector, split_specs, with_surrogate
 

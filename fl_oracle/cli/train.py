@@ -1,7 +1,7 @@
 """``fedsel train`` and ``fedsel demo``: live training with a selector in the loop.
 
 Thin: parse, build the oracle and the selector, call :mod:`fl_oracle.experiments.loop` /
-:mod:`fl_oracle.experiments.demo`, write files atomically. torch is imported inside the commands only.
+:mod:`fl_oracle.experiments.demo.run`, write files atomically. torch is imported inside the commands only.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from fl_oracle.cli.options import (
     parse_sizes,
     resolution_option,
 )
-from fl_oracle.experiments.demo import DEMO_ORACLE, DemoSettings
+from fl_oracle.experiments.demo.run import DemoSettings
+from fl_oracle.experiments.runner import DEMO_ORACLE
 from selection.selectors import selector_help
 
 _D = DemoSettings()  # the demo's defaults, shown in --help
@@ -248,7 +249,7 @@ def train(
 
 def demo_factory(overrides: dict[str, Any]):
     """The picklable ``seed -> Oracle`` factory of the demo (tests inject tiny data here)."""
-    from fl_oracle.experiments.demo_workers import OracleFactory
+    from fl_oracle.experiments.runner import OracleFactory
 
     return OracleFactory(overrides)
 
@@ -295,8 +296,8 @@ def demo(
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
 ) -> None:
     """Compare selectors on the same federation over several seeds; write report.html and tables."""
-    from fl_oracle.experiments.demo import DemoSettings, run_demo
-    from fl_oracle.experiments.report_demo import write_outputs
+    from fl_oracle.experiments.demo.report import write_outputs
+    from fl_oracle.experiments.demo.run import DemoSettings, run_demo
     from selection.progress import rich_progress
     from selection.selectors import make_selector, split_specs
 

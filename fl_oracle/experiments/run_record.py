@@ -2,7 +2,8 @@
 
 :func:`run_record` gathers it once per run; :func:`record_toml` writes it as the ``[run]`` table
 of a run folder's ``config.toml`` (``OracleConfig.from_toml`` skips it), and the demo report
-shows it in its set-up table.
+shows it in its set-up table; :func:`describe_setup` describes a run's federation (the demo's
+and the study's set-up sections).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["git_commit", "record_toml", "run_record"]
+__all__ = ["describe_setup", "git_commit", "record_toml", "run_record"]
 
 
 def git_commit(where: str | Path | None = None) -> str:
@@ -98,3 +99,60 @@ def record_toml(rec: dict[str, Any]) -> str:
     from selection.toml_text import toml_value
 
     return "[run]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in rec.items()) + "\n"
+
+
+def describe_setup(oracle: Any) -> dict:
+    """The federation as the report's set-up section shows it.
+
+    Returns:
+        ``domains``, ``sources`` (domain -> real / generated stand-in), ``clients`` (domain ->
+        clients, samples, mean samples per client, weight % under sample-weighted FedAvg),
+        ``n_clients`` and the oracle's training settings (μ, γ, model, lr, ...).
+    """
+    clients = getattr(oracle, "clients", None)
+    sources = dict(getattr(oracle, "sources", {}) or {})
+    config = getattr(oracle, "config", None)
+    setup: dict = {
+        "domains": list(oracle.domains),
+        "sources": {d: sources.get(d, "unknown") for d in oracle.domains},
+    }
+    prov = getattr(oracle, "provenance", None)
+    if prov:  # kind, path/version, images and content hash per split, in the set-up table
+        from fl_oracle.sim.data.provenance import short_source
+
+        setup["provenance"] = {d: short_source(prov[d]) for d in oracle.domains if d in prov}
+    if getattr(oracle, "device", None) is not None:
+        rec = run_record(oracle.device)
+        setup.update({f"run {k}": v for k, v in rec.items() if k not in ("started", "platform")})
+    if clients is not None:
+        per = clients.groupby("domain", sort=False)["n_samples"].agg(["count", "sum", "mean"])
+        total = float(per["sum"].sum())
+        setup["clients"] = {
+            str(d): {
+                "clients": int(r["count"]),
+                "samples": int(r["sum"]),
+                "mean": float(r["mean"]),
+                "weight_pct": 100.0 * float(r["sum"]) / total,
+            }
+            for d, r in per.iterrows()
+        }
+        setup["n_clients"] = int(len(clients))
+    keys = (
+        "mu",
+        "gamma",
+        "adaptive_mu",
+        "model",
+        "lr",
+        "batch_size",
+        "local_epochs",
+        "aggregation",
+        "val_per_domain",
+        "test_per_domain",
+        "fisher_samples",
+        "data_mode",
+    )
+    for key in keys:
+        if config is not None and hasattr(config, key):
+            v = getattr(config, key)
+            setup[key] = v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
+    return setup

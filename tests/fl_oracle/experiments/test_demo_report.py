@@ -1,4 +1,4 @@
-"""The strategy comparison (fl_oracle.experiments.demo) and its report data (fl_oracle.experiments.report_demo)."""
+"""The strategy comparison (fl_oracle.experiments.demo.run) and its report data (fl_oracle.experiments.demo.report)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from fl_oracle.experiments.demo import DemoResult, DemoSettings, run_demo, summarize
-from fl_oracle.experiments.report_demo import (
+from fl_oracle.experiments.demo.html import render_html
+from fl_oracle.experiments.demo.report import (
     best_per_column,
-    dominance,
+    pareto_of_means,
     report_data,
     seed_statistics,
     write_outputs,
 )
-from fl_oracle.experiments.report_demo_html import render_html
+from fl_oracle.experiments.demo.run import DemoResult, DemoSettings, run_demo, summarize
 
 _spec = importlib.util.spec_from_file_location(
     "_fake_oracle_demo", Path(__file__).parents[1] / "_fake_oracle.py"
@@ -115,7 +115,7 @@ def test_dominance_and_best_marks():
             "solve_seconds_mean": [0.1, 0.2, 0.1, 0.3],
         }
     )
-    dom = dominance(summary).set_index("selector")
+    dom = pareto_of_means(summary).set_index("selector")
     assert list(dom["nondominated"]) == [True, True, False, True]
     assert dom.loc["c", "dominated_by"] == "a;b"
     assert dom.loc["a", "dominates"] == "c" and dom.loc["d", "dominates"] == ""
@@ -198,7 +198,7 @@ def _demo_cli(monkeypatch, tmp_path, *args: str) -> Path:
     pytest.importorskip("fl_oracle.sim.oracle")
     import fl_oracle.cli.train as cli_train
     from fl_oracle.cli import main
-    from fl_oracle.experiments.demo_workers import OracleFactory
+    from fl_oracle.experiments.runner import OracleFactory
 
     data = fake.tiny_data()
     monkeypatch.setattr(
@@ -298,7 +298,7 @@ def test_fronts_at_round_zero_use_the_initial_model():
 
 
 def test_the_demo_page_opens_with_a_takeaway_and_its_caveat(demo_result):
-    from fl_oracle.experiments.report_demo_html import demo_takeaway
+    from fl_oracle.experiments.demo.html import demo_takeaway
 
     data = report_data(demo_result)
     t = data["final_table"]

@@ -20,7 +20,7 @@ _SCRIPT = textwrap.dedent(
     fake = importlib.util.module_from_spec(spec); spec.loader.exec_module(fake)
     import fl_oracle.cli.study as cli_study
     from fl_oracle.cli import main
-    from fl_oracle.experiments.demo_workers import OracleFactory
+    from fl_oracle.experiments.runner import OracleFactory
     data = fake.tiny_data()
     cli_study.study_factory = lambda o: OracleFactory({{**fake.tiny_overrides(), "k": o["k"]}}, data)
     main(["study", "--out", sys.argv[1], "--selectors", "proportional,random,stratified",

@@ -16,15 +16,15 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from fl_oracle.experiments.study import (
+from fl_oracle.experiments.study.report import family, finish_study
+from fl_oracle.experiments.study.runs import (
     StudySettings,
     entry_slug,
     grown,
     parse_entry,
     run_study,
 )
-from fl_oracle.experiments.study_report import family, finish_study
-from fl_oracle.experiments.study_stats import holm, paired_differences, run_metrics
+from fl_oracle.experiments.study.stats import holm, paired_differences, run_metrics
 from selection.selectors import make_selector
 
 _FAKE = Path(__file__).parents[1] / "_fake_oracle.py"
@@ -206,7 +206,7 @@ def test_a_grown_study_runs_only_the_new_entries_and_pairs_like_one_run(tmp_path
 _KILL_SCRIPT = textwrap.dedent(
     """
     import importlib.util, sys, time
-    from fl_oracle.experiments.study import StudySettings, run_study
+    from fl_oracle.experiments.study.runs import StudySettings, run_study
     from selection.selectors import make_selector
     spec = importlib.util.spec_from_file_location("fake", {fake!r})
     fake = importlib.util.module_from_spec(spec); spec.loader.exec_module(fake)
@@ -261,7 +261,7 @@ def test_cli_study_on_tiny_data(monkeypatch, tmp_path, capsys):
     pytest.importorskip("fl_oracle.sim.oracle")
     import fl_oracle.cli.study as cli_study
     from fl_oracle.cli import main
-    from fl_oracle.experiments.demo_workers import OracleFactory
+    from fl_oracle.experiments.runner import OracleFactory
 
     data = fake.tiny_data()
     monkeypatch.setattr(
@@ -343,7 +343,7 @@ def test_held_out_seeds_start_where_first_seed_says(tmp_path):
 
 
 def test_training_mix_and_levelling_down_from_a_hand_made_history():
-    from fl_oracle.experiments.study_report import _holm_floor, levelling_down, training_mix
+    from fl_oracle.experiments.study.report import _holm_floor, levelling_down, training_mix
 
     rows = []
     for seed in (0, 1):
@@ -387,7 +387,7 @@ def test_training_mix_and_levelling_down_from_a_hand_made_history():
 
 
 def test_baselines_are_recognized_by_rule_whatever_their_parameter():
-    from fl_oracle.experiments.study import is_baseline
+    from fl_oracle.experiments.study.runs import is_baseline
 
     for e in ("proportional", "power-of-choice:15", "qffl:2", "fisher-topk@stale", "random"):
         assert is_baseline(e), e
@@ -396,7 +396,7 @@ def test_baselines_are_recognized_by_rule_whatever_their_parameter():
 
 
 def test_the_verdict_opens_with_a_takeaway_and_a_table(tmp_path):
-    from fl_oracle.experiments.study_report import verdict_summary, verdict_table
+    from fl_oracle.experiments.study.report import verdict_summary, verdict_table
 
     s = StudySettings(**SMALL)
     run_study(s, tmp_path, make_oracle=_fake_oracle, make_selector=make_selector)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fl_oracle.experiments.study import StudySettings, run_study
+from fl_oracle.experiments.study.runs import StudySettings, run_study
 from selection.selectors import make_selector
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]

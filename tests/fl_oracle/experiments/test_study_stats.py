@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fl_oracle.experiments.study_stats import METRICS, dominance
+from fl_oracle.experiments.study.stats import METRICS, dominance
 
 
 def _metrics(diffs: dict[str, np.ndarray], seeds: int = 10) -> pd.DataFrame:
@@ -38,7 +38,7 @@ def test_all_seeds_better_passes_holm_one_seed_worse_does_not():
 
 
 def test_damaged_run_files_are_named_and_never_counted(tmp_path):
-    from fl_oracle.experiments.study import run_file_problem
+    from fl_oracle.experiments.study.runs import run_file_problem
 
     good = pd.DataFrame(
         {"round": range(3), "entry": "eps:5", "seed": 1, "acc_avg": 50.0, "acc_worst": 40.0,
@@ -64,7 +64,7 @@ def test_damaged_run_files_are_named_and_never_counted(tmp_path):
 def test_study_settings_are_checked_before_any_run():
     import pytest
 
-    from fl_oracle.experiments.study import StudySettings
+    from fl_oracle.experiments.study.runs import StudySettings
 
     cases = {
         "seeds = 2\n[oracle]\nlrr = 0.1\n": "did you mean 'lr'?",

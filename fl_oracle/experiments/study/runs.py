@@ -3,7 +3,7 @@
 Design (common random numbers): for each seed every selector trains the same federation from
 the same initial model, and every random stream of training is a function of (seed, round,
 client); a selector's own stream is seeded by the seed. So two selectors on one seed differ
-only by what they choose, and they are compared seed by seed (:mod:`.study_stats`).
+only by what they choose, and they are compared seed by seed (:mod:`.stats`).
 
 A study entry is a selector spec (:func:`selection.selectors.make_selector`), optionally with
 ``@stale`` (stale statistics: only the previously selected clients are re-measured). Each
@@ -34,9 +34,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fl_oracle.experiments.demo import DEMO_ORACLE
-from fl_oracle.experiments.demo_workers import RunTask, run_all
 from fl_oracle.experiments.loop import STATS_MODES
+from fl_oracle.experiments.runner import DEMO_ORACLE, RunTask, run_all
 from selection.atomic import write_table_atomic, write_text_atomic
 from selection.baselines import baselines
 from selection.errors import SelectionError
@@ -295,7 +294,7 @@ def run_study(
         on_run: called with (entry, seed) after each finished run is written.
         grow: allow settings that append entries to the stored ones (see above).
         executor: ``local`` (``workers`` processes here) or ``ray`` (one Ray task per run,
-            :mod:`fl_oracle.experiments.ray_runs`; ``workers`` is then unused).
+            :mod:`fl_oracle.experiments.study.ray_runs`; ``workers`` is then unused).
         address: the Ray cluster to join (None: a local instance or ``RAY_ADDRESS``).
 
     Returns:
@@ -338,7 +337,7 @@ def run_study(
     by_task = {(t.spec, t.stats_mode, t.seed): e for e, t in todo}
     tasks = [t for _, t in todo]
     if executor == "ray":
-        from fl_oracle.experiments.ray_runs import run_all_ray
+        from fl_oracle.experiments.study.ray_runs import run_all_ray
 
         runs = run_all_ray(make_oracle, make_selector, tasks, address=address, tick=tick)
     elif executor == "local":

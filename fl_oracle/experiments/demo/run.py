@@ -8,7 +8,7 @@ updates without committing) next to the linear model's prediction. The seed's co
 statistics are computed on the reference runs' statistics (all clients measured every round).
 
 Cost: a round costs the oracle's statistics for every client plus one commit. With the CLI's
-embedded default (:data:`DEMO_ORACLE`: 20 clients, 200 validation and 500 test
+embedded default (:data:`~fl_oracle.experiments.runner.DEMO_ORACLE`: 20 clients, 200 validation and 500 test
 images per domain, 32 Fisher probes, local step 0.1 for 2 epochs, one torch thread per run
 process) the default 8 selectors x 3 seeds x 8 rounds = 192 rounds of ``make demo`` fit in
 the 15 minutes the demo is allowed on 2 CPU cores; its measured time is in the README.
@@ -18,38 +18,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
-from fl_oracle.experiments.demo_fronts import front_points
-from fl_oracle.experiments.demo_workers import RunTask, run_all
+from fl_oracle.experiments.demo.fronts import front_points
 from fl_oracle.experiments.loop import OracleLike, TrainResult
+from fl_oracle.experiments.runner import RunTask, run_all
 from selection.progress import ProgressFn, report
 
 __all__ = [
     "DEFAULT_SELECTORS",
-    "DEMO_ORACLE",
     "DemoSettings",
     "DemoResult",
     "run_demo",
     "summarize",
 ]
-
-# Oracle settings of the demo's embedded default: the Digits-4 federation (5 clients per domain,
-# 1% of each training set) with smaller evaluation sets and Fisher probes, one torch thread per
-# run process, so that `make demo` fits in 15 minutes on 2 CPU cores. Local step size 0.1 and
-# two local epochs: with the oracle's 0.05 / 1 epoch the model is still near 35 % mean accuracy
-# after 8 rounds of K=5 (measured: proportional selection, seed 0), too early for the selectors
-# to differ; with 0.1 / 2 it reaches ~73 % (worst domain ~66 %) at ~1.3x the time per round.
-DEMO_ORACLE: dict[str, Any] = {
-    "lr": 0.1,
-    "local_epochs": 2.0,
-    "val_per_domain": 200,
-    "test_per_domain": 500,
-    "fisher_samples": 32,
-    "threads": 1,
-}
 
 DEFAULT_SELECTORS: tuple[str, ...] = (
     "proportional",
@@ -176,7 +159,7 @@ def run_demo(
 
     Args:
         make_oracle: seed -> a fresh oracle at round 0 (picklable when ``workers > 1``, e.g.
-            :class:`fl_oracle.experiments.demo_workers.OracleFactory`).
+            :class:`fl_oracle.experiments.runner.OracleFactory`).
         make_selector: ``selection.selectors.make_selector`` (spec, seed=...) -> selector.
         settings: what to run.
         workers: processes running runs in parallel (1 = this process).

@@ -1,6 +1,6 @@
 """Study runs as Ray tasks: a study that outgrows one machine runs on a lab's cluster.
 
-:func:`run_all_ray` has the contract of :func:`fl_oracle.experiments.demo_workers.run_all`:
+:func:`run_all_ray` has the contract of :func:`fl_oracle.experiments.runner.run_all`:
 it yields ``(task, run_one(...))`` as runs finish and the caller (the driver) writes every file,
 so a study on Ray is resumable exactly as a local one (finished runs are on disk; a stopped
 study continues with the runs that are not). Each run is one task of ``cpus_per_run`` CPUs; a
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from fl_oracle.experiments.demo_workers import _ORACLES, RunTask, run_one
+from fl_oracle.experiments.runner import _ORACLES, RunTask, run_one
 
 __all__ = ["run_all_ray"]
 

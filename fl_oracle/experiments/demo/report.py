@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fl_oracle.experiments.demo import DemoResult
-from fl_oracle.experiments.report_demo_html import render_html
+from fl_oracle.experiments.demo.html import render_html
+from fl_oracle.experiments.demo.run import DemoResult
 from selection.analysis import correlations, scatter_data
 from selection.atomic import write_table_atomic, write_text_atomic
 from selection.indicators import nondominated_mask
@@ -25,7 +25,7 @@ __all__ = [
     "BEST",
     "curves",
     "best_per_column",
-    "dominance",
+    "pareto_of_means",
     "surrogate_error",
     "seed_statistics",
     "report_data",
@@ -68,7 +68,7 @@ def best_per_column(summary: pd.DataFrame) -> dict[str, list[str]]:
     return best
 
 
-def dominance(summary: pd.DataFrame) -> pd.DataFrame:
+def pareto_of_means(summary: pd.DataFrame) -> pd.DataFrame:
     """Final (avg, worst) of every selector (seed means): non-dominated flag and who dominates whom.
 
     Returns:
@@ -157,7 +157,7 @@ def report_data(result: DemoResult) -> dict:
     """
     cur = curves(result.history)
     best = best_per_column(result.summary)
-    plane = dominance(result.summary)
+    plane = pareto_of_means(result.summary)
     selectors = {}
     for rec, prow in zip(result.summary.to_dict("records"), plane.to_dict("records"), strict=True):
         spec = rec["selector"]

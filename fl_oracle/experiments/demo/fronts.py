@@ -2,7 +2,7 @@
 
 :func:`front_points` sweeps the ε and δ fronts of the oracle's current round with
 :mod:`selection.solvers.sweeps` and realizes every point with ``oracle.evaluate`` (the aggregate of
-exactly those updates, not committed). :func:`describe_setup` describes the federation.
+exactly those updates, not committed).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from fl_oracle.experiments.loop import OracleLike, domain_metrics
 from selection.problem import SelectionProblem
 from selection.solvers.result import point_rows
 
-__all__ = ["front_points", "describe_setup"]
+__all__ = ["front_points"]
 
 
 def front_points(oracle: OracleLike, k: int, delta: Sequence[float]) -> pd.DataFrame:
@@ -65,62 +65,3 @@ def front_points(oracle: OracleLike, k: int, delta: Sequence[float]) -> pd.DataF
     for obj in ("utility", "gap", "worst"):
         out[f"err_{obj}"] = out[f"real_{obj}"] - out[f"pred_{obj}"]
     return out
-
-
-def describe_setup(oracle: OracleLike) -> dict:
-    """The federation as the report's set-up section shows it.
-
-    Returns:
-        ``domains``, ``sources`` (domain -> real / generated stand-in), ``clients`` (domain ->
-        clients, samples, mean samples per client, weight % under sample-weighted FedAvg),
-        ``n_clients`` and the oracle's training settings (μ, γ, model, lr, ...).
-    """
-    clients = getattr(oracle, "clients", None)
-    sources = dict(getattr(oracle, "sources", {}) or {})
-    config = getattr(oracle, "config", None)
-    setup: dict = {
-        "domains": list(oracle.domains),
-        "sources": {d: sources.get(d, "unknown") for d in oracle.domains},
-    }
-    prov = getattr(oracle, "provenance", None)
-    if prov:  # kind, path/version, images and content hash per split, in the set-up table
-        from fl_oracle.sim.data.provenance import short_source
-
-        setup["provenance"] = {d: short_source(prov[d]) for d in oracle.domains if d in prov}
-    if getattr(oracle, "device", None) is not None:
-        from fl_oracle.experiments.run_record import run_record
-
-        rec = run_record(oracle.device)
-        setup.update({f"run {k}": v for k, v in rec.items() if k not in ("started", "platform")})
-    if clients is not None:
-        per = clients.groupby("domain", sort=False)["n_samples"].agg(["count", "sum", "mean"])
-        total = float(per["sum"].sum())
-        setup["clients"] = {
-            str(d): {
-                "clients": int(r["count"]),
-                "samples": int(r["sum"]),
-                "mean": float(r["mean"]),
-                "weight_pct": 100.0 * float(r["sum"]) / total,
-            }
-            for d, r in per.iterrows()
-        }
-        setup["n_clients"] = int(len(clients))
-    keys = (
-        "mu",
-        "gamma",
-        "adaptive_mu",
-        "model",
-        "lr",
-        "batch_size",
-        "local_epochs",
-        "aggregation",
-        "val_per_domain",
-        "test_per_domain",
-        "fisher_samples",
-        "data_mode",
-    )
-    for key in keys:
-        if config is not None and hasattr(config, key):
-            v = getattr(config, key)
-            setup[key] = v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
-    return setup

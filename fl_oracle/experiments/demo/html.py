@@ -1,4 +1,4 @@
-"""Rendering of the demo report: the data of :func:`fl_oracle.experiments.report_demo.report_data` -> HTML.
+"""Rendering of the demo report: the data of :func:`fl_oracle.experiments.demo.report.report_data` -> HTML.
 
 One self-contained page: plotly.js is embedded once (the first figure), the others reuse it.
 """

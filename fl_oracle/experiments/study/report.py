@@ -1,7 +1,7 @@
 """The study's tables and its one self-contained HTML report.
 
 :func:`finish_study` assembles ``history.csv`` from the run files, computes the metrics and
-paired statistics (:mod:`.study_stats`), the exact predicted fronts of the reference run at
+paired statistics (:mod:`.stats`), the exact predicted fronts of the reference run at
 several rounds, the surrogate error, a plain-language verdict, and writes them with
 ``report.html`` (plotly, inlined once: the page works offline).
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fl_oracle.experiments.study import (
+from fl_oracle.experiments.study.runs import (
     StudySettings,
     is_baseline,
     load_history,
@@ -24,7 +24,7 @@ from fl_oracle.experiments.study import (
     parse_entry,
     reference_stats,
 )
-from fl_oracle.experiments.study_stats import (
+from fl_oracle.experiments.study.stats import (
     METRICS,
     dominance,
     paired_differences,
