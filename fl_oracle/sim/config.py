@@ -140,6 +140,15 @@ class OracleConfig:
         if self.k is not None and self.k > len(doms) * self.clients_per_domain:
             raise _err("k", self.k, f"exceeds the {len(doms) * self.clients_per_domain} clients")
         sizes = dict(DEFAULT_SAMPLES_PER_CLIENT)
+        if self.dataset is None:  # a registered domain brings its own default client size
+            from fl_oracle.sim.data.domains import domain_spec
+
+            for d in doms:
+                if d not in sizes:
+                    try:
+                        sizes[d] = domain_spec(d).samples_per_client
+                    except ValueError:
+                        pass
         if self.samples_per_client is not None:
             if not isinstance(self.samples_per_client, Mapping):
                 raise _err("samples_per_client", self.samples_per_client, "must map domain -> int")

@@ -26,10 +26,11 @@ import torch
 from selection.progress import ProgressFn
 
 from . import cache
-from .base import DOMAINS, SPLITS, DataError, DomainData, domain_index, split_index
+from .base import DOMAINS, SPLITS, DataError, DomainData, split_index
 from .bundled import PACKAGE as BUNDLED_PACKAGE
 from .bundled import bundled_source
 from .bundled import package_version as bundled_version
+from .domains import domain_index, registered_domains
 from .generate import generate
 from .imageops import standardize_per_image
 from .real import expected_files, find_real, load_real
@@ -188,7 +189,7 @@ def _per_domain(value: Mapping[str, int] | int | None, domain: str, what: str) -
         return None if value is None else int(value)
     if not isinstance(value, Mapping):
         raise DataError(f"{what} must be an int, a mapping domain -> int, or None")
-    unknown = sorted(set(value) - set(DOMAINS))
+    unknown = sorted(set(value) - set(registered_domains()))
     if unknown:
         raise DataError(f"{what}: unknown domain {unknown[0]!r}")
     v = value.get(domain)

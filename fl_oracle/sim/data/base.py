@@ -16,7 +16,7 @@ from selection.schema import DEFAULT_DOMAINS
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["DOMAINS", "SPLITS", "DataError", "DomainData", "domain_index", "check_images"]
+__all__ = ["DOMAINS", "SPLITS", "DataError", "DomainData", "check_images"]
 
 DOMAINS: tuple[str, ...] = DEFAULT_DOMAINS  # the Digits-4 domains, named once (the contract's)
 SPLITS: tuple[str, ...] = ("train", "test")
@@ -66,14 +66,6 @@ class DomainData:
             f"DomainData(name={self.name!r}, split={self.split!r}, n={len(self)}, "
             f"source={self.source!r})"
         )
-
-
-def domain_index(name: str) -> int:
-    """Position of ``name`` in :data:`DOMAINS`; raises DataError for an unknown domain."""
-    try:
-        return DOMAINS.index(name)
-    except ValueError:
-        raise DataError(f"unknown domain {name!r}; expected one of {', '.join(DOMAINS)}") from None
 
 
 def split_index(split: str) -> int:

@@ -26,7 +26,7 @@ import numpy as np
 
 from .base import DataError
 from .imageops import to_rgb32
-from .real import RealSource
+from .sources import RealSource
 
 __all__ = ["BUNDLED", "PACKAGE", "TEST_PER_CLASS", "bundled_source", "package_version"]
 

@@ -154,13 +154,13 @@ def generate_handwritten(
     Returns:
         images uint8 (n, 32, 32, 3), labels int64 (n,).
     """
-    from .base import domain_index, split_index
+    from .base import DOMAINS, split_index
 
     src, _ = _sources()
     pools = source_pools(domain, split)
     make = _mnist_image if domain == "mnist" else _usps_image
     side = 28 if domain == "mnist" else 16
-    di, si = domain_index(domain), split_index(split)
+    di, si = DOMAINS.index(domain), split_index(split)  # the Digits-4 seed streams
     imgs = np.empty((n, side, side), np.uint8)
     labels = np.empty(n, np.int64)
     for k in range(n):

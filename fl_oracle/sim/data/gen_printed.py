@@ -199,10 +199,10 @@ def generate_printed(
     Returns:
         images uint8 (n, 32, 32, 3), labels int64 (n,).
     """
-    from .base import domain_index, split_index
+    from .base import DOMAINS, split_index
 
     make = _syn_image if domain == "syn" else _svhn_image
-    di, si = domain_index(domain), split_index(split)
+    di, si = DOMAINS.index(domain), split_index(split)  # the Digits-4 seed streams
     imgs = np.empty((n, 32, 32, 3), np.uint8)
     labels = np.empty(n, np.int64)
     for k in range(n):

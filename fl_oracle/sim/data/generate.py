@@ -1,4 +1,5 @@
-"""Dispatch to the generators in chunks, in parallel worker processes for large requests.
+"""Dispatch to the domains' generators (their registered ``generate``, :mod:`.domains`) in
+chunks, in parallel worker processes for large requests.
 
 Image ``i`` depends only on (seed, domain, split, i), so chunks are independent and the
 output is identical whatever the number of workers. Workers: ``$FEDSEL_DATA_WORKERS`` if set
@@ -17,7 +18,7 @@ import numpy as np
 
 from selection.progress import ProgressFn, report
 
-from .base import DataError, domain_index, split_index
+from .base import DataError, split_index
 
 __all__ = ["PARALLEL_MIN", "generate", "n_workers"]
 
@@ -26,13 +27,9 @@ PARALLEL_MIN = 4000  # images; below this, starting worker processes costs more 
 
 
 def _one(domain: str, split: str, n: int, seed: int, start: int) -> tuple[np.ndarray, np.ndarray]:
-    if domain in ("mnist", "usps"):
-        from .gen_handwritten import generate_handwritten
+    from .domains import domain_spec
 
-        return generate_handwritten(domain, split, n, seed, start=start)
-    from .gen_printed import generate_printed
-
-    return generate_printed(domain, split, n, seed, start=start)
+    return domain_spec(domain).generate(split, n, seed, start)
 
 
 def n_workers(n: int) -> int:
@@ -62,7 +59,7 @@ def generate(
     """Generated stand-in images ``start .. start+n-1`` of (domain, split, seed).
 
     Args:
-        domain: one of ``mnist``, ``usps``, ``svhn``, ``syn``.
+        domain: a registered domain (:func:`.domains.registered_domains`).
         split: ``"train"`` or ``"test"``.
         n: number of images (≥ 0).
         seed: non-negative integer.
@@ -72,7 +69,9 @@ def generate(
     Returns:
         uint8 images (n, 32, 32, 3) and int64 labels (n,).
     """
-    domain_index(domain)
+    from .domains import domain_spec
+
+    domain_spec(domain)
     split_index(split)
     chunks = [(b, min(_CHUNK, start + n - b)) for b in range(start, start + n, _CHUNK)]
     workers = n_workers(n)
