@@ -1,5 +1,7 @@
 """Help texts of the options several commands share (one wording, one place)."""
 
+from fl_oracle.sim.architectures import model_help
+
 __all__ = [
     "MODEL_HELP",
     "DATASET_HELP",
@@ -11,10 +13,7 @@ __all__ = [
     "model_option",
 ]
 
-MODEL_HELP = (
-    "cnn | cnn-small | cnn-large | fedbn-cnn | resnet10 | resnet18 | module:factory "
-    "(a factory(num_classes=, in_channels=) on PYTHONPATH)."
-)
+MODEL_HELP = model_help()
 DATASET_HELP = (
     "Folder of image folders: one per domain, in it one per class (any image size, classes, "
     "domains), used instead of Digits-4."

@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from fl_oracle.errors import ConfigError
+from fl_oracle.sim.architectures import generic_names, stacked_names
 from selection.schema import DEFAULT_DOMAINS, DEFAULT_SAMPLES_PER_CLIENT
 from selection.toml_text import toml_key, toml_value
 
@@ -28,10 +29,9 @@ __all__ = [
     "dataset_fields",
 ]
 
-MODELS: tuple[str, ...] = ("cnn", "cnn-small", "cnn-large")  # built-in, hand-made stacked path
-# generic torch modules (fl_oracle.sim.torch_model.ZOO, trained through torch.func); named here
-# so that a configuration validates without importing torch (a test holds the two equal)
-GENERIC_MODELS: tuple[str, ...] = ("fedbn-cnn", "resnet10", "resnet18")
+MODELS: tuple[str, ...] = stacked_names()  # built-in, hand-made stacked path
+# generic nn.Modules through torch.func (fl_oracle.sim.torch_model); or "module:factory"
+GENERIC_MODELS: tuple[str, ...] = generic_names()
 _DATA_MODES = ("auto", "real", "generated")
 _DEVICES = ("auto", "cpu", "cuda")
 _AGGREGATIONS = ("samples", "uniform")

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from fl_oracle.errors import ConfigError
+from fl_oracle.sim.architectures import arch_entries
 from fl_oracle.sim.torch_model import ZOO, ModuleArch, module_arch
 
 __all__ = [
@@ -110,12 +111,8 @@ class Arch:
 
 
 ARCHS: dict[str, Arch] = {
-    # 16x16 input, 3x3 convs: cheapest, the default on CPU.
-    "cnn": Arch("cnn", 2, ((16, 3, 1), (32, 3, 1)), 64),
-    "cnn-small": Arch("cnn-small", 2, ((8, 3, 1), (16, 3, 1)), 32),
-    # the classic LeNet-style digits CNN on 32x32 input.
-    "cnn-large": Arch("cnn-large", 1, ((16, 5, 0), (32, 5, 0)), 64),
-}
+    name: Arch(name, **e.stacked) for name, e in arch_entries().items() if e.stacked is not None
+}  # the built-in CNNs of fl_oracle.sim.architectures
 
 
 def get_arch(

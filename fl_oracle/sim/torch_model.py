@@ -132,12 +132,22 @@ def _resnet(blocks: tuple[int, ...]) -> Callable[[int, int, int], nn.Module]:
     return make
 
 
-#: named generic models: name -> (factory(num_classes, in_channels, image_size), description)
-ZOO: dict[str, tuple[Callable[[int, int, int], nn.Module], str]] = {
-    "fedbn-cnn": (_fedbn, "FedBN/FedHEAL digit CNN layout, conv 64-64-128 + FC 2048-512"),
-    "resnet10": (_resnet((1, 1, 1, 1)), "ResNet-10, CIFAR stem, batch norm"),
-    "resnet18": (_resnet((2, 2, 2, 2)), "ResNet-18, CIFAR stem, batch norm"),
-}
+fedbn_cnn = _fedbn
+resnet10 = _resnet((1, 1, 1, 1))
+resnet18 = _resnet((2, 2, 2, 2))
+
+
+def _zoo() -> dict[str, tuple[Callable[[int, int, int], nn.Module], str]]:
+    from fl_oracle.sim.architectures import arch_entries
+
+    out = {}
+    for name, e in arch_entries().items():
+        if e.factory is None:
+            continue
+        mod, _, attr = e.factory.partition(":")
+        make = globals()[attr] if mod == __name__ else load_factory(e.factory)
+        out[name] = (make, e.summary)
+    return out
 
 
 def load_factory(spec: str) -> Callable[..., nn.Module]:
@@ -305,3 +315,8 @@ def module_arch(spec: str, *, n_classes: int, image_shape: tuple[int, int, int])
             f"{tuple(out.shape)}, expected (2, {n_classes}) logits"
         )
     return arch
+
+
+#: named generic models (fl_oracle.sim.architectures): name -> (factory(num_classes,
+#: in_channels, image_size), description)
+ZOO: dict[str, tuple[Callable[[int, int, int], nn.Module], str]] = _zoo()
