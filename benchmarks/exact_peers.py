@@ -29,7 +29,7 @@ value), which is what makes its ε grid exact. Families:
   heavy-tailed client sizes, strong penalties on unrelated domains, U pooled with the Digits-4
   sample weights (so U is not the mean of the domain rows), 2 decimals;
 * ``oracle`` — the last round of a real ``fedsel oracle`` run with N clients
-  (``benchmarks/_families.py``; cached under ``runs/bench-oracle``).
+  (``benchmarks/_families.py``; cached under ``runs/bench-oracle``), U rounded to 2 decimals.
 
 Each route has a per-instance cap (``--cap`` seconds); a capped run is reported as such.
 Fronts are "identical" when they hold the same (U, gap) points within 1e-6.
@@ -94,8 +94,9 @@ def cross_penalty(n: int, seed: int = 0) -> pd.DataFrame:
 
 
 def oracle(n: int) -> pd.DataFrame:
-    """Round-stats of a real oracle run (``benchmarks/_families.py``)."""
-    return oracle_stats(n)
+    """Round-stats of a real oracle run (``benchmarks/_families.py``), U and U_<domain> rounded
+    to 2 decimals (pyaugmecon's grid needs them; U_d are multiples of 0.5 already, U of 0.125)."""
+    return _round_utilities(oracle_stats(n))
 
 
 FAMILIES = {
