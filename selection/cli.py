@@ -483,7 +483,13 @@ def solve(
     if verbose and r.backend:
         said = f" ({r.route_reason})" if r.route_reason else ""
         print(f"fedsel: route {r.backend}{said}", file=sys.stderr)
-    if r.status == "time_limit" and r.ids and r.bound == r.bound and cls.bound_objective:
+    if (
+        not json_only
+        and r.status == "time_limit"
+        and r.ids
+        and r.bound == r.bound
+        and cls.bound_objective
+    ):
         print(
             f"fedsel: stopped at the time limit; proven: {cls.bound_objective} <= {r.bound:.6g} "
             f"(this selection: {r.objectives[cls.bound_objective]:.6g})",
@@ -512,6 +518,10 @@ def _certificate(front, cls, whole: bool) -> str:
         return "fedsel: a point has no proven bound: the front is not certified"
     unit = "" if obj == "sum_Fz" else " pp"
     where = "at any ε the sweep passed" if whole else "at any of its points"
+    last = front.iloc[-1] if len(front) else None
+    if whole and last is not None and not str(last.get("selected", "") or ""):
+        if str(last.get("status")) == "time_limit":  # stopped with no incumbent: below, nothing
+            where = f"down to {last['param']} (nothing is known below it)"
     return (
         f"fedsel: certified: {where}, the exact front's {obj} is at most {off:.4g}{unit} above "
         "this front's (front.csv: bound)"

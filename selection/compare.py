@@ -85,7 +85,7 @@ def run_method(
 
     Args:
         problem: the round's problem.
-        method: a registered solver name (:func:`selection.solvers.base.solvers`).
+        method: a registered solver name (:func:`selection.solvers.registry.solvers`).
         eps: ε grid (percentage points); None = the complete sweep.
         delta: δ grid for ``maxmin`` (percentage points); None = its default.
         weights: weight vectors for ``weighted``; None = :func:`default_weight_grid`.

@@ -34,7 +34,7 @@ modifiers (``stale``, surrogate, verify).
 
 After each call a selector exposes:
 
-* ``last`` — the :class:`~selection.solvers.base.SolveResult` of the committed selection: its
+* ``last`` — the :class:`~selection.solvers.result.SolveResult` of the committed selection: its
   ``objectives`` are the predicted values of :mod:`selection.objectives` (``utility``, ``gap``,
   ``worst``, ``U_<domain>``, ...), ``seconds`` the time spent choosing, ``status`` the solver's;
 * ``fallback`` — "" normally; a message when the solve found no selection (an ε below the

@@ -12,7 +12,8 @@ noise and 2-decimal values, so many selections have nearly equal per-domain rows
 :func:`cross_penalty_stats` is a third family, built to be unlike both: unequal domain shares,
 heavy-tailed (log-normal) client sizes, an own-domain lift that grows with the client's size,
 strong penalties on unrelated domains and mild gains on the related one (the Digits-4 pairs
-MNIST-USPS and SVHN-SYN), 2-decimal values. :data:`FAMILIES` names the three.
+MNIST-USPS and SVHN-SYN), U pooled with sample weights (not the mean of the domain rows),
+2-decimal values. :data:`FAMILIES` names the three.
 """
 
 from __future__ import annotations
@@ -147,11 +148,13 @@ def cross_penalty_stats(n: int, *, seed: int = 0) -> pd.DataFrame:
     """A round with heavy-tailed client sizes and strong cross-domain penalties (4 domains).
 
     Client i's domain is drawn with shares 35/15/35/15 %; its size is log-normal (median 150,
-    σ = 1.2, at least 5). Every domain starts at its Digits-4-like base accuracy (55, 45, 20,
-    30 %); a client lifts its own domain by 4 + 3·log(size/150)⁺ + 6·q points (q ~ Beta(2, 2)),
-    moves the related domain by +0.3 of that and the two unrelated ones by −(3 + 6·q') points
-    each (q' ~ U(0, 1)), plus N(0, 1.5²) noise; values clipped to [0, 100] and rounded to 2
-    decimals, U their mean (2 decimals). F, B and cos_g are those of :func:`synthetic_stats`.
+    σ = 1.2, at least 5). Every domain starts at 52, 48, 44, 46 %; a client lifts its own
+    domain by 4 + 3·log(size/150)⁺ + 6·q points (q ~ Beta(2, 2)), moves the related one
+    (MNIST-USPS, SVHN-SYN) by +0.3 of that and each unrelated one by −(3 + 6·q') points
+    (q' ~ U(0, 1)), plus N(0, 1.5²) noise; values clipped to [0, 100] and rounded to 2
+    decimals. U is pooled with the Digits-4 sample weights (600/72/732/100 per client), not
+    the mean of the domain rows, and rounded to 2 decimals. F, B and cos_g are those of
+    :func:`synthetic_stats`.
     """
     if n <= 0:
         raise ValueError(f"n={n} must be positive")

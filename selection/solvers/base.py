@@ -168,10 +168,12 @@ class Solver(ABC):
             )
         objectives = evaluate(problem, sel) if sel else {}
         bound = float(raw.bound)
-        if self.bound_objective and status == Status.OPTIMAL and sel:
-            # a proven optimum bounds itself (enumeration, the fractional MILPs)
+        if self.bound_objective and sel:
             value = objectives[self.bound_objective]
-            bound = value if math.isnan(bound) else max(bound, value)
+            if status == Status.OPTIMAL and math.isnan(bound) and raw.exact:
+                bound = value  # a proven optimum bounds itself (enumeration, fractional MILPs)
+            elif not math.isnan(bound):
+                bound = max(bound, value)  # a selection attains its value: never below it
         return SolveResult(
             method=self.name,
             status=status,

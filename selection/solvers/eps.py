@@ -11,9 +11,9 @@ ties compared at 1e-9.
 
 On the HiGHS route ε sits on the D·(D−1) pairwise rows Σ_i (U_ia − U_ib) x_i <= K·ε
 (same feasible set, faster there); the other routes use ``hi − lo <= K·ε``. HiGHS and CBC
-reduce each stage by exact LP reduced-cost fixing first (:mod:`.fixing`); ``auto`` uses
-CBC above the enumeration limit, the faster exact route in ``benchmarks/solvers.py``
-(measured times: results/benchmarks/solvers.md).
+reduce each stage by exact LP reduced-cost fixing first (:mod:`.fixing`); above the
+enumeration limit ``auto`` takes the route of the measured portfolio
+(:func:`selection.solvers.milp.exact.portfolio`; results/benchmarks/exact_families*.md).
 
 An infeasible ε gives status ``infeasible`` (no exception).
 """
@@ -133,6 +133,10 @@ class EpsSolver(ExactSolver):
             second_stage=not self.first_stage_only,
             groups=self.groups(problem),
         )
+
+    def _cpsat_fields(self, problem: SelectionProblem) -> list[np.ndarray]:
+        extra = [problem.F_z] if self.f_min is not None else []
+        return [problem.U, problem.Ud, *extra, *([problem.B] if self.b_max is not None else [])]
 
     def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
         up = INF if self.eps is None or np.isinf(self.eps) else problem.k * self.eps

@@ -106,6 +106,9 @@ class FisherFairSolver(ExactSolver):
     def _spec(self, data, problem: SelectionProblem):
         return fisher_fair_spec(data, problem.k, self.groups(problem))
 
+    def _cpsat_fields(self, problem: SelectionProblem) -> list[np.ndarray]:
+        return [problem.U, problem.Ud, problem.F_z]
+
     def worst_star_sum(self, problem: SelectionProblem) -> float:
         """K·worst* on the data this route solves with (sum units); nan if no answer."""
         cache = self._worst_star.setdefault(problem, {})

@@ -73,7 +73,9 @@ class SolveResult:
             ``bound_objective``: U for ``eps``, worst for ``maxmin``, Σ F_z for
             ``fisher-fair``) over every selection the point admits; equal to the objective
             on a proven optimum, above it on a point stopped by its time limit (the exact
-            optimum lies between the two), NaN where the route proves nothing (heuristics).
+            optimum lies between the two), NaN where the route proves nothing (heuristics;
+            CP-SAT on data that are not multiples of 1/scale, whose rounded rows may cut off
+            true selections).
         route_reason: why ``backend`` was the route (``auto``'s portfolio), or "".
     """
 
@@ -151,3 +153,4 @@ class _Raw:
     param: str = ""
     bound: float = math.nan  # proven bound on ``bound_objective`` (its units), NaN: none
     reason: str = ""  # why this route (``auto``'s portfolio), "" where there is no choice
+    exact: bool = True  # False: "optimal" for rounded data only (CP-SAT), no bound from it

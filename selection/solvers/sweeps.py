@@ -1,6 +1,6 @@
 """Sweeps over ε, δ and weights, returned as front tables (one row per solved point).
 
-Every table has the columns of :data:`~selection.solvers.base.FRONT_COLUMNS` plus ``U_<domain>`` per domain:
+Every table has the columns of :data:`~selection.solvers.result.FRONT_COLUMNS` plus ``U_<domain>`` per domain:
 ``selected`` holds the client ids joined by ``;`` ("" when no selection was found) and the
 objective columns are NaN then. An infeasible point is a row with status ``infeasible``.
 
@@ -77,7 +77,9 @@ def sweep_eps(
         problem: the round's selection problem.
         eps: ε values, percentage points (>= 0; ``inf`` = unconstrained). Not with ``complete``.
         complete: sweep ε downwards from the unconstrained optimum until infeasible.
-        backend: ``auto``, ``enum``, ``highs``, ``cbc`` or ``cpsat`` (see EpsSolver).
+        backend: ``auto``, ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip`` (see EpsSolver);
+            with ``auto``, a complete sweep of 200k–5M selections may switch to enumeration
+            (:data:`FRONT_ENUM_MAX`; the rows' ``route_reason`` says so).
         n_jobs: threads for grid points (ignored by the complete sweep).
         time_limit: seconds per point; a point stopped by it keeps its incumbent (status
             ``time_limit``). The complete sweep uses :data:`COMPLETE_POINT_BUDGET` (60 s)
@@ -123,9 +125,10 @@ def sweep_eps(
             problem, _run_grid(make, problem, grid, n_jobs, progress, "ε sweep")
         )
     enum_front = _front_by_enumeration(problem, backend, f_min, b_max)
+    if enum_front is not None and max_seconds is not None and max_seconds < 2 * enum_front:
+        enum_front = None  # the caller's wall-time budget leaves no room to enumerate as well
     if enum_front is not None:  # the anytime portfolio: the MILP sweep gets what enumeration costs
-        budget = enum_front
-        max_seconds = budget if max_seconds is None else min(max_seconds, budget)
+        max_seconds = enum_front
     solver = make()
     solver.first_stage_only = True  # see _tied below
     results: list[SolveResult] = []
@@ -180,6 +183,10 @@ def sweep_eps(
 # exhaustive.exact_front at C(50, 5) = 2.1M: ~0.7 µs idle, 1.3 µs on a loaded core); if it has
 # not proven the whole front by then, the front is enumerated. Time is then at most about
 # twice the better of the two, where a near-tied N = 50 front cost the MILP sweep ~25 s.
+# Which of the two finishes depends on the machine's speed: both fronts are exact (the same
+# (U, gap) points), but tied points may be represented by different selections; the rows'
+# backend and route_reason say which one ran. With a caller's ``max_seconds`` below twice the
+# estimate there is no switch (the budget would not hold both).
 FRONT_ENUM_MAX = 5_000_000
 ENUM_SECONDS_PER_SELECTION = 1e-6
 

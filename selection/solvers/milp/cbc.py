@@ -40,15 +40,23 @@ _BOUND_LINE = re.compile(r"^Upper bound:\s+(\S+)", re.MULTILINE)
 
 
 def _log_bound(log: Path) -> float:
-    """The proven upper bound CBC prints when it stops early (NaN when it printed none)."""
+    """The proven upper bound CBC prints when it stops early (NaN when it printed none).
+
+    CBC prints it rounded to its shown decimals (``%.3f``): half a unit of the last one is
+    added, so the value stays an upper bound."""
     try:
         m = _BOUND_LINE.search(log.read_text(errors="replace"))
     except OSError:
         return float("nan")
+    if not m:
+        return float("nan")
+    text = m.group(1)
     try:
-        return float(m.group(1)) if m else float("nan")
+        value = float(text)
     except ValueError:
         return float("nan")
+    decimals = len(text.partition(".")[2]) if "." in text else 0
+    return value + 0.5 * 10.0**-decimals
 
 
 @register_backend("cbc")

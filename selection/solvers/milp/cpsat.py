@@ -22,7 +22,7 @@ import numpy as np
 
 from selection.solvers.milp.model import LexBackend, MilpSpec, register_backend
 
-__all__ = ["CpSatBackend", "round_data", "DEFAULT_SCALE"]
+__all__ = ["CpSatBackend", "round_data", "exact_at", "DEFAULT_SCALE"]
 
 DEFAULT_SCALE = 1000
 
@@ -30,6 +30,13 @@ DEFAULT_SCALE = 1000
 def round_data(a: np.ndarray, scale: int) -> np.ndarray:
     """``a`` rounded to multiples of ``1/scale`` (the data CP-SAT solves exactly)."""
     return np.round(np.asarray(a, dtype=float) * scale) / scale
+
+
+def exact_at(a: np.ndarray, scale: int) -> bool:
+    """Whether every value of ``a`` is a multiple of ``1/scale`` (to float precision): then the
+    scaled model is the true problem, and CP-SAT's answer and bound are the true ones."""
+    v = np.asarray(a, dtype=float) * scale
+    return bool(np.all(np.abs(v - np.round(v)) <= 1e-6 * np.maximum(1.0, np.abs(v))))
 
 
 @register_backend("cpsat")

@@ -22,7 +22,7 @@ import numpy as np
 from selection.errors import SelectionError
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver
-from selection.solvers.milp.cpsat import DEFAULT_SCALE
+from selection.solvers.milp.cpsat import DEFAULT_SCALE, exact_at
 from selection.solvers.milp.formulations import count_groups, model_data
 from selection.solvers.milp.model import (
     LexBackend,
@@ -46,9 +46,9 @@ __all__ = [
 ]
 
 DEFAULT_ENUM_LIMIT = 200_000
-# The MILP ``auto`` falls back to above the enumeration limit. Both MILP routes use the exact LP
-# reduced-cost fixing of :mod:`.fixing`; the proof on the ~100 free binaries that remain is
-# the hard part, and there CBC was the faster of the two (results/benchmarks/solvers.md).
+# The portfolio's default MILP route (small N, fine-grained aligned rows, the weighted
+# surrogate's fractional stages): CBC, after the exact LP reduced-cost fixing of :mod:`.fixing`
+# from 1,500 clients on (results/benchmarks/solvers.md, exact_families*.md).
 AUTO_MILP = "cbc"
 
 
@@ -94,7 +94,11 @@ def portfolio(problem: SelectionProblem) -> tuple[str, str]:
             return "scip", "U is not the mean of the domain rows: SCIP, count columns first"
         return "cpsat", "U is not the mean of the domain rows (PySCIPOpt missing): CP-SAT"
     step = grid_step(problem)
-    if step >= COARSE_STEP:
+    if (
+        step >= COARSE_STEP
+        and exact_at(problem.U, DEFAULT_SCALE)
+        and exact_at(problem.Ud, DEFAULT_SCALE)
+    ):
         return "cpsat", f"U_d on a coarse grid (step {step:.3g} pp, many ties): CP-SAT"
     return AUTO_MILP, "U is the mean of fine-grained domain rows: CBC with the LP fixing"
 
@@ -134,16 +138,16 @@ class ExactSolver(Solver):
     """Base of ``eps``, ``maxmin`` and ``fisher-fair``: backend options and the model cache.
 
     Args:
-        backend: ``auto`` (enumeration if C(N, K) <= enum_limit, else ``cbc``), ``enum``,
-            ``highs``, ``cbc`` or ``cpsat``.
+        backend: ``auto`` (enumeration if C(N, K) <= enum_limit, else the measured
+            :func:`portfolio`), ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip``.
         time_limit: seconds per point, the whole solve (building the model on first use,
             LP fixing and both lexicographic stages together); on expiry the incumbent is
             returned with status ``time_limit`` (an empty selection when there is none). The
             deadline is checked between steps, so one step that cannot be interrupted (the
             model build, HiGHS presolve, writing CBC's model file) may overrun it. Ignored by
             enumeration.
-        seed: seeds HiGHS (``random_seed``) and CP-SAT (``random_seed``).
-        threads: CBC threads / CP-SAT workers (default 1, deterministic).
+        seed: seeds HiGHS and CP-SAT (``random_seed``) and SCIP (``randomseedshift``).
+        threads: CBC threads / CP-SAT workers (default 1, deterministic); SCIP runs on one.
         scale: CP-SAT integer scaling of the utilities (default 1000: 0.001 % resolution).
         enum_limit: largest C(N, K) that ``auto`` enumerates.
         mip_gap: relative MIP gap per stage (default 0: proven optimal). Above 0 the status
@@ -235,7 +239,8 @@ class ExactSolver(Solver):
 
     def _solve(self, problem: SelectionProblem) -> _Raw:
         route, why = self.route_choice(problem)
-        return dataclasses.replace(self._solve_route(problem, route), reason=why)
+        exact = route != "cpsat" or self.exact_on_cpsat(problem)
+        return dataclasses.replace(self._solve_route(problem, route), reason=why, exact=exact)
 
     def _solve_route(self, problem: SelectionProblem, route: str) -> _Raw:
         t0 = time.perf_counter()
@@ -264,14 +269,24 @@ class ExactSolver(Solver):
     def _bound_units(self, bound: float, problem: SelectionProblem, route: str) -> float:
         """The model's stage-1 bound in the units of ``bound_objective``.
 
-        CP-SAT solves the data rounded to 1/scale: every client's coefficient is off by at
-        most 0.5/scale, so the true sum is at most K·0.5/scale above the rounded bound.
+        CP-SAT solves the data rounded to 1/scale, objective *and* constraint rows: where the
+        data are not multiples of 1/scale a selection the true rows admit may be cut off, so
+        its bound proves nothing about the true problem (NaN); where they are, it is exact.
         """
         if not np.isfinite(bound):
             return math.nan
-        if route == "cpsat":
-            bound += problem.k * 0.5 / self.scale
+        if route == "cpsat" and not self.exact_on_cpsat(problem):
+            return math.nan
         return bound / problem.k if self.bound_per_client else bound
+
+    def _cpsat_fields(self, problem: SelectionProblem) -> list[np.ndarray]:
+        """The data this formulation's model reads (CP-SAT rounds them)."""
+        return [problem.U, problem.Ud]
+
+    def exact_on_cpsat(self, problem: SelectionProblem) -> bool:
+        """Whether the data this formulation reads are multiples of 1/scale (then CP-SAT's
+        rounded model is the true problem)."""
+        return all(exact_at(a, self.scale) for a in self._cpsat_fields(problem))
 
     def _enum_raw(self, selected: tuple[int, ...]) -> _Raw:
         """The enumeration route's answer: ``selected``, or infeasible when it is empty."""

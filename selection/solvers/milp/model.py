@@ -45,6 +45,8 @@ __all__ = [
 ]
 
 INF = float("inf")
+# seconds the LP relaxation may take to bound a point the search stopped without a bound
+RELAX_SECONDS = 1.0
 
 
 @dataclass
@@ -286,8 +288,9 @@ class LexBackend(ABC):
                 if kind.startswith("error"):
                     return LexOutcome((), Status.ERROR, kind.partition(":")[2])
                 if kind == "limit":
-                    if j == 0 and v is None and not np.isfinite(self._bound1):
-                        self._tighten(self._relaxed_bound(c, left))
+                    if j == 0 and not np.isfinite(self._bound1):
+                        # no bound from the search: the LP relaxation's, within a short budget
+                        self._tighten(self._relaxed_bound(c, RELAX_SECONDS))
                     return self._limited(
                         v if v is not None else best, f"time limit in stage {j + 1}"
                     )
@@ -321,15 +324,16 @@ class LexBackend(ABC):
         return LexOutcome(sel, Status.OPTIMAL, "", self._bound1)
 
     def _tighten(self, bound: float) -> None:
-        """Keep the smaller of two proven upper bounds on stage 1 (NaN: not a bound)."""
-        if bound is not None and np.isfinite(bound):
+        """Keep the smaller of two proven upper bounds on stage 1 (NaN: not a bound).
+
+        Values at a solver's infinity (SCIP's 1e20 before its root LP, COIN's 1e50) are not
+        bounds."""
+        if bound is not None and np.isfinite(bound) and abs(bound) < 1e19:
             self._bound1 = float(bound) if math.isnan(self._bound1) else min(self._bound1, bound)
 
-    def _relaxed_bound(self, c: np.ndarray, time_limit: float | None) -> float:
+    def _relaxed_bound(self, c: np.ndarray, time_limit: float) -> float:
         """The LP relaxation's bound on ``max c·v`` (a proven bound when the MILP gave none)."""
         spec = self.spec
-        if time_limit is not None and time_limit <= 0:
-            time_limit = 1.0
         kind, y = self._relax(c, time_limit)
         if kind != "optimal" or y is None:
             return math.nan

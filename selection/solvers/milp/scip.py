@@ -49,8 +49,12 @@ class ScipBackend(LexBackend):
     def _build(self) -> None:
         try:
             import pyscipopt
-        except ImportError as exc:  # pragma: no cover - a dependency of fedsel
-            raise RuntimeError("the scip backend needs PySCIPOpt (pip install pyscipopt)") from exc
+        except ImportError:  # pragma: no cover - a dependency of fedsel
+            from selection.errors import SelectionError
+
+            raise SelectionError(
+                "the scip backend needs PySCIPOpt (pip install pyscipopt)"
+            ) from None
         spec = self.spec
         m = pyscipopt.Model("fedsel")
         m.hideOutput()
@@ -138,7 +142,8 @@ class ScipBackend(LexBackend):
             best = m.getBestSol()
             values = np.array([m.getSolVal(best, v) for v in self._vars], dtype=float)
         obj = float(values @ c) if values is not None else float("nan")
-        self.last_bound = float(m.getDualbound()) if st != "infeasible" else float("nan")
+        db = float(m.getDualbound()) if st != "infeasible" else float("nan")
+        self.last_bound = db if abs(db) < m.infinity() else float("nan")  # none before the root
         if st == "optimal" or (st == "gaplimit" and self.mip_gap == 0.0):
             return "optimal", values, obj
         if st == "gaplimit":

@@ -53,7 +53,8 @@ def _toy_locate(root, split):
 
 
 @pytest.fixture
-def toy():
+def toy(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEDSEL_CACHE", str(tmp_path / "cache"))  # its stand-ins stay here
     spec = register_domain(
         DomainSpec(
             "toy",
@@ -69,6 +70,7 @@ def toy():
 
 def test_a_toy_domain_is_one_registered_spec(toy, tmp_path):
     assert "toy" in registered_domains() and domain_index("toy") >= 4
+    assert domain_index("toy") == domain_index("toy")  # a stable hash, not a position
     gen = load_domain("toy", "train", mode="generated", n=30, seed=1, standardize=False)
     assert gen.source == "generated" and len(gen) == 30
     assert tuple(gen.images.shape[1:]) == (3, 32, 32)
@@ -102,3 +104,17 @@ def test_a_toy_domain_trains_in_a_federation(toy):
     stats = oracle.round_stats()
     assert set(stats["domain"]) == {"mnist", "toy"}
     assert {"U_mnist", "U_toy"} <= set(stats.columns)
+
+
+def test_a_generator_must_keep_its_spec(toy):
+    bad = register_domain(
+        DomainSpec(
+            "toy",
+            toy.locate,
+            toy.expected,
+            lambda s, n, seed, start: (np.zeros((n, 28, 28, 1), np.uint8), np.zeros(n, np.int64)),
+        )
+    )
+    assert bad.image_shape == (32, 32, 3)
+    with pytest.raises(DataError, match="shape"):
+        load_domain("toy", "train", mode="generated", n=5)

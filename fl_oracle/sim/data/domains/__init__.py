@@ -6,14 +6,14 @@ FedBN pickle folder, its default training samples per client, its image shape an
 count. The readers (:mod:`..real`), the generators' dispatch (:mod:`..generate`), the data
 API and the oracle's configuration read only this registry, so adding a domain is one new
 module here (importing this package imports every module in it, as the solvers' registry
-does). The Digits-4 domains come first, in the contract's order (their seeds depend on it);
-others follow by name.
+does). The Digits-4 domains come first, in the contract's order; others follow by name.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +33,8 @@ __all__ = [
     "register_domain",
     "domain_spec",
     "domain_index",
+    "is_builtin",
+    "check_generated",
     "registered_domains",
 ]
 
@@ -51,8 +53,10 @@ class DomainSpec:
             stand-in images ``start .. start+n-1``; image i depends only on (seed, split, i).
         fedbn_dir: the FedBN release's folder of ``{train,test}.pkl`` (None: none).
         samples_per_client: default training samples per client.
-        image_shape: (H, W, C) of the images ``locate`` and ``generate`` serve.
-        n_classes: number of classes.
+        image_shape: (H, W, C) of the images ``generate`` makes (checked); real files are
+            served as RGB 32×32 by :func:`~fl_oracle.sim.data.sources.arrays_reader`, the
+            Digits pipeline's input.
+        n_classes: number of classes (labels are checked against it).
     """
 
     name: str
@@ -104,7 +108,29 @@ def domain_spec(name: str) -> DomainSpec:
 
 
 def domain_index(name: str) -> int:
-    """Position of ``name`` among the registered domains (the Digits-4 ones first, in the
-    contract's order, so their seeds never change); DataError if unknown."""
+    """The number that keys ``name``'s random streams: its position in the contract's
+    Digits-4 order (0-3, as always), or for any other domain a stable hash of its name
+    (so adding a domain never moves another's seeds); DataError if unknown."""
     domain_spec(name)
-    return registered_domains().index(name)
+    if name in DEFAULT_DOMAINS:
+        return DEFAULT_DOMAINS.index(name)
+    return len(DEFAULT_DOMAINS) + zlib.crc32(name.encode()) % (1 << 24)
+
+
+def is_builtin(name: str) -> bool:
+    """Whether ``name`` comes from a module of this package (a spawned worker process, which
+    imports only those, knows it too)."""
+    spec = domain_spec(name)
+    return getattr(spec.generate, "__module__", "").startswith(__name__ + ".")
+
+
+def check_generated(name: str, x: np.ndarray, y: np.ndarray) -> None:
+    """DataError unless a generator's output has the spec's image shape and class range."""
+    spec = domain_spec(name)
+    if tuple(x.shape[1:]) != tuple(spec.image_shape):
+        raise DataError(
+            f"domain {name!r}: its generator made images of shape {tuple(x.shape[1:])}, "
+            f"the spec declares {tuple(spec.image_shape)}"
+        )
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= spec.n_classes):
+        raise DataError(f"domain {name!r}: labels outside 0..{spec.n_classes - 1}")
