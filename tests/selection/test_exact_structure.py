@@ -185,3 +185,28 @@ def test_the_sweep_keeps_a_callers_wall_budget():
     p = _problem("near-tied", 50, 5)
     front = sweep_eps(p, complete=True, max_seconds=0.2)
     assert "enumeration" not in " ".join(front["route_reason"].astype(str))
+
+
+def test_the_certificate_says_where_an_unfinished_sweep_stopped():
+    import pandas as pd
+
+    from selection.cli import _certificate
+    from selection.solvers.eps import EpsSolver as Eps
+
+    front = pd.DataFrame(
+        {
+            "method": ["eps", "eps", "eps"],
+            "param": ["eps=inf", "eps=1.5", "eps=0.9"],
+            "utility": [60.0, 59.5, float("nan")],
+            "bound": [60.0, 59.6, 59.8],
+            "selected": ["a;b", "a;c", ""],
+            "status": ["optimal", "time_limit", "time_limit"],
+        }
+    )
+    line = _certificate(front, Eps, whole=True)
+    assert "down to eps=0.9 (nothing is known below it)" in line
+    assert "at most 0.1 pp" in line
+    done = front.iloc[:2]
+    assert "at any ε the sweep passed" in _certificate(done, Eps, whole=True)
+    nobound = done.assign(bound=[60.0, float("nan")])
+    assert "not certified" in _certificate(nobound, Eps, whole=True)
