@@ -35,7 +35,13 @@ from selection.progress import ProgressFn
 from selection.solvers.grid import _Counter, _run_grid
 from selection.solvers.params import as_float_list, check_int, check_nonneg
 from selection.solvers.registry import make_solver
-from selection.solvers.result import FRONT_COLUMNS, SolveResult, Status, results_to_frame
+from selection.solvers.result import (
+    FRONT_COLUMNS,
+    SolveResult,
+    Status,
+    point_rows,
+    results_to_frame,
+)
 
 __all__ = [
     "FRONT_COLUMNS",
@@ -124,11 +130,11 @@ def sweep_eps(
         return results_to_frame(
             problem, _run_grid(make, problem, grid, n_jobs, progress, "ε sweep")
         )
-    enum_front = _front_by_enumeration(problem, backend, f_min, b_max)
-    if enum_front is not None and max_seconds is not None and max_seconds < 2 * enum_front:
-        enum_front = None  # the caller's wall-time budget leaves no room to enumerate as well
-    if enum_front is not None:  # the anytime portfolio: the MILP sweep gets what enumeration costs
-        max_seconds = enum_front
+    budget = _enumeration_budget(problem, backend, f_min, b_max)
+    if budget is not None and max_seconds is not None and max_seconds < 2 * budget:
+        budget = None  # the caller's wall-time budget leaves no room to enumerate as well
+    if budget is not None:  # the anytime portfolio: the MILP sweep gets what enumeration costs
+        max_seconds = budget
     solver = make()
     solver.first_stage_only = True  # see _tied below
     results: list[SolveResult] = []
@@ -164,10 +170,10 @@ def sweep_eps(
         if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
             break
         e = nxt
-    if enum_front is not None and not (
+    if budget is not None and not (
         finished and all(r.status != Status.TIME_LIMIT for r in results)
     ):
-        return _enumerated_front(problem, step, time.perf_counter() - t0, enum_front)
+        return _enumerated_front(problem, step, time.perf_counter() - t0, budget)
     df = results_to_frame(problem, results)
     unproven = sum(r.status == Status.TIME_LIMIT for r in results)
     df.attrs["complete"] = finished
@@ -191,7 +197,7 @@ FRONT_ENUM_MAX = 5_000_000
 ENUM_SECONDS_PER_SELECTION = 1e-6
 
 
-def _front_by_enumeration(problem, backend, f_min, b_max) -> float | None:
+def _enumeration_budget(problem, backend, f_min, b_max) -> float | None:
     """The MILP sweep's budget before enumeration takes over, or None (no switch)."""
     from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT
 
@@ -241,8 +247,6 @@ def max_off(front: pd.DataFrame, objective: str) -> float:
     has gap g_j; for ε in [g_j, ε_j] the exact max-U front f(ε) satisfies
     U_j <= f(ε) <= bound_j, and the next ε is g_j − step.
     """
-    from selection.solvers.result import point_rows
-
     pts = front[point_rows(front)]
     if not len(pts) or "bound" not in pts:
         return math.nan

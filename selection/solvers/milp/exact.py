@@ -186,6 +186,7 @@ class ExactSolver(Solver):
         self.scale = check_int("scale", scale)
         self.enum_limit = check_int("enum_limit", enum_limit, lo=0)
         self._models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._routes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     #: True where the formulation's MILP takes a linear-fractional surrogate (``weighted``)
     fractional = False
@@ -201,7 +202,11 @@ class ExactSolver(Solver):
         count = math.comb(problem.n, problem.k)
         if count <= self.enum_limit:
             return "enum", f"C(N, K) = {count:,} <= enum_limit {self.enum_limit:,}: enumeration"
-        return portfolio(problem)
+        # the portfolio reads the whole table (alignment, grid step): once per problem, shared
+        # by the copies a sweep makes, as the models are
+        if problem not in self._routes:
+            self._routes[problem] = portfolio(problem)
+        return self._routes[problem]
 
     def model(self, problem: SelectionProblem) -> LexBackend:
         """The persistent backend model of ``problem`` (built on first use)."""
