@@ -341,6 +341,14 @@ def _say_routes(front) -> None:
             print(f"fedsel: route {backend}{said}: {len(g)} point(s)", file=sys.stderr)
 
 
+_TOL = typer.Option(
+    0.0,
+    "--tolerance",
+    help="Exact routes: stop each point within this many points of its optimum (certified: "
+    "front.csv's bound); the complete ε sweep also steps its gap by it, and its front is "
+    "certified within it in both objectives.",
+    show_default="0, proven optimal",
+)
 _TL = typer.Option(
     None,
     "--time-limit",
@@ -401,6 +409,7 @@ def solve(
     round_: int | None = _ROUND,
     seed: int = _SEED,
     time_limit: float | None = _TL,
+    tolerance: float = _TOL,
     surrogate: str = _SURR,
     logits: Path | None = _LOGITS,
     json_only: bool = typer.Option(False, "--json", help="Print only the JSON (no summary line)."),
@@ -421,6 +430,7 @@ def solve(
         "time_limit": time_limit,
         "f_min": fisher_min,
         "b_max": b_max,
+        "tolerance": tolerance or None,
     }
     flag = {"f_min": "fisher-min", "b_max": "b-max"}
     if objectives is not None and "objectives" in accepted:
@@ -485,13 +495,14 @@ def solve(
         print(f"fedsel: route {r.backend}{said}", file=sys.stderr)
     if (
         not json_only
-        and r.status == "time_limit"
+        and r.status in ("time_limit", "feasible")
         and r.ids
         and r.bound == r.bound
         and cls.bound_objective
     ):
+        why = "stopped at the time limit" if r.status == "time_limit" else "within --tolerance"
         print(
-            f"fedsel: stopped at the time limit; proven: {cls.bound_objective} <= {r.bound:.6g} "
+            f"fedsel: {why}; proven: {cls.bound_objective} <= {r.bound:.6g} "
             f"(this selection: {r.objectives[cls.bound_objective]:.6g})",
             file=sys.stderr,
         )
@@ -506,8 +517,9 @@ def solve(
         print(f"fedsel: {hint}", file=sys.stderr)
 
 
-def _certificate(front, cls, whole: bool) -> str:
-    """The guarantee a front with time-limited points still carries (its ``bound`` column)."""
+def _certificate(front, cls, whole: bool, tolerance: float = 0.0) -> str:
+    """The guarantee a front with time-limited or tolerant points still carries (its
+    ``bound`` column); with ``tolerance`` on the complete sweep, also in the gap."""
     from selection.solvers.sweeps import max_off
 
     obj = cls.bound_objective
@@ -522,10 +534,17 @@ def _certificate(front, cls, whole: bool) -> str:
     if whole and last is not None and not str(last.get("selected", "") or ""):
         if str(last.get("status")) == "time_limit":  # stopped with no incumbent: below, nothing
             where = f"down to {last['param']} (nothing is known below it)"
-    return (
+    text = (
         f"fedsel: certified: {where}, the exact front's {obj} is at most {off:.4g}{unit} above "
         "this front's (front.csv: bound)"
     )
+    stopped = (front["status"].astype(str) == "time_limit").any() if len(front) else False
+    if whole and tolerance > 0 and not stopped:
+        text += (
+            f"; every exact front point (U*, gap*) has a point here with U >= U* - {off:.4g} pp "
+            f"and gap <= gap* + {tolerance:g} pp"
+        )
+    return text
 
 
 @app.command("sweep")
@@ -570,6 +589,7 @@ def sweep(
     jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
     seed: int = _SEED,
     time_limit: float | None = _TL,
+    tolerance: float = _TOL,
     surrogate: str = _SURR,
     logits: Path | None = _LOGITS,
     grid: list[str] | None = _GRID,
@@ -589,6 +609,7 @@ def sweep(
     from selection.compare import run_method
     from selection.report import render_front_html, render_rounds_html
     from selection.schema import read_stats
+    from selection.solvers.base import solver_options
     from selection.solvers.result import point_rows
 
     cls = _solver_class(method)
@@ -602,6 +623,7 @@ def sweep(
         **{
             "fisher-min": (fisher_min, mine if method == "eps" else ()),
             "b-max": (b_max, mine if method == "eps" else ()),
+            "tolerance": (tolerance or None, mine if "tolerance" in solver_options(cls) else ()),
         },
     )
     if eps is not None and complete:
@@ -652,6 +674,7 @@ def sweep(
                 f_min=fisher_min,
                 b_max=b_max,
                 grids=grids,
+                tolerance=tolerance,
             )
             if realizer is not None:
                 front = _realize_front(front, problem, table, realizer, Path(stats).parent)
@@ -691,7 +714,9 @@ def sweep(
             + "; raise --time-limit (inf for none) to prove them",
             file=sys.stderr,
         )
-        print(_certificate(front, cls, whole), file=sys.stderr)
+    whole = method == "eps" and eps_grid is None
+    if n_tl or (tolerance and cls.bound_objective):
+        print(_certificate(front, cls, whole, tolerance), file=sys.stderr)
     if method == "eps" and eps_grid is not None and n_ok < len(front):
         # the first round with an infeasible ε tells the reachable range there
         for problem, f in zip(problems, fronts, strict=True):

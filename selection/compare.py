@@ -77,6 +77,7 @@ def run_method(
     f_min: float | None = None,
     b_max: float | None = None,
     grids: Mapping[str, Sequence] | None = None,
+    tolerance: float = 0.0,
 ) -> pd.DataFrame:
     """One method's front table (:func:`selection.solvers.sweeps.results_to_frame` rows).
 
@@ -98,6 +99,8 @@ def run_method(
         f_min, b_max: Σ F_z >= f_min and Σ B <= b_max for methods that take them (``eps``).
         grids: a grid per parameter name (``{"alpha": [0, 0.5, 1]}``), for any formulation's
             declared parameter; it takes precedence over ``eps``/``delta``/``weights``.
+        tolerance: the exact routes' absolute gap per point, points (0: proven optimal; see
+            :func:`selection.solvers.sweeps.sweep_eps`).
     """
     known = solvers()
     if method not in known:
@@ -115,6 +118,7 @@ def run_method(
         progress=progress,
         f_min=f_min,
         b_max=b_max,
+        tolerance=tolerance,
     )
     return cls.sweep_front(problem, options)
 

@@ -58,6 +58,9 @@ class SweepOptions:
         progress: ``(done, total, label)`` callback, or None.
         f_min, b_max: the optional Σ F_z >= f_min and Σ B <= b_max of solvers that take them
             (``eps``); None = no such constraint.
+        tolerance: the exact routes' absolute gap per point (see
+            :class:`~selection.solvers.milp.exact.ExactSolver`); on the complete ε sweep also
+            its step in the gap (a front certified within ``tolerance`` in both objectives).
     """
 
     grid: Sequence | None = None
@@ -70,6 +73,7 @@ class SweepOptions:
     progress: Callable[[int, int | None, str], None] | None = None
     f_min: float | None = None
     b_max: float | None = None
+    tolerance: float = 0.0
 
 
 class _PerValue:
@@ -206,4 +210,5 @@ def _run_options(options: SweepOptions) -> dict[str, Any]:
         "time_limit": options.time_limit,
         "seed": options.seed,
         "objectives": tuple(options.objectives),
+        "tolerance": options.tolerance,
     }

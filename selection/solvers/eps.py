@@ -47,7 +47,8 @@ class EpsSolver(ExactSolver):
         eps: largest admissible gap, percentage points, >= 0; None or inf: unconstrained.
         f_min: require Σ_{i∈S} F_z,i >= f_min (sum of Fisher z-scores), optional.
         b_max: require Σ_{i∈S} B_i <= b_max (nats), optional.
-        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts: see
+        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts,
+            tolerance: see
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
@@ -71,6 +72,7 @@ class EpsSolver(ExactSolver):
             progress=options.progress,
             f_min=options.f_min,
             b_max=options.b_max,
+            tolerance=options.tolerance,
         )
         if options.grid is None:
             return sweep_eps(problem, complete=True, **kw)
@@ -96,6 +98,7 @@ class EpsSolver(ExactSolver):
         enum_limit: int = DEFAULT_ENUM_LIMIT,
         mip_gap: float = 0.0,
         counts: str = "auto",
+        tolerance: float = 0.0,
     ) -> None:
         super().__init__(
             backend=backend,
@@ -106,6 +109,7 @@ class EpsSolver(ExactSolver):
             enum_limit=enum_limit,
             mip_gap=mip_gap,
             counts=counts,
+            tolerance=tolerance,
         )
         self._set_param(eps)
         self.f_min = check_finite("f_min", f_min)
@@ -115,6 +119,10 @@ class EpsSolver(ExactSolver):
     # weakly dominated (same U, a larger gap than needed); the sweep's next point, just below
     # its gap, then finds the same U and replaces it. Enumeration stays lexicographic.
     first_stage_only = False
+    # Set by the complete sweep per point: a proven upper bound on max U at this ε (the
+    # previous point's bound: max U cannot grow as ε shrinks), put on the row ``ucap`` of the
+    # first-stage-only model; None = no cap. Not on CP-SAT (its rows are rounded data).
+    u_cap: float | None = None
 
     def _set_param(self, value: float | None) -> None:
         self.eps = check_nonneg("eps", value)
@@ -132,6 +140,7 @@ class EpsSolver(ExactSolver):
             pairwise=pairwise,
             second_stage=not self.first_stage_only,
             groups=self.groups(problem),
+            cap_row=self.first_stage_only and self.route(problem) != "cpsat",
         )
 
     def _cpsat_fields(self, problem: SelectionProblem) -> list[np.ndarray]:
@@ -143,6 +152,12 @@ class EpsSolver(ExactSolver):
         pairs = [r for r in model.spec.row_index if r.startswith("pair")]
         for name in pairs or ["gap"]:
             model.set_row_bounds(name, -INF, up)
+        if "ucap" in model.spec.row_index:
+            cap = INF
+            if self.u_cap is not None and np.isfinite(self.u_cap):
+                top = problem.k * self.u_cap  # sum units; a tie within the sweep's tolerance fits
+                cap = top + 1e-6 + 1e-9 * abs(top)
+            model.set_row_bounds("ucap", -INF, cap)
 
     def _solve_enum(self, problem: SelectionProblem) -> _Raw:
         return self._enum_raw(

@@ -53,7 +53,8 @@ class FisherFairSolver(ExactSolver):
     Args:
         delta: allowed loss of worst-domain utility below worst*, percentage points, >= 0
             (inf: no floor, the top-K by F_z).
-        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts: see
+        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts,
+            tolerance: see
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
@@ -79,6 +80,7 @@ class FisherFairSolver(ExactSolver):
         enum_limit: int = DEFAULT_ENUM_LIMIT,
         mip_gap: float = 0.0,
         counts: str = "auto",
+        tolerance: float = 0.0,
     ) -> None:
         options = dict(
             backend=backend,
@@ -89,10 +91,12 @@ class FisherFairSolver(ExactSolver):
             enum_limit=enum_limit,
             mip_gap=mip_gap,
             counts=counts,
+            tolerance=tolerance,
         )
         super().__init__(**options)
         self._set_param(delta)
-        self._maxmin = MaxminSolver(delta=INF, **options)
+        # worst* is solved exactly: a tolerant worst* would widen the fair set itself
+        self._maxmin = MaxminSolver(delta=INF, **{**options, "tolerance": 0.0})
         # K·worst* per problem and route; shared by the copies with_param makes for a δ sweep,
         # so a sweep solves the max-min problem once, not once per point
         self._worst_star: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -36,7 +36,8 @@ class MaxminSolver(ExactSolver):
 
     Args:
         delta: allowed loss of average utility below U*, percentage points, >= 0 (default 0).
-        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts: see
+        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts,
+            tolerance: see
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
@@ -63,6 +64,7 @@ class MaxminSolver(ExactSolver):
             time_limit=options.time_limit,
             seed=options.seed,
             progress=options.progress,
+            tolerance=options.tolerance,
         )
 
     def __init__(
@@ -77,6 +79,7 @@ class MaxminSolver(ExactSolver):
         enum_limit: int = DEFAULT_ENUM_LIMIT,
         mip_gap: float = 0.0,
         counts: str = "auto",
+        tolerance: float = 0.0,
     ) -> None:
         super().__init__(
             backend=backend,
@@ -87,6 +90,7 @@ class MaxminSolver(ExactSolver):
             enum_limit=enum_limit,
             mip_gap=mip_gap,
             counts=counts,
+            tolerance=tolerance,
         )
         self._set_param(delta)
 

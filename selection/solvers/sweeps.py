@@ -50,6 +50,7 @@ __all__ = [
     "sweep_delta",
     "sweep_weighted",
     "max_off",
+    "front_step",
 ]
 
 DEFAULT_STEP = 1e-6
@@ -71,11 +72,12 @@ def sweep_eps(
     time_limit: float | None = None,
     f_min: float | None = None,
     b_max: float | None = None,
-    step: float = DEFAULT_STEP,
+    step: float | None = None,
     seed: int = 0,
     progress: ProgressFn | None = None,
     max_points: int = MAX_POINTS,
     max_seconds: float | None = None,
+    tolerance: float = 0.0,
 ) -> pd.DataFrame:
     """ε-constraint points over a grid, or the complete (U, gap) front.
 
@@ -91,12 +93,20 @@ def sweep_eps(
             ``time_limit``). The complete sweep uses :data:`COMPLETE_POINT_BUDGET` (60 s)
             when None; pass ``math.inf`` for no limit.
         f_min, b_max: optional Σ F_z >= f_min and Σ B <= b_max on every point.
-        step: the complete sweep's next ε is the last gap minus ``step`` (points).
+        step: the complete sweep's next ε is the last gap minus ``step`` (points); None:
+            :func:`front_step` (half the smallest difference two gaps can have where the
+            domain rows sit on a value grid, else :data:`DEFAULT_STEP`).
         seed: solver seed.
         progress: callback ``(done, total, label)`` per point (:mod:`selection.progress`).
         max_points: safety cap on the complete sweep's number of points.
         max_seconds: the complete sweep's wall-time budget: no point starts after it and the
             last one is stopped by it (a point it stops is labelled ``time_limit``).
+        tolerance: points (>= 0). Each point is solved to within ``tolerance`` of its max U
+            (status ``feasible``, ``bound`` <= U + tolerance); the complete sweep also steps
+            the next ε ``max(step, tolerance)`` below the last gap. The complete tolerant
+            front is certified: every exact front point (U*, g*) has a returned point with
+            U >= U* − tolerance and gap <= g* + tolerance (``attrs["tolerance"]``). Proofs on
+            the front's tail (gaps of hundredths of a point) are what a tolerance skips.
 
     Returns:
         The front table (see :func:`results_to_frame`), rows in solve order. For a complete
@@ -105,7 +115,8 @@ def sweep_eps(
         budget (their selection is the best found, not a proven optimum, and front points
         near them may be missing), ``attrs["exact"]`` is true only when the sweep is
         complete and every point proven, and ``attrs["max_off"]`` (:func:`max_off`) is how
-        far above the returned points the exact front may lie at most (0 when proven).
+        far above the returned points the exact front may lie at most (0 when proven);
+        ``attrs["tolerance"]`` is ``tolerance``.
     """
     if complete and eps is not None:
         raise ValueError("sweep_eps: give an eps grid or complete=True, not both")
@@ -116,20 +127,28 @@ def sweep_eps(
         time_limit = COMPLETE_POINT_BUDGET
     elif time_limit is not None and np.isinf(time_limit) and time_limit > 0:
         time_limit = None
-    step = check_nonneg("step", step, allow_none=False)
+    step = front_step(problem) if step is None else check_nonneg("step", step, allow_none=False)
     if step <= 0:
         raise ValueError(f"step={step!r} must be > 0")
+    tolerance = check_nonneg("tolerance", tolerance, allow_none=False)
+    step = max(step, tolerance)
 
     def make():
         return make_solver(
-            "eps", backend=backend, time_limit=time_limit, f_min=f_min, b_max=b_max, seed=seed
+            "eps",
+            backend=backend,
+            time_limit=time_limit,
+            f_min=f_min,
+            b_max=b_max,
+            seed=seed,
+            tolerance=tolerance,
         )
 
     if not complete:
         grid = as_float_list("eps", eps)
-        return results_to_frame(
-            problem, _run_grid(make, problem, grid, n_jobs, progress, "ε sweep")
-        )
+        df = results_to_frame(problem, _run_grid(make, problem, grid, n_jobs, progress, "ε sweep"))
+        df.attrs["tolerance"] = tolerance
+        return df
     budget = _enumeration_budget(problem, backend, f_min, b_max)
     if budget is not None and max_seconds is not None and max_seconds < 2 * budget:
         budget = None  # the caller's wall-time budget leaves no room to enumerate as well
@@ -137,6 +156,7 @@ def sweep_eps(
         max_seconds = budget
     solver = make()
     solver.first_stage_only = True  # see _tied below
+    use_cap = CAP_FROM_LAST
     results: list[SolveResult] = []
     e: float | None = None
     repeats = 0
@@ -145,15 +165,18 @@ def sweep_eps(
     advance = _Counter(progress, None, "complete ε sweep")
     while len(results) < max_points:
         point = solver.with_param(e)
+        if use_cap and results and results[-1].ok and math.isfinite(results[-1].bound):
+            point.u_cap = results[-1].bound  # max U at a smaller ε is at most the last bound
         if max_seconds is not None:  # the whole sweep's budget also bounds each point
             left = max(1e-3, max_seconds - (time.perf_counter() - t0))
             point.time_limit = left if point.time_limit is None else min(point.time_limit, left)
         r = point.solve(problem)
         # a backend tolerance may return the last point again: step further each time
         same = bool(results) and r.selected == results[-1].selected
-        if results and _tied(results[-1], r, problem.k):
-            # weakly dominated by r: same U, larger gap; r now speaks for ε up to the
-            # dropped point's, so it carries the larger of the two bounds
+        while results and _tied(results[-1], r, problem.k):
+            # weakly dominated by r: same U (or, within a tolerance, a lower one), larger
+            # gap; r now speaks for ε up to the dropped point's, so it carries the larger of
+            # the two bounds
             r = replace(r, bound=_merged_bound(results.pop().bound, r.bound))
         results.append(r)
         advance()
@@ -161,9 +184,12 @@ def sweep_eps(
             finished = r.status == Status.INFEASIBLE
             break
         repeats = repeats + 1 if same else 0
-        nxt = solver.model_gap(problem, r.selected) - step * 10**repeats
+        # a repeat steps further by powers of ten of DEFAULT_STEP, not of a grid step (which
+        # would jump over front points)
+        bump = step + (DEFAULT_STEP * 10**repeats if repeats else 0.0)
+        nxt = solver.model_gap(problem, r.selected) - bump
         if e is not None:
-            nxt = min(nxt, e - step * 10**repeats)
+            nxt = min(nxt, e - bump)
         if nxt < 0:
             finished = True
             break
@@ -178,8 +204,9 @@ def sweep_eps(
     unproven = sum(r.status == Status.TIME_LIMIT for r in results)
     df.attrs["complete"] = finished
     df.attrs["unproven"] = unproven
-    df.attrs["exact"] = finished and unproven == 0
+    df.attrs["exact"] = finished and unproven == 0 and tolerance == 0
     df.attrs["max_off"] = max_off(df, "utility")
+    df.attrs["tolerance"] = tolerance
     return df
 
 
@@ -194,7 +221,27 @@ def sweep_eps(
 # backend and route_reason say which one ran. With a caller's ``max_seconds`` below twice the
 # estimate there is no switch (the budget would not hold both).
 FRONT_ENUM_MAX = 5_000_000
+# Whether each point of the complete sweep gets the previous point's bound as a cap on U
+# (EpsSolver.u_cap)
+CAP_FROM_LAST = True
 ENUM_SECONDS_PER_SELECTION = 1e-6
+
+
+def front_step(problem: SelectionProblem) -> float:
+    """The complete ε sweep's default step (points of the mean).
+
+    Where every U_d is a whole multiple of q (:func:`~selection.solvers.milp.exact.value_quantum`:
+    2-decimal data, accuracies on n validation images) every gap is a multiple of q/K, so no
+    gap lies strictly between g − q/K and g: the next ε at g − q/(2K) misses no front point
+    and stays far from the rows' tolerances (SCIP misjudged ε rows 1e-6 pp below an
+    attainable gap). Elsewhere (and for surrogates that weight the rows) DEFAULT_STEP.
+    """
+    from selection.solvers.milp.exact import value_quantum
+
+    if problem.surrogate != "mean" or problem.d == 0:
+        return DEFAULT_STEP
+    q = value_quantum(problem.Ud)
+    return max(DEFAULT_STEP, q / (2 * problem.k)) if q > 0 else DEFAULT_STEP
 
 
 def _enumeration_budget(problem, backend, f_min, b_max) -> float | None:
@@ -230,7 +277,7 @@ def _enumerated_front(problem, step: float, spent: float, budget: float) -> pd.D
         f"not proven it within the enumeration's estimated {budget:.1f} s"
     )
     front["seconds"] = time.perf_counter() - t0 + spent
-    front.attrs.update(complete=True, unproven=0, exact=True, max_off=0.0)
+    front.attrs.update(complete=True, unproven=0, exact=True, max_off=0.0, tolerance=0.0)
     return front
 
 
@@ -253,11 +300,14 @@ def max_off(front: pd.DataFrame, objective: str) -> float:
     off = pts["bound"].astype(float) - pts[objective].astype(float)
     if off.isna().any():
         return math.nan
-    return float(max(0.0, off.max()))
+    worst = float(off.max())
+    # below 1e-9 points: float noise of tied points' merged bounds, not a gap
+    return worst if worst > 1e-9 else 0.0
 
 
 def _tied(prev: SolveResult, new: SolveResult, k: int) -> bool:
-    """Whether ``new`` (solved at an ε below ``prev``'s gap) has ``prev``'s U.
+    """Whether ``new`` (solved at an ε below ``prev``'s gap) has ``prev``'s U or more (more
+    only where points are solved within a tolerance).
 
     The complete sweep solves max U alone at each ε (one MILP per point instead of two; the
     second, min-gap stage was the larger part of the time). A point whose U the next, tighter
@@ -280,13 +330,17 @@ def sweep_delta(
     time_limit: float | None = None,
     seed: int = 0,
     progress: ProgressFn | None = None,
+    tolerance: float = 0.0,
 ) -> pd.DataFrame:
-    """Max-min points (max worst s.t. U >= U* − δ) for each δ of a grid (percentage points)."""
+    """Max-min points (max worst s.t. U >= U* − δ) for each δ of a grid (percentage points);
+    each within ``tolerance`` points of its max worst (see :func:`sweep_eps`)."""
     grid = as_float_list("delta", delta)
     n_jobs = check_int("n_jobs", n_jobs)
 
     def make():
-        return make_solver("maxmin", backend=backend, time_limit=time_limit, seed=seed)
+        return make_solver(
+            "maxmin", backend=backend, time_limit=time_limit, seed=seed, tolerance=tolerance
+        )
 
     return results_to_frame(problem, _run_grid(make, problem, grid, n_jobs, progress, "δ sweep"))
 

@@ -24,7 +24,7 @@ def _points(df, cols=("utility", "gap")):
     return np.unique(np.round(ok[list(cols)].to_numpy(), 6), axis=0)
 
 
-@pytest.mark.parametrize("backend", ["highs", "cbc"])
+@pytest.mark.parametrize("backend", ["highs", "cbc", "scip"])
 @SETTINGS
 @given(
     seed=st.integers(0, 10_000),

@@ -13,7 +13,7 @@ from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps
 from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.cbc import _log_bound
-from selection.solvers.milp.exact import aligned, grid_step, portfolio
+from selection.solvers.milp.exact import aligned, domain_share, grid_step, portfolio
 from selection.solvers.milp.formulations import count_groups, eps_spec
 from selection.solvers.milp.model import milp_backends
 from selection.solvers.sweeps import max_off, sweep_eps
@@ -145,6 +145,29 @@ def test_portfolio_reads_the_shape():
     assert route == "cpsat" and "coarse" in why
     r = EpsSolver(eps=5.0).solve(_problem("cross-penalty", 30, 3))
     assert r.backend == "enum" and "enum_limit" in r.route_reason
+    # rows set by the client's own domain: SCIP with count columns, below 500 clients too
+    tied = _problem("near-tied", 60, 6)
+    route, why = portfolio(tied)
+    assert route == "scip" and "own domains explain" in why
+
+
+def test_domain_share():
+    assert domain_share(_problem("near-tied", 80, 8)) > 0.9
+    assert 0.2 < domain_share(_problem("synthetic", 80, 8)) < 0.7
+    p = _problem("synthetic", 40, 4)
+    # rows that are a function of the domain alone: all explained; rows that ignore it: none
+    g = count_groups(p)
+    by_domain = replace(p, Ud=np.stack([g * 3.0 + d for d in range(p.d)], axis=1))
+    assert domain_share(by_domain) == pytest.approx(1.0)
+    flat = replace(p, Ud=np.tile(np.arange(p.n, dtype=float)[:, None], (1, p.d)))
+    flat_rows = np.tile(np.arange(p.n // len(np.unique(g)), dtype=float), len(np.unique(g)))
+    balanced = replace(
+        p, Ud=np.tile(flat_rows[np.argsort(np.argsort(g, kind="stable"))][:, None], (1, p.d))
+    )
+    assert domain_share(balanced) == pytest.approx(0.0, abs=1e-12)
+    assert 0.0 <= domain_share(flat) <= 1.0
+    one = replace(p, client_domains=np.array(["mnist"] * p.n))
+    assert domain_share(one) == 0.0
 
 
 def _on_a_grid(table, step: float):
@@ -210,3 +233,41 @@ def test_the_certificate_says_where_an_unfinished_sweep_stopped():
     assert "at any ε the sweep passed" in _certificate(done, Eps, whole=True)
     nobound = done.assign(bound=[60.0, float("nan")])
     assert "not certified" in _certificate(nobound, Eps, whole=True)
+
+
+@pytest.mark.parametrize("backend", ["cbc", "scip", "highs"])
+@pytest.mark.parametrize("family", ["near-tied", "cross-penalty"])
+def test_the_cap_from_the_last_point_keeps_the_exact_front(backend, family, monkeypatch):
+    import selection.solvers.sweeps as sw
+    from selection.solvers.exhaustive import exact_front
+
+    p = _problem(family, 26, 3, seed=5)
+    want = exact_front(p)[["utility", "gap"]].to_numpy()
+    capped = sweep_eps(p, complete=True, backend=backend)
+    monkeypatch.setattr(sw, "CAP_FROM_LAST", False)
+    free = sweep_eps(p, complete=True, backend=backend)
+    for front in (capped, free):
+        got = front[front["selected"] != ""][["utility", "gap"]].to_numpy()
+        order = np.lexsort((got[:, 1], -got[:, 0]))
+        np.testing.assert_allclose(got[order], want, atol=1e-9)
+        assert front.attrs["exact"] and front.attrs["max_off"] == 0.0
+
+
+def test_the_front_step_follows_the_value_grid():
+    from selection.solvers.milp.exact import value_quantum
+    from selection.solvers.sweeps import DEFAULT_STEP, front_step
+
+    p = _problem("near-tied", 26, 3, seed=5)  # 2 decimals
+    assert value_quantum(p.Ud) == pytest.approx(0.01)
+    assert front_step(p) == pytest.approx(0.01 / 6)
+    floats = replace(p, Ud=p.Ud + np.random.default_rng(0).uniform(0, 1e-3, p.Ud.shape))
+    assert value_quantum(floats.Ud) == 0.0 and front_step(floats) == DEFAULT_STEP
+    thirds = replace(p, Ud=np.round(p.Ud * 3) / 3)  # accuracies on 300 images
+    assert value_quantum(thirds.Ud) == pytest.approx(1 / 3)
+    # the instance whose ε = gap − 1e-6 point SCIP misjudged: its front is exact now
+    from selection.solvers.exhaustive import exact_front
+
+    want = exact_front(p)[["utility", "gap"]].to_numpy()
+    front = sweep_eps(p, complete=True, backend="scip")
+    got = front[front["selected"] != ""][["utility", "gap"]].to_numpy()
+    np.testing.assert_allclose(got[np.lexsort((got[:, 1], -got[:, 0]))], want, atol=1e-9)

@@ -178,7 +178,7 @@ class CbcBackend(LexBackend):
                 cmd = pulp.PULP_CBC_CMD(
                     msg=False,
                     gapRel=self.mip_gap,
-                    gapAbs=1e-9,
+                    gapAbs=max(1e-9, self.abs_gap),
                     timeLimit=None if time_limit is None else max(float(time_limit), 0.01),
                     threads=self.threads,
                     warmStart=hint is not None,

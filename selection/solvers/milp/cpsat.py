@@ -52,10 +52,11 @@ class CpSatBackend(LexBackend):
         seed: int = 0,
         threads: int | None = None,
         mip_gap: float = 0.0,
+        abs_gap: float = 0.0,
         scale: int = DEFAULT_SCALE,
     ) -> None:
         self.scale = int(scale)
-        super().__init__(spec, seed=seed, threads=threads, mip_gap=mip_gap)
+        super().__init__(spec, seed=seed, threads=threads, mip_gap=mip_gap, abs_gap=abs_gap)
 
     def _col_factor(self) -> np.ndarray:
         # integer columns (binaries, counts) keep their values and take scaled coefficients;
@@ -125,7 +126,7 @@ class CpSatBackend(LexBackend):
         p.num_workers = int(self.threads or 1)
         p.random_seed = self.seed % 2147483647
         p.relative_gap_limit = self.mip_gap
-        p.absolute_gap_limit = 0.0
+        p.absolute_gap_limit = float(self.abs_gap) * self.scale  # scaled units
         if time_limit is not None:
             p.max_time_in_seconds = max(float(time_limit), 1e-3)
         st = solver.solve(m)

@@ -54,6 +54,7 @@ def eps_spec(
     pairwise: bool = False,
     second_stage: bool = True,
     groups: np.ndarray | None = None,
+    cap_row: bool = False,
 ) -> MilpSpec:
     """max sum U_i x_i, then min (hi - lo), s.t. sum x = K, lo <= sum_i U_id x_i <= hi ∀d.
 
@@ -65,6 +66,8 @@ def eps_spec(
     ``pairwise`` the model also has the D·(D−1) rows ``pair<a>_<b>``:
     sum_i (U_ia − U_ib) x_i <= K·ε, pure-binary rows that carry ε instead of ``gap`` (the
     same feasible set; HiGHS solved an N=5000 point 2.5x faster with them, CBC slower).
+    With ``cap_row`` the row ``ucap`` (sum U x <= cap, free until set) states what the
+    complete sweep knows from its previous point: max U cannot grow as ε shrinks.
     """
     U, Ud = data["U"], data["Ud"]
     n, D = Ud.shape
@@ -85,6 +88,8 @@ def eps_spec(
         rows.append(("fmin", np.r_[data["F_z"], 0.0, 0.0], float(f_min), INF))
     if b_max is not None:
         rows.append(("bmax", np.r_[data["B"], 0.0, 0.0], -INF, float(b_max)))
+    if cap_row:
+        rows.append(("ucap", np.r_[U, 0.0, 0.0], -INF, INF))
     objectives = [np.r_[U, 0.0, 0.0], np.r_[z, -1.0, 1.0]]
     values = [lambda x: float(x @ U), lambda x: -float(np.ptp(x @ Ud))]
     if not second_stage:

@@ -95,7 +95,7 @@ class HighsBackend(LexBackend):
         spec = self.spec
         h = new_highs()
         h.setOptionValue("mip_rel_gap", self.mip_gap)
-        h.setOptionValue("mip_abs_gap", 1e-9)
+        h.setOptionValue("mip_abs_gap", max(1e-9, self.abs_gap))
         h.setOptionValue("mip_feasibility_tolerance", 1e-9)
         h.setOptionValue("primal_feasibility_tolerance", 1e-9)
         h.setOptionValue("random_seed", self.seed % 2147483647)

@@ -11,8 +11,10 @@ Lexicographic stages: stage j maximizes ``objectives[j]``; before stage j+1 a de
 lose what earlier ones won. ``tol`` is 0 for CP-SAT (integer data) and
 ``1e-6 + 1e-9·|opt_j|`` in the model's units for HiGHS/CBC (their feasibility tolerances are
 1e-7..1e-6). The result is Pareto-optimal in the stage objectives up to that tolerance.
-With ``mip_gap > 0`` (relative MIP gap, default 0) each stage stops within that gap and the
-status is ``feasible`` rather than ``optimal``.
+With ``mip_gap > 0`` (relative MIP gap, default 0) or ``abs_gap > 0`` (absolute, model units)
+each stage stops within that gap and the status is ``feasible`` rather than ``optimal``; with
+``abs_gap`` the stage-1 bound is at most the selection's value + ``abs_gap`` (the solvers'
+stopping rule), so a tolerant point is certified.
 
 Backends with ``use_core`` (HiGHS, CBC), from ``core_min_n`` binaries on, first fix, by column
 bounds, every binary that the LP relaxation's reduced costs prove no selection within ``tol``
@@ -193,12 +195,20 @@ class LexBackend(ABC):
     counts_default = False
 
     def __init__(
-        self, spec: MilpSpec, *, seed: int = 0, threads: int | None = None, mip_gap: float = 0.0
+        self,
+        spec: MilpSpec,
+        *,
+        seed: int = 0,
+        threads: int | None = None,
+        mip_gap: float = 0.0,
+        abs_gap: float = 0.0,
     ) -> None:
         self.spec = spec
         self.seed = int(seed)
         self.threads = threads
         self.mip_gap = float(mip_gap)
+        # absolute MIP gap per stage, model units (0: proven optimal, the solvers get 1e-9)
+        self.abs_gap = float(abs_gap)
         self._lp: tuple[float, np.ndarray, bool] | None = None  # last LP bound (_reduce)
         # the backend's proven upper bound on the objective of its last _optimize (NaN: none)
         self.last_bound = float("nan")
@@ -296,8 +306,13 @@ class LexBackend(ABC):
                     )
                 best = v
                 if j == 0 and self.mip_gap == 0:
-                    # proven optimal: the stage's value is the bound (absolute gap 1e-9)
-                    self._bound1 = float(self._value(0, list(self._selection(v)), v))
+                    # proven optimal within the absolute gap (1e-9 unless abs_gap is set): the
+                    # stage's value plus that gap is a bound, by the solvers' stopping rule
+                    value = float(self._value(0, list(self._selection(v)), v))
+                    if self.abs_gap > 0:
+                        self._tighten(value + self.abs_gap + 1e-7 * (1.0 + abs(value)))
+                    else:
+                        self._bound1 = value
                 if j < len(spec.objectives) - 1:
                     if j < len(spec.stage_values):
                         x = np.zeros(spec.n_x)
@@ -318,8 +333,12 @@ class LexBackend(ABC):
             return LexOutcome(
                 (), Status.ERROR, f"{self.name} returned {len(sel)} clients, k={spec.k}"
             )
-        if self.mip_gap > 0:
-            msg = f"optimal within relative gap {self.mip_gap:g}"
+        if self.mip_gap > 0 or self.abs_gap > 0:
+            msg = (
+                f"optimal within relative gap {self.mip_gap:g}"
+                if self.mip_gap > 0
+                else f"optimal within absolute gap {self.abs_gap:g} (model units)"
+            )
             return LexOutcome(sel, Status.FEASIBLE, msg, self._bound1)
         return LexOutcome(sel, Status.OPTIMAL, "", self._bound1)
 
@@ -457,6 +476,7 @@ def make_backend(
     seed: int = 0,
     threads: int | None = None,
     mip_gap: float = 0.0,
+    abs_gap: float = 0.0,
     **options,
 ) -> LexBackend:
     """Build the persistent model of ``spec`` in the registered backend ``name``.
@@ -467,4 +487,6 @@ def make_backend(
         raise ValueError(
             f"unknown MILP backend {name!r}; choose one of {', '.join(milp_backends())}"
         )
-    return _REGISTRY[name](spec, seed=seed, threads=threads, mip_gap=mip_gap, **options)
+    return _REGISTRY[name](
+        spec, seed=seed, threads=threads, mip_gap=mip_gap, abs_gap=abs_gap, **options
+    )

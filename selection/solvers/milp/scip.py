@@ -59,7 +59,7 @@ class ScipBackend(LexBackend):
         m = pyscipopt.Model("fedsel")
         m.hideOutput()
         m.setParam("limits/gap", float(self.mip_gap))
-        m.setParam("limits/absgap", 1e-9)
+        m.setParam("limits/absgap", max(1e-9, self.abs_gap))
         m.setParam("numerics/feastol", 1e-9)
         m.setParam("randomization/randomseedshift", int(self.seed % 2147483647))
         self._inf = m.infinity()
@@ -144,9 +144,7 @@ class ScipBackend(LexBackend):
         obj = float(values @ c) if values is not None else float("nan")
         db = float(m.getDualbound()) if st != "infeasible" else float("nan")
         self.last_bound = db if abs(db) < m.infinity() else float("nan")  # none before the root
-        if st == "optimal" or (st == "gaplimit" and self.mip_gap == 0.0):
-            return "optimal", values, obj
-        if st == "gaplimit":
+        if st in ("optimal", "gaplimit"):  # gaplimit: within mip_gap / abs_gap
             return "optimal", values, obj
         if st in ("infeasible", "inforunbd"):
             return "infeasible", None, obj
