@@ -39,8 +39,8 @@ from exact_peers import FAMILIES  # noqa: E402
 
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers.milp.exact import domain_share  # noqa: E402
 from selection.solvers import sweeps  # noqa: E402
+from selection.solvers.milp.exact import domain_share  # noqa: E402
 from selection.solvers.sweeps import sweep_eps  # noqa: E402
 
 ROUTES = ("auto", "cbc", "scip", "highs")
