@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser test test-all check lint demo demo-example bench bench-peers clean peers-env
+.PHONY: venv browser test test-all check lint demo demo-example bench bench-peers bench-exact clean peers-env
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -61,6 +61,11 @@ bench: $(STAMP)
 # the exact peers need their own environment (pyaugmecon's pins clash with the project's)
 bench-peers: $(STAMP) peers-env
 	$(BIN)/python benchmarks/exact_peers.py --sizes 20,50,100,200 --cap 120
+
+# the exact routes per instance family (about an hour on 2 cores)
+bench-exact: $(STAMP)
+	$(BIN)/python benchmarks/certified_fronts.py
+	$(BIN)/python benchmarks/exact_families.py --sizes 200,1000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -243,9 +243,9 @@ def test_the_cap_from_the_last_point_keeps_the_exact_front(backend, family, monk
 
     p = _problem(family, 26, 3, seed=5)
     want = exact_front(p)[["utility", "gap"]].to_numpy()
-    capped = sweep_eps(p, complete=True, backend=backend)
-    monkeypatch.setattr(sw, "CAP_FROM_LAST", False)
     free = sweep_eps(p, complete=True, backend=backend)
+    monkeypatch.setattr(sw, "CAP_FROM_LAST", True)
+    capped = sweep_eps(p, complete=True, backend=backend)
     for front in (capped, free):
         got = front[front["selected"] != ""][["utility", "gap"]].to_numpy()
         order = np.lexsort((got[:, 1], -got[:, 0]))
