@@ -434,6 +434,12 @@ def render_front_html(
             "found, not a proven optimum (a complete sweep may miss front points near them)."
             f" {certified_note(front, y)}</p>"
         )
+    elif "status" in front and (front["status"].astype(str) == "feasible").any():
+        # points solved within a tolerance (--tolerance): proven near-optima, with bounds
+        note += (
+            "<p class='note'>Points solved within a tolerance (status feasible), not to proven "
+            f"optimality. {certified_note(front, y)}</p>"
+        )
     cols = list(dict.fromkeys(["utility", "gap", "worst", x, y]))
     rx, ry = realized_axis(data, x), realized_axis(data, y)
     if rx is not None and ry is not None:

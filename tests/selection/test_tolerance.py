@@ -123,6 +123,8 @@ def test_cli_tolerance(tmp_path, capsys):
     assert code == 0, err
     assert "every exact front point (U*, gap*) has a point here" in err
     assert f"gap <= gap* + {TAU:g} pp" in err
+    page = (out / "front.html").read_text()
+    assert "Points solved within a tolerance" in page and "Certified: the exact front" in page
     code, js, err = _run(
         ["solve", "-s", stats, "-k", 3, "-m", "eps", "--eps", 10, "--backend", "cbc",
          "--tolerance", TAU],
