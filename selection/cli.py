@@ -344,9 +344,9 @@ def _say_routes(front) -> None:
 _TOL = typer.Option(
     0.0,
     "--tolerance",
-    help="Exact routes: stop each point within this many points of its optimum (certified: "
-    "front.csv's bound); the complete ε sweep also steps its gap by it, and its front is "
-    "certified within it in both objectives.",
+    help="Exact routes: stop each point within this much of its optimum (points; Σ F_z for "
+    "fisher-fair; certified: front.csv's bound); the complete ε sweep also steps its gap by "
+    "it, and its front is certified within it in both objectives.",
     show_default="0, proven optimal",
 )
 _TL = typer.Option(
@@ -517,7 +517,9 @@ def solve(
         print(f"fedsel: {hint}", file=sys.stderr)
 
 
-def _certificate(front, cls, whole: bool, tolerance: float = 0.0) -> str:
+def _certificate(
+    front, cls, whole: bool, tolerance: float = 0.0, finished: bool = False, slack: float = 0.0
+) -> str:
     """The guarantee a front with time-limited or tolerant points still carries (its
     ``bound`` column); with ``tolerance`` on the complete sweep, also in the gap."""
     from selection.solvers.sweeps import max_off
@@ -539,10 +541,10 @@ def _certificate(front, cls, whole: bool, tolerance: float = 0.0) -> str:
         "this front's (front.csv: bound)"
     )
     stopped = (front["status"].astype(str) == "time_limit").any() if len(front) else False
-    if whole and tolerance > 0 and not stopped:
+    if whole and tolerance > 0 and finished and not stopped:
         text += (
             f"; every exact front point (U*, gap*) has a point here with U >= U* - {off:.4g} pp "
-            f"and gap <= gap* + {tolerance:g} pp"
+            f"and gap <= gap* + {max(slack, tolerance):.4g} pp"
         )
     return text
 
@@ -681,6 +683,8 @@ def sweep(
             if rounds is not None:
                 front.insert(0, "round", problem.round)
             fronts.append(_record_surrogate(front, problem))
+    finished = all(bool(f.attrs.get("complete")) for f in fronts)
+    slack = max(float(f.attrs.get("gap_slack", 0.0)) for f in fronts)
     front = pd.concat(fronts, ignore_index=True)
     p0 = problems[0]
     judged = "" if p0.surrogate == "mean" else f" ({p0.surrogate} surrogate)"
@@ -716,7 +720,7 @@ def sweep(
         )
     whole = method == "eps" and eps_grid is None
     if n_tl or (tolerance and cls.bound_objective):
-        print(_certificate(front, cls, whole, tolerance), file=sys.stderr)
+        print(_certificate(front, cls, whole, tolerance, finished, slack), file=sys.stderr)
     if method == "eps" and eps_grid is not None and n_ok < len(front):
         # the first round with an infeasible ε tells the reachable range there
         for problem, f in zip(problems, fronts, strict=True):

@@ -123,6 +123,7 @@ class EpsSolver(ExactSolver):
     # previous point's bound: max U cannot grow as ε shrinks), put on the row ``ucap`` of the
     # first-stage-only model; None = no cap. Not on CP-SAT (its rows are rounded data).
     u_cap: float | None = None
+    cap_row = False  # whether the model has the row (sweeps.CAP_FROM_LAST)
 
     def _set_param(self, value: float | None) -> None:
         self.eps = check_nonneg("eps", value)
@@ -140,15 +141,22 @@ class EpsSolver(ExactSolver):
             pairwise=pairwise,
             second_stage=not self.first_stage_only,
             groups=self.groups(problem),
-            cap_row=self.first_stage_only and self.route(problem) != "cpsat",
+            cap_row=self.first_stage_only and self.cap_row and self.route(problem) != "cpsat",
         )
 
     def _cpsat_fields(self, problem: SelectionProblem) -> list[np.ndarray]:
         extra = [problem.F_z] if self.f_min is not None else []
         return [problem.U, problem.Ud, *extra, *([problem.B] if self.b_max is not None else [])]
 
+    small_n_scip = True
+
     def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
         up = INF if self.eps is None or np.isinf(self.eps) else problem.k * self.eps
+        q = self.quantum(problem)
+        if q > 0 and np.isfinite(up):
+            # every gap (sum units) is a multiple of q: the same selections, with the row half
+            # a step from any attainable gap (SCIP misjudged rows 1e-6 pp below one)
+            up = (np.floor(up / q + 1e-9) + 0.5) * q
         pairs = [r for r in model.spec.row_index if r.startswith("pair")]
         for name in pairs or ["gap"]:
             model.set_row_bounds(name, -INF, up)

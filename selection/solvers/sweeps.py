@@ -127,11 +127,11 @@ def sweep_eps(
         time_limit = COMPLETE_POINT_BUDGET
     elif time_limit is not None and np.isinf(time_limit) and time_limit > 0:
         time_limit = None
-    step = front_step(problem) if step is None else check_nonneg("step", step, allow_none=False)
+    auto_step = step is None
+    step = DEFAULT_STEP if auto_step else check_nonneg("step", step, allow_none=False)
     if step <= 0:
         raise ValueError(f"step={step!r} must be > 0")
     tolerance = check_nonneg("tolerance", tolerance, allow_none=False)
-    step = max(step, tolerance)
 
     def make():
         return make_solver(
@@ -156,7 +156,14 @@ def sweep_eps(
         max_seconds = budget
     solver = make()
     solver.first_stage_only = True  # see _tied below
+    solver.cap_row = CAP_FROM_LAST
+    if auto_step:  # half a value-grid step where the route's data are on one
+        q = solver.quantum(problem)
+        step = max(DEFAULT_STEP, q / (2 * problem.k)) if q > 0 else DEFAULT_STEP
+    enum_step = step  # the enumerated front labels its ε points with the exact step
+    step = max(step, tolerance)
     use_cap = CAP_FROM_LAST
+    slack = 0.0  # the largest g_j − ε_{j+1}: how far above a front point its cover may lie
     results: list[SolveResult] = []
     e: float | None = None
     repeats = 0
@@ -187,9 +194,11 @@ def sweep_eps(
         # a repeat steps further by powers of ten of DEFAULT_STEP, not of a grid step (which
         # would jump over front points)
         bump = step + (DEFAULT_STEP * 10**repeats if repeats else 0.0)
-        nxt = solver.model_gap(problem, r.selected) - bump
+        g = solver.model_gap(problem, r.selected)
+        nxt = g - bump
         if e is not None:
             nxt = min(nxt, e - bump)
+        slack = max(slack, g - max(nxt, 0.0))
         if nxt < 0:
             finished = True
             break
@@ -199,7 +208,7 @@ def sweep_eps(
     if budget is not None and not (
         finished and all(r.status != Status.TIME_LIMIT for r in results)
     ):
-        return _enumerated_front(problem, step, time.perf_counter() - t0, budget)
+        return _enumerated_front(problem, enum_step, time.perf_counter() - t0, budget)
     df = results_to_frame(problem, results)
     unproven = sum(r.status == Status.TIME_LIMIT for r in results)
     df.attrs["complete"] = finished
@@ -207,6 +216,10 @@ def sweep_eps(
     df.attrs["exact"] = finished and unproven == 0 and tolerance == 0
     df.attrs["max_off"] = max_off(df, "utility")
     df.attrs["tolerance"] = tolerance
+    # with a tolerance: every exact front point (U*, g*) has a returned point with
+    # U >= U* − max_off and gap <= g* + gap_slack (about the tolerance); exact sweeps step by
+    # DEFAULT_STEP or half a value-grid step, between which no front point lies
+    df.attrs["gap_slack"] = slack if tolerance > 0 else 0.0
     return df
 
 
@@ -279,7 +292,9 @@ def _enumerated_front(problem, step: float, spent: float, budget: float) -> pd.D
         f"not proven it within the enumeration's estimated {budget:.1f} s"
     )
     front["seconds"] = time.perf_counter() - t0 + spent
-    front.attrs.update(complete=True, unproven=0, exact=True, max_off=0.0, tolerance=0.0)
+    front.attrs.update(
+        complete=True, unproven=0, exact=True, max_off=0.0, tolerance=0.0, gap_slack=0.0
+    )
     return front
 
 

@@ -231,6 +231,9 @@ def test_complete_sweep_drops_points_the_next_eps_ties_on_utility(monkeypatch):
         def model_gap(self, problem, selected):
             return evaluate(problem, selected)["gap"]
 
+        def quantum(self, problem):
+            return 0.0  # no value grid: the sweep steps by DEFAULT_STEP
+
         def solve(self, problem):
             eps = np.inf if self.eps is None else self.eps
             ok = [(s, o) for s, o in every if o["gap"] <= eps + 1e-12]

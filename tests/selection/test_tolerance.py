@@ -57,7 +57,7 @@ def test_bad_tolerance_is_refused(bad):
         EpsSolver(eps=1.0, tolerance=bad)
 
 
-@pytest.mark.parametrize("backend", ["cbc", "scip", "highs"])
+@pytest.mark.parametrize("backend", ["cbc", "scip", "highs", "cpsat"])
 @pytest.mark.parametrize("family", ["near-tied", "cross-penalty"])
 def test_the_tolerant_front_covers_the_exact_front(backend, family):
     p = _problem(family, 30, 3, seed=2)
@@ -66,10 +66,13 @@ def test_the_tolerant_front_covers_the_exact_front(backend, family):
     assert front.attrs["complete"] and not front.attrs["exact"]
     assert front.attrs["tolerance"] == TAU
     assert front.attrs["max_off"] <= TAU + 1e-4
+    slack = front.attrs["gap_slack"]
+    assert TAU - 1e-9 <= slack <= TAU + 1e-3
     pts = front[front["selected"] != ""][["utility", "gap"]].to_numpy()
-    # every exact point has a returned point within τ in U and in the gap
+    off = front.attrs["max_off"]
+    # every exact point has a returned point within max_off in U and the slack in the gap
     for u_star, g_star in exact[["utility", "gap"]].to_numpy():
-        ok = (pts[:, 0] >= u_star - TAU - 1e-6) & (pts[:, 1] <= g_star + TAU + 1e-6)
+        ok = (pts[:, 0] >= u_star - off - 1e-6) & (pts[:, 1] <= g_star + slack + 1e-6)
         assert ok.any(), (u_star, g_star)
     # and no returned point beats the exact front (they are real selections)
     for u, g in pts:
@@ -140,3 +143,38 @@ def test_cli_tolerance(tmp_path, capsys):
         ["solve", "-s", stats, "-k", 3, "-m", "eps", "--eps", 1, "--tolerance", -1], capsys
     )
     assert code == 2 and "tolerance" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("backend", milp_backends())
+def test_the_tolerance_reaches_the_backend(backend):
+    p = _problem("cross-penalty", 24, 4, seed=1)
+    solver = EpsSolver(eps=3.0, backend=backend, tolerance=TAU, enum_limit=0)
+    model = solver.model(p)
+    assert model.abs_gap == pytest.approx(p.k * TAU)  # sum units: K·τ
+    if backend == "highs":
+        assert model._h.getOptionValue("mip_abs_gap")[1] == pytest.approx(p.k * TAU)
+    if backend == "scip":
+        assert model._m.getParam("limits/absgap") == pytest.approx(p.k * TAU)
+    fisher = FisherFairSolver(delta=1.0, backend=backend, tolerance=TAU, enum_limit=0)
+    assert fisher.model(p).abs_gap == pytest.approx(TAU)  # Σ F_z: no K
+
+
+def test_a_sweep_that_did_not_finish_claims_nothing_in_the_gap():
+    import pandas as pd
+
+    from selection.cli import _certificate
+
+    front = pd.DataFrame(
+        {
+            "method": ["eps", "eps"],
+            "param": ["eps=inf", "eps=1.5"],
+            "utility": [60.0, 59.5],
+            "bound": [60.05, 59.6],
+            "selected": ["a;b", "a;c"],
+            "status": ["feasible", "feasible"],
+        }
+    )
+    done = _certificate(front, EpsSolver, True, TAU, finished=True, slack=0.51)
+    assert "at most 0.1 pp above" in done and "gap <= gap* + 0.51 pp" in done
+    cut = _certificate(front, EpsSolver, True, TAU, finished=False, slack=0.51)
+    assert "every exact front point" not in cut

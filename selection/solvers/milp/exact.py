@@ -120,17 +120,20 @@ def value_quantum(values: np.ndarray) -> float:
     return q if float(np.max(np.abs(r - np.round(r)))) <= 1e-6 else 0.0
 
 
-def portfolio(problem: SelectionProblem) -> tuple[str, str]:
-    """(MILP route, why) ``auto`` takes above the enumeration limit."""
+def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[str, str]:
+    """(MILP route, why) ``auto`` takes above the enumeration limit.
+
+    ``small_n_scip``: whether the formulation may take SCIP below PORTFOLIO_MIN_N (the ε
+    model, whose ε rows it keeps half a value-grid step from every attainable gap)."""
     if problem.surrogate != "mean":
         return AUTO_MILP, f"the {problem.surrogate} surrogate's fractional stages: {AUTO_MILP}"
     n = problem.n
     if n < PORTFOLIO_MIN_N:
         share = domain_share(problem)
-        # on a value grid only: there the complete sweep's ε sits half a grid step below
-        # each gap (sweeps.front_step); SCIP's presolve and cuts misjudged ε rows 1e-6 pp
-        # below an attainable gap (5 of 303 such points, counts on; CBC and HiGHS 0)
-        if share >= DOMAIN_SHARE_MIN and value_quantum(problem.Ud) > 0:
+        # the ε model on a value grid only: there every ε row sits half a grid step from
+        # each attainable gap (EpsSolver._apply); SCIP's presolve and cuts misjudged ε rows
+        # 1e-6 pp below an attainable gap (5 of 303 such points, counts on; CBC, HiGHS 0)
+        if small_n_scip and share >= DOMAIN_SHARE_MIN and value_quantum(problem.Ud) > 0:
             from selection.solvers.milp.scip import scip_available
 
             if scip_available():
@@ -248,6 +251,7 @@ class ExactSolver(Solver):
         self.enum_limit = check_int("enum_limit", enum_limit, lo=0)
         self._models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._routes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._quanta: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     #: True where the formulation's MILP takes a linear-fractional surrogate (``weighted``)
     fractional = False
@@ -266,8 +270,20 @@ class ExactSolver(Solver):
         # the portfolio reads the whole table (alignment, grid step): once per problem, shared
         # by the copies a sweep makes, as the models are
         if problem not in self._routes:
-            self._routes[problem] = portfolio(problem)
+            self._routes[problem] = portfolio(problem, self.small_n_scip)
         return self._routes[problem]
+
+    #: whether ``auto`` may take SCIP below :data:`PORTFOLIO_MIN_N` clients (:func:`portfolio`)
+    small_n_scip = False
+
+    def quantum(self, problem: SelectionProblem) -> float:
+        """q where every U_d of the data this route solves is a whole multiple of q, else 0
+        (:func:`value_quantum`; CP-SAT's rounded data: 0 unless they are exact)."""
+        if problem not in self._quanta:
+            off_grid = self.route(problem) == "cpsat" and not self.exact_on_cpsat(problem)
+            mean = problem.surrogate == "mean" and problem.d > 0
+            self._quanta[problem] = value_quantum(problem.Ud) if mean and not off_grid else 0.0
+        return self._quanta[problem]
 
     def model(self, problem: SelectionProblem) -> LexBackend:
         """The persistent backend model of ``problem`` (built on first use)."""

@@ -13,8 +13,8 @@ lose what earlier ones won. ``tol`` is 0 for CP-SAT (integer data) and
 1e-7..1e-6). The result is Pareto-optimal in the stage objectives up to that tolerance.
 With ``mip_gap > 0`` (relative MIP gap, default 0) or ``abs_gap > 0`` (absolute, model units)
 each stage stops within that gap and the status is ``feasible`` rather than ``optimal``; with
-``abs_gap`` the stage-1 bound is at most the selection's value + ``abs_gap`` (the solvers'
-stopping rule), so a tolerant point is certified.
+``abs_gap`` the stage-1 bound is the backend's dual bound, or where it reports none the
+selection's value + ``abs_gap`` (the solvers' stopping rule), so a tolerant point is certified.
 
 Backends with ``use_core`` (HiGHS, CBC), from ``core_min_n`` binaries on, first fix, by column
 bounds, every binary that the LP relaxation's reduced costs prove no selection within ``tol``
@@ -309,10 +309,10 @@ class LexBackend(ABC):
                     # proven optimal within the absolute gap (1e-9 unless abs_gap is set): the
                     # stage's value plus that gap is a bound, by the solvers' stopping rule
                     value = float(self._value(0, list(self._selection(v)), v))
-                    if self.abs_gap > 0:
-                        self._tighten(value + self.abs_gap + 1e-7 * (1.0 + abs(value)))
-                    else:
+                    if self.abs_gap <= 0:
                         self._bound1 = value
+                    elif not np.isfinite(self._bound1):  # the backend reported no bound
+                        self._bound1 = value + self.abs_gap + 1e-7 * (1.0 + abs(value))
                 if j < len(spec.objectives) - 1:
                     if j < len(spec.stage_values):
                         x = np.zeros(spec.n_x)
