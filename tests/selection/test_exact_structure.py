@@ -154,6 +154,8 @@ def test_portfolio_reads_the_shape():
     assert MaxminSolver(delta=1.0).route(tied) == "cbc"
     off_grid = replace(tied, Ud=tied.Ud + 1e-4 * np.arange(tied.n)[:, None] / tied.n)
     assert portfolio(off_grid, small_n_scip=True)[0] == "cbc"  # no value grid: no SCIP
+    big_floats = replace(big, Ud=big.Ud + 1e-4 * np.arange(big.n)[:, None] / big.n)
+    assert portfolio(big_floats)[0] == "cbc"
 
 
 def test_domain_share():
@@ -286,3 +288,12 @@ def test_an_eps_row_just_below_a_gap_is_kept_off_it(counts):
     for backend in ("scip", "cbc", "highs"):
         got = EpsSolver(eps=eps, backend=backend, counts=counts).solve(p)
         assert got.objectives["utility"] == pytest.approx(want, abs=1e-9), backend
+
+
+def test_scip_keeps_the_optimum_with_count_columns():
+    # with SCIP's reduced-cost propagation on, count columns cut the optimum here (57.656)
+    from selection.synthetic import near_tied_stats
+
+    p = SelectionProblem.from_stats(near_tied_stats(50, seed=0), 5)
+    got = EpsSolver(eps=6.679, backend="scip", counts="on", enum_limit=0).solve(p)
+    assert got.objectives["utility"] == pytest.approx(57.71, abs=1e-9)

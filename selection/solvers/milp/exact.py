@@ -145,6 +145,11 @@ def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[st
     if not aligned(problem):
         from selection.solvers.milp.scip import scip_available
 
+        if value_quantum(problem.Ud) <= 0:  # SCIP misjudged ε rows near a gap off the grid
+            return AUTO_MILP, (
+                "U is not the mean of the domain rows, but they are off a value grid: CBC "
+                "with the LP fixing"
+            )
         if scip_available():
             return "scip", "U is not the mean of the domain rows: SCIP, count columns first"
         return "cpsat", "U is not the mean of the domain rows (PySCIPOpt missing): CP-SAT"
