@@ -149,10 +149,12 @@ class EpsSolver(ExactSolver):
         return [problem.U, problem.Ud, *extra, *([problem.B] if self.b_max is not None else [])]
 
     small_n_scip = True
+    #: whether ε rows move to half a value-grid step from any attainable gap (same selections)
+    snap_to_grid = True
 
     def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
         up = INF if self.eps is None or np.isinf(self.eps) else problem.k * self.eps
-        q = self.quantum(problem)
+        q = self.quantum(problem) if self.snap_to_grid else 0.0
         if q > 0 and np.isfinite(up):
             # every gap (sum units) is a multiple of q: the same selections, with the row half
             # a step from any attainable gap (SCIP misjudged rows 1e-6 pp below one)
