@@ -132,7 +132,7 @@ def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[st
         share = domain_share(problem)
         # the ε model on a value grid only: there every ε row sits half a grid step from
         # each attainable gap (EpsSolver._apply); SCIP's presolve and cuts misjudged ε rows
-        # 1e-6 pp below an attainable gap (5 of 303 such points, counts on; CBC, HiGHS 0)
+        # 1e-6 pp below an attainable gap (3 of 303, results/benchmarks/near_gap_points.md)
         if small_n_scip and share >= DOMAIN_SHARE_MIN and value_quantum(problem.Ud) > 0:
             from selection.solvers.milp.scip import scip_available
 
