@@ -709,8 +709,8 @@ def sweep(
     if verbose:
         _say_routes(front)
     n_tl = int((front["status"].astype(str) == "time_limit").sum())
+    whole = method == "eps" and eps_grid is None
     if n_tl:
-        whole = method == "eps" and eps_grid is None
         print(
             f"fedsel: {n_tl} of {len(front)} points stopped at the time limit: each holds the "
             "best selection found, not a proven optimum"
@@ -718,7 +718,6 @@ def sweep(
             + "; raise --time-limit (inf for none) to prove them",
             file=sys.stderr,
         )
-    whole = method == "eps" and eps_grid is None
     if n_tl or (tolerance and cls.bound_objective):
         print(_certificate(front, cls, whole, tolerance, finished, slack), file=sys.stderr)
     if method == "eps" and eps_grid is not None and n_ok < len(front):

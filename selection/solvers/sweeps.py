@@ -158,11 +158,9 @@ def sweep_eps(
     solver.first_stage_only = True  # see _tied below
     solver.cap_row = CAP_FROM_LAST
     if auto_step:  # half a value-grid step where the route's data are on one
-        q = solver.quantum(problem)
-        step = max(DEFAULT_STEP, q / (2 * problem.k)) if q > 0 else DEFAULT_STEP
+        step = front_step(problem, solver.quantum(problem))
     enum_step = step  # the enumerated front labels its ε points with the exact step
     step = max(step, tolerance)
-    use_cap = CAP_FROM_LAST
     slack = 0.0  # the largest g_j − ε_{j+1}: how far above a front point its cover may lie
     results: list[SolveResult] = []
     e: float | None = None
@@ -172,7 +170,7 @@ def sweep_eps(
     advance = _Counter(progress, None, "complete ε sweep")
     while len(results) < max_points:
         point = solver.with_param(e)
-        if use_cap and results and results[-1].ok and math.isfinite(results[-1].bound):
+        if solver.cap_row and results and results[-1].ok and math.isfinite(results[-1].bound):
             point.u_cap = results[-1].bound  # max U at a smaller ε is at most the last bound
         if max_seconds is not None:  # the whole sweep's budget also bounds each point
             left = max(1e-3, max_seconds - (time.perf_counter() - t0))
@@ -242,7 +240,7 @@ CAP_FROM_LAST = False
 ENUM_SECONDS_PER_SELECTION = 1e-6
 
 
-def front_step(problem: SelectionProblem) -> float:
+def front_step(problem: SelectionProblem, quantum: float | None = None) -> float:
     """The complete ε sweep's default step (points of the mean).
 
     Where every U_d is a whole multiple of q (:func:`~selection.solvers.milp.exact.value_quantum`:
@@ -250,12 +248,14 @@ def front_step(problem: SelectionProblem) -> float:
     gap lies strictly between g − q/K and g: the next ε at g − q/(2K) misses no front point
     and stays far from the rows' tolerances (SCIP misjudged ε rows 1e-6 pp below an
     attainable gap). Elsewhere (and for surrogates that weight the rows) DEFAULT_STEP.
+    ``quantum``: q as the route sees it (:meth:`~selection.solvers.milp.exact.ExactSolver.
+    quantum`; 0 off the grid); None: from the true rows.
     """
     from selection.solvers.milp.exact import value_quantum
 
     if problem.surrogate != "mean" or problem.d == 0:
         return DEFAULT_STEP
-    q = value_quantum(problem.Ud)
+    q = value_quantum(problem.Ud) if quantum is None else quantum
     return max(DEFAULT_STEP, q / (2 * problem.k)) if q > 0 else DEFAULT_STEP
 
 

@@ -45,18 +45,10 @@ class CpSatBackend(LexBackend):
 
     exact_tol = True
 
-    def __init__(
-        self,
-        spec: MilpSpec,
-        *,
-        seed: int = 0,
-        threads: int | None = None,
-        mip_gap: float = 0.0,
-        abs_gap: float = 0.0,
-        scale: int = DEFAULT_SCALE,
-    ) -> None:
+    def __init__(self, spec: MilpSpec, *, scale: int = DEFAULT_SCALE, **options) -> None:
+        """``options``: :class:`~.model.LexBackend`'s (seed, threads, mip_gap, abs_gap)."""
         self.scale = int(scale)
-        super().__init__(spec, seed=seed, threads=threads, mip_gap=mip_gap, abs_gap=abs_gap)
+        super().__init__(spec, **options)
 
     def _col_factor(self) -> np.ndarray:
         # integer columns (binaries, counts) keep their values and take scaled coefficients;

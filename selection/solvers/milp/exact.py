@@ -82,11 +82,18 @@ def aligned(problem: SelectionProblem) -> bool:
     return bool(np.max(np.abs(problem.U - problem.Ud.mean(axis=1))) <= ALIGNED_TOL)
 
 
-def grid_step(problem: SelectionProblem) -> float:
-    """The smallest positive difference between two per-domain utilities (0 if all equal)."""
-    v = np.unique(np.round(np.asarray(problem.Ud, dtype=float).ravel(), 9))
+def _distinct(values: np.ndarray) -> np.ndarray:
+    return np.unique(np.round(np.asarray(values, dtype=float).ravel(), 9))
+
+
+def _smallest_step(v: np.ndarray) -> float:
     d = np.diff(v)
     return float(d.min()) if len(d) else 0.0
+
+
+def grid_step(problem: SelectionProblem) -> float:
+    """The smallest positive difference between two per-domain utilities (0 if all equal)."""
+    return _smallest_step(_distinct(problem.Ud))
 
 
 def domain_share(problem: SelectionProblem) -> float:
@@ -111,11 +118,10 @@ def domain_share(problem: SelectionProblem) -> float:
 def value_quantum(values: np.ndarray) -> float:
     """q when every value is a whole multiple of q, the smallest difference between two of
     them (accuracies on n images: 100/n; 2-decimal data: 0.01); 0 when there is none."""
-    v = np.unique(np.round(np.asarray(values, dtype=float).ravel(), 9))
-    d = np.diff(v)
-    if not len(d):
+    v = _distinct(values)
+    q = _smallest_step(v)
+    if q <= 0:
         return 0.0
-    q = float(d.min())
     r = v / q
     return q if float(np.max(np.abs(r - np.round(r)))) <= 1e-6 else 0.0
 
@@ -129,11 +135,11 @@ def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[st
         return AUTO_MILP, f"the {problem.surrogate} surrogate's fractional stages: {AUTO_MILP}"
     n = problem.n
     if n < PORTFOLIO_MIN_N:
-        share = domain_share(problem)
+        share = domain_share(problem) if small_n_scip else 0.0
         # the ε model on a value grid only: there every ε row sits half a grid step from
         # each attainable gap (EpsSolver._apply); SCIP's presolve and cuts misjudged ε rows
         # 1e-6 pp below an attainable gap (3 of 303, results/benchmarks/near_gap_points.md)
-        if small_n_scip and share >= DOMAIN_SHARE_MIN and value_quantum(problem.Ud) > 0:
+        if share >= DOMAIN_SHARE_MIN and value_quantum(problem.Ud) > 0:
             from selection.solvers.milp.scip import scip_available
 
             if scip_available():
