@@ -131,6 +131,8 @@ class EpsSolver(ExactSolver):
     def _param(self) -> str:
         return fmt_param("eps", self.eps)
 
+    objective_kinds = ("U", "Ud")
+
     def _spec(self, data, problem: SelectionProblem):
         pairwise = self.route(problem) == "highs"
         return eps_spec(
@@ -142,12 +144,16 @@ class EpsSolver(ExactSolver):
             second_stage=not self.first_stage_only,
             groups=self.groups(problem),
             cap_row=self.first_stage_only and self.cap_row and self.route(problem) != "cpsat",
+            descent_step=self.quantum(problem) if self.gap_descent else 0.0,
         )
 
     def _cpsat_fields(self, problem: SelectionProblem) -> list[np.ndarray]:
         extra = [problem.F_z] if self.f_min is not None else []
         return [problem.U, problem.Ud, *extra, *([problem.B] if self.b_max is not None else [])]
 
+    #: whether the second stage (min gap at the optimal U) is answered by gap descent where
+    #: the domain rows lie on a value grid (:meth:`.model.LexBackend._descend`)
+    gap_descent = True
     small_n_scip = True
     #: whether ε rows move to half a value-grid step from any attainable gap (same selections)
     snap_to_grid = True

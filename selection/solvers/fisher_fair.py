@@ -107,6 +107,8 @@ class FisherFairSolver(ExactSolver):
     def _param(self) -> str:
         return fmt_param("delta", self.delta)
 
+    objective_kinds = (None, "U")
+
     def _spec(self, data, problem: SelectionProblem):
         return fisher_fair_spec(data, problem.k, self.groups(problem))
 

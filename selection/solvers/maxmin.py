@@ -100,6 +100,8 @@ class MaxminSolver(ExactSolver):
     def _param(self) -> str:
         return fmt_param("delta", self.delta)
 
+    objective_kinds = ("Ud", "U")
+
     def _spec(self, data, problem: SelectionProblem):
         return maxmin_spec(data, problem.k, self.groups(problem))
 

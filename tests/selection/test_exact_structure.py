@@ -13,7 +13,13 @@ from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps
 from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.cbc import _log_bound
-from selection.solvers.milp.exact import aligned, domain_share, grid_step, portfolio
+from selection.solvers.milp.exact import (
+    aligned,
+    domain_share,
+    fixing_from,
+    grid_step,
+    portfolio,
+)
 from selection.solvers.milp.formulations import count_groups, eps_spec
 from selection.solvers.milp.model import milp_backends
 from selection.solvers.sweeps import max_off, sweep_eps
@@ -137,7 +143,8 @@ def test_portfolio_reads_the_shape():
     assert not aligned(small) and portfolio(small)[0] == "cbc"  # below PORTFOLIO_MIN_N
     big = _problem("cross-penalty", 600, 60)
     route, why = portfolio(big)
-    assert route == "scip" and "not the mean" in why
+    assert route == "cbc" and "not the mean" in why and "LP fixing from 500" in why
+    assert fixing_from(big) == 500 and fixing_from(_problem("synthetic", 600, 60)) == 1000
     assert portfolio(_problem("near-tied", 600, 60))[0] == "cbc"  # 2 decimals: fine
     coarse = SelectionProblem.from_stats(_on_a_grid(synthetic_stats(600, seed=1), 0.5), 60)
     assert grid_step(coarse) == pytest.approx(0.5)
@@ -297,3 +304,62 @@ def test_scip_keeps_the_optimum_with_count_columns():
     p = SelectionProblem.from_stats(near_tied_stats(50, seed=0), 5)
     got = EpsSolver(eps=6.679, backend="scip", counts="on", enum_limit=0).solve(p)
     assert got.objectives["utility"] == pytest.approx(57.71, abs=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["scip", "cbc", "highs"])
+@pytest.mark.parametrize("steps", [8, 1])
+def test_the_gap_descent_keeps_the_lexicographic_optimum(backend, steps, monkeypatch):
+    """The second stage by gap descent: the smallest gap among the U-optimal selections, as
+    enumeration has it, also when the descent stops after ``steps`` yeses and finishes
+    directly; forced onto CBC and HiGHS, which do not descend by default."""
+    from selection.solvers.milp import model as model_mod
+    from selection.solvers.milp.model import LexBackend
+
+    monkeypatch.setattr(LexBackend, "descends", True)
+    monkeypatch.setattr(model_mod, "DESCENT_STEPS", steps)
+    calls = []
+    real = LexBackend._descend
+    monkeypatch.setattr(LexBackend, "_descend", lambda self, *a: calls.append(1) or real(self, *a))
+    checked = 0
+    for family, n, k, seed in [("near-tied", 16, 4, 1), ("cross-penalty", 15, 4, 2)]:
+        p = _problem(family, n, k, seed=seed)
+        for eps in (np.inf, 8.0, 4.0, 2.0):
+            want = best_eps(p, eps)
+            got = EpsSolver(eps=eps, backend=backend, enum_limit=0).solve(p)
+            if not want:
+                assert str(got.status) == "infeasible"
+                continue
+            x = np.zeros(p.n)
+            x[list(want)] = 1.0
+            assert str(got.status) == "optimal", got.message
+            assert got.objectives["utility"] == pytest.approx(float(p.U @ x) / k, abs=1e-9)
+            assert got.objectives["gap"] == pytest.approx(float(np.ptp(x @ p.Ud)) / k, abs=1e-9)
+            checked += 1
+    assert checked >= 6 and len(calls) >= checked
+
+
+def test_the_stages_stop_on_the_value_grid():
+    from selection.solvers.fisher_fair import FisherFairSolver
+
+    p = _problem("near-tied", 40, 4)
+    eps = EpsSolver(eps=5.0, backend="cbc", enum_limit=0)
+    m = eps.model(p)
+    assert m.spec.quanta == pytest.approx([0.01, 0.01])
+    assert m.spec.descent[0] == "gap" and m.spec.descent[1] == pytest.approx(0.01)
+    m._stage = 0
+    assert m.stop_gap() == pytest.approx(0.0049)
+    mm = MaxminSolver(delta=1.0, backend="cbc", enum_limit=0).model(p)
+    assert mm.spec.quanta == pytest.approx([0.01, 0.01]) and mm.spec.descent is None
+    ff = FisherFairSolver(delta=1.0, backend="cbc", enum_limit=0).model(p)
+    assert ff.spec.quanta == pytest.approx([0.0, 0.01])  # Σ F_z: no grid
+    ff._stage = 0
+    assert ff.stop_gap() == pytest.approx(1e-9)
+    # off the grid: no early stop, no descent; a tolerance the user asked for still counts
+    floats = replace(p, Ud=p.Ud + 1e-4 * np.arange(p.n)[:, None] / p.n)
+    off = EpsSolver(eps=5.0, backend="cbc", enum_limit=0).model(floats)
+    assert off.spec.quanta[1] == 0.0 and off.spec.descent is None
+    tol = EpsSolver(eps=5.0, backend="cbc", enum_limit=0, tolerance=0.1).model(p)
+    tol._stage = 0
+    assert tol.stop_gap() == pytest.approx(0.1 * p.k)
+    # CP-SAT's objectives are integers: it keeps its own exact stop
+    assert EpsSolver(eps=5.0, backend="cpsat", enum_limit=0).model(p).spec.quanta == []

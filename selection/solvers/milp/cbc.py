@@ -178,7 +178,7 @@ class CbcBackend(LexBackend):
                 cmd = pulp.PULP_CBC_CMD(
                     msg=False,
                     gapRel=self.mip_gap,
-                    gapAbs=max(1e-9, self.abs_gap),
+                    gapAbs=self.stop_gap(),
                     timeLimit=None if time_limit is None else max(float(time_limit), 0.01),
                     threads=self.threads,
                     warmStart=hint is not None,

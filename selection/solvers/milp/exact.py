@@ -1,8 +1,8 @@
 """Common machinery of the ε-constraint and max-min solvers.
 
 An :class:`ExactSolver` picks its route per problem (``auto``: enumeration when C(N, K) is at
-most ``enum_limit``, else the measured :func:`portfolio`: CBC where U is the mean of the domain
-rows, SCIP where it is not), records why (``route_reason`` in front tables), keeps one
+most ``enum_limit``, else the measured :func:`portfolio`: CBC in general, CP-SAT on coarse value
+grids, SCIP below 500 clients where the clients' own domains determine the rows), records why (``route_reason`` in front tables), keeps one
 persistent backend model per problem (weakly keyed, shared by the copies
 :meth:`ExactSolver.with_param` makes for the points of a sweep) and only changes row bounds
 between points.
@@ -39,6 +39,7 @@ __all__ = [
     "grid_step",
     "value_quantum",
     "portfolio",
+    "fixing_from",
     "route_refusal",
     "ExactSolver",
     "AUTO_MILP",
@@ -62,7 +63,10 @@ AUTO_MILP = "cbc"
 # hundred validation images: the oracle family, many exact ties) CBC's second stage stalled
 # (60 s where CP-SAT took 0.6 s) and CP-SAT was the fastest; where U is not the mean of the
 # rows (U pooled with other weights: the cross-penalty family) the objective pulls against the
-# balance rows and SCIP with branching on the count columns was (12 s where CBC took 45 s).
+# balance rows: SCIP with branching on the count columns led (12 s where CBC took 45 s) until
+# CBC got the LP fixing from 500 clients on there and the value-grid stop (one ε point at
+# N = 1,000: CBC 1.7 s and 5.2 s, SCIP 2.1 s and 3.7 s; at N = 5,000, ε = g0/2: CBC 26 s, SCIP
+# no proof in 60 s), so CBC takes it.
 # Below PORTFOLIO_MIN_N one shape is the exception: where the domain rows are nearly
 # determined by the client's own domain (domain_share >= DOMAIN_SHARE_MIN: the near-tied
 # family, 0.97; cross-penalty 0.87, synthetic 0.45, oracle 0.03) balancing the domains is a
@@ -126,6 +130,20 @@ def value_quantum(values: np.ndarray) -> float:
     return q if float(np.max(np.abs(r - np.round(r)))) <= 1e-6 else 0.0
 
 
+# From how many clients the exact LP reduced-cost fixing (:mod:`.fixing`) runs first, timed
+# on one CBC ε point per family at N = 500 and 1,000 (K = N/10, ε = g0/2 and g0/10): where U is
+# the mean of the domain rows it paid from 1,000 on (oracle tail 2.7 s -> 0.8 s, near-tied
+# 0.25 s -> 0.13 s; synthetic 0.46 s -> 0.49 s, at 500 0.18 s -> 0.32 s); where it is not
+# (cross-penalty) already at 500 (3.3 s -> 1.1 s; at 1,000 28 s -> 3.4 s).
+FIXING_FROM_ALIGNED = 1000
+FIXING_FROM_MISALIGNED = 500
+
+
+def fixing_from(problem: SelectionProblem) -> int:
+    """The smallest N at which the MILP routes fix by reduced costs first on ``problem``."""
+    return FIXING_FROM_ALIGNED if aligned(problem) else FIXING_FROM_MISALIGNED
+
+
 def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[str, str]:
     """(MILP route, why) ``auto`` takes above the enumeration limit.
 
@@ -149,16 +167,10 @@ def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[st
                 )
         return AUTO_MILP, f"N = {n} < {PORTFOLIO_MIN_N}: CBC"
     if not aligned(problem):
-        from selection.solvers.milp.scip import scip_available
-
-        if value_quantum(problem.Ud) <= 0:  # SCIP misjudged ε rows near a gap off the grid
-            return AUTO_MILP, (
-                "U is not the mean of the domain rows, but they are off a value grid: CBC "
-                "with the LP fixing"
-            )
-        if scip_available():
-            return "scip", "U is not the mean of the domain rows: SCIP, count columns first"
-        return "cpsat", "U is not the mean of the domain rows (PySCIPOpt missing): CP-SAT"
+        return AUTO_MILP, (
+            f"U is not the mean of the domain rows: CBC with the LP fixing from "
+            f"{FIXING_FROM_MISALIGNED} clients on"
+        )
     step = grid_step(problem)
     if (
         step >= COARSE_STEP
@@ -296,6 +308,21 @@ class ExactSolver(Solver):
             self._quanta[problem] = value_quantum(problem.Ud) if mean and not off_grid else 0.0
         return self._quanta[problem]
 
+    #: what each lexicographic objective sums (``U``: Σ U_i, ``Ud``: a domain row's sum or
+    #: a difference of two, None: neither), for :meth:`objective_quanta`
+    objective_kinds: tuple[str | None, ...] = ()
+
+    def objective_quanta(self, problem: SelectionProblem) -> list[float]:
+        """Per objective, the grid its values lie on (sum units; 0: none), for
+        ``MilpSpec.quanta``: the U column's and the domain rows' :func:`value_quantum`."""
+        mean = problem.surrogate == "mean" and problem.d > 0
+        q = {
+            "U": value_quantum(problem.U) if mean else 0.0,
+            "Ud": value_quantum(problem.Ud) if mean else 0.0,
+            None: 0.0,
+        }
+        return [q[kind] for kind in self.objective_kinds]
+
     def model(self, problem: SelectionProblem) -> LexBackend:
         """The persistent backend model of ``problem`` (built on first use)."""
         route = self.route(problem)
@@ -304,9 +331,11 @@ class ExactSolver(Solver):
         models = self._models.setdefault(problem, {})
         if route not in models:
             spec = self._spec(model_data(problem, route, self.scale), problem)
+            if route != "cpsat":  # CP-SAT's objectives are integers already
+                spec.quanta = self.objective_quanta(problem)[: len(spec.objectives)]
             options = {"scale": self.scale} if route == "cpsat" else {}
             abs_gap = self.tolerance * (problem.k if self.bound_per_client else 1)
-            models[route] = make_backend(
+            backend = make_backend(
                 route,
                 spec,
                 seed=self.seed,
@@ -315,6 +344,8 @@ class ExactSolver(Solver):
                 abs_gap=abs_gap,
                 **options,
             )
+            backend.core_min_n = min(backend.core_min_n, fixing_from(problem))
+            models[route] = backend
         return models[route]
 
     def groups(self, problem: SelectionProblem) -> np.ndarray | None:

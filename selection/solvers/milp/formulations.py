@@ -55,6 +55,7 @@ def eps_spec(
     second_stage: bool = True,
     groups: np.ndarray | None = None,
     cap_row: bool = False,
+    descent_step: float = 0.0,
 ) -> MilpSpec:
     """max sum U_i x_i, then min (hi - lo), s.t. sum x = K, lo <= sum_i U_id x_i <= hi ∀d.
 
@@ -68,6 +69,9 @@ def eps_spec(
     same feasible set; HiGHS solved an N=5000 point 2.5x faster with them, CBC slower).
     With ``cap_row`` the row ``ucap`` (sum U x <= cap, free until set) states what the
     complete sweep knows from its previous point: max U cannot grow as ε shrinks.
+    ``descent_step`` q > 0 (every U_id a whole multiple of q, so every hi − lo at a selection
+    is one) lets the backend answer the second stage by gap descent on the row ``gap``
+    (:meth:`.model.LexBackend._descend`).
     """
     U, Ud = data["U"], data["Ud"]
     n, D = Ud.shape
@@ -94,7 +98,10 @@ def eps_spec(
     values = [lambda x: float(x @ U), lambda x: -float(np.ptp(x @ Ud))]
     if not second_stage:
         objectives, values = objectives[:1], values[:1]
-    return MilpSpec.build(n, k, [(0.0, top), (0.0, top)], rows, objectives, values, groups)
+    spec = MilpSpec.build(n, k, [(0.0, top), (0.0, top)], rows, objectives, values, groups)
+    if second_stage and descent_step > 0:
+        spec.descent = ("gap", float(descent_step))
+    return spec
 
 
 def maxmin_spec(data: dict[str, np.ndarray], k: int, groups: np.ndarray | None = None) -> MilpSpec:

@@ -176,6 +176,7 @@ class HighsBackend(LexBackend):
         hs, h = self._hs, self._h
         h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
         h.setOptionValue("time_limit", self._deadline(time_limit))
+        h.setOptionValue("mip_abs_gap", self.stop_gap())
         if hint is not None:
             sol = hs.HighsSolution()
             sol.col_value = list(np.asarray(hint, dtype=float))

@@ -49,6 +49,8 @@ __all__ = [
 INF = float("inf")
 # seconds the LP relaxation may take to bound a point the search stopped without a bound
 RELAX_SECONDS = 1.0
+# yeses the gap descent of :meth:`LexBackend._descend` asks before solving the stage directly
+DESCENT_STEPS = 8
 
 
 @dataclass
@@ -70,6 +72,15 @@ class MilpSpec:
         priority: per column, its branching priority (higher first; 0 = the backend's own
             choice). Backends that take priorities (CBC, SCIP, CP-SAT) use them.
         n_counts: number of per-group count columns (the last ``n_counts`` columns).
+        quanta: per objective, q_j > 0 when the objective's value at every selection is a
+            whole multiple of q_j (sum units; 2-decimal data: 0.01), else 0. A stage then
+            stops once the backend's bound is within 0.49·q_j of its incumbent: no selection's
+            value lies between them, so the incumbent is proven optimal (:meth:`LexBackend.
+            stop_gap`).
+        descent: (row name, q) when the second stage's objective is minus that row's value
+            and every value the row takes at a selection is a whole multiple of q (sum units,
+            q > 0): the second stage may then be answered by :meth:`LexBackend.solve`'s
+            *gap descent* (see there). None: the stage is solved as it stands.
     """
 
     n_x: int
@@ -85,6 +96,8 @@ class MilpSpec:
     integer: np.ndarray | None = None
     priority: np.ndarray | None = None
     n_counts: int = 0
+    descent: tuple[str, float] | None = None
+    quanta: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         n = self.n_col
@@ -190,6 +203,11 @@ class LexBackend(ABC):
     # ... from this many binaries on: below it the LP and the restricted MILP cost more than
     # the fixing saves (timed per N on one CBC ε point of synthetic_stats, K = N/10)
     core_min_n = 1500
+    # whether the ε model's second stage runs as a gap descent (:meth:`_descend`) where the
+    # spec allows it: measured per backend (cross-penalty N = 1,000, ε = g0/10: SCIP's second
+    # stage 0.5 s by descent, 3.0 s direct; CBC's 2.2 s and 4.4 s there, but slower by descent
+    # on the oracle and near-tied families and at N = 5,000)
+    descends = False
     # whether ``counts="auto"`` gives this backend per-domain count columns (measured per
     # backend in results/benchmarks/exact_families.md)
     counts_default = False
@@ -245,6 +263,22 @@ class LexBackend(ABC):
         """Change the bounds of columns ``cols`` (only needed when ``use_core``)."""
         raise NotImplementedError
 
+    #: the share of an objective's value grid q_j (``spec.quanta``) a stage may stop short
+    #: of its bound: below 1/2, so a float error in the bound cannot hide a grid step
+    GRID_SHARE = 0.49
+
+    def stop_gap(self) -> float:
+        """The absolute gap at which the stage being solved stops (model units).
+
+        The larger of ``abs_gap`` (a tolerance the user asked for), the stage's grid share
+        (exact: no selection's value lies strictly between incumbent and bound) and 1e-9.
+        """
+        j = self._stage
+        q = self.spec.quanta[j] if j < len(self.spec.quanta) else 0.0
+        return max(1e-9, self.abs_gap, self.GRID_SHARE * q)
+
+    _stage = 0  # the objective the backend is optimizing (solve sets it per call)
+
     # -- shared loop ------------------------------------------------------------------
     def set_row_bounds(self, name: str, lo: float, up: float) -> None:
         """Set the bounds of a named row of the spec."""
@@ -286,7 +320,13 @@ class LexBackend(ABC):
                     if left is not None and left <= 0:
                         return self._limited(best, f"time limit reached in stage {j + 1}")
                 self.last_bound = math.nan
-                kind, v, obj = self._optimize(c, left, best)
+                self._stage = j
+                last = j == len(spec.objectives) - 1
+                if j > 0 and last and self.descends and spec.descent and best is not None:
+                    kind, v, obj, new = self._descend(best, left, core)
+                    cols = np.union1d(cols, new)
+                else:
+                    kind, v, obj = self._optimize(c, left, best)
                 if j == 0 and kind in ("optimal", "limit"):
                     self._tighten(self.last_bound)
                 if kind == "infeasible":
@@ -341,6 +381,63 @@ class LexBackend(ABC):
             )
             return LexOutcome(sel, Status.FEASIBLE, msg, self._bound1)
         return LexOutcome(sel, Status.OPTIMAL, "", self._bound1)
+
+    def _descend(
+        self, best: np.ndarray, time_limit: float | None, core: bool
+    ) -> tuple[str, np.ndarray | None, float, np.ndarray]:
+        """The last stage by *gap descent*: (kind, vector, value, columns fixed here).
+
+        The last stage minimizes a row's value r (the ε model's gap hi − lo) among the
+        selections that keep the earlier stages' values (their rows are fixed by then). Where
+        every attainable r is a multiple of q (``spec.descent``), that is the same question as:
+        is there a selection with r <= r(incumbent) − q/2 that keeps them? — asked with the
+        *first* objective (max Σ U x under the earlier stages' rows, a feasibility question
+        here), whose LP bound and reduced-cost fixing are sharp, where minimizing r directly
+        leaves an LP that balances the domains with fractions of clients (the first stage of
+        cross-penalty N = 1,000 took CBC 0.9 s, the second 4.7 s). Each yes lowers r and asks
+        again; the first no proves the incumbent optimal for the stage. After
+        :data:`DESCENT_STEPS` yeses the stage is solved directly from the last incumbent.
+        """
+        spec = self.spec
+        name, q = spec.descent
+        row = spec.row_index[name]
+        lo0, up0 = self._row_lo[row], self._row_up[row]
+        c_last = spec.objectives[-1]
+        j_last = len(spec.objectives) - 1
+        sel = list(self._selection(best))
+        cur, value = best, self._value(j_last, sel, best)
+        t0 = time.perf_counter()
+        fixed: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+        try:
+            for _ in range(DESCENT_STEPS):
+                target = -value - 0.5 * q  # the row's value r = −value, on the q grid
+                if target < lo0:  # no smaller attainable value
+                    return "optimal", cur, value, np.concatenate(fixed)
+                left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+                if left is not None and left <= 0:
+                    return "limit", cur, value, np.concatenate(fixed)
+                self._bounds(row, lo0, min(up0, target))
+                self._stage = 0
+                try:
+                    kind, v, _ = self._optimize(spec.objectives[0], left, None)
+                finally:
+                    self._stage = j_last
+                if kind == "infeasible":
+                    return "optimal", cur, value, np.concatenate(fixed)
+                if kind.startswith("error"):
+                    return kind, None, math.nan, np.concatenate(fixed)
+                if v is None or len(self._selection(v)) != spec.k:
+                    return "limit", cur, value, np.concatenate(fixed)
+                cur, value = v, self._value(j_last, list(self._selection(v)), v)
+                if kind == "limit":
+                    return "limit", cur, value, np.concatenate(fixed)
+                if core:  # a better value: the last stage's LP bound excludes more
+                    fixed.append(self._refix(value))
+        finally:
+            self._bounds(row, lo0, up0)
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        kind, v, obj = self._optimize(c_last, left, cur)
+        return kind, (v if v is not None else cur), obj, np.concatenate(fixed)
 
     def _tighten(self, bound: float) -> None:
         """Keep the smaller of two proven upper bounds on stage 1 (NaN: not a bound).

@@ -44,6 +44,7 @@ class ScipBackend(LexBackend):
     """The lexicographic MILP in SCIP."""
 
     counts_default = True
+    descends = True
     use_core = True  # the exact LP fixing of .fixing, its LP and incumbent from a HiGHS twin
 
     def _build(self) -> None:
@@ -133,6 +134,7 @@ class ScipBackend(LexBackend):
         nz = np.flatnonzero(c)
         m.setObjective(qs(float(c[i]) * self._vars[i] for i in nz), "maximize")
         m.setParam("limits/time", 1e20 if time_limit is None else max(float(time_limit), 0.01))
+        m.setParam("limits/absgap", self.stop_gap())
         if hint is not None:
             sol = m.createPartialSol()
             for i in range(self.spec.n_x):
