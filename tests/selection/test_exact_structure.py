@@ -19,6 +19,7 @@ from selection.solvers.milp.exact import (
     fixing_from,
     grid_step,
     portfolio,
+    tolerance_gap,
 )
 from selection.solvers.milp.formulations import count_groups, eps_spec
 from selection.solvers.milp.model import milp_backends
@@ -360,6 +361,7 @@ def test_the_stages_stop_on_the_value_grid():
     assert off.spec.quanta[1] == 0.0 and off.spec.descent is None
     tol = EpsSolver(eps=5.0, backend="cbc", enum_limit=0, tolerance=0.1).model(p)
     tol._stage = 0
-    assert tol.stop_gap() == pytest.approx(0.1 * p.k)
+    assert tol.stop_gap() == pytest.approx(tolerance_gap(0.1, p.k))
+    assert 0.099 * p.k < tolerance_gap(0.1, p.k) < 0.1 * p.k
     # CP-SAT's objectives are integers: it keeps its own exact stop
     assert EpsSolver(eps=5.0, backend="cpsat", enum_limit=0).model(p).spec.quanta == []

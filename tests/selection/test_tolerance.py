@@ -13,7 +13,7 @@ from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps, exact_front, worst_star_of
 from selection.solvers.fisher_fair import FisherFairSolver
 from selection.solvers.maxmin import MaxminSolver
-from selection.solvers.milp.exact import TOLERANCE_MARGIN
+from selection.solvers.milp.exact import tolerance_gap
 from selection.solvers.milp.model import milp_backends
 from selection.solvers.sweeps import sweep_eps
 from selection.synthetic import FAMILIES
@@ -151,14 +151,14 @@ def test_the_tolerance_reaches_the_backend(backend):
     p = _problem("cross-penalty", 24, 4, seed=1)
     solver = EpsSolver(eps=3.0, backend=backend, tolerance=TAU, enum_limit=0)
     model = solver.model(p)
-    short = 1.0 - TOLERANCE_MARGIN  # room for the bound's own rounding
-    assert model.abs_gap == pytest.approx(p.k * TAU * short)  # sum units: K·τ
+    gap = tolerance_gap(TAU, p.k)  # sum units: K·τ, less room for the bound's own rounding
+    assert p.k * TAU * 0.99 < gap < p.k * TAU and model.abs_gap == pytest.approx(gap)
     if backend == "highs":
-        assert model._h.getOptionValue("mip_abs_gap")[1] == pytest.approx(p.k * TAU * short)
+        assert model._h.getOptionValue("mip_abs_gap")[1] == pytest.approx(gap)
     if backend == "scip":
-        assert model._m.getParam("limits/absgap") == pytest.approx(p.k * TAU * short)
+        assert model._m.getParam("limits/absgap") == pytest.approx(gap)
     fisher = FisherFairSolver(delta=1.0, backend=backend, tolerance=TAU, enum_limit=0)
-    assert fisher.model(p).abs_gap == pytest.approx(TAU * short)  # Σ F_z: no K
+    assert fisher.model(p).abs_gap == pytest.approx(tolerance_gap(TAU, 1))  # Σ F_z: no K
 
 
 def test_a_sweep_that_did_not_finish_claims_nothing_in_the_gap():

@@ -40,6 +40,7 @@ __all__ = [
     "value_quantum",
     "portfolio",
     "fixing_from",
+    "tolerance_gap",
     "route_refusal",
     "ExactSolver",
     "AUTO_MILP",
@@ -54,6 +55,22 @@ DEFAULT_ENUM_LIMIT = 200_000
 # none the value + gap gets 1e-7 relative), stays within it (cross-penalty N = 100 at τ = 0.1
 # was certified within 0.100005 pp before)
 TOLERANCE_MARGIN = 1e-3
+
+
+def tolerance_gap(tolerance: float, k: int) -> float:
+    """The backends' absolute gap (sum units) for a tolerance of ``tolerance`` per client.
+
+    K·τ less the larger of :data:`TOLERANCE_MARGIN` of it and the bound's absolute rounding
+    (CBC's 3 printed decimals: up to 1e-3; the value + gap fallback's 1e-7·(1 + |value|),
+    |value| <= 100·K), but never below half of K·τ; 0 for no tolerance.
+    """
+    full = float(tolerance) * k
+    if full <= 0:
+        return 0.0
+    rounding = 1.1e-3 + 1.1e-7 * (1.0 + 100.0 * k)
+    return max(0.5 * full, full - max(TOLERANCE_MARGIN * full, rounding))
+
+
 # The portfolio's default MILP route (small N, fine-grained aligned rows, the weighted
 # surrogate's fractional stages): CBC, after the exact LP reduced-cost fixing of :mod:`.fixing`
 # from 1,500 clients on (results/benchmarks/solvers.md, exact_families*.md).
@@ -339,11 +356,7 @@ class ExactSolver(Solver):
             if route != "cpsat":  # CP-SAT's objectives are integers already
                 spec.quanta = self.objective_quanta(problem)[: len(spec.objectives)]
             options = {"scale": self.scale} if route == "cpsat" else {}
-            abs_gap = (
-                self.tolerance
-                * (problem.k if self.bound_per_client else 1)
-                * (1.0 - TOLERANCE_MARGIN)
-            )
+            abs_gap = tolerance_gap(self.tolerance, problem.k if self.bound_per_client else 1)
             backend = make_backend(
                 route,
                 spec,

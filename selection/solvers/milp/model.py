@@ -303,10 +303,12 @@ class LexBackend(ABC):
         best: np.ndarray | None = None
         fixed: list[int] = []
         cols = np.zeros(0, dtype=np.int64)
+        descent_fixed: list[np.ndarray] = []  # columns the gap descent fixes (restored below)
         core = self.use_core and spec.n_x >= self.core_min_n
         self._bound1 = math.nan  # proven upper bound on stage 1's objective
         try:
             for j, c in enumerate(spec.objectives):
+                self._stage = j  # stop_gap reads the stage's value grid
                 left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
                 if left is not None and left <= 0:
                     return self._limited(best, f"time limit reached before stage {j + 1}")
@@ -320,11 +322,9 @@ class LexBackend(ABC):
                     if left is not None and left <= 0:
                         return self._limited(best, f"time limit reached in stage {j + 1}")
                 self.last_bound = math.nan
-                self._stage = j
                 last = j == len(spec.objectives) - 1
                 if j > 0 and last and self.descends and spec.descent and best is not None:
-                    kind, v, obj, new = self._descend(best, left, core)
-                    cols = np.union1d(cols, new)
+                    kind, v, obj = self._descend(best, left, descent_fixed)
                 else:
                     kind, v, obj = self._optimize(c, left, best)
                 if j == 0 and kind in ("optimal", "limit"):
@@ -366,6 +366,8 @@ class LexBackend(ABC):
         finally:
             for row in fixed:
                 self._bounds(row, -INF, INF)
+            if descent_fixed:
+                cols = np.union1d(cols, np.concatenate(descent_fixed).astype(np.int64))
             if len(cols):
                 self._set_col_bounds(cols, spec.col_lo[cols], spec.col_up[cols])
         sel = self._selection(best)
@@ -373,6 +375,7 @@ class LexBackend(ABC):
             return LexOutcome(
                 (), Status.ERROR, f"{self.name} returned {len(sel)} clients, k={spec.k}"
             )
+        self._bound1 = self._on_grid(self._bound1, best)
         if self.mip_gap > 0 or self.abs_gap > 0:
             msg = (
                 f"optimal within relative gap {self.mip_gap:g}"
@@ -383,61 +386,91 @@ class LexBackend(ABC):
         return LexOutcome(sel, Status.OPTIMAL, "", self._bound1)
 
     def _descend(
-        self, best: np.ndarray, time_limit: float | None, core: bool
-    ) -> tuple[str, np.ndarray | None, float, np.ndarray]:
-        """The last stage by *gap descent*: (kind, vector, value, columns fixed here).
+        self, best: np.ndarray, time_limit: float | None, fixed: list[np.ndarray]
+    ) -> tuple[str, np.ndarray | None, float]:
+        """The last stage by *gap descent*: (kind, vector, value), as :meth:`_optimize`.
 
-        The last stage minimizes a row's value r (the ε model's gap hi − lo) among the
-        selections that keep the earlier stages' values (their rows are fixed by then). Where
-        every attainable r is a multiple of q (``spec.descent``), that is the same question as:
-        is there a selection with r <= r(incumbent) − q/2 that keeps them? — asked with the
-        *first* objective (max Σ U x under the earlier stages' rows, a feasibility question
-        here), whose LP bound and reduced-cost fixing are sharp, where minimizing r directly
-        leaves an LP that balances the domains with fractions of clients (the first stage of
-        cross-penalty N = 1,000 took CBC 0.9 s, the second 4.7 s). Each yes lowers r and asks
-        again; the first no proves the incumbent optimal for the stage. After
+        The last stage minimizes a row's value r (the ε model's gap hi − lo, never negative)
+        among the selections that keep the earlier stages' values (their rows are fixed by
+        then). Where every attainable r is a multiple of q (``spec.descent``), that is the same
+        question as: is there a selection with r <= r(incumbent) − q/2 that keeps them? —
+        asked with the *first* objective (max Σ U x under the earlier stages' rows, a
+        feasibility question here), whose LP bound and reduced-cost fixing are sharp, where
+        minimizing r directly leaves an LP that balances the domains with fractions of clients
+        (cross-penalty N = 1,000, ε = g0/10, on SCIP: 0.5 s by descent, 3.0 s directly). Each
+        yes lowers r and asks again; the first no proves the incumbent optimal for the stage
+        (within ``abs_gap`` where a tolerance is set: the step is then the larger of q/2 and
+        it, the row still half a grid step from any attainable r). After
         :data:`DESCENT_STEPS` yeses the stage is solved directly from the last incumbent.
+        Columns the last stage's LP bound fixes on the way are appended to ``fixed`` (the
+        caller restores them, also after an exception).
         """
         spec = self.spec
         name, q = spec.descent
         row = spec.row_index[name]
         lo0, up0 = self._row_lo[row], self._row_up[row]
-        c_last = spec.objectives[-1]
         j_last = len(spec.objectives) - 1
-        sel = list(self._selection(best))
-        cur, value = best, self._value(j_last, sel, best)
+        step = max(0.5 * q, self.abs_gap)
+        cur, value = best, self._value(j_last, list(self._selection(best)), best)
         t0 = time.perf_counter()
-        fixed: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+        core = self._lp is not None
+
+        def left() -> float | None:
+            return None if time_limit is None else time_limit - (time.perf_counter() - t0)
+
         try:
             for _ in range(DESCENT_STEPS):
-                target = -value - 0.5 * q  # the row's value r = −value, on the q grid
-                if target < lo0:  # no smaller attainable value
-                    return "optimal", cur, value, np.concatenate(fixed)
-                left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-                if left is not None and left <= 0:
-                    return "limit", cur, value, np.concatenate(fixed)
+                r = -value  # the incumbent's row value, on the q grid
+                target = min(q * (math.floor((r - step) / q + 1e-9) + 0.5), r - 0.5 * q)
+                if target < max(lo0, 0.0):  # no smaller attainable value
+                    return "optimal", cur, value
+                budget = left()
+                if budget is not None and budget <= 0:
+                    return "limit", cur, value
                 self._bounds(row, lo0, min(up0, target))
                 self._stage = 0
                 try:
-                    kind, v, _ = self._optimize(spec.objectives[0], left, None)
+                    kind, v, _ = self._optimize(spec.objectives[0], budget, None)
                 finally:
                     self._stage = j_last
                 if kind == "infeasible":
-                    return "optimal", cur, value, np.concatenate(fixed)
+                    return "optimal", cur, value
                 if kind.startswith("error"):
-                    return kind, None, math.nan, np.concatenate(fixed)
+                    return kind, None, math.nan
                 if v is None or len(self._selection(v)) != spec.k:
-                    return "limit", cur, value, np.concatenate(fixed)
+                    return "limit", cur, value
                 cur, value = v, self._value(j_last, list(self._selection(v)), v)
                 if kind == "limit":
-                    return "limit", cur, value, np.concatenate(fixed)
+                    return "limit", cur, value
                 if core:  # a better value: the last stage's LP bound excludes more
                     fixed.append(self._refix(value))
         finally:
             self._bounds(row, lo0, up0)
-        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-        kind, v, obj = self._optimize(c_last, left, cur)
-        return kind, (v if v is not None else cur), obj, np.concatenate(fixed)
+        budget = left()
+        if budget is not None and budget <= 0:
+            return "limit", cur, value
+        kind, v, obj = self._optimize(spec.objectives[-1], budget, cur)
+        return kind, (v if v is not None else cur), obj
+
+    def _on_grid(self, bound: float, v: np.ndarray | None) -> float:
+        """A stage-1 bound lowered to the value grid (``spec.quanta[0]``) above the
+        selection ``v``: the optimum is v's value plus a whole number of steps q, and at most
+        ``bound``, so it is at most v's value + q·floor((bound − value)/q). Unchanged off a
+        grid, without a selection, or when not finite."""
+        q = self.spec.quanta[0] if self.spec.quanta else 0.0
+        if q <= 0 or v is None or not np.isfinite(bound):
+            return bound
+        sel = list(self._selection(v))
+        if len(sel) != self.spec.k:
+            return bound
+        x = np.zeros(self.spec.n_x)
+        x[sel] = 1.0
+        if not self.spec.stage_values:
+            return bound
+        value = float(self.spec.stage_values[0](x))
+        if bound < value:
+            return bound
+        return min(bound, value + q * math.floor((bound - value) / q + 1e-6))
 
     def _tighten(self, bound: float) -> None:
         """Keep the smaller of two proven upper bounds on stage 1 (NaN: not a bound).
@@ -533,7 +566,7 @@ class LexBackend(ABC):
         return self._optimize(c, time_limit, None)
 
     def _limited(self, v: np.ndarray | None, msg: str) -> LexOutcome:
-        b = getattr(self, "_bound1", math.nan)
+        b = self._on_grid(getattr(self, "_bound1", math.nan), v)
         if v is None:
             return LexOutcome((), Status.TIME_LIMIT, msg + "; no incumbent", b)
         sel = self._selection(v)
