@@ -318,12 +318,22 @@ def test_the_gap_descent_keeps_the_lexicographic_optimum(backend, steps, monkeyp
 
     monkeypatch.setattr(LexBackend, "descends", True)
     monkeypatch.setattr(model_mod, "DESCENT_STEPS", steps)
-    calls = []
+    calls, yeses = [], []
     real = LexBackend._descend
-    monkeypatch.setattr(LexBackend, "_descend", lambda self, *a: calls.append(1) or real(self, *a))
+
+    def spy(self, *a):
+        calls.append(1)
+        kind, v, value = real(self, *a)
+        first = self._value(1, list(self._selection(a[0])), a[0])
+        yeses.append(v is not None and value > first + 1e-9)  # a smaller gap was found
+        return kind, v, value
+
+    monkeypatch.setattr(LexBackend, "_descend", spy)
     checked = 0
-    for family, n, k, seed in [("near-tied", 16, 4, 1), ("cross-penalty", 15, 4, 2)]:
-        p = _problem(family, n, k, seed=seed)
+    flat = _problem("near-tied", 14, 4, seed=4)
+    flat = replace(flat, U=np.full(flat.n, 50.0))  # every selection U-optimal: gaps decide
+    for p in [_problem("near-tied", 16, 4, 1), _problem("cross-penalty", 15, 4, 2), flat]:
+        k = p.k
         for eps in (np.inf, 8.0, 4.0, 2.0):
             want = best_eps(p, eps)
             got = EpsSolver(eps=eps, backend=backend, enum_limit=0).solve(p)
@@ -337,6 +347,7 @@ def test_the_gap_descent_keeps_the_lexicographic_optimum(backend, steps, monkeyp
             assert got.objectives["gap"] == pytest.approx(float(np.ptp(x @ p.Ud)) / k, abs=1e-9)
             checked += 1
     assert checked >= 6 and len(calls) >= checked
+    assert any(yeses)  # at least one point where stage 1's selection was not the smallest gap
 
 
 def test_the_stages_stop_on_the_value_grid():
@@ -365,3 +376,64 @@ def test_the_stages_stop_on_the_value_grid():
     assert 0.099 * p.k < tolerance_gap(0.1, p.k) < 0.1 * p.k
     # CP-SAT's objectives are integers: it keeps its own exact stop
     assert EpsSolver(eps=5.0, backend="cpsat", enum_limit=0).model(p).spec.quanta == []
+
+
+@pytest.mark.parametrize("backend", ["cbc", "highs", "scip"])
+def test_the_backends_stop_where_stop_gap_says(backend, monkeypatch):
+    from selection.solvers.milp.model import LexBackend
+
+    seen = []
+    real = LexBackend.stop_gap
+    monkeypatch.setattr(LexBackend, "stop_gap", lambda self: seen.append(real(self)) or seen[-1])
+    p = _problem("near-tied", 40, 4)
+    solver = EpsSolver(eps=5.0, backend=backend, enum_limit=0)
+    r = solver.solve(p)
+    assert str(r.status) == "optimal"
+    assert seen and max(seen) == pytest.approx(0.0049)  # 0.49 of the 0.01 grid, each stage
+    model = solver.model(p)
+    if backend == "highs":
+        assert model._h.getOptionValue("mip_abs_gap")[1] == pytest.approx(0.0049)
+    if backend == "scip":
+        assert model._m.getParam("limits/absgap") == pytest.approx(0.0049)
+
+
+def test_a_tolerant_bound_sits_on_the_value_grid():
+    p = _problem("near-tied", 40, 4, seed=2)
+    for eps in (8.0, 4.0):
+        r = EpsSolver(eps=eps, backend="highs", enum_limit=0, tolerance=0.05).solve(p)
+        assert str(r.status) == "feasible"
+        u = r.objectives["utility"]
+        steps = (r.bound - u) * p.k / 0.01  # bound − U in grid steps
+        assert steps == pytest.approx(round(steps), abs=1e-6) and r.bound <= u + 0.05
+
+
+def test_the_descent_restores_what_it_fixed_after_an_exception(monkeypatch):
+    from selection.solvers.milp.model import LexBackend
+
+    monkeypatch.setattr(LexBackend, "descends", True)
+    monkeypatch.setattr(LexBackend, "core_min_n", 0)
+    p = _problem("near-tied", 60, 6, seed=1)
+    p = replace(p, U=np.full(p.n, 50.0))  # every selection U-optimal: the descent has yeses
+    solver = EpsSolver(eps=8.0, backend="highs", enum_limit=0, counts="off")
+    model = solver.model(p)
+    real = type(model)._optimize
+    asked = []
+
+    def failing(self, c, *a):
+        if self._stage == 0 and self._row_up[self.spec.row_index["gap"]] < np.inf:
+            asked.append(1)
+            if len(asked) == 2:  # the second question: after a yes and its fixing
+                raise RuntimeError("backend failed inside the descent")
+        return real(self, c, *a)
+
+    monkeypatch.setattr(type(model), "_optimize", failing)
+    with pytest.raises(RuntimeError):
+        solver.solve(p)
+    lp = model._h.getLp()
+    assert np.allclose(lp.col_lower_, model.spec.col_lo)
+    assert np.allclose(lp.col_upper_, model.spec.col_up)
+    assert len(asked) == 2
+    monkeypatch.setattr(type(model), "_optimize", real)
+    got = solver.solve(p)  # the same model answers the point as a fresh one does
+    fresh = EpsSolver(eps=8.0, backend="cbc", enum_limit=0).solve(p)
+    assert got.objectives["gap"] == pytest.approx(fresh.objectives["gap"], abs=1e-9)
