@@ -1,8 +1,8 @@
 """Common machinery of the ε-constraint and max-min solvers.
 
 An :class:`ExactSolver` picks its route per problem (``auto``: enumeration when C(N, K) is at
-most ``enum_limit``, else the measured :func:`portfolio`: CBC in general, CP-SAT on coarse value
-grids, SCIP below 500 clients where the clients' own domains determine the rows), records why (``route_reason`` in front tables), keeps one
+most ``enum_limit``, else the measured :func:`portfolio`: CBC, except SCIP below 500 clients
+where the clients' own domains determine the domain rows), records why (``route_reason`` in front tables), keeps one
 persistent backend model per problem (weakly keyed, shared by the copies
 :meth:`ExactSolver.with_param` makes for the points of a sweep) and only changes row bounds
 between points.
@@ -78,17 +78,17 @@ AUTO_MILP = "cbc"
 
 
 # ``auto``'s portfolio (:func:`portfolio`), read from the per-family one-ε-point table of
-# benchmarks/exact_families.py (results/benchmarks/exact_families*.md). Below PORTFOLIO_MIN_N
-# clients CBC was within 1.3x of the fastest route on every family. From there on: where U is
-# the mean of the domain rows and the rows are fine-grained (the synthetic and near-tied
-# families) CBC stays the fastest; where the rows sit on a coarse grid (accuracies on a few
-# hundred validation images: the oracle family, many exact ties) CBC's second stage stalled
-# (60 s where CP-SAT took 0.6 s) and CP-SAT was the fastest; where U is not the mean of the
-# rows (U pooled with other weights: the cross-penalty family) the objective pulls against the
-# balance rows: SCIP with branching on the count columns led (12 s where CBC took 45 s) until
-# CBC got the LP fixing from 500 clients on there and the value-grid stop (one ε point at
-# N = 1,000: CBC 1.7 s and 5.2 s, SCIP 2.1 s and 3.7 s; at N = 5,000, ε = g0/2: CBC 26 s, SCIP
-# no proof in 60 s), so CBC takes it.
+# benchmarks/exact_families.py (results/benchmarks/exact_families*.md). CBC, with the exact LP
+# fixing from :func:`fixing_from` clients on and every stage stopped on the value grid
+# (``MilpSpec.quanta``), takes every shape from PORTFOLIO_MIN_N clients on (its ratio to the
+# fastest route per point is the table's ``auto/fastest``). It took over two shapes that had
+# other routes before the value-grid stop:
+# rows on a coarse grid (accuracies on a few hundred validation images: the oracle family),
+# where CBC's second stage stalled (60 s where CP-SAT took 0.6 s) and now takes 0.2 s at
+# N = 1,000 where CP-SAT takes 0.6 s; and U not the mean of the rows (U pooled with other
+# weights: the cross-penalty family), where SCIP branching on the count columns led (12 s
+# where CBC took 45 s) and CBC now proves the N = 1,000 mid point in 1.6-2.3 s (SCIP 2.8 s),
+# the N = 5,000 one in 26 s (SCIP: no proof in 60 s).
 # Below PORTFOLIO_MIN_N one shape is the exception: where the domain rows are nearly
 # determined by the client's own domain (domain_share >= DOMAIN_SHARE_MIN: the near-tied
 # family, 0.97; cross-penalty 0.87, synthetic 0.45, oracle 0.03) balancing the domains is a
@@ -97,7 +97,6 @@ AUTO_MILP = "cbc"
 # 91 s (results/benchmarks/certified_fronts.md).
 DOMAIN_SHARE_MIN = 0.9
 ALIGNED_TOL = 0.01  # points: 2-decimal data rounds U and U_d apart by up to 0.005 each
-COARSE_STEP = 0.1  # points: U_d values on a grid this coarse or coarser tie often
 PORTFOLIO_MIN_N = 500
 
 
@@ -188,19 +187,14 @@ def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[st
                     f"{share:.0%} of the domain rows: SCIP, count columns first"
                 )
         return AUTO_MILP, f"N = {n} < {PORTFOLIO_MIN_N}: CBC"
-    if not aligned(problem):
-        return AUTO_MILP, (
-            f"U is not the mean of the domain rows: CBC with the LP fixing from "
-            f"{FIXING_FROM_MISALIGNED} clients on"
-        )
-    step = grid_step(problem)
-    if (
-        step >= COARSE_STEP
-        and exact_at(problem.U, DEFAULT_SCALE)
-        and exact_at(problem.Ud, DEFAULT_SCALE)
-    ):
-        return "cpsat", f"U_d on a coarse grid (step {step:.3g} pp, many ties): CP-SAT"
-    return AUTO_MILP, "U is the mean of fine-grained domain rows: CBC with the LP fixing"
+    start = fixing_from(problem)
+    shape = (
+        "U is the mean of the domain rows"
+        if aligned(problem)
+        else ("U is not the mean of the domain rows")
+    )
+    grid = "stages stopped on the value grid" if value_quantum(problem.Ud) > 0 else "float rows"
+    return AUTO_MILP, f"{shape}: CBC with the LP fixing from {start:,} clients on ({grid})"
 
 
 def backends() -> tuple[str, ...]:
