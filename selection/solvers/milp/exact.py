@@ -87,14 +87,14 @@ AUTO_MILP = "cbc"
 # where CBC's second stage stalled (60 s where CP-SAT took 0.6 s) and now takes 0.2 s at
 # N = 1,000 where CP-SAT takes 0.6 s; and U not the mean of the rows (U pooled with other
 # weights: the cross-penalty family), where SCIP branching on the count columns led (12 s
-# where CBC took 45 s) and CBC now proves the N = 1,000 mid point in 1.6-2.3 s (SCIP 2.8 s),
-# the N = 5,000 one in 26 s (SCIP: no proof in 60 s).
+# where CBC took 45 s) and CBC now proves the N = 1,000 mid point in 1.7-1.9 s (SCIP 2.4 s),
+# the N = 5,000 one in 22-25 s (SCIP 48 s).
 # Below PORTFOLIO_MIN_N one shape is the exception: where the domain rows are nearly
 # determined by the client's own domain (domain_share >= DOMAIN_SHARE_MIN: the near-tied
 # family, 0.97; cross-penalty 0.87, synthetic 0.45, oracle 0.03) balancing the domains is a
 # question of how many clients each domain gets, which the count columns state and SCIP
-# branches on: its complete sweep certified within 0.1 pp at N = 100 in 2.3 s where CBC took
-# 91 s (results/benchmarks/certified_fronts.md).
+# branches on: its complete sweep certified within 0.1 pp at N = 100 in 2.9 s where CBC took
+# 97 s (results/benchmarks/certified_fronts.md).
 DOMAIN_SHARE_MIN = 0.9
 ALIGNED_TOL = 0.01  # points: 2-decimal data rounds U and U_d apart by up to 0.005 each
 PORTFOLIO_MIN_N = 500
@@ -152,7 +152,8 @@ def value_quantum(values: np.ndarray) -> float:
 
 
 # From how many clients the exact LP reduced-cost fixing (:mod:`.fixing`) runs first, timed
-# on one CBC ε point per family at N = 500 and 1,000 (K = N/10, ε = g0/2 and g0/10): where U is
+# on one CBC ε point per family at N = 500 and 1,000 (K = N/10, ε = g0/2 and g0/10; one-off
+# probes before the value-grid stop, single runs): where U is
 # the mean of the domain rows it paid from 1,000 on (oracle tail 2.7 s -> 0.8 s, near-tied
 # 0.25 s -> 0.13 s; synthetic 0.46 s -> 0.49 s, at 500 0.18 s -> 0.32 s); where it is not
 # (cross-penalty) already at 500 (3.3 s -> 1.1 s; at 1,000 28 s -> 3.4 s).

@@ -206,7 +206,7 @@ class LexBackend(ABC):
     # whether the ε model's second stage runs as a gap descent (:meth:`_descend`) where the
     # spec allows it: measured per backend (cross-penalty N = 1,000, ε = g0/10: SCIP's second
     # stage 0.5 s by descent, 3.0 s direct; CBC's 2.2 s and 4.4 s there, but slower by descent
-    # on the oracle and near-tied families and at N = 5,000)
+    # on the oracle and near-tied families and at N = 5,000; one-off probes, single runs)
     descends = False
     # whether ``counts="auto"`` gives this backend per-domain count columns (measured per
     # backend in results/benchmarks/exact_families.md)
