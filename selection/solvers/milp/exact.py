@@ -2,8 +2,8 @@
 
 An :class:`ExactSolver` picks its route per problem (``auto``: enumeration when C(N, K) is at
 most ``enum_limit``, else the measured :func:`portfolio`: CBC, except SCIP below 500 clients
-where the clients' own domains determine the domain rows), records why (``route_reason`` in front tables), keeps one
-persistent backend model per problem (weakly keyed, shared by the copies
+where the clients' own domains determine the domain rows), records why (``route_reason`` in
+front tables), keeps one persistent backend model per problem (weakly keyed, shared by the copies
 :meth:`ExactSolver.with_param` makes for the points of a sweep) and only changes row bounds
 between points.
 """
@@ -189,11 +189,7 @@ def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[st
                 )
         return AUTO_MILP, f"N = {n} < {PORTFOLIO_MIN_N}: CBC"
     start = fixing_from(problem)
-    shape = (
-        "U is the mean of the domain rows"
-        if aligned(problem)
-        else ("U is not the mean of the domain rows")
-    )
+    shape = f"U is {'' if aligned(problem) else 'not '}the mean of the domain rows"
     grid = "stages stopped on the value grid" if value_quantum(problem.Ud) > 0 else "float rows"
     return AUTO_MILP, f"{shape}: CBC with the LP fixing from {start:,} clients on ({grid})"
 
@@ -333,11 +329,7 @@ class ExactSolver(Solver):
         """Per objective, the grid its values lie on (sum units; 0: none), for
         ``MilpSpec.quanta``: the U column's and the domain rows' :func:`value_quantum`."""
         mean = problem.surrogate == "mean" and problem.d > 0
-        q = {
-            "U": value_quantum(problem.U) if mean else 0.0,
-            "Ud": value_quantum(problem.Ud) if mean else 0.0,
-            None: 0.0,
-        }
+        q = {"U": value_quantum(problem.U) if mean else 0.0, "Ud": self.quantum(problem), None: 0.0}
         return [q[kind] for kind in self.objective_kinds]
 
     def model(self, problem: SelectionProblem) -> LexBackend:

@@ -309,11 +309,11 @@ class LexBackend(ABC):
         try:
             for j, c in enumerate(spec.objectives):
                 self._stage = j  # stop_gap reads the stage's value grid
+                last = j == len(spec.objectives) - 1
                 left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
                 if left is not None and left <= 0:
                     return self._limited(best, f"time limit reached before stage {j + 1}")
                 if core:
-                    last = j == len(spec.objectives) - 1
                     new, best = self._reduce(j, best, left, tie_tol=not last)
                     cols = np.union1d(cols, new)
                     if j == 0 and self._lp is not None:  # the LP bound holds for the MILP
@@ -322,7 +322,6 @@ class LexBackend(ABC):
                     if left is not None and left <= 0:
                         return self._limited(best, f"time limit reached in stage {j + 1}")
                 self.last_bound = math.nan
-                last = j == len(spec.objectives) - 1
                 if j > 0 and last and self.descends and spec.descent and best is not None:
                     kind, v, obj = self._descend(best, left, descent_fixed)
                 else:
@@ -458,16 +457,12 @@ class LexBackend(ABC):
         ``bound``, so it is at most v's value + q·floor((bound − value)/q). Unchanged off a
         grid, without a selection, or when not finite."""
         q = self.spec.quanta[0] if self.spec.quanta else 0.0
-        if q <= 0 or v is None or not np.isfinite(bound):
+        if q <= 0 or v is None or not np.isfinite(bound) or not self.spec.stage_values:
             return bound
         sel = list(self._selection(v))
         if len(sel) != self.spec.k:
             return bound
-        x = np.zeros(self.spec.n_x)
-        x[sel] = 1.0
-        if not self.spec.stage_values:
-            return bound
-        value = float(self.spec.stage_values[0](x))
+        value = self._value(0, sel, v)  # exact: the spec's stage value
         if bound < value:
             return bound
         return min(bound, value + q * math.floor((bound - value) / q + 1e-6))
