@@ -312,7 +312,7 @@ def test_scip_keeps_the_optimum_with_count_columns():
 def test_the_gap_descent_keeps_the_lexicographic_optimum(backend, steps, monkeypatch):
     """The second stage by gap descent: the smallest gap among the U-optimal selections, as
     enumeration has it, also when the descent stops after ``steps`` yeses and finishes
-    directly; forced onto CBC and HiGHS, which do not descend by default."""
+    directly; forced onto HiGHS, which does not descend by default (SCIP and CBC do)."""
     from selection.solvers.milp import model as model_mod
     from selection.solvers.milp.model import LexBackend
 
@@ -348,6 +348,34 @@ def test_the_gap_descent_keeps_the_lexicographic_optimum(backend, steps, monkeyp
             checked += 1
     assert checked >= 6 and len(calls) >= checked
     assert any(yeses)  # at least one point where stage 1's selection was not the smallest gap
+
+
+def test_cbc_asks_the_descents_questions_without_heuristics(monkeypatch):
+    """CBC runs with its cuts off on every solve and with its heuristics off only on the
+    descent's questions; the answer is still the lexicographic optimum."""
+    import pulp
+
+    from selection.solvers.milp.cbc import CbcBackend
+
+    seen = []
+    real = pulp.PULP_CBC_CMD
+
+    def spy(*a, **kw):
+        seen.append(list(kw.get("options") or []))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(pulp, "PULP_CBC_CMD", spy)
+    assert CbcBackend.descends
+    p = _problem("near-tied", 14, 4, seed=4)
+    p = replace(p, U=np.full(p.n, 50.0))  # every selection U-optimal: the descent asks
+    got = EpsSolver(eps=8.0, backend="cbc", enum_limit=0).solve(p)
+    want = best_eps(p, 8.0)
+    x = np.zeros(p.n)
+    x[list(want)] = 1.0
+    assert got.objectives["gap"] == pytest.approx(float(np.ptp(x @ p.Ud)) / p.k, abs=1e-9)
+    assert len(seen) >= 2 and all("cuts off" in o for o in seen)
+    assert "heuristics off" not in seen[0]  # stage 1
+    assert "heuristics off" in seen[1]  # the descent's first question
 
 
 def test_the_stages_stop_on_the_value_grid():

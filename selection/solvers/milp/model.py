@@ -205,9 +205,12 @@ class LexBackend(ABC):
     core_min_n = 1500
     # whether the ε model's second stage runs as a gap descent (:meth:`_descend`) where the
     # spec allows it: measured per backend (cross-penalty N = 1,000, ε = g0/10: SCIP's second
-    # stage 0.5 s by descent, 3.0 s direct; CBC's 2.2 s and 4.4 s there, but slower by descent
-    # on the oracle and near-tied families and at N = 5,000; one-off probes, single runs)
+    # stage 0.5 s by descent, 3.0 s direct; CBC without cuts 0.8 s by descent, 3.9 s direct;
+    # one-off probes, single runs)
     descends = False
+    # True while :meth:`_descend` asks one of its questions (a backend may tune for a proof
+    # of infeasibility, the usual answer)
+    _asking = False
     # whether ``counts="auto"`` gives this backend per-domain count columns (measured per
     # backend in results/benchmarks/exact_families.md)
     counts_default = False
@@ -427,11 +430,11 @@ class LexBackend(ABC):
                 if budget is not None and budget <= 0:
                     return "limit", cur, value
                 self._bounds(row, lo0, min(up0, target))
-                self._stage = 0
+                self._stage, self._asking = 0, True
                 try:
                     kind, v, _ = self._optimize(spec.objectives[0], budget, None)
                 finally:
-                    self._stage = j_last
+                    self._stage, self._asking = j_last, False
                 if kind == "infeasible":
                     return "optimal", cur, value
                 if kind.startswith("error"):
