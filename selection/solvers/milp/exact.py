@@ -73,7 +73,7 @@ def tolerance_gap(tolerance: float, k: int) -> float:
 
 # The portfolio's default MILP route (small N, fine-grained aligned rows, the weighted
 # surrogate's fractional stages): CBC, after the exact LP reduced-cost fixing of :mod:`.fixing`
-# from 1,500 clients on (results/benchmarks/solvers.md, exact_families*.md).
+# from :func:`fixing_from` clients on (results/benchmarks/solvers.md, exact_families*.md).
 AUTO_MILP = "cbc"
 
 
