@@ -83,3 +83,26 @@ def test_fast_probe_stats_equal_torch_func_vmap(name):
     torch.testing.assert_close(fast.fisher, ref.fisher, rtol=1e-5, atol=0)
     torch.testing.assert_close(fast.loss, ref.loss, rtol=1e-6, atol=1e-7)
     torch.testing.assert_close(fast.grad, ref.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_probe_stats_over_many_clients_sum_each_chunks_own():
+    """With more clients than a chunk has samples, a chunk's FC gradients are summed over the
+    clients it holds: the result (also for clients without probe samples) is the vmap
+    reference's and the all-client product's (chunk >= clients)."""
+    arch = ARCHS["cnn"]
+    g = torch.Generator().manual_seed(3)
+    w = init_params(arch, g)
+    x = torch.randn(14, 3, 32, 32, generator=g)
+    y = torch.randint(0, 10, (14,), generator=g)
+    seg = torch.tensor([0, 0, 3, 3, 3, 5, 5, 7, 7, 7, 8, 9, 9, 9])  # 1, 2, 4, 6 have none
+    ref = probe_stats_vmap(arch, w, x, y, seg, 10)
+    for chunk in (3, 5, 14):
+        got = probe_stats(arch, w, x, y, seg, 10, chunk=chunk)
+        torch.testing.assert_close(got.fisher, ref.fisher, rtol=1e-5, atol=0)
+        torch.testing.assert_close(got.grad, ref.grad, rtol=1e-4, atol=1e-6)
+        assert got.grad[[1, 2, 4, 6]].abs().sum() == 0
+    full = torch.arange(14) % 4
+    whole = probe_stats(arch, w, x, y, full, 4, chunk=14)  # the product over all 4 clients
+    parts = probe_stats(arch, w, x, y, full, 4, chunk=3)  # over each chunk's 3
+    torch.testing.assert_close(whole.grad, parts.grad, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(whole.fisher, parts.fisher, rtol=1e-5, atol=0)
