@@ -4,7 +4,8 @@
 * ``oracle`` — the last round of a real ``fedsel oracle`` run with N clients (⌈N/4⌉ per Digits-4
   domain on the generated stand-ins, Dirichlet(0.5) label skew, 40 samples per client, 200
   validation images per domain, 2 rounds training K = N/10): what users solve. Runs are cached
-  under ``runs/bench-oracle/n<N>`` (ignored by git) and made on first use (~2 min at N = 1,000).
+  under ``runs/bench-oracle/n<N>`` (ignored by git) and made on first use (~2 min at N = 1,000,
+  ~4 min at N = 5,000).
 """
 
 from __future__ import annotations
