@@ -198,13 +198,12 @@ def probe_stats(
         xc.requires_grad_(True)
         yc, seg = y[c0 : c0 + chunk], segment[c0 : c0 + chunk]
         n = len(yc)
-        # with more clients than a chunk has samples, the FC sums below run over the clients
-        # this chunk holds only: a pass costs O(n·k·out·in) with k <= n rather than
-        # O(n·K·out·in), quadratic in the federation's size (5,000 clients did not finish a
-        # round in 40 min); up to ``chunk`` clients it is the product over all K, as before
-        whole = K <= chunk
-        if whole:
-            present, onehot = None, Fn.one_hot(seg, K).to(w.dtype)  # (n, K)
+        # with more clients than a chunk has samples, the FC sums below run over the k clients
+        # this chunk holds (rows ``present`` of gsum): a pass costs O(n·k·out·in) with k <= n
+        # rather than O(n·K·out·in), quadratic in the federation's size (5,000 clients did not
+        # finish two rounds in 40 min); up to ``chunk`` clients it is the product over all K
+        if K <= chunk:
+            present, onehot = slice(None), Fn.one_hot(seg, K).to(w.dtype)  # (n, K)
         else:
             present, local = torch.unique(seg, return_inverse=True)
             onehot = Fn.one_hot(local, len(present)).to(w.dtype)  # (n, k)
@@ -228,13 +227,9 @@ def probe_stats(
             else:
                 gb = d
                 sq.index_add_(0, seg, ((d * d).sum(1) * (a * a).sum(1)).to(torch.float64))
-                # sum over each client's samples of delta_n a_n^T as one matmul: (K*out, in)
+                # sum over each client's samples of delta_n a_n^T as one matmul: (k*out, in)
                 dk = (onehot.unsqueeze(2) * d.unsqueeze(1)).reshape(n, -1)
-                part = (dk.T @ a).reshape(onehot.shape[1], -1)
-                if whole:
-                    gsum[:, wo:bo] -= part
-                else:
-                    gsum[present, wo:bo] -= part  # rows of distinct clients
+                gsum[present, wo:bo] -= (dk.T @ a).reshape(onehot.shape[1], -1)
             sq.index_add_(0, seg, (gb * gb).sum(1, dtype=torch.float64))
             gsum[:, bo : bo + gb.shape[1]].index_add_(0, seg, -gb)
     denom = count.clamp_min(1)

@@ -7,8 +7,8 @@ Pareto-optimality by a **lexicographic second stage**: stage 1 maximizes Σ x_i 
 stage 2 fixes Σ x_i U_i >= opt − tol and minimizes hi − lo, so the returned selection has the
 smallest gap among the utility-optimal ones (no weakly dominated point). tol is 0 on CP-SAT
 and 1e-6 (sum units) + 1e-9·|opt| on HiGHS/CBC. Enumeration answers the same question with
-ties compared at 1e-9. Where the domain rows lie on a value grid q, SCIP answers stage 2 by gap
-descent (:meth:`.milp.model.LexBackend._descend`: U kept, gap <= current − q/2, asked with
+ties compared at 1e-9. Where the domain rows lie on a value grid q, CBC and SCIP answer stage 2 by
+gap descent (:meth:`.milp.model.LexBackend._descend`: U kept, gap <= current − q/2, asked with
 stage 1's objective until no selection is left).
 
 On the HiGHS route ε sits on the D·(D−1) pairwise rows Σ_i (U_ia − U_ib) x_i <= K·ε

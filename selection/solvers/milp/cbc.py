@@ -70,7 +70,8 @@ class CbcBackend(LexBackend):
     descends = True
     # CBC's own options on every solve: its cut generators off (they cost more than they
     # prune on these models: the complete front of synthetic N = 200 in 10.6 s against
-    # 16.1 s, cross-penalty N = 1,000 at ε = g0/10 in 1.8 s against 5.9 s; one-off probes),
+    # 16.1 s, cross-penalty N = 1,000 at ε = g0/10 with the descent in 1.8 s against 4.7 s;
+    # one-off probes),
     # and its primal heuristics off too while the descent asks whether a better gap exists
     # (the answer is usually no, which only the search proves)
     OPTIONS = ("cuts off",)

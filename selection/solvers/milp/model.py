@@ -205,8 +205,8 @@ class LexBackend(ABC):
     core_min_n = 1500
     # whether the ε model's second stage runs as a gap descent (:meth:`_descend`) where the
     # spec allows it: measured per backend (cross-penalty N = 1,000, ε = g0/10: SCIP's second
-    # stage 0.5 s by descent, 3.0 s direct; CBC without cuts 0.8 s by descent, 3.9 s direct;
-    # one-off probes, single runs)
+    # stage 0.5 s by descent, 3.0 s direct; CBC without cuts 0.7-0.8 s by descent, 4.2 s
+    # direct; one-off probes, single runs)
     descends = False
     # True while :meth:`_descend` asks one of its questions (a backend may tune for a proof
     # of infeasibility, the usual answer)
