@@ -148,14 +148,14 @@ def test_cbc_reports_time_limit_when_pulp_says_optimal(make_problem, monkeypatch
     s = EpsSolver(backend="cbc", time_limit=5.0)
     m = s.model(p)
 
-    def fake_solve(cmd):
+    def fake_run(cmd, prob, folder, *, warm, stop):
         for i, v in enumerate(m._vars):
             v.varValue = 1.0 if i in (0, 5) else 0.0
-        m._prob.status = pulp.LpStatusOptimal  # what PuLP reports on a limit with a solution
-        m._prob.sol_status = pulp.LpSolutionIntegerFeasible
-        return 1
+        prob.status = pulp.LpStatusOptimal  # what PuLP reports on a limit with a solution
+        prob.sol_status = pulp.LpSolutionIntegerFeasible
+        return True
 
-    monkeypatch.setattr(m._prob, "solve", fake_solve)
+    monkeypatch.setattr("selection.solvers.milp.cbc._run_cbc", fake_run)
     r = s.solve(p)
     assert r.status == "time_limit" and r.selected == (0, 5)
 

@@ -18,13 +18,21 @@ build in the process; CBC itself runs as a subprocess), so CBC only has to prove
 on the ~100 binaries left free (several times faster at N=5000 than CBC alone; see
 results/benchmarks/solvers.md). This is the
 ``auto`` MILP route (:data:`.exact.AUTO_MILP`).
+
+CBC runs as a process of our own (:func:`_run_cbc`, PuLP's command line and solution
+reader), so that a race can end it: where the LP fixing runs, each question of the gap
+descent is also put to the HiGHS twin in a thread, and a "no" from HiGHS answers it
+(:meth:`CbcBackend._optimize`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
+import subprocess
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -36,6 +44,8 @@ from selection.solvers.milp.model import LexBackend, register_backend
 __all__ = ["CbcBackend"]
 
 _FREE = 1e30  # CBC reads |bound| >= 1e30 as infinite
+# seconds between two looks at the race's signal while CBC runs
+RACE_POLL = 0.02
 # CBC's closing lines of a stopped maximization: "Upper bound:   16431.580"
 _BOUND_LINE = re.compile(r"^Upper bound:\s+(\S+)", re.MULTILINE)
 
@@ -76,6 +86,11 @@ class CbcBackend(LexBackend):
     # (the answer is usually no, which only the search proves)
     OPTIONS = ("cuts off",)
     QUESTION_OPTIONS = ("heuristics off",)
+    # the descent's questions race the HiGHS twin (:meth:`_optimize`): on oracle N = 5,000,
+    # ε = g0/10 HiGHS proved the question's "no" in 2.8 s where CBC took 7.3 s; on
+    # cross-penalty N = 1,000 CBC was faster (0.2-0.8 s against 0.9-6 s; one-off probes)
+    RACE_QUESTIONS = True
+    race_wins = 0  # questions HiGHS answered first (on this model)
 
     def _build(self) -> None:
         import pulp
@@ -161,7 +176,50 @@ class CbcBackend(LexBackend):
         path.write_text("\n".join(lines) + "\n")
         return path
 
+    def _races(self) -> bool:
+        """Whether this solve races the HiGHS twin beside CBC (:meth:`_optimize`): only a
+        descent question, only where the LP fixing runs (the twin holds the same fixings),
+        only single-threaded solvers on a machine with a second core."""
+        return (
+            self.RACE_QUESTIONS
+            and self._asking
+            and self._lp is not None
+            and (self.threads or 1) == 1
+            and (os.cpu_count() or 1) >= 2
+        )
+
     def _optimize(self, c, time_limit, hint):
+        if not self._races():
+            return self._cbc(c, time_limit, hint)
+        # a descent question: HiGHS (in a thread; its run releases the GIL) races CBC (a
+        # subprocess); a "no" from HiGHS ends CBC. Any other answer is CBC's, so the
+        # selections returned do not depend on which search was quicker.
+        highs_no, cbc_done = threading.Event(), threading.Event()
+        twin = self._twin
+
+        def race() -> None:
+            twin._stage = self._stage
+            try:
+                kind = twin._optimize(c, time_limit, None, stop=cbc_done)[0]
+            except Exception:  # noqa: BLE001 -- CBC's answer stands alone then
+                return
+            if kind == "infeasible":
+                highs_no.set()
+
+        thread = threading.Thread(target=race, name="fedsel-highs-race", daemon=True)
+        thread.start()
+        try:
+            out = self._cbc(c, time_limit, hint, stop=highs_no)
+        finally:
+            cbc_done.set()
+            thread.join()
+        if out is None:  # HiGHS proved it first
+            self.race_wins += 1
+            return "infeasible", None, float("nan")
+        return out
+
+    def _cbc(self, c, time_limit, hint, stop: threading.Event | None = None):
+        """One CBC run; None when ``stop`` was set before CBC finished (CBC is killed)."""
         pulp = self._pulp
         prob = self._prob
         c = np.asarray(c, dtype=float)
@@ -197,10 +255,10 @@ class CbcBackend(LexBackend):
                     threads=self.threads,
                     warmStart=hint is not None,
                     options=options,
-                    logPath=str(Path(tmp) / "cbc.log"),
                 )
             try:
-                prob.solve(cmd)
+                if not _run_cbc(cmd, prob, Path(tmp), warm=hint is not None, stop=stop):
+                    return None
             except pulp.PulpSolverError as exc:
                 return f"error:CBC failed: {str(exc).splitlines()[0]}", None, float("nan")
             self.last_bound = _log_bound(Path(tmp) / "cbc.log")
@@ -218,3 +276,54 @@ class CbcBackend(LexBackend):
         ):
             return "limit", values, obj
         return f"error:CBC status {pulp.LpStatus.get(prob.status, prob.status)}", None, obj
+
+
+def _run_cbc(cmd, prob, folder: Path, *, warm: bool, stop: threading.Event | None) -> bool:
+    """PuLP's ``PULP_CBC_CMD.solve_CBC`` for a maximization, with a CBC process of our own:
+    its files and log (``cbc.log``) in ``folder``, and killed once ``stop`` is set.
+
+    Returns False when stopped (nothing assigned), True when CBC's solution was read into
+    ``prob`` (values and status, as ``prob.solve(cmd)`` does). Raises
+    ``pulp.PulpSolverError`` when CBC fails or writes no solution.
+    """
+    import pulp
+
+    mps, sol, mst = (str(folder / f"model.{ext}") for ext in ("mps", "sol", "mst"))
+    was_none, dummy = prob.fixObjective()
+    try:
+        vs, var_names, con_names, _ = prob.writeMPS(mps, rename=1)
+        args = [cmd.path, mps, "-max"]
+        if warm:
+            cmd.writesol(mst, prob, vs, var_names, con_names)
+            args += ["-mips", mst]
+        if cmd.timeLimit is not None:
+            args += ["-sec", str(cmd.timeLimit)]
+        for option in [*cmd.options, *cmd.getOptions()]:
+            args += f"-{option}".split()
+        args += ["-solve", "-printingOptions", "all", "-solution", sol]
+        with open(folder / "cbc.log", "w") as log:
+            try:
+                proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            except OSError as exc:
+                raise pulp.PulpSolverError(f"cannot run CBC ({cmd.path}): {exc}") from exc
+            try:
+                while True:
+                    if stop is not None and stop.is_set():
+                        return False
+                    try:
+                        code = proc.wait(timeout=None if stop is None else RACE_POLL)
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        if code != 0 or not os.path.exists(sol):
+            raise pulp.PulpSolverError(f"CBC exited with code {code} ({cmd.path})")
+        status, values, _, _, _, sol_status = cmd.readsol_MPS(sol, prob, vs, var_names, con_names)
+        prob.assignVarsVals(values)
+        prob.assignStatus(status, sol_status)
+        return True
+    finally:
+        prob.restoreObjective(was_none, dummy)

@@ -35,7 +35,15 @@ import numpy as np
 if TYPE_CHECKING:
     from selection.solvers.milp.model import MilpSpec
 
-__all__ = ["dual_bound", "best_bound", "fixable", "preferred", "core_size", "CORE_SIZE"]
+__all__ = [
+    "dual_bound",
+    "best_bound",
+    "fixable",
+    "excluded",
+    "preferred",
+    "core_size",
+    "CORE_SIZE",
+]
 
 # binaries left free in the incumbent's restricted MILP (smallest |d_j|): at most CORE_SIZE,
 # and a tenth of N (at N=100 a 60-binary restricted MILP cost HiGHS 0.23 s per point, more
@@ -49,7 +57,12 @@ def core_size(n_x: int) -> int:
 
 
 def dual_bound(
-    spec: MilpSpec, c: np.ndarray, y: np.ndarray, row_lo: np.ndarray, row_up: np.ndarray
+    spec: MilpSpec,
+    c: np.ndarray,
+    y: np.ndarray,
+    row_lo: np.ndarray,
+    row_up: np.ndarray,
+    x_bounds: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, np.ndarray]:
     """The Lagrangian bound B(y) on ``max c·v`` and the reduced costs d = c − Aᵀy.
 
@@ -58,6 +71,8 @@ def dual_bound(
         c: objective, shape (n_col,).
         y: row multipliers, shape (n_row,), any sign.
         row_lo, row_up: the current row bounds, shape (n_row,), ±inf allowed.
+        x_bounds: the binaries' current (lo, up), shape (n_x,) each, where some are fixed
+            (B then bounds the restricted model); None: the spec's.
 
     Returns:
         (B, d): B is +inf when y cannot bound the objective (an unbounded auxiliary column).
@@ -69,7 +84,11 @@ def dual_bound(
     lo = np.where(np.isinf(row_lo), 0.0, row_lo)
     rows = float(np.sum(np.where(y > 0, y * up, y * lo)))
     d = np.asarray(c, dtype=float) - spec.A.T @ y
-    hi_col = np.where(d > 0, spec.col_up, np.where(d < 0, spec.col_lo, 0.0))
+    col_lo, col_up = spec.col_lo, spec.col_up
+    if x_bounds is not None:
+        col_lo, col_up = np.array(col_lo, dtype=float), np.array(col_up, dtype=float)
+        col_lo[: spec.n_x], col_up[: spec.n_x] = x_bounds
+    hi_col = np.where(d > 0, col_up, np.where(d < 0, col_lo, 0.0))
     if np.any(np.isinf(hi_col) & (d != 0)):
         return float("inf"), d
     cols = float(np.sum(np.where(d != 0, d * hi_col, 0.0)))
@@ -77,23 +96,38 @@ def dual_bound(
 
 
 def best_bound(
-    spec: MilpSpec, c: np.ndarray, y: np.ndarray, row_lo: np.ndarray, row_up: np.ndarray
+    spec: MilpSpec,
+    c: np.ndarray,
+    y: np.ndarray,
+    row_lo: np.ndarray,
+    row_up: np.ndarray,
+    x_bounds: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, np.ndarray]:
     """:func:`dual_bound` for y and −y (solvers differ in their dual sign), the smaller."""
-    a = dual_bound(spec, c, y, row_lo, row_up)
-    b = dual_bound(spec, c, -np.asarray(y, dtype=float), row_lo, row_up)
+    a = dual_bound(spec, c, y, row_lo, row_up, x_bounds)
+    b = dual_bound(spec, c, -np.asarray(y, dtype=float), row_lo, row_up, x_bounds)
     return a if a[0] <= b[0] else b
+
+
+def _margin(bound: float, dx: np.ndarray) -> float:
+    """1e-6 + 1e-9·(|B| + Σ|d|): the float64 error of B and of a backend's reported value."""
+    return 1e-6 + 1e-9 * (abs(bound) + float(dx.sum()))
 
 
 def fixable(bound: float, d: np.ndarray, n_x: int, z_inc: float, tol: float) -> np.ndarray:
     """Boolean mask (n_x,): binaries that no selection with value >= z_inc − tol flips.
 
-    ``margin`` = 1e-6 + 1e-9·(|B| + Σ|d|) absorbs the float64 error of B and of the backend's
+    The margin of :func:`_margin` absorbs the float64 error of B and of the backend's
     z_inc, so a borderline column stays free.
     """
     dx = np.abs(d[:n_x])
-    margin = 1e-6 + 1e-9 * (abs(bound) + float(dx.sum()))
-    return bound - dx < z_inc - tol - margin
+    return bound - dx < z_inc - tol - _margin(bound, dx)
+
+
+def excluded(bound: float, d: np.ndarray, n_x: int, z: float) -> bool:
+    """Whether the bound B proves that no selection reaches value ``z`` (with the margin of
+    :func:`fixable`)."""
+    return bound < z - _margin(bound, np.abs(d[:n_x]))
 
 
 def preferred(d: np.ndarray, n_x: int) -> np.ndarray:

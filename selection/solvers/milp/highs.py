@@ -168,11 +168,16 @@ class HighsBackend(LexBackend):
             h.run()
         finally:
             h.setOptionValue("solve_relaxation", False)
-        if h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
+        st = h.getModelStatus()
+        if st == self._hs.HighsModelStatus.kInfeasible:
+            return "infeasible", None
+        if st != self._hs.HighsModelStatus.kOptimal:
             return "other", None
         return "optimal", np.array(h.getSolution().row_dual, dtype=float)
 
-    def _optimize(self, c, time_limit, hint):
+    def _optimize(self, c, time_limit, hint, stop: threading.Event | None = None):
+        """As :meth:`LexBackend._optimize`; a set ``stop`` interrupts the search (another
+        thread's signal: the run then ends as ``limit``). ``run`` releases the GIL."""
         hs, h = self._hs, self._h
         h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
         h.setOptionValue("time_limit", self._deadline(time_limit))
@@ -182,7 +187,21 @@ class HighsBackend(LexBackend):
             sol.col_value = list(np.asarray(hint, dtype=float))
             h.setSolution(sol)
         _use_threads(int(self.threads or 1))
-        h.run()
+        if stop is None:
+            h.run()
+        else:
+
+            def interrupt(event) -> None:
+                if stop.is_set():
+                    event.interrupt()
+
+            h.cbMipInterrupt += interrupt
+            h.cbSimplexInterrupt += interrupt
+            try:
+                h.run()
+            finally:
+                h.cbMipInterrupt -= interrupt
+                h.cbSimplexInterrupt -= interrupt
         st = h.getModelStatus()
         has_sol = h.getInfo().primal_solution_status == 2  # kSolutionStatusFeasible
         v = np.array(h.getSolution().col_value) if has_sol else None
