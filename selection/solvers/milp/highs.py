@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -131,16 +132,41 @@ class HighsBackend(LexBackend):
 
         return np.clip(np.asarray(v, dtype=float), -highspy.kHighsInf, highspy.kHighsInf)
 
-    def _deadline(self, time_limit: float | None) -> float:
-        """HiGHS's ``time_limit`` for a run of at most ``time_limit`` seconds.
+    def _run(self, time_limit: float | None, stop: threading.Event | None = None) -> None:
+        """``run`` for at most ``time_limit`` seconds (None: no limit), or until ``stop`` is
+        set (another thread's signal; ``run`` releases the GIL).
 
-        HiGHS compares its limit with the run time accumulated over every ``run`` of the
-        object, so a persistent model must be given the time so far plus the new allowance
-        (else, once a sweep's points add up to the limit, every later point stops at once).
+        HiGHS's own ``time_limit`` changed meaning between versions: 1.5-1.6 compared it
+        with the run time accumulated over every ``run`` of the object (ERGO-Code/HiGHS#1331,
+        #1477); 1.16 compares it with the current run's (measured here). The option is set
+        to the accumulated time plus the allowance, a limit under either reading (given as the
+        limit itself, 1.16 let a second stage run its allowance plus all earlier runs' time:
+        78 s on a 60 s point), and an interrupt callback ends the run at the allowance (as
+        ``kInterrupt``, read as ``limit``).
         """
+        h = self._h
         if time_limit is None:
-            return INF
-        return float(self._h.getRunTime()) + max(float(time_limit), 0.0)
+            h.setOptionValue("time_limit", INF)
+        else:
+            h.setOptionValue("time_limit", float(h.getRunTime()) + max(float(time_limit), 0.0))
+        if time_limit is None and stop is None:
+            h.run()
+            return
+        deadline = None if time_limit is None else time.perf_counter() + max(time_limit, 0.0)
+
+        def interrupt(event) -> None:
+            if (stop is not None and stop.is_set()) or (
+                deadline is not None and time.perf_counter() >= deadline
+            ):
+                event.interrupt()
+
+        h.cbMipInterrupt += interrupt
+        h.cbSimplexInterrupt += interrupt
+        try:
+            h.run()
+        finally:
+            h.cbMipInterrupt -= interrupt
+            h.cbSimplexInterrupt -= interrupt
 
     def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
         inf = self._hs.kHighsInf
@@ -161,11 +187,10 @@ class HighsBackend(LexBackend):
     def _relax(self, c, time_limit):
         h = self._h
         h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
-        h.setOptionValue("time_limit", self._deadline(time_limit))
         _use_threads(int(self.threads or 1))
         h.setOptionValue("solve_relaxation", True)
         try:
-            h.run()
+            self._run(time_limit)
         finally:
             h.setOptionValue("solve_relaxation", False)
         st = h.getModelStatus()
@@ -180,28 +205,13 @@ class HighsBackend(LexBackend):
         thread's signal: the run then ends as ``limit``). ``run`` releases the GIL."""
         hs, h = self._hs, self._h
         h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
-        h.setOptionValue("time_limit", self._deadline(time_limit))
         h.setOptionValue("mip_abs_gap", self.stop_gap())
         if hint is not None:
             sol = hs.HighsSolution()
             sol.col_value = list(np.asarray(hint, dtype=float))
             h.setSolution(sol)
         _use_threads(int(self.threads or 1))
-        if stop is None:
-            h.run()
-        else:
-
-            def interrupt(event) -> None:
-                if stop.is_set():
-                    event.interrupt()
-
-            h.cbMipInterrupt += interrupt
-            h.cbSimplexInterrupt += interrupt
-            try:
-                h.run()
-            finally:
-                h.cbMipInterrupt -= interrupt
-                h.cbSimplexInterrupt -= interrupt
+        self._run(time_limit, stop)
         st = h.getModelStatus()
         has_sol = h.getInfo().primal_solution_status == 2  # kSolutionStatusFeasible
         v = np.array(h.getSolution().col_value) if has_sol else None
