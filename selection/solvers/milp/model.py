@@ -567,7 +567,7 @@ class LexBackend(ABC):
             return none, best
         pref = preferred(d, spec.n_x)
         if best is None:
-            best = self._core_incumbent(c, d, pref, time_limit, t0)
+            best = self._core_incumbent(c, d, pref, time_limit)
             if best is None:
                 return none, None
         sel = list(self._selection(best))
@@ -578,14 +578,14 @@ class LexBackend(ABC):
         return self._refix(z), best
 
     def _core_incumbent(
-        self, c: np.ndarray, d: np.ndarray, pref: np.ndarray, time_limit: float | None, t0: float
+        self, c: np.ndarray, d: np.ndarray, pref: np.ndarray, time_limit: float | None
     ) -> np.ndarray | None:
         """A first incumbent: the MILP with every binary outside the LP's core (the smallest
         |d_j|) fixed at its preferred bound. On a tight ε the core of :func:`.fixing.core_size`
         may admit no selection (oracle N = 5,000, ε = g0/10: none with 60 free binaries); the
         core then grows :data:`CORE_GROWTH`-fold, up to :data:`CORE_TRIES` restricted MILPs.
         None when none gave a selection."""
-        spec = self.spec
+        spec, t0 = self.spec, time.perf_counter()
         order = np.argsort(np.abs(d[: spec.n_x]), kind="stable")
         size = core_size(spec.n_x)
         for _ in range(CORE_TRIES):
