@@ -87,7 +87,7 @@ class CbcBackend(LexBackend):
     OPTIONS = ("cuts off",)
     QUESTION_OPTIONS = ("heuristics off",)
     # the descent's questions race the HiGHS twin (:meth:`_optimize`): on oracle N = 5,000,
-    # ε = g0/10 HiGHS proved the question's "no" in 2.8 s where CBC took 7.3 s; on
+    # ε = g0/10 HiGHS proved the question's "no" in 2.4-2.8 s where CBC took 7.3 s; on
     # cross-penalty N = 1,000 CBC was faster (0.2-0.8 s against 0.9-6 s; one-off probes)
     RACE_QUESTIONS = True
     race_wins = 0  # questions HiGHS answered first (on this model)
