@@ -94,8 +94,8 @@ AUTO_MILP = "cbc"
 # determined by the client's own domain (domain_share >= DOMAIN_SHARE_MIN: the near-tied
 # family, 0.97; cross-penalty 0.87, synthetic 0.45, oracle 0.03) balancing the domains is a
 # question of how many clients each domain gets, which the count columns state and SCIP
-# branches on: its complete sweep certified within 0.1 pp at N = 100 in 2.8 s where CBC took
-# 98 s (results/benchmarks/certified_fronts.md).
+# branches on: its complete sweep certified within 0.1 pp at N = 100 in 2.7 s where CBC took
+# 91 s (results/benchmarks/certified_fronts.md).
 DOMAIN_SHARE_MIN = 0.9
 ALIGNED_TOL = 0.01  # points: 2-decimal data rounds U and U_d apart by up to 0.005 each
 PORTFOLIO_MIN_N = 500
