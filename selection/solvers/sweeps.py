@@ -234,8 +234,9 @@ def sweep_eps(
 FRONT_ENUM_MAX = 5_000_000
 # Whether each point of the complete sweep gets the previous point's bound as a cap on U
 # (EpsSolver.u_cap). Off: measured, it did not pay (benchmarks/certified_fronts.py, rows
-# "exact, U cap": synthetic N = 200 24.9 s with it, 9.2 s without; one instance of twelve 6 %
-# faster, near-tied N = 50) — a row parallel to the objective slows CBC's search.
+# "exact, U cap": synthetic N = 200 28.8 s with it, 8.6 s without; one instance of twelve
+# faster, synthetic N = 50, 0.15 s against 0.18 s) — a row parallel to the objective slows
+# CBC's search.
 CAP_FROM_LAST = False
 ENUM_SECONDS_PER_SELECTION = 1e-6
 

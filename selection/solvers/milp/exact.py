@@ -85,11 +85,11 @@ AUTO_MILP = "cbc"
 # other routes before the value-grid stop:
 # rows on a coarse grid (accuracies on a few hundred validation images: the oracle family),
 # where CBC's second stage stalled (60 s where CP-SAT took 0.6 s) and now takes 0.14 s at
-# N = 1,000 where CP-SAT takes 0.7-0.8 s; and U not the mean of the rows (U pooled with other
-# weights: the cross-penalty family), where SCIP branching on the count columns led (12 s
+# N = 1,000 mid where CP-SAT takes 0.5-0.6 s; and U not the mean of the rows (U pooled with
+# other weights: the cross-penalty family), where SCIP branching on the count columns led (12 s
 # where CBC took 45 s) and CBC (cuts off, second stage by gap descent) now proves the
-# N = 1,000 points in 1.1 / 1.7 s (SCIP 2.2 / 4.2 s), the N = 5,000 mid one in 31-34 s (SCIP
-# stopped at 60 s).
+# N = 1,000 points in 1.0 / 1.5 s (SCIP 1.7 / 3.2 s), the N = 5,000 mid one in 23-29 s (SCIP
+# 37 s).
 # Below PORTFOLIO_MIN_N one shape is the exception: where the domain rows are nearly
 # determined by the client's own domain (domain_share >= DOMAIN_SHARE_MIN: the near-tied
 # family, 0.97; cross-penalty 0.87, synthetic 0.45, oracle 0.03) balancing the domains is a

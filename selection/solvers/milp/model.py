@@ -582,7 +582,7 @@ class LexBackend(ABC):
     ) -> np.ndarray | None:
         """A first incumbent: the MILP with every binary outside the LP's core (the smallest
         |d_j|) fixed at its preferred bound. On a tight ε the core of :func:`.fixing.core_size`
-        may admit no selection (oracle N = 5,000, ε = g0/10: none with 60 free binaries); the
+        may admit no selection (oracle N = 5,000, ε = g0/10: none with 60 free binaries, one with 240; a one-off probe); the
         core then grows :data:`CORE_GROWTH`-fold, up to :data:`CORE_TRIES` restricted MILPs.
         None when none gave a selection."""
         spec, t0 = self.spec, time.perf_counter()
