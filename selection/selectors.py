@@ -27,10 +27,14 @@ Modifiers follow ``@``, joined by ``+`` (:func:`parse_spec`): a surrogate of U(S
 (``mean`` default, ``weighted``, ``ensemble``; :mod:`selection.surrogates`), ``verify`` or
 ``verify=M`` (verified picks, :mod:`selection.verify`: the M best candidates, default 8, are
 measured on the true aggregate and the best realized one is committed; needs an evaluator,
-which the training loop supplies from the oracle) and ``stale`` (statistics freshness, read
-by the training drivers). ``eps:5@ensemble+verify`` is the ε-constraint on the logit
-ensemble with verified picks; the canonical form of a spec drops defaults and orders the
-modifiers (``stale``, surrogate, verify).
+which the training loop supplies from the oracle) and an information model
+(:mod:`selection.information`: ``fresh``, ``stale``, ``probe``, ``pool:P``, ``predicted``;
+what every client does per round and what the selector sees, read by the training drivers).
+``eps:5@ensemble+verify`` is the ε-constraint on the logit ensemble with verified picks;
+``maxmin:2@weighted+probe`` the max-min point on the probe pass's predictions. A formulation
+without an information model is ``fresh`` (the oracle's upper bound); a baseline rule without
+one reads what the rule reads (``Baseline.reads``). The canonical form of a spec drops
+defaults and orders the modifiers (information model, surrogate, verify).
 
 After each call a selector exposes:
 
@@ -72,6 +76,7 @@ __all__ = [
     "Selector",
     "make_selector",
     "spec_forms",
+    "information_of",
     "split_specs",
     "min_gap_point",
     "proportional_sample",
@@ -100,14 +105,15 @@ class Spec:
     Attributes:
         name: selector (formulation or baseline) name.
         arg: the text after ``:`` (None without one).
-        stats_mode: ``fresh`` (default) or ``stale``.
+        stats_mode: the information model (:mod:`selection.information`, canonical, e.g.
+            ``pool:10``); None when the spec names none (:func:`information_of`).
         surrogate: the surrogate of U(S), U_d(S) (default ``mean``).
         verify: verified picks: candidates measured per round (0 = off).
     """
 
     name: str
     arg: str | None = None
-    stats_mode: str = "fresh"
+    stats_mode: str | None = None
     surrogate: str = "mean"
     verify: int = 0
 
@@ -122,7 +128,9 @@ class Spec:
     @property
     def modifiers(self) -> tuple[str, ...]:
         mods = []
-        if self.stats_mode != "fresh":
+        if self.stats_mode is not None and not (
+            self.stats_mode == "fresh" and not _is_rule(self.name)
+        ):
             mods.append(self.stats_mode)
         if self.surrogate != "mean":
             mods.append(self.surrogate)
@@ -132,14 +140,34 @@ class Spec:
 
     @property
     def selector_spec(self) -> str:
-        """The spec without the statistics mode (what the selector itself reads)."""
-        mods = [m for m in self.modifiers if m != "stale"]
+        """The spec without the information model (what the selector itself reads)."""
+        mods = [m for m in self.modifiers if m != self.stats_mode]
         return self.base + ("@" + "+".join(mods) if mods else "")
+
+    @property
+    def information(self) -> str:
+        """The information model a driver runs: the spec's, else ``fresh`` for a formulation
+        and ``rule`` for a baseline rule (the simulator computes the probe pass, the run is
+        charged for what the rule reads)."""
+        if self.stats_mode is not None:
+            return self.stats_mode
+        return "rule" if _is_rule(self.name) else "fresh"
 
     @property
     def canonical(self) -> str:
         """The one spelling of this spec: defaults dropped, modifiers in a fixed order."""
         return self.base + ("@" + "+".join(self.modifiers) if self.modifiers else "")
+
+
+def _is_rule(name: str) -> bool:
+    from selection.baselines import baselines
+
+    return name in baselines()
+
+
+def information_of(spec: str) -> str:
+    """The information model a driver runs for ``spec`` (:attr:`Spec.information`)."""
+    return parse_spec(spec).information
 
 
 def _canonical_number(text: str) -> str:
@@ -153,6 +181,7 @@ def _canonical_number(text: str) -> str:
 
 def parse_spec(text: str) -> Spec:
     """Split a spec into name, argument and modifiers (SelectionError on a bad modifier)."""
+    from selection.information import information_models, parse_information
     from selection.surrogates import surrogates
 
     if not isinstance(text, str) or not text.strip():
@@ -164,11 +193,12 @@ def parse_spec(text: str) -> Spec:
     if colon and "_" in arg:  # float("0_1") is 1.0 in Python: refuse rather than misread
         raise _bad(text, f"{arg.strip()!r}: write numbers without '_'")
     seen: set[str] = set()
+    infos = information_models()
     for mod in (m.strip() for m in tail.split("+")) if at else ():
         key, eq, val = mod.partition("=")
         kind = (
             "stats_mode"
-            if key in ("fresh", "stale")
+            if key.partition(":")[0].strip() in infos
             else "surrogate"
             if key in surrogates()
             else "verify"
@@ -178,8 +208,9 @@ def parse_spec(text: str) -> Spec:
         if kind is None:
             raise _bad(
                 text,
-                f"unknown modifier {mod!r} (fresh, stale, verify, verify=M, or a surrogate: "
-                f"{', '.join(surrogates())})",
+                f"unknown modifier {mod!r} (an information model: "
+                f"{', '.join(c.spec_form() for c in infos.values())}; verify, verify=M; or a "
+                f"surrogate: {', '.join(surrogates())})",
             )
         if kind in seen:
             raise _bad(text, f"two {kind.replace('_', ' ')} modifiers")
@@ -191,9 +222,32 @@ def parse_spec(text: str) -> Spec:
             out["verify"] = m
         elif eq:
             raise _bad(text, f"modifier {key!r} takes no value")
+        elif kind == "stats_mode":
+            try:
+                out[kind] = parse_information(key)
+            except SelectionError as exc:
+                raise _bad(text, str(exc)) from None
         else:
             out[kind] = key
-    return Spec(**out)
+    spec = Spec(**out)
+    _check_information(text, spec)
+    return spec
+
+
+def _check_information(text: str, spec: Spec) -> None:
+    """Refuse a surrogate whose inputs the information model does not supply."""
+    from selection.information import get_information
+    from selection.surrogates import get_surrogate
+
+    if spec.stats_mode is None:
+        return
+    info = get_information(spec.stats_mode.partition(":")[0])
+    if get_surrogate(spec.surrogate).needs_logits and not info.logits:
+        raise _bad(
+            text,
+            f"the {spec.surrogate} surrogate needs the trained clients' validation logits, "
+            f"which {spec.stats_mode} does not supply (fresh, stale and pool do)",
+        )
 
 
 def with_surrogate(spec: str, surrogate: str | None) -> str:
@@ -319,6 +373,14 @@ class _RuleSelector(Selector):
         super().__init__(spec, seed=seed, aggregation_q=rule.aggregation_q(), **kw)
         self._rule = rule
         self.rule = rule.name
+        #: what the rule reads of the clients (``Baseline.reads``) and uploads per probe
+        self.reads = rule.reads
+        self.probe_floats = rule.probe_floats
+
+    def probed_ids(self, problem: SelectionProblem) -> list[str]:
+        """Ids of the clients whose probe pass the last choice read."""
+        picked = np.array(self.last.selected if self.last else (), dtype=np.int64)
+        return [str(problem.ids[i]) for i in self._rule.probed_by(problem.n, picked)]
 
     def _choose(self, problem: SelectionProblem) -> SolveResult:
         t0 = time.perf_counter()
@@ -357,14 +419,16 @@ def spec_forms() -> tuple[str, ...]:
 
 def selector_help() -> str:
     """The ``--selector`` help text, from the registries: every spec name and the modifiers."""
+    from selection.information import information_models
     from selection.surrogates import surrogates
 
     names = ", ".join(f.split(":")[0].split("[")[0] for f in spec_forms())
+    infos = ", ".join(c.spec_form() for c in information_models().values())
     mods = ", ".join(n for n in surrogates() if n != "mean")
     return (
         f"Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any; NAME one of {names} (ARGS: "
-        f"fedsel methods); modifiers joined by +: a surrogate ({mods}), stale or fresh, "
-        "verify or verify=M; e.g. eps:5, maxmin:2@weighted."
+        f"fedsel methods); modifiers joined by +: a surrogate ({mods}), an information model "
+        f"({infos}), verify or verify=M; e.g. eps:5, maxmin:2@weighted+probe."
     )
 
 

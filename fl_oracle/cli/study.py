@@ -49,8 +49,9 @@ def study(
     selectors: str | None = typer.Option(
         None,
         "--selectors",
-        help="Comma-separated entries SPEC or SPEC@stale, e.g. "
-        "proportional,eps:5 (SPEC@stale: stale statistics).",
+        help="Comma-separated entries SPEC or SPEC@INFORMATION, e.g. "
+        "proportional,eps:5@probe (information models: fresh, stale, probe, pool:P, "
+        "predicted; fedsel methods).",
         show_default="7 baselines and the swept formulations: fedsel study --show-defaults",
     ),
     reference: str | None = typer.Option(

@@ -50,7 +50,15 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from fl_oracle.experiments.cost import COST_COLUMNS, round_cost
 from selection.errors import InfeasibleError, SelectionError
+from selection.information import (
+    RoundInputs,
+    information_models,
+    make_information,
+    parse_information,
+)
+from selection.information.probe import Calibrated
 from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
 
@@ -64,7 +72,21 @@ __all__ = [
     "domain_metrics",
 ]
 
-STATS_MODES = ("fresh", "stale")
+# the information models a run takes (``pool`` with its P: ``pool:10``), and ``rule``: a
+# baseline rule charged for what it reads (:attr:`selection.selectors.Spec.information`)
+STATS_MODES = (*information_models(), "rule")
+
+
+def check_information(text: str) -> str:
+    """The canonical information model of a run (ValueError naming the valid ones)."""
+    if text == "rule":
+        return text
+    try:
+        return parse_information(str(text))
+    except SelectionError as exc:
+        raise ValueError(f"stats mode {text!r}: {exc}") from None
+
+
 # Global statistics of the new model copied from ``oracle.step`` into the history when present.
 GLOBAL_KEYS = ("global_loss", "B_dissimilarity", "mu")
 Selector = Callable[[pd.DataFrame, int], list[str]]
@@ -179,36 +201,106 @@ def _last_solve_info(selector: Any) -> tuple[float | None, str]:
     return seconds, message if isinstance(message, str) else ""
 
 
-def _measure(
-    oracle: OracleLike, mode: str, last: pd.DataFrame | None, previous: Sequence[str]
-) -> pd.DataFrame:
-    """The statistics the selector sees at the oracle's current round."""
-    t = int(oracle.round)
-    if mode == "fresh" or last is None:
-        table = oracle.round_stats().copy()
-        table["measured_round"] = t
-        return table
-    fresh = oracle.round_stats(list(previous)).copy()
-    fresh["measured_round"] = t
-    last = last.drop(columns="chosen", errors="ignore")
-    keep = last[~last["client_id"].isin(fresh["client_id"])].copy()
-    keep["round"] = t
-    order = {c: i for i, c in enumerate(last["client_id"])}
-    table = pd.concat([keep, fresh[last.columns]], ignore_index=True)
-    table = table.sort_values("client_id", key=lambda s: s.map(order)).reset_index(drop=True)
-    return table
+class _Information:
+    """One run's information model bound to its oracle: who trains before the choice, the
+    table the selector sees, the logits it may read, what a deployment pays.
 
+    ``rule`` (a baseline rule without an information model) runs the probe pass in the
+    simulator, which gives the rule exactly what it reads (F, loss; sizes), and is charged
+    for what the rule reads.
+    """
 
-def _round_logits(oracle: Any, table: pd.DataFrame, last: Any, fresh_ids: Sequence[str] | None):
-    """The validation logits of the table's clients at this round, where the oracle keeps
-    them (None otherwise). Stale statistics keep stale logits: only ``fresh_ids`` (the
-    re-measured clients) are replaced in ``last``."""
-    get = getattr(oracle, "round_logits", None)
-    if not callable(get):
-        return None
-    if fresh_ids is None or last is None:
-        return get(list(table["client_id"]))
-    return last.replace_rows(get(list(fresh_ids)))
+    def __init__(self, oracle: Any, spec: str, seed: int, k: int) -> None:
+        self.oracle = oracle
+        self.spec = spec
+        self.rule = spec == "rule"
+        if self.rule and not callable(getattr(oracle, "probe_table", None)):
+            spec = "fresh"  # an oracle without the probe pass (test fakes): measure everyone
+        self.model = make_information("probe" if self.rule else spec, seed=seed)
+        self._clients: pd.DataFrame | None = getattr(oracle, "clients", None)
+        if self._clients is not None:
+            self.model.check_k(len(self._clients), k)
+        self.logits = None  # ValidationLogits the selector sees (stale: of each row's round)
+
+    def clients(self) -> pd.DataFrame:
+        if self._clients is None:  # an oracle without a client table: its statistics name them
+            self._clients = self.oracle.round_stats()[["client_id", "domain", "n_samples"]]
+        return self._clients
+
+    def inputs(self, t: int, k: int, domains: Sequence[str]) -> RoundInputs:
+        """Train who trains before the choice, run the probe pass where needed."""
+        clients = self.clients()
+        before = self.model.trains_before(t, clients, k)
+        measured = None
+        if before is not None:
+            every = len(before) == len(clients)
+            measured = self.oracle.round_stats(None if every else list(before)).copy()
+        probe = acc = sizes = None
+        if isinstance(self.model, Calibrated):
+            probe, acc, sizes = self.oracle.probe_table()
+        return RoundInputs(
+            t=t,
+            k=k,
+            clients=clients,
+            domains=tuple(domains),
+            measured=measured,
+            probe=probe,
+            base_acc=acc,
+            val_sizes=sizes,
+        )
+
+    def view(self, inputs: RoundInputs) -> tuple[pd.DataFrame, Any]:
+        table = self.model.view(inputs)
+        logits = None
+        get = getattr(self.oracle, "round_logits", None)
+        if self.model.logits and callable(get) and inputs.measured is not None:
+            fresh = get(list(inputs.measured["client_id"]))
+            logits = fresh if self.logits is None else self.logits.replace_rows(fresh)
+        elif self.model.logits and self.logits is not None:
+            logits = self.logits
+        if logits is not None and self.model.logits and self.model.name == "stale":
+            self.logits = logits
+        return table, logits
+
+    def observe(self, t: int, inputs: RoundInputs, ids: list[str]) -> None:
+        """The committed clients' true statistics (their updates train for the commit)."""
+        m = inputs.measured
+        if m is not None and set(ids) <= set(m["client_id"]):
+            rows = m[m["client_id"].isin(ids)]
+        else:
+            rows = self.oracle.round_stats(list(ids))
+        self.model.observe(t, rows, inputs)
+        get = getattr(self.oracle, "round_logits", None)
+        if self.model.name == "stale" and self.logits is not None and callable(get):
+            self.logits = self.logits.replace_rows(get(list(ids)))
+
+    def cost(
+        self, selector: Any, problem: SelectionProblem, inputs: RoundInputs, ids: list[str]
+    ) -> dict[str, float]:
+        """The round's deployment cost (:mod:`fl_oracle.experiments.cost`); NaN where the
+        oracle does not report its work."""
+        o = self.oracle
+        work_of = getattr(o, "local_work", None)
+        if not callable(work_of) or not callable(getattr(o, "probe_sizes", None)):
+            return {c: float("nan") for c in COST_COLUMNS}
+        work = work_of()
+        before = [] if inputs.measured is None else list(inputs.measured["client_id"])
+        all_ids = list(inputs.clients["client_id"])
+        if self.rule and hasattr(selector, "probed_ids"):
+            trained = {c: work[c] for c in ids}
+            probed = selector.probed_ids(problem)
+            floats = int(selector.probe_floats)
+        else:
+            trained = {c: work[c] for c in dict.fromkeys([*before, *ids])}
+            probed = self.model.probed(all_ids, before, ids)
+            floats = self.model.probe_floats(int(getattr(o, "n_classes", 10)), len(o.domains))
+        return round_cost(
+            trained=trained,
+            probed=probed,
+            probe_sizes=o.probe_sizes(),
+            probe_floats=floats,
+            model_bytes=int(o.model_bytes),
+        )
 
 
 def history_row(
@@ -321,20 +413,17 @@ def run_training(
     Returns:
         The history (R rows) and all statistics (R x N rows).
     """
-    if stats_mode not in STATS_MODES:
-        raise ValueError(f"stats mode {stats_mode!r} must be one of {', '.join(STATS_MODES)}")
+    stats_mode = check_information(stats_mode)
     if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
         raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
-    if measure is not None and stats_mode != "fresh":
+    if measure is not None and stats_mode not in ("fresh", "rule"):
         raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh'")
     domains = list(oracle.domains)
     q = getattr(selector, "aggregation_q", None)
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
-    last: pd.DataFrame | None = None
-    last_logits = None
-    previous: list[str] = []
     surrogate = getattr(selector, "surrogate", "mean")
+    info = _Information(oracle, stats_mode, seed, k)
     if getattr(selector, "verify", 0):
         evaluate_aggregate = getattr(oracle, "evaluate_aggregate", None)
         if not callable(evaluate_aggregate):
@@ -354,9 +443,8 @@ def run_training(
             if on_round is not None:
                 on_round(row, table)
             continue
-        table = _measure(oracle, stats_mode, last, previous)
-        stale = stats_mode == "stale" and last is not None
-        logits = _round_logits(oracle, table, last_logits, previous if stale else None)
+        inputs = info.inputs(t, k, domains)
+        table, logits = info.view(inputs)
         # validates the table once; judged by the selector's surrogate
         problem = SelectionProblem.from_stats(table, k, surrogate=surrogate, logits=logits)
         ids, solve_seconds, fallback = _select(selector, table, problem)
@@ -364,6 +452,8 @@ def run_training(
         weights = qffl_weights(table, ids, float(q)) if q is not None else None
         pos = {c: i for i, c in enumerate(problem.ids)}
         pred = evaluate_objectives(problem, [pos[c] for c in ids])
+        info.observe(t, inputs, ids)
+        cost = info.cost(selector, problem, inputs, ids)
         extra = dict(before_step()) if before_step is not None else {}
         metrics = oracle.step(ids, weights=weights)
         row = {
@@ -381,6 +471,8 @@ def run_training(
                 fallback=fallback,
                 clocks=(t0, c0),
             ),  # fmt: skip
+            **cost,
+            "upper_bound": bool(info.model.upper_bound and not info.rule),
             **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
             **extra,
             **{key: metrics[key] for key in keep_metrics},
@@ -390,7 +482,6 @@ def run_training(
         table = table.assign(chosen=table["client_id"].isin(ids))
         history.append(row)
         tables.append(table)
-        last, previous, last_logits = table, ids, logits
         if on_round is not None:
             on_round(row, table)
     stats = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
@@ -422,6 +513,16 @@ def _train_only_round(
     check_selection(ids, list(table["client_id"]), k, name, f"training-only round {t}")
     extra = dict(before_step()) if before_step is not None else {}
     metrics = oracle.step(ids)
+    work = getattr(oracle, "last_work", None)
+    cost = {c: float("nan") for c in COST_COLUMNS}
+    if isinstance(work, Mapping) and callable(getattr(oracle, "probe_sizes", None)):
+        cost = round_cost(
+            trained={c: work[c] for c in ids},
+            probed=(),
+            probe_sizes={},
+            probe_floats=0,
+            model_bytes=int(oracle.model_bytes),
+        )
     row = {
         **history_row(
             t=t,
@@ -437,6 +538,8 @@ def _train_only_round(
             fallback="",
             clocks=(t0, c0),
         ),  # fmt: skip
+        **cost,
+        "upper_bound": False,
         **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
         **extra,
         **{key: metrics[key] for key in keep_metrics},

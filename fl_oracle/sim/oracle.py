@@ -14,6 +14,7 @@ Randomness is a pure function of (seed, round, client): the partition and probe 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -23,7 +24,7 @@ import torch
 
 from fl_oracle.errors import CheckpointError, OracleError, UnknownClientError
 from fl_oracle.sim.config import OracleConfig
-from fl_oracle.sim.local import train_clients
+from fl_oracle.sim.local import plan_steps, train_clients
 from fl_oracle.sim.model import forward_stacked, init_params, prepool, resolve_model, unflatten
 from fl_oracle.sim.partition import build_federation
 from fl_oracle.sim.stats import (
@@ -226,6 +227,7 @@ class Oracle:
         self._updates: dict[int, tuple[torch.Tensor, int, float]] = {}
         self._logits: dict[int, np.ndarray] = {}  # client -> (S, C) float16 val logits at w_t
         self._probe: ProbeStats | None = None
+        self._val_grad: torch.Tensor | None = None  # (D, P) grad L_d(w_t) on validation
         #: seconds spent per phase since construction: fisher, local, eval, test
         self.timings: dict[str, float] = {"fisher": 0.0, "local": 0.0, "eval": 0.0, "test": 0.0}
 
@@ -435,6 +437,94 @@ class Oracle:
         rows["gamma_achieved"] = np.array([self._updates[i][2] for i in idx])
         return validate_stats(pd.DataFrame(rows), domains=self.domains)  # subsets keep all D
 
+    def probe_table(self) -> tuple[pd.DataFrame, dict[str, float], dict[str, int]]:
+        """What every client computes at w_t without training, and what the server knows.
+
+        The probe pass of every client (its probe batch, forward and backward: the same pass
+        that gives F) plus the first-order per-domain utilities: with g_d = grad L_d(w_t) on
+        the server's validation samples of domain d (one pass of the server's own),
+        ``x_<d>`` = lr · steps_i · <grad L_i(w_t), g_d>, the first-order decrease of L_d
+        (nats) that client i's planned local steps would bring. Trains nothing.
+
+        Returns:
+            The table (``client_id, domain, n_samples, loss, F, B, cos_g, steps, x_<d>``:
+            cos_g is the cosine of -grad L_i to the sample-weighted mean of every client's),
+            the validation accuracy (%) of w_t per domain and the validation sizes.
+        """
+        fed, cfg = self._fed, self.config
+        probe = self._probe_stats()
+        if self._val_grad is None:
+            t0 = time.perf_counter()
+            val = self._sets["val"]
+            x = torch.cat([val[d][0] for d in self.domains])
+            y = torch.cat([val[d][1] for d in self.domains])
+            seg = torch.cat(
+                [
+                    torch.full((len(val[d][1]),), j, dtype=torch.int64, device=self.device)
+                    for j, d in enumerate(self.domains)
+                ]
+            )
+            method = probe_stats if cfg.fisher_method == "layerwise" else probe_stats_vmap
+            self._val_grad = method(self.arch, self._w, x, y, seg, len(self.domains)).grad
+            self.timings["fisher"] += time.perf_counter() - t0
+        ids = list(fed.client_ids)
+        steps = np.array(
+            [
+                plan_steps(int(n), cfg.batch_size, cfg.budget(c))[1]
+                for c, n in zip(ids, fed.n_samples, strict=True)
+            ]
+        )
+        dots = (probe.grad @ self._val_grad.T).double().cpu().numpy()  # (N, D)
+        x = cfg.lr * steps[:, None] * dots
+        n = torch.as_tensor(fed.n_samples, dtype=torch.float32, device=self.device)
+        cos = cosine_to(-probe.grad, -(n.unsqueeze(1) * probe.grad).sum(0) / n.sum())
+        table = pd.DataFrame(
+            {
+                "client_id": ids,
+                "domain": list(fed.client_domain),
+                "n_samples": fed.n_samples.astype(np.int64),
+                "loss": probe.loss.cpu().numpy(),
+                "F": np.maximum(probe.fisher.cpu().numpy(), F_FLOOR),
+                "B": self._B,
+                "cos_g": cos.cpu().numpy(),
+                "steps": steps.astype(np.int64),
+            }
+        )
+        for j, d in enumerate(self.domains):
+            table[f"x_{d}"] = x[:, j]
+        hits0, sizes = self._accuracies(self._w.unsqueeze(0), "val")
+        acc = {d: float(100.0 * hits0[0][j] / sizes[j]) for j, d in enumerate(self.domains)}
+        return table, acc, {d: int(s) for d, s in zip(self.domains, sizes, strict=True)}
+
+    def local_work(self) -> dict[str, int]:
+        """Sample-gradient evaluations of local training of every client trained at w_t so
+        far (steps x batch, every batch full, plus the probe-set gradients of each
+        gamma-inexact check): the deployment's training cost of this round's clients."""
+        fed, cfg = self._fed, self.config
+        out = {}
+        for i, (_, taken, _) in self._updates.items():
+            n = int(fed.n_samples[i])
+            b, steps = plan_steps(n, cfg.batch_size, cfg.budget(fed.client_ids[i]))
+            work = int(taken) * b
+            if cfg.gamma > 0:
+                check = max(1, math.ceil(math.ceil(n / b) / 4))
+                work += (min(int(taken), steps - 1) // check) * len(fed.probe[i])
+            out[fed.client_ids[i]] = work
+        return out
+
+    def probe_sizes(self) -> dict[str, int]:
+        """Samples in every client's probe batch (forward + backward counted as one each)."""
+        return {c: len(p) for c, p in zip(self._fed.client_ids, self._fed.probe, strict=True)}
+
+    @property
+    def model_bytes(self) -> int:
+        """Bytes of one model-sized message: the parameter count times its dtype's size."""
+        return int(self._w.numel() * self._w.element_size())
+
+    @property
+    def n_classes(self) -> int:
+        return int(self._fed.n_classes)
+
     @property
     def measured_clients(self) -> tuple[str, ...]:
         """Ids of the clients measured at this round (their logits are kept until the step)."""
@@ -501,10 +591,13 @@ class Oracle:
         w_new = self._aggregate(selection, weights)
         old_loss = self._global_loss()
         self._w = w_new.detach()
+        #: :meth:`local_work` of the round just committed (its clients' training)
+        self.last_work = self.local_work()
         self.round += 1
         self._updates.clear()
         self._logits.clear()
         self._probe = None
+        self._val_grad = None
         new_loss = self._global_loss()
         if self.config.adaptive_mu:
             if new_loss > old_loss:
@@ -577,3 +670,4 @@ class Oracle:
         self._updates.clear()
         self._logits.clear()
         self._probe = None
+        self._val_grad = None

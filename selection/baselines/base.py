@@ -36,6 +36,10 @@ class Baseline(ABC):
         is_baseline: the study compares formulations against it (``all`` is not: a reference).
         study_entry: the entry the default study runs (None: not in the default study).
         order: position in listings.
+        reads: what the rule reads of the clients, as a deployment pays it: ``nothing``
+            (sizes only), ``probe`` (a probe pass of every client: F or loss at w_t),
+            ``probe-candidates`` (of the candidates it drew), ``probe-picks`` (of the picks).
+        probe_floats: numbers each probed client uploads.
     """
 
     name: ClassVar[str] = ""
@@ -47,10 +51,24 @@ class Baseline(ABC):
     is_baseline: ClassVar[bool] = True
     study_entry: ClassVar[str | None] = None
     order: ClassVar[int] = 100
+    reads: ClassVar[str] = "nothing"
+    probe_floats: ClassVar[int] = 1
 
     def __init__(self, spec: str, value: float | None = None) -> None:
         self.spec = spec
         self.value = value
+        #: indices of the clients the last pick probed (what a deployment pays for)
+        self.probed: np.ndarray = np.empty(0, dtype=np.int64)
+
+    def probed_by(self, n: int, picked: np.ndarray) -> np.ndarray:
+        """Indices of the clients whose probe pass the last pick read (``reads``)."""
+        if self.reads == "probe":
+            return np.arange(n)
+        if self.reads == "probe-picks":
+            return np.asarray(picked, dtype=np.int64)
+        if self.reads == "probe-candidates":
+            return self.probed
+        return np.empty(0, dtype=np.int64)
 
     @classmethod
     def spec_form(cls) -> str:

@@ -11,6 +11,7 @@ class FisherTopK(Baseline):
     summary = "the K largest Fisher traces F"
     study_entry = "fisher-topk"
     order = 50
+    reads = "probe"
 
     def pick(self, problem, rng):
         return np.argsort(-problem.F, kind="stable")[: problem.k]

@@ -17,6 +17,7 @@ class PowerOfChoice(Baseline):
     minimum = 1
     study_entry = "power-of-choice:10"
     order = 40
+    reads = "probe-candidates"
 
     def pick(self, problem, rng):
         n, k, d = problem.n, problem.k, int(self.value)
@@ -24,6 +25,7 @@ class PowerOfChoice(Baseline):
             raise SelectionError(f"{self.spec}: d={d} must be at least k={k}")
         p = problem.n_samples / problem.n_samples.sum()
         cand = rng.choice(n, min(d, n), replace=False, p=p)
+        self.probed = np.sort(cand)
         table = problem.table
         if table is not None and "loss" in table.columns:
             loss = pd.to_numeric(table["loss"], errors="coerce").to_numpy(dtype=float)

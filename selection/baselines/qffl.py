@@ -11,6 +11,7 @@ class QFFL(Baseline):
     arg_example = "1"
     study_entry = "qffl:1"
     order = 60
+    reads = "probe-picks"
 
     def aggregation_q(self):
         return float(self.value)

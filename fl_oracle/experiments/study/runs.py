@@ -6,7 +6,8 @@ client); a selector's own stream is seeded by the seed. So two selectors on one 
 only by what they choose, and they are compared seed by seed (:mod:`.stats`).
 
 A study entry is a selector spec (:func:`selection.selectors.make_selector`), optionally with
-``@stale`` (stale statistics: only the previously selected clients are re-measured). Each
+an information model (``@stale``, ``@probe``, ``@pool:10``, ``@predicted``; a formulation
+without one is ``fresh``, the oracle's upper bound; :mod:`selection.information`). Each
 formulation is swept over its parameter (ε grid, δ grid, weight pairs, α grid), so it draws a
 realized (average, worst-domain) front of its own.
 
@@ -34,7 +35,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fl_oracle.experiments.loop import STATS_MODES
 from fl_oracle.experiments.runner import DEMO_ORACLE, RunTask, run_all
 from selection.atomic import write_table_atomic, write_text_atomic
 from selection.baselines import baselines
@@ -85,13 +85,13 @@ STUDY_ORACLE: dict[str, Any] = dict(DEMO_ORACLE)
 
 def parse_entry(entry: str) -> tuple[str, str]:
     """``"eps:5@stale+ensemble"`` -> ("eps:5@ensemble", "stale"): the selector's spec and the
-    statistics mode (fresh when not given); see :func:`selection.selectors.parse_spec`."""
+    information model the run uses (:attr:`selection.selectors.Spec.information`: ``fresh``
+    for a formulation without one, ``rule`` for a baseline rule without one)."""
     try:
         parsed = parse_spec(str(entry))
     except SelectionError as exc:
         raise ValueError(f"study entry {entry!r}: {exc}") from None
-    assert parsed.stats_mode in STATS_MODES
-    return parsed.selector_spec, parsed.stats_mode
+    return parsed.selector_spec, parsed.information
 
 
 def is_baseline(entry: str) -> bool:
@@ -118,7 +118,7 @@ class StudySettings:
             confirmation study).
         rounds: training rounds per run.
         k: clients selected per round (``all`` takes every client).
-        selectors: study entries, ``SPEC`` or ``SPEC@stale``.
+        selectors: study entries, ``SPEC`` or ``SPEC@INFORMATION`` (``eps:5@probe``).
         reference: the entry every other is compared with (paired differences).
         target_worst: worst-domain test accuracy (%) whose first reach is timed.
         front_rounds: rounds of the reference run (seed 0) whose exact predicted front is

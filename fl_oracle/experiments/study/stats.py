@@ -32,7 +32,12 @@ METRICS: dict[str, tuple[str, bool]] = {
     "auc_worst": ("mean worst-domain accuracy over rounds (%)", True),
     "auc_gap": ("mean domain gap over rounds (pp)", False),
     "rounds_to_target": ("rounds to the target worst-domain accuracy", False),
+    "compute_per_round": ("client compute per round (train + probe samples)", False),
+    "compute_to_target": ("client compute to the target (train + probe samples)", False),
+    "bytes_to_target": ("bytes to the target (up + down)", False),
 }
+# metrics read from the deployment-cost columns (histories written before them lack them)
+COST_METRICS = ("compute_per_round", "compute_to_target", "bytes_to_target")
 
 
 def run_metrics(history: pd.DataFrame, *, target_worst: float, rounds: int) -> pd.DataFrame:
@@ -41,12 +46,30 @@ def run_metrics(history: pd.DataFrame, *, target_worst: float, rounds: int) -> p
     ``rounds_to_target`` is the first number of committed rounds after which the worst-domain
     test accuracy reaches ``target_worst``; a run that never does counts as ``rounds + 1``
     (censored; ``reached`` says which).
+
+    With the deployment-cost columns (:mod:`fl_oracle.experiments.cost`): ``compute_per_round``
+    (mean train + probe samples per round), ``compute_to_target`` and ``bytes_to_target``
+    (cumulative train + probe samples, bytes up + down, over the rounds to the target; a run
+    that never reaches it is charged its whole run plus one round at its mean cost, the
+    censoring of ``rounds_to_target``).
     """
     rows = []
+    costed = all(c in history.columns for c in ("cost_train_samples", "cost_bytes_up"))
     for (entry, seed), g in history.groupby(["entry", "seed"], sort=False):
         g = g.sort_values("round")
         hit = np.flatnonzero(g["acc_worst"].to_numpy() >= target_worst)
         last = g.iloc[-1]
+        extra = {}
+        if costed:
+            compute = (g["cost_train_samples"] + g["cost_probe_samples"]).to_numpy(float)
+            sent = (g["cost_bytes_up"] + g["cost_bytes_down"]).to_numpy(float)
+            upto = int(hit[0]) + 1 if len(hit) else len(g)
+            tail = 0 if len(hit) else 1  # censored: one more round at the run's mean
+            extra = {
+                "compute_per_round": float(compute.mean()),
+                "compute_to_target": float(compute[:upto].sum() + tail * compute.mean()),
+                "bytes_to_target": float(sent[:upto].sum() + tail * sent.mean()),
+            }
         rows.append(
             {
                 "entry": entry,
@@ -59,6 +82,7 @@ def run_metrics(history: pd.DataFrame, *, target_worst: float, rounds: int) -> p
                 "auc_gap": float(g["acc_gap"].mean()),
                 "rounds_to_target": float(hit[0] + 1 if len(hit) else rounds + 1),
                 "reached": bool(len(hit)),
+                **extra,
             }
         )
     return pd.DataFrame(rows)
@@ -128,6 +152,8 @@ def paired_differences(
     entries = [e for e in (entries or metrics["entry"].unique()) if e != reference]
     rows = []
     for metric, (_, higher) in METRICS.items():
+        if metric not in metrics.columns:
+            continue
         block = []
         for entry in entries:
             cur = metrics[metrics["entry"] == entry].set_index("seed")
@@ -163,7 +189,7 @@ def summary_table(metrics: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
     """Per entry: mean and standard deviation over seeds of every metric, and n seeds."""
     g = metrics.groupby("entry")
     out = pd.DataFrame({"n_seeds": g.size()})
-    for m in METRICS:
+    for m in (m for m in METRICS if m in metrics.columns):
         out[f"{m}_mean"] = g[m].mean()
         out[f"{m}_sd"] = g[m].std(ddof=1)
     out["reached_target"] = g["reached"].mean()

@@ -1,0 +1,65 @@
+"""Deployment cost: what one round of a selector costs the clients, as a deployment pays it.
+
+Kept apart from what the simulator computes for its own ground truth (the oracle may train
+every client to measure what a selection realizes; a deployment pays only for what the
+selector reads). Per round:
+
+* ``cost_train_samples`` — sample-gradient evaluations of local training, summed over the
+  clients that trained (steps × batch; the oracle's batches are always full; plus the
+  probe-set gradients of γ-inexact checks when γ > 0);
+* ``cost_probe_samples`` — sample evaluations of statistics computed without training (a
+  forward and backward pass on a client's probe batch counts once per sample);
+* ``cost_bytes_down`` — one model-sized message (parameter count × dtype size) to every client
+  that trains or probes;
+* ``cost_bytes_up`` — one model-sized update from every client that trained, plus the
+  statistics each client uploads (float32: ``TRAIN_FLOATS`` per trained client — its sample
+  count and loss — and the information model's or rule's floats per probed client).
+
+Who trains and who probes follows the information model (:mod:`selection.information`):
+``fresh`` — every client trains (the committed reuse their updates) and probes; ``pool:P`` —
+the P candidates; ``stale`` — the K committed (every client in round 0, when nothing was
+reported yet); ``probe`` and ``predicted`` — every client probes, the K committed train. A
+baseline rule without an information model is charged for what the rule reads
+(``Baseline.reads``): ``proportional``, ``random``, ``stratified``, ``all`` nothing beyond
+the training of their picks; ``fisher-topk`` a probe pass of every client; ``power-of-choice:d``
+the d candidates' losses; ``qffl:q`` the picks' losses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+__all__ = ["COST_COLUMNS", "TRAIN_FLOATS", "round_cost"]
+
+COST_COLUMNS = ("cost_train_samples", "cost_probe_samples", "cost_bytes_up", "cost_bytes_down")
+TRAIN_FLOATS = 2  # a trained client's sample count and loss beside its update
+FLOAT_BYTES = 4
+
+
+def round_cost(
+    *,
+    trained: Mapping[str, int],
+    probed: Iterable[str],
+    probe_sizes: Mapping[str, int],
+    probe_floats: int,
+    model_bytes: int,
+) -> dict[str, int]:
+    """The four cost columns of one round.
+
+    Args:
+        trained: client id -> sample-gradient evaluations of its local training this round.
+        probed: ids of the clients that ran the probe pass.
+        probe_sizes: client id -> samples in its probe batch.
+        probe_floats: numbers each probed client uploads.
+        model_bytes: bytes of one model-sized message.
+    """
+    probed = set(probed)
+    return {
+        "cost_train_samples": int(sum(trained.values())),
+        "cost_probe_samples": int(sum(probe_sizes[c] for c in probed)),
+        "cost_bytes_up": int(
+            model_bytes * len(trained)
+            + FLOAT_BYTES * (TRAIN_FLOATS * len(trained) + probe_floats * len(probed))
+        ),
+        "cost_bytes_down": int(model_bytes * len(set(trained) | probed)),
+    }

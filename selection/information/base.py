@@ -1,0 +1,229 @@
+"""The information-model interface and its registry.
+
+An information model answers, for one round t of live training:
+
+* **who trains before the selection** (:meth:`InformationModel.trains_before`): every client
+  (``fresh``), a pool drawn as FedAvg draws (``pool:P``), or nobody (``stale``, ``probe``,
+  ``predicted``: only the K committed clients train, after the choice, as in FedAvg);
+* **whether every client runs the probe pass** (``probes``): a forward and backward pass at
+  w_t on a small probe batch, no training (loss, Fisher trace F, first-order utilities);
+* **what the selector sees** (:meth:`InformationModel.view`): a round-stats table (the
+  contract of :mod:`selection.schema`) with ``measured_round``, the round each row's values
+  were measured at, and ``predicted`` (True where U, U_<domain> are estimates);
+* **what it keeps** (:meth:`InformationModel.observe`): the true statistics of the clients
+  that trained this round, measured from the updates they returned (no extra training).
+
+The deployment cost a driver charges follows from these declarations
+(:mod:`fl_oracle.experiments.cost`). Models are stateful (they remember past rounds): build a
+new one per run with :func:`make_information`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from selection.errors import SelectionError
+
+__all__ = [
+    "InformationModel",
+    "RoundInputs",
+    "register",
+    "information_models",
+    "get_information",
+    "parse_information",
+    "make_information",
+    "default_information",
+]
+
+_REGISTRY: dict[str, type[InformationModel]] = {}
+
+
+@dataclass(frozen=True)
+class RoundInputs:
+    """What a driver hands an information model at round t, before the selection.
+
+    Attributes:
+        t: the round (global model w_t).
+        k: clients to commit.
+        clients: ``client_id, domain, n_samples`` of every client, federation order.
+        domains: the D domains, report order.
+        measured: round-stats rows (every contract column) of the clients that trained at w_t
+            before the selection (:meth:`InformationModel.trains_before`); None when none did.
+        probe: the probe pass of every client at w_t, None without one: ``client_id, loss, F,
+            B, cos_g, steps`` and ``x_<domain>`` per domain, the first-order decrease of that
+            domain's validation loss a client's update would bring (nats:
+            lr · steps · <grad L_i(w_t), grad L_d(w_t)>, grad L_d on the server's validation
+            samples of d).
+        base_acc: validation accuracy (%) of w_t itself per domain (the server's own pass).
+        val_sizes: validation samples per domain (the pooled U weighs the domains by these).
+    """
+
+    t: int
+    k: int
+    clients: pd.DataFrame
+    domains: tuple[str, ...]
+    measured: pd.DataFrame | None = None
+    probe: pd.DataFrame | None = None
+    base_acc: Mapping[str, float] | None = None
+    val_sizes: Mapping[str, int] | None = None
+
+
+class InformationModel(ABC):
+    """What every client does per round and what the selector then sees.
+
+    Class attributes:
+        name: the modifier's name (``pool``).
+        summary: one line for ``fedsel methods``.
+        arg: the argument's name (``P``) or None.
+        arg_example: a value shown in errors and help.
+        upper_bound: the model needs what a deployment cannot afford (``fresh``): labelled as
+            the oracle's upper bound wherever it appears.
+        probes: every client runs the probe pass at w_t every round.
+        logits: the view's clients have this round's validation logits (the ``ensemble``
+            surrogate's input): ``fresh`` and ``pool`` (the clients that trained), ``stale``
+            (the logits of the round each row was measured at).
+        order: position in listings.
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    arg: ClassVar[str | None] = None
+    arg_example: ClassVar[str] = ""
+    upper_bound: ClassVar[bool] = False
+    probes: ClassVar[bool] = False
+    logits: ClassVar[bool] = False
+    order: ClassVar[int] = 100
+
+    def __init__(self, value: int | None = None, *, seed: int = 0) -> None:
+        self.value = value
+        self.seed = int(seed)
+        #: the last measured row of every client ever measured (client_id -> row)
+        self.memory: dict[str, dict] = {}
+
+    @property
+    def spec(self) -> str:
+        """The canonical modifier (``pool:10``)."""
+        return self.name if self.value is None else f"{self.name}:{self.value}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec!r})"
+
+    @classmethod
+    def spec_form(cls) -> str:
+        return f"{cls.name}:{cls.arg}" if cls.arg else cls.name
+
+    @classmethod
+    def check_value(cls, value: int | None) -> None:
+        """Refuse a bad argument (SelectionError)."""
+        if cls.arg is None and value is not None:
+            raise SelectionError(f"information model {cls.name} takes no argument")
+        if cls.arg is not None and value is None:
+            raise SelectionError(
+                f"information model {cls.name} needs {cls.arg}, e.g. {cls.name}:{cls.arg_example}"
+            )
+
+    def check_k(self, n: int, k: int) -> None:
+        """Refuse a federation this model cannot serve (SelectionError)."""
+
+    def probed(
+        self, ids: Sequence[str], before: Sequence[str] | None, picks: Sequence[str]
+    ) -> list[str]:
+        """Ids of the clients that ran the probe pass this round (a deployment pays it):
+        every client where ``probes``; else those whose rows report F and loss, measured
+        at w_t (the clients that trained)."""
+        if self.probes:
+            return list(ids)
+        return list(dict.fromkeys([*(before or ()), *picks]))
+
+    def probe_floats(self, n_classes: int, n_domains: int) -> int:
+        """Numbers a probed client uploads: loss, F and its label histogram."""
+        return 2 + int(n_classes)
+
+    def trains_before(self, t: int, clients: pd.DataFrame, k: int) -> list[str] | None:
+        """Ids of the clients that train at w_t before the selection (None: nobody)."""
+        return None
+
+    @abstractmethod
+    def view(self, inputs: RoundInputs) -> pd.DataFrame:
+        """The table the selector sees at round ``inputs.t`` (contract columns plus
+        ``measured_round`` and ``predicted``)."""
+
+    def observe(self, t: int, trained: pd.DataFrame, inputs: RoundInputs | None = None) -> None:
+        """Keep the true statistics of the clients that trained at round t.
+
+        Args:
+            t: the round.
+            trained: their round-stats rows (measured from their returned updates).
+            inputs: the round's inputs (the probe pass, the base accuracies).
+        """
+        for row in trained.to_dict("records"):
+            self.memory[str(row["client_id"])] = {**row, "measured_round": int(t)}
+
+
+def register(cls: type[InformationModel]) -> type[InformationModel]:
+    """Class decorator: make ``cls`` a spec modifier under ``cls.name``."""
+    if not cls.name:
+        raise TypeError(f"{cls.__name__} has no name")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def information_models() -> dict[str, type[InformationModel]]:
+    """Every registered information model, in listing order."""
+    import selection.information  # noqa: F401 - discovery registers the modules
+
+    return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+def get_information(name: str) -> type[InformationModel]:
+    try:
+        return information_models()[name]
+    except KeyError:
+        raise SelectionError(
+            f"unknown information model {name!r} (one of {', '.join(information_models())})"
+        ) from None
+
+
+def _split(text: str) -> tuple[type[InformationModel], int | None]:
+    name, colon, arg = str(text).strip().partition(":")
+    cls = get_information(name.strip())
+    value = None
+    if colon:
+        try:
+            v = float(arg)
+        except ValueError:
+            raise SelectionError(f"information model {text!r}: {arg!r} is not a number") from None
+        if not np.isfinite(v) or v != int(v) or v < 1:
+            raise SelectionError(f"information model {text!r}: {arg!r} must be an integer >= 1")
+        value = int(v)
+    cls.check_value(value)
+    return cls, value
+
+
+def parse_information(text: str) -> str:
+    """The canonical spelling of an information model (``pool:10.0`` -> ``pool:10``);
+    SelectionError on an unknown name or a bad argument."""
+    cls, value = _split(text)
+    return cls.name if value is None else f"{cls.name}:{value}"
+
+
+def make_information(text: str, *, seed: int = 0) -> InformationModel:
+    """A new (stateful) model for one run."""
+    cls, value = _split(text)
+    return cls(value, seed=seed)
+
+
+def default_information() -> str:
+    """The model of a spec without one: ``fresh`` (the oracle's upper bound)."""
+    return "fresh"
+
+
+def latest(memory: Mapping[str, dict], ids: Sequence[str]) -> pd.DataFrame:
+    """The remembered rows of ``ids`` (each client's last measurement), in that order."""
+    return pd.DataFrame([memory[c] for c in ids])

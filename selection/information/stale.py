@@ -1,0 +1,34 @@
+"""``stale``: the last values each client reported, with their age.
+
+Only the K committed clients train (FedAvg's cost); their statistics, measured from the
+updates they return, replace their old rows. The selector sees every client's last report,
+``measured_round`` (and ``age`` = t − measured_round) telling how old it is. Round 0 has no
+reports yet: every client trains once there (N trainings, charged).
+"""
+
+from __future__ import annotations
+
+from selection.information.base import InformationModel, RoundInputs, latest, register
+
+
+@register
+class Stale(InformationModel):
+    name = "stale"
+    summary = "each client's last report and its age; only the K committed train"
+    logits = True
+    order = 20
+
+    def trains_before(self, t, clients, k):
+        ids = [str(c) for c in clients["client_id"]]
+        missing = [c for c in ids if c not in self.memory]
+        return ids if missing else None
+
+    def view(self, inputs: RoundInputs):
+        t = int(inputs.t)
+        if inputs.measured is not None:
+            self.observe(t, inputs.measured, inputs)
+        ids = [str(c) for c in inputs.clients["client_id"]]
+        table = latest(self.memory, ids)
+        table["round"] = t
+        table["age"] = t - table["measured_round"].astype(int)
+        return table.assign(predicted=False)
