@@ -73,6 +73,24 @@ def _recorded_config(config, oracle) -> str:
     return config.to_toml() + "\n" + provenance_toml(prov) + "\n" + rec
 
 
+def _information(selector: str, stats: str | None, check) -> str:
+    """The run's information model: ``--stats`` or the spec's (they must agree)."""
+    from selection.selectors import parse_spec
+
+    parsed = parse_spec(selector)
+    if stats is None:
+        return parsed.information
+    try:
+        stats = check(stats)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--stats") from None
+    if parsed.stats_mode is not None and parsed.stats_mode != stats:
+        raise typer.BadParameter(
+            f"{stats} contradicts the spec's @{parsed.stats_mode}", param_hint="--stats"
+        )
+    return stats
+
+
 def _check_choice(name: str, value: str | None, choices: tuple[str, ...]) -> None:
     if value is not None and value not in choices:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}", param_hint=name)
@@ -113,10 +131,13 @@ def train(
     gamma: float | None = typer.Option(
         None, "--gamma", min=0.0, help="γ-inexactness of local solving."
     ),
-    stats: str = typer.Option(
-        "fresh",
+    stats: str | None = typer.Option(
+        None,
         "--stats",
-        help="fresh (measure all clients) | stale (only the previously selected).",
+        help="Information model: fresh (every client trains: the upper bound) | stale (last "
+        "reports) | probe (a probe batch per client) | pool:P | predicted; or @MODEL in the "
+        "spec. Default: fresh for a formulation; a baseline rule reads what it reads.",
+        show_default=False,
     ),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
     lr: float | None = typer.Option(
@@ -159,13 +180,13 @@ def train(
     ),
 ) -> None:
     """Train with a selector choosing the K clients of every round."""
-    from fl_oracle.experiments.loop import STATS_MODES, run_training
+    from fl_oracle.experiments.loop import check_information, run_training
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
     from selection.progress import rich_progress
     from selection.selectors import make_selector, with_surrogate
 
-    _check_choice("--stats", stats, STATS_MODES)
+    stats = _information(selector, stats, check_information)
     _check_choice("--data", data, ("auto", "real", "generated"))
     config = make_config(
         seed,

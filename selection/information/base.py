@@ -128,7 +128,7 @@ class InformationModel(ABC):
                 f"information model {cls.name} needs {cls.arg}, e.g. {cls.name}:{cls.arg_example}"
             )
 
-    def check_k(self, n: int, k: int) -> None:
+    def check_k(self, n: int, k: int) -> None:  # noqa: B027 - most models serve any K
         """Refuse a federation this model cannot serve (SelectionError)."""
 
     def probed(
