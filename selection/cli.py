@@ -64,7 +64,8 @@ def version() -> None:
 
 @app.command("methods")
 def methods() -> None:
-    """List the registered formulations, baselines, objectives and surrogates."""
+    """List the registered formulations, baselines, information models, objectives and
+    surrogates."""
     from selection.objectives import OBJECTIVES
     from selection.solvers.registry import solvers
 
@@ -74,10 +75,16 @@ def methods() -> None:
         print(f"  {name:<12} {cls.spec_form or name:<34} {sweep:<14} {cls.summary}")
     from selection.baselines import baselines
 
-    print("baselines (selector spec; * not counted as a baseline by the study):")
+    print("baselines (selector spec; * not counted as a baseline by the study; reads):")
     for name, b in baselines().items():
         mark = "" if b.is_baseline else " *"
-        print(f"  {name:<16} {b.spec_form() + mark:<20} {b.summary}")
+        print(f"  {name:<16} {b.spec_form() + mark:<20} {b.summary} [reads {b.reads}]")
+    from selection.information import information_models
+
+    print("information models (SPEC@NAME; train --stats; what every client does per round):")
+    for name, cls in information_models().items():
+        mark = " (the oracle's upper bound)" if cls.upper_bound else ""
+        print(f"  {name:<12} {cls.spec_form():<12} {cls.summary}{mark}")
     print("objectives (--objectives):")
     for name, o in OBJECTIVES.items():
         print(f"  {name:<17} {o.sense}  {o.label}")

@@ -206,17 +206,18 @@ class _Information:
     table the selector sees, the logits it may read, what a deployment pays.
 
     ``rule`` (a baseline rule without an information model) runs the probe pass in the
-    simulator, which gives the rule exactly what it reads (F, loss; sizes), and is charged
-    for what the rule reads.
+    simulator (``rule_view``; ``fresh`` where the run's statistics are kept as ground truth),
+    which gives the rule exactly what it reads (F, loss; sizes), and is charged for what the
+    rule reads.
     """
 
-    def __init__(self, oracle: Any, spec: str, seed: int, k: int) -> None:
+    def __init__(self, oracle: Any, spec: str, seed: int, k: int, rule_view: str) -> None:
         self.oracle = oracle
         self.spec = spec
         self.rule = spec == "rule"
         if self.rule and not callable(getattr(oracle, "probe_table", None)):
-            spec = "fresh"  # an oracle without the probe pass (test fakes): measure everyone
-        self.model = make_information("probe" if self.rule else spec, seed=seed)
+            rule_view = "fresh"  # an oracle without the probe pass (test fakes)
+        self.model = make_information(rule_view if self.rule else spec, seed=seed)
         self._clients: pd.DataFrame | None = getattr(oracle, "clients", None)
         if self._clients is not None:
             self.model.check_k(len(self._clients), k)
@@ -389,6 +390,7 @@ def run_training(
     before_step: Callable[[], Mapping[str, Any]] | None = None,
     keep_metrics: Sequence[str] = (),
     measure: Callable[[int], bool] | None = None,
+    rule_view: str = "probe",
 ) -> TrainResult:
     """Train ``rounds`` rounds, each committing exactly the selector's K clients.
 
@@ -409,6 +411,10 @@ def run_training(
         measure: predicate on the round t; rounds where it is false only train (module
             docstring; needs ``stats_mode="fresh"`` and an oracle with a ``clients`` table).
             None = measure every round (and no ``measured`` column).
+        rule_view: what the simulator measures for a baseline rule (``stats_mode="rule"``):
+            ``probe`` (what the rule reads, exactly) or ``fresh`` (every client's true
+            statistics in the stats table, for fronts drawn from the run); the rule's
+            choices and its charge are the same either way.
 
     Returns:
         The history (R rows) and all statistics (R x N rows).
@@ -423,7 +429,7 @@ def run_training(
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
     surrogate = getattr(selector, "surrogate", "mean")
-    info = _Information(oracle, stats_mode, seed, k)
+    info = _Information(oracle, stats_mode, seed, k, rule_view)
     if getattr(selector, "verify", 0):
         evaluate_aggregate = getattr(oracle, "evaluate_aggregate", None)
         if not callable(evaluate_aggregate):

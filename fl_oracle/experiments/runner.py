@@ -84,7 +84,9 @@ _ORACLES: dict[int, tuple[OracleLike, dict]] = {}  # per worker process (one poo
 
 @dataclass(frozen=True)
 class RunTask:
-    """One run: ``spec`` on ``seed``; ``snapshot_round`` asks for the oracle state at that round."""
+    """One run: ``spec`` on ``seed`` with the information model ``stats_mode``;
+    ``snapshot_round`` asks for the oracle state at that round; ``truth`` has a baseline
+    rule's run measure every client (``run_training``'s ``rule_view="fresh"``)."""
 
     spec: str
     seed: int
@@ -92,6 +94,7 @@ class RunTask:
     k: int
     stats_mode: str
     snapshot_round: int | None = None
+    truth: bool = False  # a baseline rule's run measures every client (its stats are kept)
 
 
 def cached_oracle(
@@ -142,6 +145,7 @@ def run_one(
         seed=task.seed,
         stats_mode=task.stats_mode,
         on_round=on_round,
+        rule_view="fresh" if task.truth else "probe",
     )
     return res, snap.get("state"), describe_setup(oracle)
 

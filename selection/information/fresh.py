@@ -13,7 +13,7 @@ from selection.information.base import InformationModel, RoundInputs, register
 @register
 class Fresh(InformationModel):
     name = "fresh"
-    summary = "every client trains at w_t every round: the oracle's upper bound (N trainings)"
+    summary = "every client trains at w_t every round (N trainings for K committed)"
     upper_bound = True
     probes = True  # F and loss of the table come from the probe pass
     logits = True

@@ -182,7 +182,9 @@ def test_predicted_learns_from_the_trained_clients_where_the_probe_map_is_not_li
     view = m.view(_inputs(8, clients, probe=p, base=base))
     truth = truth_of(p)
     validate_stats(view)
-    err = np.abs(view[[f"U_{d}" for d in DOMAINS]].to_numpy() - truth[[f"U_{d}" for d in DOMAINS]].to_numpy())
+    err = np.abs(
+        view[[f"U_{d}" for d in DOMAINS]].to_numpy() - truth[[f"U_{d}" for d in DOMAINS]].to_numpy()
+    )
     assert err.mean() < 1.0  # points, on a target spanning about 25 points
     rho = spearmanr(view["U_a"], truth["U_a"]).statistic
     assert rho > 0.9

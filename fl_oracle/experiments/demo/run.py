@@ -25,6 +25,7 @@ from fl_oracle.experiments.demo.fronts import front_points
 from fl_oracle.experiments.loop import OracleLike, TrainResult
 from fl_oracle.experiments.runner import RunTask, run_all
 from selection.progress import ProgressFn, report
+from selection.selectors import information_of
 
 __all__ = [
     "DEFAULT_SELECTORS",
@@ -57,7 +58,9 @@ class DemoSettings:
         selectors: selector specs; the first is the reference run for fronts and statistics.
         front_round: round whose statistics the fronts are swept on (default rounds // 2).
         front_delta: δ grid of the max-min sweep, percentage points.
-        stats_mode: ``fresh`` or ``stale`` statistics during training.
+        stats_mode: the information model of every run (:mod:`selection.information`);
+            None: each spec's own (``fresh`` for a formulation without one, a baseline rule
+            charged for what it reads).
     """
 
     rounds: int = 8
@@ -66,7 +69,7 @@ class DemoSettings:
     selectors: tuple[str, ...] = DEFAULT_SELECTORS
     front_round: int | None = None
     front_delta: tuple[float, ...] = (0.0, 1.0, 2.0, 5.0, 10.0)
-    stats_mode: str = "fresh"
+    stats_mode: str | None = None
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.seeds < 1 or self.k < 1:
@@ -173,8 +176,9 @@ def run_demo(
             seed,
             s.rounds,
             s.k,
-            s.stats_mode,
+            s.stats_mode or information_of(spec),
             s.chosen_round if (spec == ref and seed == 0) else None,
+            truth=spec == ref,  # the reference's statistics draw the fronts
         )
         for seed in range(s.seeds)
         for spec in s.selectors
@@ -209,7 +213,7 @@ def run_demo(
         "k": s.k,
         "rounds": s.rounds,
         "seeds": s.seeds,
-        "stats_mode": s.stats_mode,
+        "stats_mode": s.stats_mode or "per spec",
         "front_round": s.chosen_round,
         "selectors": list(s.selectors),
         "workers": workers,

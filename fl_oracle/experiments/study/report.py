@@ -16,6 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fl_oracle.experiments.study.cost import (
+    compute_figure,
+    cost_table,
+    goal_lines,
+    matched_cost,
+)
 from fl_oracle.experiments.study.runs import (
     StudySettings,
     is_baseline,
@@ -78,6 +84,7 @@ class StudyResult:
     mix: pd.DataFrame
     dominance_auc: pd.DataFrame
     verdict_table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cost: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def family(entry: str) -> str:
@@ -218,9 +225,13 @@ def verdict(
     ]
     if paired.empty:
         return [*lines, "No paired differences yet (runs missing)."]
-    for metric in ("final_worst", "final_avg", "auc_worst", "auc_avg"):
+    for metric in (
+        "final_worst", "final_avg", "auc_worst", "auc_avg", "worst_at_budget", "avg_at_budget"
+    ):  # fmt: skip
         label = METRICS[metric][0]
         sub = paired[paired["metric"] == metric]
+        if sub.empty:
+            continue
 
         def fmt(df: pd.DataFrame) -> str:
             return "; ".join(
@@ -359,6 +370,7 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     if history.empty:
         raise ValueError(f"{out} holds no finished run yet")
     metrics = run_metrics(history, target_worst=settings.target_worst, rounds=settings.rounds)
+    metrics = matched_cost(history, metrics, settings.reference)
     order = list(settings.selectors)
     summary = summary_table(metrics, order)
     paired = paired_differences(
@@ -383,11 +395,16 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     why = levelling_down(settings, mix)
     if why:
         lines.append(why)
+    costs = cost_table(history, metrics, settings.reference)
+    lines += goal_lines(
+        costs, metrics, dom, baselines, reference=settings.reference,
+        resamples=settings.bootstrap,
+    )  # fmt: skip
     if missing:
         lines.insert(0, f"PARTIAL: {len(missing)} of {settings.seeds * len(order)} runs missing.")
     res = StudyResult(
         settings, history, metrics, summary, paired, dom, fronts, surrogate, lines, missing, mix,
-        doms["auc"], table,
+        doms["auc"], table, costs,
     )  # fmt: skip
     write_table_atomic(history, out / "history.csv")
     write_table_atomic(metrics, out / "metrics.csv")
@@ -401,6 +418,8 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
         write_table_atomic(fronts, out / "fronts.csv")
     write_table_atomic(surrogate, out / "surrogate.csv")
     write_table_atomic(mix, out / "mix.csv")
+    if not costs.empty:
+        write_table_atomic(costs, out / "cost.csv")
     md = [
         lines[0],
         "Difference to "
@@ -645,6 +664,21 @@ def _table(df: pd.DataFrame, digits: int = 2) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def _cost_section(res: StudyResult) -> str:
+    if res.cost.empty:
+        return ""
+    return f"""<h2>8. What the information costs a deployment</h2>
+<p class="note">Client compute per round (sample-gradient evaluations of local training plus
+probe samples) and bytes per round (model-sized messages up and down plus the statistics), as a
+deployment pays them, relative to {html.escape(res.settings.reference)} (FedAvg's sampling: it
+reads nothing); compute and bytes until the worst domain first reaches
+{res.settings.target_worst:g} % (runs that never do are charged one round more). Entries whose
+information model is <code>fresh</code> are the oracle's upper bound: every client trains every
+round.</p>{_table(res.cost)}
+<p class="note">Worst-domain accuracy against cumulative client compute (mean over seeds).</p>
+<div id="compute"></div>"""
+
+
 def render_html(res: StudyResult) -> str:
     """The report page (plotly.js inlined once)."""
     from plotly.offline import get_plotlyjs
@@ -658,6 +692,9 @@ def render_html(res: StudyResult) -> str:
         "curve_avg": _curves_figure(res, "acc_avg", "average test accuracy (%)"),
         "fronts": _fronts_figure(res),
     }
+    if not res.cost.empty:
+        colors = {e: _colors(res.settings)[family(e)] for e in res.settings.selectors}
+        figs["compute"] = compute_figure(res.history, res.settings.selectors, colors)
     s = res.settings
     summary = res.summary[
         ["entry", "n_seeds", "final_avg_mean", "final_worst_mean", "final_gap_mean",
@@ -723,7 +760,8 @@ bought by a loss on the best one shows here.</p>{_table(res.mix)}
 <h2>7. Summary per selector (means over seeds)</h2>
 <p class="note">rounds_to_target: rounds until the worst domain reaches {s.target_worst:g} %
 (runs that never do count as {s.rounds + 1}).</p>{_table(summary)}
-<h2>8. Settings</h2><pre>{html.escape(s.to_toml())}</pre>
+{_cost_section(res)}
+<h2>9. Settings</h2><pre>{html.escape(s.to_toml())}</pre>
 {divs}"""
     return page(
         "fedsel study", body, css=_CSS, head=f"<script>{get_plotlyjs()}</script>", heading=""

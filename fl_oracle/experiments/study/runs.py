@@ -259,7 +259,9 @@ def _tasks(settings: StudySettings) -> list[tuple[str, RunTask]]:
     for seed in settings.seed_list:  # seed-major: every selector of a seed, then the next
         for entry in settings.selectors:
             spec, mode = parse_entry(entry)
-            out.append((entry, RunTask(spec, seed, settings.rounds, settings.k, mode)))
+            truth = entry == settings.reference and seed == settings.first_seed  # its stats kept
+            task = RunTask(spec, seed, settings.rounds, settings.k, mode, truth=truth)
+            out.append((entry, task))
     return out
 
 

@@ -35,9 +35,17 @@ METRICS: dict[str, tuple[str, bool]] = {
     "compute_per_round": ("client compute per round (train + probe samples)", False),
     "compute_to_target": ("client compute to the target (train + probe samples)", False),
     "bytes_to_target": ("bytes to the target (up + down)", False),
+    "avg_at_budget": ("average accuracy at the reference's compute (%)", True),
+    "worst_at_budget": ("worst-domain accuracy at the reference's compute (%)", True),
 }
 # metrics read from the deployment-cost columns (histories written before them lack them)
-COST_METRICS = ("compute_per_round", "compute_to_target", "bytes_to_target")
+COST_METRICS = (
+    "compute_per_round",
+    "compute_to_target",
+    "bytes_to_target",
+    "avg_at_budget",
+    "worst_at_budget",
+)
 
 
 def run_metrics(history: pd.DataFrame, *, target_worst: float, rounds: int) -> pd.DataFrame:
