@@ -81,6 +81,8 @@ def _train(settings: DigitsSettings, message: Message, context: Context) -> Mess
         "steps": info["steps"],
         "gamma-achieved": info["gamma_achieved"],
         "label-hist": info["label_hist"],
+        "train-samples": info["train_samples"],
+        "probe-samples": info["probe_samples"],
     }
     if "U_local" in info:
         metrics["U_local"] = info["U_local"]

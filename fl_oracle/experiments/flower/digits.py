@@ -23,6 +23,7 @@ its own shard; a deployed client would load only its local data.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ import numpy as np
 import torch
 
 from fl_oracle.sim.config import OracleConfig
-from fl_oracle.sim.local import train_clients
+from fl_oracle.sim.local import plan_steps, train_clients
 from fl_oracle.sim.model import init_params, resolve_model
 from fl_oracle.sim.oracle import candidate_utilities, stream_seed
 from fl_oracle.sim.partition import build_federation
@@ -231,7 +232,9 @@ def client_update(
 
     Returns:
         Δ_i (P,) float32 and ``client_id, domain, n_samples, F, loss, steps, gamma_achieved,
-        label_hist`` (10 counts) and ``U_local`` (% on the local hold-out; absent without one).
+        label_hist`` (10 counts), ``train_samples`` (sample-gradient evaluations of the local
+        training), ``probe_samples`` (its probe batch) and ``U_local`` (% on the local
+        hold-out; absent without one).
     """
     arch, fed, i = _client(settings, partition, own)
     cfg = settings.config
@@ -255,6 +258,13 @@ def client_update(
         g0_norm=probe.grad.norm(dim=1),
     )
     delta, steps, ratio = res[0]
+    n_i = int(fed.n_samples[i])
+    b, planned = plan_steps(n_i, cfg.batch_size, budget)
+    work = int(steps) * b  # the same count as the oracle's ``local_work``
+    g = cfg.gamma if gamma is None else float(gamma)
+    if g > 0:
+        check = max(1, math.ceil(math.ceil(n_i / b) / 4))
+        work += (min(int(steps), planned - 1) // check) * len(fed.probe[i])
     out: dict[str, Any] = {
         "client_id": cid,
         "domain": fed.client_domain[i],
@@ -264,6 +274,8 @@ def client_update(
         "steps": int(steps),
         "gamma_achieved": float(ratio),
         "label_hist": [float(v) for v in fed.hist[i]],
+        "train_samples": work,
+        "probe_samples": len(fed.probe[i]),
     }
     if fed.local and len(fed.local[i][1]):
         x, y = fed.local[i]

@@ -93,7 +93,10 @@ PHASE_KEY = "fedsel-phase"
 ROUND_KEY = "fedsel-round"
 STATS_MODES = ("fresh", "stale")
 # Reply metrics that are bookkeeping, not statistics columns.
-_INTERNAL = {"partition-id", "num-examples", "label-hist", "gamma-achieved"}
+_INTERNAL = {
+    "partition-id", "num-examples", "label-hist", "gamma-achieved", "train-samples",
+    "probe-samples",
+}  # fmt: skip
 # What fedsel's client side reports (kept out of the clients' own aggregated metrics).
 _FEDSEL_METRICS = _INTERNAL - {"num-examples"} | {"F", "B", "loss", "steps", "U", "U_local"}
 
@@ -136,6 +139,43 @@ class _Reply:
 
 
 @dataclass
+class _Cost:
+    """A round's deployment cost as it crossed (:mod:`fl_oracle.experiments.cost`): the
+    train-phase messages' arrays and statistics, the work the nodes report."""
+
+    down: int = 0
+    up: int = 0
+    train: float = 0.0
+    probe: float = 0.0
+
+    def sent(self, n_nodes: int, arrays: ArrayRecord) -> None:
+        self.down += n_nodes * _nbytes(arrays)
+
+    def received(self, r: _Reply, content: Any) -> None:
+        arrays = sum(_nbytes(a) for a in content.array_records.values())
+        floats = sum(
+            len(v) if isinstance(v, list) else 1
+            for rec in content.metric_records.values()
+            for v in rec.values()
+        )
+        self.up += arrays + 4 * floats
+        self.train += float(r.metrics.get("train-samples", float("nan")))
+        self.probe += float(r.metrics.get("probe-samples", float("nan")))
+
+    def columns(self) -> dict[str, float]:
+        return {
+            "cost_train_samples": self.train,
+            "cost_probe_samples": self.probe,
+            "cost_bytes_up": float(self.up),
+            "cost_bytes_down": float(self.down),
+        }
+
+
+def _nbytes(arrays: ArrayRecord) -> int:
+    return int(sum(np.asarray(a.numpy()).nbytes for a in arrays.values()))
+
+
+@dataclass
 class _Pending:
     t: int
     ids: list[str]
@@ -148,6 +188,7 @@ class _Pending:
     w_t: np.ndarray
     clocks: tuple[float, float]
     failures: dict[str, str]
+    reuse: bool = False  # fresh: the measured updates are committed, nobody trains again
 
 
 class FedselStrategy(FedProx):
@@ -265,6 +306,8 @@ class FedselStrategy(FedProx):
         self._fallback = None if on_missing == "error" else make_selector(on_missing[9:], seed=seed)
         self._like: ArrayRecord | None = None
         self._domains: list[str] | None = None
+        self._cost = _Cost()  # what the round's train exchanges carried
+        self._measured: dict[str, _Reply] = {}  # fresh: this round's measured replies
 
     # ------------------------------------------------------------------ Flower API
     def summary(self) -> None:
@@ -297,6 +340,7 @@ class FedselStrategy(FedProx):
         nodes = self._connected(grid)
         w_t = flatten(arrays)
         failures: dict[str, str] = {}
+        self._cost, self._measured = _Cost(), {}
         if self.stats_mode == "fresh":
             measure = nodes
         else:
@@ -304,7 +348,9 @@ class FedselStrategy(FedProx):
         if measure:
             msgs = self._messages(measure, arrays, config, "measure", t)
             replies = grid.send_and_receive(msgs, timeout=self.timeout)
-            self._ingest(self._collect(replies, measure, w_t, failures), w_t, t)
+            got = self._collect(replies, measure, w_t, failures)
+            self._ingest(got, w_t, t)
+            self._measured = {r.client_id: r for r in got}
         table = self._table(nodes, t)
         if len(table) < self.k:
             detail = "; ".join(f"{c}: {r}" for c, r in failures.items()) or "none failed"
@@ -335,7 +381,11 @@ class FedselStrategy(FedProx):
             w_t,
             clocks,
             failures,
+            reuse=self.stats_mode == "fresh",
         )
+        if self._pending.reuse:  # the K measured updates are the commit: nobody trains again
+            self._like = arrays
+            return []
         return self._messages([self._node_of[c] for c in ids], arrays, config, "commit", t)
 
     def aggregate_train(
@@ -345,8 +395,11 @@ class FedselStrategy(FedProx):
         p = self._pending
         if p is None or p.t != int(server_round) - 1:
             raise FlowerRunError(f"aggregate_train of round {server_round} without its selection")
-        got = self._collect(replies, list(p.nodes.values()), p.w_t, p.failures)
-        ok = [r for r in got if r.client_id in p.nodes]
+        if p.reuse:
+            ok = [self._measured[c] for c in p.ids if c in self._measured]
+        else:
+            got = self._collect(replies, list(p.nodes.values()), p.w_t, p.failures)
+            ok = [r for r in got if r.client_id in p.nodes]
         if self.stats_mode == "stale" and ok:
             self._ingest(ok, p.w_t, p.t)
         new_arrays, new_w = None, p.w_t
@@ -374,7 +427,9 @@ class FedselStrategy(FedProx):
             fallback=p.fallback,
             clocks=p.clocks,
         )
+        row.update(self._cost.columns())
         row.update(
+            upper_bound=self.stats_mode == "fresh",
             mu=float(self.proximal_mu),
             engine="flower",
             n_aggregated=len(ok),
@@ -501,6 +556,7 @@ class FedselStrategy(FedProx):
         cfg["proximal-mu"] = float(self.proximal_mu)
         record = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: cfg})
         self._sent = list(self._construct_messages(record, list(nodes), MessageType.TRAIN))
+        self._cost.sent(len(self._sent), arrays)
         return self._sent
 
     def _sender(self, msg: Message) -> int:
@@ -527,6 +583,8 @@ class FedselStrategy(FedProx):
             seen.add(node)
             r = _parse(msg, w_t, self.client_ids)
             r.node = node
+            if msg.has_content():
+                self._cost.received(r, msg.content)
             who = r.client_id or self._client_of.get(node) or f"node-{node}"
             if r.error:
                 failures[who] = r.error
@@ -609,7 +667,10 @@ class FedselStrategy(FedProx):
             return pd.DataFrame()
         table = pd.DataFrame(rows).sort_values("_pid", kind="stable").drop(columns="_pid")
         table = table.drop(columns=[c for c in ("_missing",) if c in table.columns])
-        return _order(table.reset_index(drop=True))
+        table = _order(table.reset_index(drop=True))
+        if self.stats_mode == "stale":  # each row's age, as the loop's stale view shows it
+            table["age"] = t - table["measured_round"].astype(int)
+        return table.assign(predicted=False)
 
     def _infer_domains(
         self, replies: list[_Reply], server: Mapping[str, np.ndarray], w_t: np.ndarray

@@ -90,6 +90,10 @@ def assert_same_run(flower_hist, flower_stats, ref) -> None:
     for col in ("global_loss", "B_dissimilarity"):
         np.testing.assert_allclose(h[col], r[col], rtol=1e-4)
     np.testing.assert_allclose(h["mu"], r["mu"])
+    # the deployment pays the same client work in both drivers (fresh: every node trains once)
+    for col in ("cost_train_samples", "cost_probe_samples"):
+        assert (h[col].to_numpy() == r[col].to_numpy()).all(), col
+    assert (h["upper_bound"] == r["upper_bound"]).all()
     s, o = flower_stats.reset_index(drop=True), ref.stats
     assert list(s.columns) == list(o.columns)
     assert list(s["client_id"]) == list(o["client_id"])
@@ -167,8 +171,9 @@ def _faulty(settings, *, raise_for=(), bare_for=(), phase="commit", at_round=1) 
 
 
 def test_a_node_failing_mid_round_is_left_out_and_logged(data_file):
+    # stale: the K picks train at the commit (fresh commits the measured updates instead)
     _, path = data_file
-    run = FlowerRun(DigitsSettings.of(_config(), path), "all", 20, 2)
+    run = FlowerRun(DigitsSettings.of(_config(), path), "all", 20, 2, stats="stale")
     run_strategy(LocalGrid(_faulty(run.settings, raise_for={3}, bare_for={7}), 20), run)
     hist, _ = run.result.frames()
     assert hist["failed"].tolist() == ["", "mnist-3;usps-2"]
@@ -210,7 +215,7 @@ def test_a_node_lost_mid_round_is_named_once_by_its_client_id(data_file):
     # a SuperLink answers for a dead node with an error whose sender is the SuperLink (node 1);
     # only reply_to_message_id names the node: the history must name that node, once
     _, path = data_file
-    run = FlowerRun(DigitsSettings.of(_config(), path), "all", 20, 2)
+    run = FlowerRun(DigitsSettings.of(_config(), path), "all", 20, 2, stats="stale")
     run_strategy(_LosesNodeAtCommit(make_client_app(run.settings), 20), run)
     hist, _ = run.result.frames()
     assert hist["failed"].tolist() == ["", "usps-2"]
@@ -277,15 +282,20 @@ def test_strategy_with_a_users_client_and_hand_made_replies():
     grid = LocalGrid(_toy_client, 4)
     w0 = ArrayRecord({"w": Array(np.zeros(3, dtype=np.float32))})
     msgs = list(strategy.configure_train(1, w0, ConfigRecord(), grid))
-    assert sorted(m.metadata.dst_node_id for m in msgs) == [1003, 1004]  # top U
-    assert all(m.content["config"]["fedsel-phase"] == "commit" for m in msgs)
-    assert all("proximal-mu" in m.content["config"] for m in msgs)
+    # fresh: the measured updates of the top-U nodes are the commit; nobody trains again
+    assert msgs == []
+    measured = [m for m in grid.sent if m.metadata.message_type == "train"]
+    assert all(m.content["config"]["fedsel-phase"] == "measure" for m in measured)
+    assert all("proximal-mu" in m.content["config"] for m in measured)
     arrays, metrics = strategy.aggregate_train(1, grid.send_and_receive(msgs))
     # sample-weighted mean of the two updates: (30*3 + 40*4) / 70
     np.testing.assert_allclose(arrays["w"].numpy(), np.full(3, 250 / 70), rtol=1e-6)
     assert metrics["n-aggregated"] == 2
     row = strategy.history[0]
     assert row["selected"] == "2;3" and row["failed"] == ""
+    # what crossed: w_t (3 float32) to each of the 4 nodes; each reply's update and metrics
+    assert row["cost_bytes_down"] == 4 * 12 and row["upper_bound"]
+    assert row["cost_bytes_up"] >= 4 * 12 and np.isnan(row["cost_train_samples"])
     table = strategy.tables[0]
     assert list(table["client_id"]) == ["0", "1", "2", "3"]
     assert table["B"].between(0, np.log(2)).all()
