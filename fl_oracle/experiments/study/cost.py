@@ -32,10 +32,20 @@ __all__ = ["BUDGET", "costed", "matched_cost", "cost_table", "goal_lines", "comp
 BUDGET = 1.25  # x the reference's (FedAvg's) client compute per round
 
 
+_COLS = ("cost_train_samples", "cost_probe_samples", "cost_bytes_up", "cost_bytes_down")
+
+
 def costed(history: pd.DataFrame) -> bool:
-    """Does the history carry the deployment-cost columns?"""
-    cols = ("cost_train_samples", "cost_probe_samples", "cost_bytes_up", "cost_bytes_down")
-    return not history.empty and all(c in history.columns for c in cols)
+    """Does the history carry the deployment-cost columns, with values (a driver that
+    cannot count them writes NaN)?"""
+    if history.empty or not all(c in history.columns for c in _COLS):
+        return False
+    return bool(pd.to_numeric(history["cost_train_samples"], errors="coerce").notna().any())
+
+
+def numeric_costs(history: pd.DataFrame) -> pd.DataFrame:
+    """The history with its cost columns as numbers (CSV round trips write NaN as "")."""
+    return history.assign(**{c: pd.to_numeric(history[c], errors="coerce") for c in _COLS})
 
 
 def _compute(g: pd.DataFrame) -> np.ndarray:
@@ -46,6 +56,7 @@ def matched_cost(history: pd.DataFrame, metrics: pd.DataFrame, reference: str) -
     """``metrics`` with ``avg_at_budget`` and ``worst_at_budget`` (module docstring)."""
     if not costed(history):
         return metrics
+    history = numeric_costs(history)
     ref = history[history["entry"] == reference]
     budget = {int(s): float(_compute(g).sum()) for s, g in ref.groupby("seed")}
     at = {}
@@ -78,6 +89,7 @@ def cost_table(history: pd.DataFrame, metrics: pd.DataFrame, reference: str) -> 
     """One row per entry (module docstring); empty without cost columns."""
     if not costed(history) or "compute_per_round" not in metrics.columns:
         return pd.DataFrame()
+    history = numeric_costs(history)
     sent = history.assign(_bytes=history["cost_bytes_up"] + history["cost_bytes_down"])
     per_round_bytes = sent.groupby("entry")["_bytes"].mean()
     g = metrics.groupby("entry", sort=False)
@@ -182,6 +194,7 @@ def compute_figure(history: pd.DataFrame, entries: Sequence[str], colors: dict) 
     """Worst-domain accuracy against cumulative client compute (means over seeds)."""
     if not costed(history):
         return {"data": [], "layout": {}}
+    history = numeric_costs(history)
     traces = []
     for e in entries:
         g = history[history["entry"] == e].sort_values(["seed", "round"])
