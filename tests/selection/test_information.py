@@ -188,3 +188,51 @@ def test_predicted_learns_from_the_trained_clients_where_the_probe_map_is_not_li
     assert err.mean() < 1.0  # points, on a target spanning about 25 points
     rho = spearmanr(view["U_a"], truth["U_a"]).statistic
     assert rho > 0.9
+
+
+@pytest.fixture
+def toy_information():
+    """A toy information model in one class: the first half of the clients train."""
+    from selection.information import InformationModel, register
+    from selection.information.base import _REGISTRY
+
+    @register
+    class Half(InformationModel):
+        name = "half"
+        summary = "the first half of the clients train before the choice"
+        logits = True
+        order = 99
+
+        def trains_before(self, t, clients, k):
+            ids = [str(c) for c in clients["client_id"]]
+            return ids[: max(k, len(ids) // 2)]
+
+        def view(self, inputs):
+            return inputs.measured.assign(measured_round=inputs.t, predicted=False)
+
+    yield Half
+    _REGISTRY.pop("half")
+
+
+def test_a_new_information_model_is_one_class(toy_information, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    from fl_oracle.experiments.loop import run_training
+    from selection.cli import app
+    from selection.selectors import make_selector
+
+    assert parse_spec("eps:50@half").information == "half"
+    from typer.testing import CliRunner
+
+    out = CliRunner().invoke(app, ["methods"]).output
+    assert "half" in out and "the first half of the clients train" in out
+    spec = importlib.util.spec_from_file_location(
+        "_fake_oracle_info", Path(__file__).parents[1] / "fl_oracle" / "_fake_oracle.py"
+    )
+    fake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake)
+    o = fake.FakeOracle(seed=0)
+    res = run_training(o, make_selector("eps:50"), rounds=2, k=2, name="x", stats_mode="half")
+    assert set(res.stats["client_id"]) <= set(o.clients["client_id"][:4])
+    assert list(res.history["stats_mode"]) == ["half", "half"]
