@@ -121,6 +121,13 @@ _GRID = typer.Option(
 )
 
 
+def _one_grid(grids: dict[str, list], **given: str | None) -> None:
+    """Refuse a parameter given both as its own option and as ``--grid NAME=…``."""
+    for name, value in given.items():
+        if name in grids and value is not None:
+            raise SelectionError(f"give --{name} or --grid {name}=…, not both")
+
+
 def parse_grids(items: list[str] | None, methods: list[str]) -> dict[str, list]:
     """``["alpha=0,0.5"]`` -> {"alpha": [0.0, 0.5]}; the name must be the parameter one of
     ``methods`` declares (SelectionError naming the item otherwise)."""
@@ -643,9 +650,7 @@ def sweep(
     delta_grid = parse_floats("--delta", delta)
     w_grid = parse_weight_grid(weights)
     grids = parse_grids(grid, [method])
-    for name, given in (("eps", eps), ("delta", delta), ("weights", weights)):
-        if name in grids and given is not None:
-            raise SelectionError(f"give --{name} or --grid {name}=…, not both")
+    _one_grid(grids, eps=eps, delta=delta, weights=weights)
     if "eps" in grids and complete:
         raise SelectionError("give --grid eps=… or --complete, not both")
     eps_grid = grids.get("eps", eps_grid)
@@ -780,6 +785,7 @@ def compare(
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
     grids = parse_grids(grid, list(compared()))
+    _one_grid(grids, eps=eps, delta=delta)
     objs = parse_objectives(objectives)
     if len(objs) != 2:
         raise SelectionError(f"--objectives {objectives!r}: compare judges in two objectives")

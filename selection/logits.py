@@ -143,7 +143,9 @@ def write_logits(logits: ValidationLogits, path: str | os.PathLike) -> Path:
 
 
 def read_logits(path: str | os.PathLike) -> ValidationLogits:
-    """Read one round's logits (SelectionError naming the file when it is not one)."""
+    """Read one round's logits (SelectionError naming the file when it is not one: a damaged
+    or truncated archive, logits that are not finite numbers, labels or domains that are not
+    integers)."""
     p = Path(path)
     try:
         with np.load(p, allow_pickle=False) as f:
@@ -151,18 +153,44 @@ def read_logits(path: str | os.PathLike) -> ValidationLogits:
             lost = [k for k in need if k not in f.files]
             if lost:
                 raise SelectionError(f"{p}: not a logits file (no array {lost[0]!r})")
+            z = f["z"]
+            if z.dtype.kind not in "fiu":
+                raise SelectionError(f"{p}: logits z are {z.dtype}, not numbers")
+            z16 = z.astype(np.float16, copy=False)
+            if not np.isfinite(z16).all():
+                raise SelectionError(
+                    f"{p}: logits z hold NaN, inf or values beyond float16's range"
+                )
             return ValidationLogits(
-                round=int(f["round"]),
+                round=_integer(p, "round", f["round"]),
                 ids=f["client"].astype(str),
-                z=f["z"].astype(np.float16, copy=False),
-                y=f["y"].astype(np.int64),
-                domain=f["domain"].astype(np.int64),
+                z=z16,
+                y=_integers(p, "y", f["y"]),
+                domain=_integers(p, "domain", f["domain"]),
                 domains=tuple(str(d) for d in f["domains"]),
             )
     except SelectionError:
         raise
-    except (OSError, ValueError, KeyError) as exc:
-        raise SelectionError(f"{p}: cannot read logits ({str(exc).splitlines()[0]})") from None
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SelectionError(f"{p}: cannot read logits ({why})") from None
+
+
+def _integers(p: Path, name: str, a: np.ndarray) -> np.ndarray:
+    """An integer array from a logits file (SelectionError: text, fractions, non-finite)."""
+    if a.dtype.kind in "iu":
+        return a.astype(np.int64)
+    if a.dtype.kind != "f" or not np.isfinite(a).all() or not np.all(a == np.round(a)):
+        raise SelectionError(f"{p}: {name} must hold integers, not {a.dtype} values like "
+                             f"{a.ravel()[:1].tolist()}")  # fmt: skip
+    return a.astype(np.int64)
+
+
+def _integer(p: Path, name: str, a: np.ndarray) -> int:
+    v = _integers(p, name, np.asarray(a).reshape(-1))
+    if v.size != 1:
+        raise SelectionError(f"{p}: {name} must be one integer, not {v.size} values")
+    return int(v[0])
 
 
 def logits_path(folder: str | os.PathLike, round: int) -> Path:  # noqa: A002
@@ -176,8 +204,10 @@ def read_run_logits(path: str | os.PathLike, round: int) -> ValidationLogits:  #
     if p.is_dir():
         for cand in (logits_path(p, round), p / f"round_{int(round):04d}.npz"):
             if cand.is_file():
-                return read_logits(cand)
-        raise SelectionError(f"{p} holds no logits of round {round}")
+                p = cand
+                break
+        else:
+            raise SelectionError(f"{p} holds no logits of round {round}")
     out = read_logits(p)
     if out.round != int(round):
         raise SelectionError(f"{p} holds the logits of round {out.round}, not of round {round}")

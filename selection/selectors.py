@@ -503,6 +503,12 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
             )
         if parsed.verify:
             raise _bad(spec, f"verify needs a formulation; {name} is a baseline rule")
+        if parsed.surrogate != "mean" and name in baselines():
+            raise _bad(
+                spec,
+                f"{name} is a baseline rule: it reads no surrogate of U(S) (a surrogate "
+                "modifier applies to formulations)",
+            )
         rules = baselines()
         if name in rules:
             rule = rules[name]

@@ -104,7 +104,6 @@ def study(
     from fl_oracle.experiments.study.runs import (
         StudySettings,
         grown,
-        is_baseline,
         parse_entry,
         run_study,
     )
@@ -133,7 +132,13 @@ def study(
     if surrogate is not None:
         if entries is None:
             raise ValueError("--surrogate applies to the entries of --selectors; give them")
-        entries = tuple(e if is_baseline(e) else with_surrogate(e, surrogate) for e in entries)
+        from selection.baselines import baselines
+        from selection.selectors import parse_spec
+
+        rules = baselines()  # baseline rules and ``all`` read no surrogate
+        entries = tuple(
+            e if parse_spec(e).name in rules else with_surrogate(e, surrogate) for e in entries
+        )
     given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
              ("--k", k), ("--selectors", selectors), ("--reference", reference)) if v is not None]  # fmt: skip
     stored = out / "study.toml"

@@ -322,3 +322,13 @@ def test_grid_reaches_any_formulations_parameter(tmp_path, capsys):
         code, _, err = run(["sweep", "-s", stats, "-k", 5, "-m", "eps", *bad, "-o",
                             tmp_path / "b"], capsys)  # fmt: skip
         assert code == 2 and needle in err, err
+
+
+def test_compare_refuses_a_parameter_given_twice(stats, tmp_path, capsys):
+    base = ["compare", "--stats", stats, "--k", K, "--out", tmp_path / "c"]
+    for extra, name in ((["--grid", "delta=0,2", "--delta", "1"], "delta"),
+                        (["--grid", "eps=5", "--eps", "5"], "eps")):  # fmt: skip
+        code, _, err = run([*base, *extra], capsys)
+        assert code == 2 and f"give --{name} or --grid {name}=…, not both" in err
+        assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c").exists()

@@ -236,3 +236,49 @@ def test_a_new_information_model_is_one_class(toy_information, capsys):
     res = run_training(o, make_selector("eps:50"), rounds=2, k=2, name="x", stats_mode="half")
     assert set(res.stats["client_id"]) <= set(o.clients["client_id"][:4])
     assert list(res.history["stats_mode"]) == ["half", "half"]
+
+
+def test_logits_files_that_are_damaged_or_wrong_are_refused_in_one_line(tmp_path):
+    from selection.logits import ValidationLogits, read_logits, read_run_logits, write_logits
+
+    good = ValidationLogits(
+        round=1,
+        ids=np.array(["a", "b"]),
+        z=np.zeros((2, 4, 3), dtype=np.float16),
+        y=np.array([0, 1, 2, 0]),
+        domain=np.array([0, 0, 1, 1]),
+        domains=("x", "y"),
+    )
+    path = write_logits(good, tmp_path / "logits" / "round_0001.npz")
+    assert read_logits(path).round == 1
+    raw = path.read_bytes()
+    cases = {
+        "empty.npz": b"",
+        "half.npz": raw[: len(raw) // 2],
+        "lastbyte.npz": raw[:-1],
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(SelectionError, match="cannot read logits"):
+            read_logits(tmp_path / name)
+    arrays = dict(np.load(path))
+    for name, change, needle in (
+        ("nan.npz", {"z": np.full((2, 4, 3), np.nan)}, "NaN"),
+        ("text.npz", {"z": np.full((2, 4, 3), "x")}, "not numbers"),
+        ("frac.npz", {"y": np.array([0.0, 1.5, 2.0, 0.0])}, "y must hold integers"),
+    ):
+        np.savez(tmp_path / name, **{**arrays, **change})
+        with pytest.raises(SelectionError, match=needle):
+            read_logits(tmp_path / name)
+    # a run folder whose round-1 file says round 5 is not round 1's logits
+    np.savez(path, **{**arrays, "round": np.array(5)})
+    with pytest.raises(SelectionError, match="of round 5, not of round 1"):
+        read_run_logits(tmp_path, 1)
+
+
+def test_a_baseline_with_a_surrogate_is_refused():
+    from selection.selectors import make_selector
+
+    for spec in ("random@ensemble", "proportional@weighted", "all@weighted"):
+        with pytest.raises(SelectionError, match="baseline rule: it reads no surrogate"):
+            make_selector(spec)
