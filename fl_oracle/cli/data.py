@@ -67,7 +67,7 @@ def preview(
 def shapes(
     out: Path = typer.Option(..., "--out", "-o", help="Folder to write DIR/<domain>/<class>/."),
     per_class: int = typer.Option(60, "--per-class", min=2, help="Images per domain and class."),
-    size: int = typer.Option(64, "--size", min=8, help="Side of the square images."),
+    size: int = typer.Option(64, "--size", min=8, max=512, help="Side of the square images."),
     seed: int = typer.Option(0, "--seed", min=0, help="Generator seed."),
 ) -> None:
     """Write a generated 3-domain, 7-class image-folder dataset (cartoon, photo, sketch)

@@ -42,6 +42,10 @@ def parse_sizes(text: str | None) -> int | dict[str, int] | None:
         name, eq, value = part.partition("=")
         if not eq or not name.strip() or not value.strip().isdigit():
             raise bad
+        if name.strip() in out:
+            raise typer.BadParameter(
+                f"{text!r} gives domain {name.strip()!r} twice", param_hint="--samples-per-client"
+            )
         out[name.strip()] = int(value)
     return out
 

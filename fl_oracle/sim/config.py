@@ -35,6 +35,8 @@ GENERIC_MODELS: tuple[str, ...] = generic_names()
 _DATA_MODES = ("auto", "real", "generated")
 _DEVICES = ("auto", "cpu", "cuda")
 _AGGREGATIONS = ("samples", "uniform")
+# the largest image side a dataset is resized to: 512 x 512 x 3 float32 is 3 MiB an image
+MAX_RESOLUTION = 512
 FISHER_METHODS: tuple[str, ...] = ("layerwise", "vmap")
 # Tables a run folder's config.toml may carry beside the configuration (data provenance and
 # the run record, see fl_oracle.sim.data.provenance and fl_oracle.experiments.run_record).
@@ -219,6 +221,16 @@ class OracleConfig:
                 set_(self, name, str(v))
         if self.split_file is not None and self.dataset is None:
             raise _err("split_file", self.split_file, "needs a dataset")
+        if self.resolution > MAX_RESOLUTION:
+            raise _err(
+                "resolution", self.resolution, f"must be at most {MAX_RESOLUTION} (pixels a side)"
+            )
+        if self.dataset is not None and self.data_root is not None:
+            raise _err("data_root", self.data_root, "and a dataset name two sources; give one")
+        if self.dataset is not None and self.data_mode != "auto":
+            raise _err(
+                "data_mode", self.data_mode, "applies to the Digits-4 default, not to a dataset"
+            )
         if not isinstance(self.adaptive_mu, bool):
             raise _err("adaptive_mu", self.adaptive_mu, "must be true or false")
         if self.data_root is not None and not isinstance(self.data_root, str):
