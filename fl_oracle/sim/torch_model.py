@@ -309,6 +309,11 @@ def module_arch(spec: str, *, n_classes: int, image_shape: tuple[int, int, int])
             f"model {spec!r} cannot run images of shape {tuple(image_shape)} "
             f"({type(exc).__name__}: {_first_line(exc)})"
         ) from None
+    if not isinstance(out, torch.Tensor):
+        raise ConfigError(
+            f"model {spec!r}: forward returned a {type(out).__name__}, expected a tensor of "
+            f"(batch, {n_classes}) logits"
+        )
     if tuple(out.shape) != (2, n_classes):
         raise ConfigError(
             f"model {spec!r}: 2 images of shape {tuple(image_shape)} gave output "

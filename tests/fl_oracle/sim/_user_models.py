@@ -48,3 +48,24 @@ def make_bn1d(num_classes, in_channels):
 
 def not_a_module(num_classes, in_channels):
     return 42
+
+
+class _Pair(nn.Module):
+    """Returns (logits, features) or {"logits": ...}: not the logits tensor fedsel trains."""
+
+    def __init__(self, num_classes: int, as_dict: bool) -> None:
+        super().__init__()
+        self.fc = nn.Sequential(nn.Flatten(), nn.LazyLinear(num_classes))
+        self.as_dict = as_dict
+
+    def forward(self, x):
+        z = self.fc(x)
+        return {"logits": z} if self.as_dict else (z, x)
+
+
+def make_tuple_output(num_classes, in_channels):
+    return _Pair(num_classes, as_dict=False)
+
+
+def make_dict_output(num_classes, in_channels):
+    return _Pair(num_classes, as_dict=True)

@@ -131,6 +131,8 @@ def test_the_initial_model_follows_the_seed():
         ("_user_models:not_a_module", "not a torch.nn.Module"),
         ("_user_models:make_wrong_output", r"expected \(2, 4\) logits"),
         ("_user_models:make_bn1d", "cannot run images"),
+        ("_user_models:make_tuple_output", "forward returned a tuple, expected a tensor"),
+        ("_user_models:make_dict_output", "forward returned a dict, expected a tensor"),
         ("resnet99", "is unknown"),
     ],
 )
