@@ -212,8 +212,15 @@ def _is_grey(path: Path) -> bool:
     try:
         with Image.open(path) as img:
             return img.mode in _GREY_MODES
+    except Image.DecompressionBombError as exc:
+        raise DataError(f"{path}: {_first(exc)}") from None
     except (OSError, UnidentifiedImageError, ValueError) as exc:
         raise DataError(f"{path}: not a readable image ({exc})") from None
+
+
+def _first(exc: BaseException) -> str:
+    """PIL's decompression-bomb message, one line: too many pixels to decode safely."""
+    return f"too large to decode safely ({str(exc).splitlines()[0]})"
 
 
 def _decode(path: Path, resolution: int) -> np.ndarray:
@@ -231,6 +238,8 @@ def _decode(path: Path, resolution: int) -> np.ndarray:
             img = img.convert("L" if grey else "RGB")
             img = img.resize((resolution, resolution), Image.Resampling.BILINEAR)
             arr = np.asarray(img, dtype=np.uint8)
+    except Image.DecompressionBombError as exc:
+        raise DataError(f"{path}: {_first(exc)}") from None
     except (OSError, UnidentifiedImageError, ValueError) as exc:
         raise DataError(f"{path}: not a readable image ({exc})") from None
     return arr

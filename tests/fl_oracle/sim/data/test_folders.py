@@ -98,6 +98,19 @@ def test_an_unreadable_image_is_named(tmp_path):
         load_dataset(scan_dataset(tmp_path), resolution=8)
 
 
+def test_an_image_too_large_to_decode_is_named_in_one_line(tmp_path, monkeypatch):
+    # PIL refuses an image over twice MAX_IMAGE_PIXELS (a 14,000 x 14,000 PNG by default);
+    # a lowered limit makes a 40 x 40 image that image
+    (tmp_path / "d" / "c").mkdir(parents=True)
+    for i in range(3):
+        Image.new("RGB", (8, 8)).save(tmp_path / "d" / "c" / f"{i}.png")
+    Image.new("RGB", (40, 40)).save(tmp_path / "d" / "c" / "3.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 500)
+    with pytest.raises(DataError, match="3.png: too large to decode safely") as info:
+        load_dataset(scan_dataset(tmp_path), resolution=8)
+    assert "\n" not in str(info.value)
+
+
 def test_folder_names_of_other_benchmarks_are_taken_as_they_are(tmp_path):
     # Office-Home's "Real World", class folders with spaces: the domain becomes Real_World
     for dom in ("Real World", "Art"):
