@@ -292,3 +292,25 @@ def test_highs_persistent_model_stops_each_run_at_its_own_allowance():
         assert kind in ("limit", "optimal")
     assert kind == "limit"  # hard enough that the allowance decides
     assert took[-1] < 0.4 + 1.0
+
+
+def test_cpsat_refuses_data_its_integers_cannot_hold():
+    """The weighted surrogate's rows carry n_samples: at 10^15 samples a client they pass
+    2^62 after scaling; CP-SAT says so in one line instead of a pybind11 cast error."""
+    from selection.errors import SelectionError
+    from selection.problem import SelectionProblem
+    from selection.solvers.eps import EpsSolver
+    from selection.synthetic import synthetic_stats
+
+    t = synthetic_stats(12, seed=1)
+    t["n_samples"] = 10**15
+    p = SelectionProblem.from_stats(t, 3, surrogate="weighted")
+    with pytest.raises(SelectionError, match="beyond the 4.61e\\+18 that CP-SAT"):
+        EpsSolver(eps=50, backend="cpsat", enum_limit=0).solve(p)
+    t["n_samples"] = 10**6  # well inside: solved, and equal to enumeration's answer
+    p = SelectionProblem.from_stats(t, 3, surrogate="weighted")
+    got = EpsSolver(eps=50, backend="cpsat", enum_limit=0).solve(p)
+    ref = EpsSolver(eps=50, backend="auto", enum_limit=10**6).solve(p)
+    assert got.status == "optimal" and got.objectives["utility"] == pytest.approx(
+        ref.objectives["utility"], abs=1e-6
+    )

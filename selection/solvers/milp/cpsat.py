@@ -20,11 +20,13 @@ import math
 
 import numpy as np
 
+from selection.errors import SelectionError
 from selection.solvers.milp.model import LexBackend, MilpSpec, register_backend
 
 __all__ = ["CpSatBackend", "round_data", "exact_at", "DEFAULT_SCALE"]
 
 DEFAULT_SCALE = 1000
+INT_LIMIT = 2.0**62  # CP-SAT's 64-bit integers, with headroom for its own sums
 
 
 def round_data(a: np.ndarray, scale: int) -> np.ndarray:
@@ -61,6 +63,7 @@ class CpSatBackend(LexBackend):
         self._cp = cp_model
         spec, s = self.spec, self.scale
         self._factor = self._col_factor()
+        self._check_range(s)
         m = cp_model.CpModel()
         xs = [m.new_bool_var(f"x{i}") for i in range(spec.n_x)]
         aux = []
@@ -90,6 +93,26 @@ class CpSatBackend(LexBackend):
             self._cons.append(con)
             self._set_row_bounds(r, float(spec.row_lo[r]), float(spec.row_up[r]))
         self._m = m
+
+    def _check_range(self, s: int) -> None:
+        """CP-SAT takes 64-bit integers: refuse data whose scaled coefficients or bounds would
+        not fit, naming the backends that take it."""
+        spec = self.spec
+        A = spec.A
+        coef = np.abs(A.data * self._factor[A.indices]) if A.nnz else np.zeros(1)
+        bounds = np.abs(np.concatenate([spec.row_lo, spec.row_up]) * s)
+        aux = np.arange(spec.n_x, spec.n_col)
+        f = np.where(spec.integer[aux], 1.0, float(s))
+        cb = np.abs(np.concatenate([spec.col_lo[aux] * f, spec.col_up[aux] * f]))
+        vals = np.concatenate([coef, bounds, cb])
+        vals = vals[np.isfinite(vals)]
+        worst = float(vals.max()) if vals.size else 0.0
+        if worst >= INT_LIMIT:
+            raise SelectionError(
+                f"cpsat: the model's coefficients or bounds reach {worst:.3g} after scaling by "
+                f"{s}, beyond the {INT_LIMIT:.3g} that CP-SAT's 64-bit integers hold "
+                "(e.g. the weighted surrogate's n_samples); use --backend highs, cbc or scip"
+            )
 
     def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
         cp, s = self._cp, self.scale
