@@ -178,9 +178,8 @@ class OracleConfig:
         if self.dirichlet_alpha is not None:
             self._check_pos("dirichlet_alpha")
         budgets = dict(self.epoch_budgets or {})
-        ids = {f"{d}-{i}" for d in doms for i in range(self.clients_per_domain)}
         for key, b in budgets.items():
-            if key not in ids and key not in doms:
+            if not self._is_client(key) and key not in doms:
                 raise _err("epoch_budgets", key, "is neither a client id nor a domain")
             if (
                 isinstance(b, bool)
@@ -237,6 +236,23 @@ class OracleConfig:
             set_(self, "data_root", str(self.data_root))
         for name in ("lr", "local_epochs", "mu", "gamma"):
             set_(self, name, float(getattr(self, name)))
+
+    def _is_client(self, key: str) -> bool:
+        """Whether ``key`` names a client of this federation (``<domain>-<i>``)."""
+        dom, _, i = str(key).rpartition("-")
+        return dom in self.domains and i.isdigit() and int(i) < self.clients_per_domain
+
+    def federation_bytes(self) -> int:
+        """Memory the federation's images take once loaded (float32, ``resolution`` a side
+        for a dataset, 32 for the Digits-4 default; 3 channels): training shards, local
+        hold-outs, validation and test sets. Arithmetic on the settings, before any load."""
+        side = self.resolution if self.dataset is not None else 32
+        per_image = 3 * side * side * 4
+        n = 0
+        for d in self.domains:
+            n += self.clients_per_domain * (self.samples_per_client[d] + self.local_holdout)
+            n += self.val_per_domain + (self.test_per_domain or 0)
+        return int(n * per_image)
 
     def _check_int(self, name: str, lo: int) -> None:
         v = getattr(self, name)

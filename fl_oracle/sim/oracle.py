@@ -15,6 +15,7 @@ Randomness is a pure function of (seed, round, client): the partition and probe 
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fl_oracle.errors import CheckpointError, OracleError, UnknownClientError
+from fl_oracle.errors import CheckpointError, ConfigError, OracleError, UnknownClientError
 from fl_oracle.sim.config import OracleConfig
 from fl_oracle.sim.local import plan_steps, train_clients
 from fl_oracle.sim.model import forward_stacked, init_params, prepool, resolve_model, unflatten
@@ -107,7 +108,9 @@ def load_federation_data(
     config: OracleConfig, *, cache_dir=None, progress: ProgressFn | None = None
 ) -> dict:
     """Load exactly what the federation needs (clients x samples + validation per domain);
-    an image-folder ``config.dataset`` is decoded whole."""
+    an image-folder ``config.dataset`` is decoded whole. A federation whose images cannot fit
+    this machine's memory is refused first (:func:`check_fits`)."""
+    check_fits(config)
     if config.dataset is not None:
         from fl_oracle.sim.data.folders import load_dataset, scan_dataset
 
@@ -135,12 +138,17 @@ def load_federation_data(
             progress=progress,
         )
     from fl_oracle.sim.data import load_digits
+    from fl_oracle.sim.data.api import bundled_shortfall
 
     n_train = {
         d: config.clients_per_domain * (config.samples_per_client[d] + config.local_holdout)
         + config.val_per_domain
         for d in config.domains
     }
+    for d, need in n_train.items():
+        why = bundled_shortfall(d, need, config.data_root, config.data_mode)
+        if why:
+            raise ConfigError(why)
     return load_digits(
         config.domains,
         root=config.data_root,
@@ -152,6 +160,25 @@ def load_federation_data(
         cache_dir=cache_dir,
         progress=progress,
     )
+
+
+def check_fits(config: OracleConfig, memory: int | None = None) -> None:
+    """Refuse, before any data is loaded or generated, a federation whose images alone exceed
+    the machine's physical memory (``memory`` bytes; default: this machine's)."""
+    if memory is None:
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # not a POSIX machine: no check
+            return
+    need = config.federation_bytes()
+    if need > memory:
+        n = config.clients_per_domain * len(config.domains)
+        raise ConfigError(
+            f"the federation's images need {need / 2**30:,.1f} GiB ({n:,} clients, "
+            f"{config.clients_per_domain:,} per domain, samples per client "
+            f"{dict(config.samples_per_client)}), more than this machine's "
+            f"{memory / 2**30:,.1f} GiB"
+        )
 
 
 class Oracle:

