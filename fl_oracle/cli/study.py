@@ -119,6 +119,8 @@ def study(
         raise typer.BadParameter(f"{executor!r} is not one of local, ray", param_hint="--executor")
     if address is not None and executor != "ray":
         raise typer.BadParameter("needs --executor ray", param_hint="--address")
+    if not report_only:
+        check_address(address)
     if data not in (None, "auto", "real", "generated"):
         raise typer.BadParameter(
             f"{data!r} is not one of auto, real, generated", param_hint="--data"
@@ -215,6 +217,35 @@ def study(
     print(f"wrote {out / 'report.html'}, history.csv, summary.csv, paired.csv", file=sys.stderr)
 
 
+def _check_model(model: str, data: dict) -> None:
+    """Build the model once for the loaded data (ConfigError in one line if it cannot be)."""
+    from fl_oracle.sim.model import resolve_model
+
+    train = next(iter(data.values()))["train"]
+    resolve_model(model, n_classes=train.n_classes, image_shape=tuple(train.images.shape[1:]))
+
+
+def check_address(address: str | None, timeout: float = 5.0) -> None:
+    """A Ray address names a reachable ``host:port`` (``ray://`` allowed; ``auto`` as Ray
+    reads it): ValueError in one line before any work otherwise."""
+    import socket
+
+    if address is None or address == "auto":
+        return
+    rest = address.removeprefix("ray://")
+    host, colon, port = rest.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--address {address!r}: expected host:port (or ray://host:port)")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise ValueError(
+            f"--address {address}: nothing answers there ({exc.strerror or exc}); is the Ray "
+            "head running?"
+        ) from None
+
+
 def _record_sources(factory, out: Path, added: list[str] | None = None) -> None:
     """Load the data once (before the workers) and record where it came from.
 
@@ -229,6 +260,7 @@ def _record_sources(factory, out: Path, added: list[str] | None = None) -> None:
 
     with rich_progress() as progress:
         data = factory.load(progress=progress)
+    _check_model(factory.config(0).model, data)  # a failing factory: before anything is written
     prov = data_provenance(data)
     for line in provenance_lines(prov):
         print(line, file=sys.stderr)

@@ -427,3 +427,37 @@ def test_the_verdict_opens_with_a_takeaway_and_a_table(tmp_path):
         "No formulation beats every baseline, at the final round or over the run."
     )
     assert verdict_table(s, paired, {}).shape[0] == len(s.selectors) - 1
+
+
+def test_a_study_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path, capsys):
+    """A model factory that fails, an address without a port or with nothing listening: one
+    line, exit 2, and no study.toml or sources.toml in a folder that held nothing."""
+    pytest.importorskip("fl_oracle.sim.oracle")
+    import socket
+
+    import fl_oracle.cli.study as cli_study
+    from fl_oracle.cli import main
+    from fl_oracle.experiments.runner import OracleFactory
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "sim"))
+    data = fake.tiny_data()
+    monkeypatch.setattr(
+        cli_study, "study_factory",
+        lambda o: OracleFactory({**fake.tiny_overrides(), "k": o["k"], "model": o["model"]}, data),
+    )  # fmt: skip
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    base = ["study", "--seeds", "1", "--rounds", "1", "--k", "3", "--workers", "1",
+            "--selectors", "proportional"]  # fmt: skip
+    for extra, needle in (
+        (["--model", "_user_models:make_tuple_output"], "forward returned a tuple"),
+        (["--executor", "ray", "--address", "127.0.0.1"], "expected host:port"),
+        (["--executor", "ray", "--address", f"127.0.0.1:{free}"], "nothing answers there"),
+    ):
+        out = tmp_path / "st"
+        with pytest.raises(SystemExit) as exc:
+            main([*base, *extra, "--out", str(out)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exc.value.code == 2 and needle in err[-1], err
+        assert not (out / "study.toml").exists() and not (out / "sources.toml").exists()
