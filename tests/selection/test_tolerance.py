@@ -180,3 +180,21 @@ def test_a_sweep_that_did_not_finish_claims_nothing_in_the_gap():
     assert "at most 0.1 pp above" in done and "gap <= gap* + 0.51 pp" in done
     cut = _certificate(front, EpsSolver, True, TAU, finished=False, slack=0.51)
     assert "every exact front point" not in cut
+
+
+def test_cpsat_refuses_a_tolerance_it_cannot_certify():
+    """On data that are not multiples of 1/scale CP-SAT's bound proves nothing about the true
+    problem: a tolerance there is refused in one line, not answered without a bound."""
+    from selection.errors import SelectionError
+    from selection.solvers.fisher_fair import FisherFairSolver
+    from selection.synthetic import synthetic_stats
+
+    p = SelectionProblem.from_stats(synthetic_stats(30, seed=2), 5)
+    for solver in (
+        EpsSolver(eps=20.0, backend="cpsat", tolerance=0.5, enum_limit=0),
+        FisherFairSolver(delta=1.0, backend="cpsat", tolerance=0.5, enum_limit=0),
+    ):
+        with pytest.raises(SelectionError, match="its bound certifies nothing"):
+            solver.solve(p)
+    got = EpsSolver(eps=20.0, backend="highs", tolerance=0.5, enum_limit=0).solve(p)
+    assert got.bound <= got.objectives["utility"] + 0.5 + 1e-9

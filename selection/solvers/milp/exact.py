@@ -388,6 +388,13 @@ class ExactSolver(Solver):
         if route == "enum":
             return self._solve_enum(problem)
         refusal = route_refusal(route, problem, fractional=self.fractional)
+        if not refusal and self.tolerance > 0 and route == "cpsat":
+            if not self.exact_on_cpsat(problem):
+                refusal = (
+                    f"--tolerance {self.tolerance:g}: CP-SAT solves the data rounded to "
+                    f"1/{self.scale}, so its bound certifies nothing about the true problem; "
+                    "use --backend highs, cbc, scip or auto for a certified tolerance"
+                )
         if refusal:  # a request this route cannot answer: bad input, not a failed solve
             raise SelectionError(refusal)
         if problem.surrogate != "mean":  # linear-fractional: milp.fractional, fresh models
