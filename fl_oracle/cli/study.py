@@ -153,6 +153,7 @@ def study(
         text = stored.read_text(encoding="utf-8")
     settings = StudySettings.from_toml(
         text,
+        dataset=None if dataset is None else str(dataset),
         seeds=seeds,
         first_seed=first_seed,
         rounds=rounds,

@@ -200,8 +200,12 @@ class StudySettings:
         return tuple(sorted({0, r // 4, r // 2, (3 * r) // 4, r - 1}))
 
     @classmethod
-    def from_toml(cls, text: str, **overrides: Any) -> StudySettings:
-        """Settings from a TOML text (unknown keys are an error), then non-None overrides."""
+    def from_toml(cls, text: str, *, dataset: str | None = None, **overrides: Any) -> StudySettings:
+        """Settings from a TOML text (unknown keys are an error), then non-None overrides.
+
+        ``dataset``: an image-folder dataset the ``[oracle]`` table describes (its domains and
+        sizes are the folder's, :func:`fl_oracle.sim.config.dataset_fields`), so that settings
+        naming the folder's domains are read against them, not the Digits-4 default."""
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -222,6 +226,13 @@ class StudySettings:
         merged = {**raw, **{k: v for k, v in overrides.items() if v is not None}}
         if "oracle" in merged:
             merged["oracle"] = {**STUDY_ORACLE, **merged["oracle"]}
+        if dataset is not None:
+            from fl_oracle.sim.config import dataset_fields
+
+            oracle = dict(merged.get("oracle", STUDY_ORACLE))
+            if "val_per_domain" not in raw.get("oracle", {}):  # the Digits-4 default's
+                oracle.pop("val_per_domain", None)
+            merged["oracle"] = dataset_fields(str(dataset), **oracle)
         return cls(**merged)
 
     def to_toml(self) -> str:

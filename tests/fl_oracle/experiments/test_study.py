@@ -461,3 +461,21 @@ def test_a_study_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path, 
         err = capsys.readouterr().err.strip().splitlines()
         assert exc.value.code == 2 and needle in err[-1], err
         assert not (out / "study.toml").exists() and not (out / "sources.toml").exists()
+
+
+def test_a_study_toml_is_read_against_the_datasets_own_domains(tmp_path):
+    """[oracle] samples_per_client naming the folder's domains is valid input with --dataset."""
+    from fl_oracle.experiments.study.runs import StudySettings
+    from fl_oracle.sim.data.shapes import write_shapes
+
+    root = write_shapes(tmp_path / "shapes", per_class=8, size=16, classes=("circle", "star"))
+    text = (
+        "seeds = 1\n[oracle]\nclients_per_domain = 2\n"
+        "samples_per_client = {photo = 4, sketch = 3}\n"
+    )
+    s = StudySettings.from_toml(text, dataset=str(root))
+    assert s.oracle["samples_per_client"]["photo"] == 4
+    assert s.oracle["samples_per_client"]["sketch"] == 3
+    assert set(s.oracle["domains"]) == {"cartoon", "photo", "sketch"}
+    with pytest.raises(ValueError, match="samples_per_client"):
+        StudySettings.from_toml(text)  # without the dataset: Digits-4 has no such domains
