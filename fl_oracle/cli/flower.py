@@ -26,7 +26,6 @@ from selection.selectors import selector_help
 
 __all__ = ["register", "make_settings", "flower"]
 
-_STATS = ("fresh", "stale")
 _ENGINES = ("ray", "local")
 _DATA = ("auto", "real", "generated")
 
@@ -89,8 +88,9 @@ def flower(
     stats: str = typer.Option(
         "fresh",
         "--stats",
-        help="fresh (every node measured each round) | stale (only unseen nodes; others "
-        "keep the statistics of their last training reply).",
+        help="fresh (every node measured each round; the K chosen commit their measured "
+        "updates) | pool:P (P nodes drawn ∝ samples measured) | stale (only unseen nodes; "
+        "others keep the statistics of their last training reply).",
     ),
     mu: float | None = typer.Option(None, "--mu", min=0.0, help="FedProx proximal μ."),
     gamma: float | None = typer.Option(None, "--gamma", min=0.0, help="γ-inexactness."),
@@ -134,9 +134,13 @@ def flower(
     model: str | None = model_option(),
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
+    from fl_oracle.experiments.flower.strategy import check_stats
     from selection.selectors import make_selector
 
-    _check_choice("--stats", stats, _STATS)
+    try:
+        stats = check_stats(stats)[0]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--stats") from None
     _check_choice("--engine", engine, _ENGINES)
     _check_choice("--data", data, _DATA)
     make_selector(selector, seed=seed)  # an unknown spec fails here, before anything starts

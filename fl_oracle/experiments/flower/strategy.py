@@ -9,17 +9,18 @@ A drop-in strategy for a Flower ServerApp on the Message API (``flwr.serverapp``
 Every round t (Flower's ``server_round`` = t + 1):
 
 1. **Measure.** ``stats="fresh"`` (default): every connected node gets a train message with
-   ``config["fedsel-phase"] = "measure"`` at w_t and replies with its update and statistics;
-   nothing of it is aggregated. ``stats="stale"``: only nodes never measured before get it;
-   the others keep the statistics of their last training reply (measured at the model they
-   trained from, so up to several rounds old).
+   ``config["fedsel-phase"] = "measure"`` at w_t and replies with its update and statistics.
+   ``stats="pool:P"``: P nodes drawn ∝ their sample counts get it. ``stats="stale"``: only
+   nodes never measured before get it; the others keep the statistics of their last training
+   reply (measured at the model they trained from, so up to several rounds old).
 2. **Select.** The statistics of the connected nodes become a round-stats table
    (``docs/contract.md``) and the selector (any :func:`selection.selectors.make_selector` spec,
    or a callable ``(table, k) -> ids``) picks K client ids; an infeasible ε falls back to the
    smallest-gap point, as in ``fedsel train``.
-3. **Commit.** The K nodes get ``fedsel-phase = "commit"`` (and FedProx's ``proximal-mu``); the
-   new model is w_t + Σ α_i Δ_i over the replies that arrived, α ∝ n_i (``aggregation=
-   "samples"``), uniform, or q-FFL's n_i·loss_i^q for ``qffl:q`` selectors.
+3. **Commit.** ``fresh`` and ``pool:P``: the K chosen nodes' measured updates are committed
+   (nobody trains twice). ``stale``: the K nodes get ``fedsel-phase = "commit"`` (and FedProx's
+   ``proximal-mu``). The new model is w_t + Σ α_i Δ_i over the updates that arrived, α ∝ n_i
+   (``aggregation="samples"``), uniform, or q-FFL's n_i·loss_i^q for ``qffl:q`` selectors.
 4. **Evaluate** (optional, FedAvg's federated evaluation): nodes report their probe loss (and
    gradient) at w_{t+1}; the history gets ``global_loss`` and ``B_dissimilarity``.
 
@@ -91,7 +92,7 @@ __all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHA
 
 PHASE_KEY = "fedsel-phase"
 ROUND_KEY = "fedsel-round"
-STATS_MODES = ("fresh", "stale")
+STATS_MODES = ("fresh", "stale", "pool:P")
 # Reply metrics that are bookkeeping, not statistics columns.
 _INTERNAL = {
     "partition-id", "num-examples", "label-hist", "gamma-achieved", "train-samples",
@@ -99,6 +100,26 @@ _INTERNAL = {
 }  # fmt: skip
 # What fedsel's client side reports (kept out of the clients' own aggregated metrics).
 _FEDSEL_METRICS = _INTERNAL - {"num-examples"} | {"F", "B", "loss", "steps", "U", "U_local"}
+
+
+def check_stats(stats: str) -> tuple[str, int | None]:
+    """The strategy's information model, canonical, and the pool's P (None when not a pool):
+    ``fresh``, ``stale`` and ``pool:P`` are message phases; ``probe`` and ``predicted`` are
+    not built as Flower phases yet (ValueError in one line)."""
+    from selection.errors import SelectionError
+    from selection.information import parse_information
+
+    try:
+        canon = parse_information(str(stats))
+    except SelectionError as exc:
+        raise ValueError(f"stats mode {stats!r}: {exc}") from None
+    name, _, p = canon.partition(":")
+    if name not in ("fresh", "stale", "pool"):
+        raise ValueError(
+            f"stats mode {canon!r} is not a Flower message phase yet (fresh, stale and pool:P "
+            "are; run it in fedsel train or fedsel study)"
+        )
+    return canon, (int(p) if p else None)
 
 
 class FlowerRunError(RuntimeError):
@@ -199,7 +220,7 @@ class FedselStrategy(FedProx):
             a callable ``(round_stats, k) -> ids`` (optionally with ``.choose(problem)``).
         k: nodes trained per round.
         seed: seed of the selector's own random stream.
-        stats: ``fresh`` or ``stale`` (module docstring).
+        stats: ``fresh``, ``stale`` or ``pool:P`` (module docstring).
         proximal_mu: FedProx μ, sent in every train message's config.
         client_ids: fedsel client id of each partition id (default ``str(partition_id)``).
         evaluate_candidates: ``(w_t, deltas (M, P)) -> {column: (M,) values}`` giving at
@@ -257,8 +278,7 @@ class FedselStrategy(FedProx):
 
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
-        if stats not in STATS_MODES:
-            raise ValueError(f"stats mode {stats!r} must be one of {', '.join(STATS_MODES)}")
+        stats, self._pool = check_stats(stats)
         if aggregation not in ("samples", "uniform"):
             raise ValueError(f"aggregation {aggregation!r} must be 'samples' or 'uniform'")
         if not (timeout > 0 and wait_for_nodes >= 0):
@@ -323,7 +343,8 @@ class FedselStrategy(FedProx):
             weighted = f"q-FFL, n_i·loss_i^{self.selector.aggregation_q:g}"
         log(INFO, "\t├──> fedsel selection: %s, K=%d, stats %s", self.name, self.k, self.stats_mode)
         log(INFO, "\t│\t├── Train: the K selected nodes of each round (after a measure "
-            "message to %s)", "every node" if self.stats_mode == "fresh" else "unseen nodes")  # fmt: skip
+            "message to %s)", {"fresh": "every node", "stale": "unseen nodes"}.get(
+                self.stats_mode, f"{self._pool} nodes drawn ∝ their samples"))  # fmt: skip
         log(
             INFO, "\t│\t├── Evaluate: fraction %.2f of the nodes, at random", self.fraction_evaluate
         )
@@ -343,6 +364,8 @@ class FedselStrategy(FedProx):
         self._cost, self._measured = _Cost(), {}
         if self.stats_mode == "fresh":
             measure = nodes
+        elif self._pool is not None:
+            measure = self._draw_pool(nodes, t)
         else:
             measure = [n for n in nodes if n not in self._client_of]
         if measure:
@@ -381,7 +404,7 @@ class FedselStrategy(FedProx):
             w_t,
             clocks,
             failures,
-            reuse=self.stats_mode == "fresh",
+            reuse=self.stats_mode != "stale",
         )
         if self._pending.reuse:  # the K measured updates are the commit: nobody trains again
             self._like = arrays
@@ -543,6 +566,23 @@ class FedselStrategy(FedProx):
                 )
             time.sleep(min(1.0, max(0.05, deadline - time.monotonic())))
 
+    def _draw_pool(self, nodes: Sequence[int], t: int) -> list[int]:
+        """``pool:P``: P of the connected nodes drawn ∝ their sample counts, as FedAvg draws
+        (the counts they reported; a node not heard from yet counts as the mean of those
+        known, so round 0 draws uniformly), seeded by (seed, round)."""
+        if self._pool > len(nodes):
+            raise FlowerRunError(
+                f"round {t}: pool:{self._pool} exceeds the {len(nodes)} connected nodes"
+            )
+        known = {
+            n: self._rows[c]["n_samples"] for n, c in self._client_of.items() if c in self._rows
+        }
+        mean = float(np.mean(list(known.values()))) if known else 1.0
+        w = np.array([float(known.get(n, mean)) for n in nodes])
+        rng = np.random.default_rng([self.seed, int(t), 0x706F6F6C])
+        pick = rng.choice(len(nodes), self._pool, replace=False, p=w / w.sum())
+        return [nodes[i] for i in sorted(pick)]
+
     def _messages(
         self, nodes: Sequence[int], arrays: ArrayRecord, config: ConfigRecord, phase: str, t: int
     ) -> list[Message]:
@@ -660,7 +700,7 @@ class FedselStrategy(FedProx):
         for node in nodes:
             cid = self._client_of.get(node)
             row = self._rows.get(cid) if cid is not None else None
-            if row is None or (self.stats_mode == "fresh" and row["measured_round"] != t):
+            if row is None or (self.stats_mode != "stale" and row["measured_round"] != t):
                 continue
             rows.append({"round": t, **row})
         if not rows:

@@ -149,6 +149,34 @@ def test_stale_mode_measures_unseen_nodes_only(data_file):
     assert all(len(s.split(";")) == 5 for s in hist["selected"])
 
 
+def test_pool_measures_p_nodes_and_commits_their_updates(data_file):
+    _, path = data_file
+    run = FlowerRun(DigitsSettings.of(_config(), path), "maxmin:2", 5, 3, stats="pool:8")
+    grid = LocalGrid(make_client_app(run.settings), 20)
+    run_strategy(grid, run)
+    hist, stats = run.result.frames()
+    train = [m for m in grid.sent if m.metadata.message_type == "train"]
+    phases = [m.content["config"]["fedsel-phase"] for m in train]
+    assert phases == ["measure"] * 24  # eight a round, nobody trains a second time
+    assert (stats.groupby("round").size() == 8).all()
+    for t, sel in enumerate(hist["selected"]):
+        pool = set(stats.loc[stats["round"] == t, "client_id"])
+        assert set(sel.split(";")) <= pool and len(sel.split(";")) == 5
+    assert not hist["upper_bound"].any() and (hist["stats_mode"] == "pool:8").all()
+    per_node = hist["cost_bytes_down"].iloc[0] / 8
+    assert (hist["cost_bytes_down"] == 8 * per_node).all()
+    # the pool is drawn ∝ the sizes reported so far: rounds 1 and 2 differ from round 0's
+    pools = [frozenset(stats.loc[stats["round"] == t, "client_id"]) for t in range(3)]
+    assert len(set(pools)) > 1
+
+
+def test_information_models_that_are_not_flower_phases_are_refused():
+    with pytest.raises(ValueError, match="not a Flower message phase yet"):
+        FedselStrategy("maxmin:2", k=2, stats="probe")
+    with pytest.raises(ValueError, match="needs P"):
+        FedselStrategy("maxmin:2", k=2, stats="pool")
+
+
 # ------------------------------------------------------------------ failures and bad input
 
 
