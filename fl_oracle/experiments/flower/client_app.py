@@ -5,8 +5,10 @@ fedsel round in ``fedsel-round``) run :func:`fl_oracle.experiments.flower.digits
 at the received model and reply with the update (``ArrayRecord`` ``"delta"``), the statistics
 (``MetricRecord`` ``"metrics"``: ``partition-id``, ``num-examples``, ``F``, ``loss``, ``steps``,
 ``gamma-achieved``, ``label-hist``, ``U_local``) and the domain (``ConfigRecord`` ``"fedsel"``).
-Evaluate messages reply with the probe loss and F at the received model and the probe
-gradient (``ArrayRecord`` ``"grad"``).
+A train message with ``fedsel-phase`` ``probe`` (the ``probe`` information model) carries the
+server's per-domain validation gradients and trains nothing: the reply holds the probe loss, F,
+the label histogram and the D first-order utilities (``x``). Evaluate messages reply with the
+probe loss and F at the received model and the probe gradient (``ArrayRecord`` ``"grad"``).
 
 The node's partition is ``context.node_config["partition-id"]`` (set by the simulation engine,
 or ``flower-supernode --node-config "partition-id=3 num-partitions=20"``).
@@ -24,6 +26,7 @@ from flwr.clientapp import ClientApp
 
 from fl_oracle.experiments.flower.digits import (
     DigitsSettings,
+    client_first_order,
     client_probe,
     client_update,
     settings_from_run_config,
@@ -58,8 +61,45 @@ def _model(message: Message) -> np.ndarray:
     )
 
 
+def _probe(settings: DigitsSettings, message: Message, context: Context) -> Message:
+    """``fedsel-phase = "probe"``: the probe pass at w_t against the server's per-domain
+    validation gradients (``ArrayRecord`` ``"fedsel-gd"``); no training, a few numbers back."""
+    cfg = message.content["config"]
+    pid = _partition(context)
+    g = message.content["fedsel-gd"]["g"].numpy()
+    info = client_first_order(
+        settings,
+        pid,
+        _model(message),
+        g,
+        lr=cfg.get("lr"),
+        local_epochs=cfg.get("local-epochs"),
+        own=_own(context),
+    )
+    metrics = {
+        "partition-id": pid,
+        "num-examples": info["n_samples"],
+        "F": info["F"],
+        "loss": info["loss"],
+        "steps": info["steps"],
+        "label-hist": info["label_hist"],
+        "x": info["x"],
+        "cos-g": info["cos_g"],
+        "probe-samples": info["probe_samples"],
+    }
+    content = RecordDict(
+        {
+            "metrics": MetricRecord(metrics),
+            "fedsel": ConfigRecord({"domain": info["domain"], "client-id": info["client_id"]}),
+        }
+    )
+    return Message(content, reply_to=message)
+
+
 def _train(settings: DigitsSettings, message: Message, context: Context) -> Message:
     cfg = message.content["config"]
+    if cfg.get("fedsel-phase") == "probe":
+        return _probe(settings, message, context)
     pid = _partition(context)
     extra = {k: cfg[k] for k in ("lr", "gamma", "local-epochs") if k in cfg}
     delta, info = client_update(

@@ -198,6 +198,52 @@ def client_probe(
     }
 
 
+def client_first_order(
+    settings: DigitsSettings,
+    partition: int,
+    w: np.ndarray,
+    g: np.ndarray,
+    *,
+    lr: float | None = None,
+    local_epochs: float | None = None,
+    own: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """The ``probe`` information model's pass on one client at ``w``: no training.
+
+    Args:
+        g: (D, P) the server's per-domain validation gradients grad L_d(w).
+        lr, local_epochs: the server's (default the configuration's).
+
+    Returns:
+        ``client_id, domain, n_samples, loss, F, label_hist, steps`` (planned local steps),
+        ``x`` (D,) = lr · steps · <grad L_i(w), g_d> (the first-order decrease of each
+        domain's validation loss this client's update would bring, nats), ``cos_g`` (cosine
+        of -grad L_i with the domains' summed -g_d) and ``probe_samples``.
+    """
+    arch, fed, i = _client(settings, partition, own)
+    cfg = settings.config
+    p = _single_probe(arch, torch.as_tensor(w, dtype=torch.float32), fed, i)
+    cid = fed.client_ids[i] if own is None else f"{own[1]}-{int(partition)}"
+    budget = cfg.budget(cid) if local_epochs is None else float(local_epochs)
+    steps = plan_steps(int(fed.n_samples[i]), cfg.batch_size, budget)[1]
+    grad = p.grad[0].double().numpy()
+    gd = np.asarray(g, dtype=np.float64)
+    ref = gd.sum(0)
+    denom = float(np.linalg.norm(grad) * np.linalg.norm(ref))
+    return {
+        "client_id": cid,
+        "domain": fed.client_domain[i],
+        "n_samples": int(fed.n_samples[i]),
+        "loss": float(p.loss[0]),
+        "F": max(float(p.fisher[0]), F_FLOOR),
+        "label_hist": [float(v) for v in fed.hist[i]],
+        "steps": int(steps),
+        "x": [float(v) for v in (cfg.lr if lr is None else float(lr)) * steps * (gd @ grad)],
+        "cos_g": float(grad @ ref / denom) if denom > 0 else 0.0,
+        "probe_samples": len(fed.probe[i]),
+    }
+
+
 def _check(fed, partition: int) -> int:
     if isinstance(partition, bool) or not 0 <= int(partition) < len(fed.client_ids):
         raise ValueError(
@@ -319,6 +365,28 @@ class DigitsServer:
         hits, sizes = self._hits(wt.unsqueeze(0) + D, "val")
         hits0, _ = self._hits(wt.unsqueeze(0), "val")
         return candidate_utilities(hits, sizes, hits0[0], self.domains)
+
+    def validation_gradients(
+        self, w: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, float], dict[str, int]]:
+        """What the server holds for the ``probe`` phase at w: the per-domain validation
+        gradients grad L_d(w) (D, P) float32, its validation accuracy (%) per domain and the
+        validation sizes (the oracle's ``probe_table`` computes the same)."""
+        wt = torch.as_tensor(w, dtype=torch.float32)
+        x = torch.cat([self._val[d][0] for d in self.domains])
+        y = torch.cat([self._val[d][1] for d in self.domains])
+        seg = torch.cat(
+            [torch.full((len(self._val[d][1]),), j, dtype=torch.int64)
+             for j, d in enumerate(self.domains)]
+        )  # fmt: skip
+        grads = probe_stats(self.arch, wt, x, y, seg, len(self.domains)).grad
+        hits, sizes = self._hits(wt.unsqueeze(0), "val")
+        acc = {d: float(100.0 * hits[0][j] / sizes[j]) for j, d in enumerate(self.domains)}
+        return (
+            grads.numpy().astype(np.float32),
+            acc,
+            {d: int(n) for d, n in zip(self.domains, sizes, strict=True)},
+        )
 
     def test_metrics(self, w: np.ndarray) -> dict[str, float]:
         """``acc_<domain>``, ``acc_pooled``, ``acc_avg``, ``acc_worst`` (%) of w on the test sets."""

@@ -54,7 +54,7 @@ class FlowerRun:
         selector: selector spec.
         k: nodes trained per round.
         rounds: rounds R.
-        stats: ``fresh`` or ``stale``.
+        stats: the information model (``fresh``, ``stale``, ``pool:P``, ``probe``, ``predicted``).
         timeout: seconds to wait for one exchange's replies.
         wait_for_nodes: seconds to wait for K nodes to connect.
         out: folder for ``history.csv`` and ``stats.parquet`` after every round (None = none).
@@ -102,6 +102,7 @@ def run_strategy(grid: Grid, run: FlowerRun) -> FlowerResult:
         proximal_mu=cfg.mu,
         client_ids=server.client_ids,
         evaluate_candidates=server.candidate_utilities,
+        validation_gradients=server.validation_gradients,
         evaluate_global=server.test_metrics,
         aggregation=cfg.aggregation,
         timeout=run.timeout,

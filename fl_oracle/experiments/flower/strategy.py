@@ -92,7 +92,7 @@ __all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHA
 
 PHASE_KEY = "fedsel-phase"
 ROUND_KEY = "fedsel-round"
-STATS_MODES = ("fresh", "stale", "pool:P")
+STATS_MODES = ("fresh", "stale", "pool:P", "probe", "predicted")
 # Reply metrics that are bookkeeping, not statistics columns.
 _INTERNAL = {
     "partition-id", "num-examples", "label-hist", "gamma-achieved", "train-samples",
@@ -103,9 +103,8 @@ _FEDSEL_METRICS = _INTERNAL - {"num-examples"} | {"F", "B", "loss", "steps", "U"
 
 
 def check_stats(stats: str) -> tuple[str, int | None]:
-    """The strategy's information model, canonical, and the pool's P (None when not a pool):
-    ``fresh``, ``stale`` and ``pool:P`` are message phases; ``probe`` and ``predicted`` are
-    not built as Flower phases yet (ValueError in one line)."""
+    """The strategy's information model, canonical, and the pool's P (None when not a pool);
+    ValueError in one line for anything else."""
     from selection.errors import SelectionError
     from selection.information import parse_information
 
@@ -114,11 +113,8 @@ def check_stats(stats: str) -> tuple[str, int | None]:
     except SelectionError as exc:
         raise ValueError(f"stats mode {stats!r}: {exc}") from None
     name, _, p = canon.partition(":")
-    if name not in ("fresh", "stale", "pool"):
-        raise ValueError(
-            f"stats mode {canon!r} is not a Flower message phase yet (fresh, stale and pool:P "
-            "are; run it in fedsel train or fedsel study)"
-        )
+    if name not in ("fresh", "stale", "pool", "probe", "predicted"):
+        raise ValueError(f"stats mode {canon!r} is not a Flower message phase")
     return canon, (int(p) if p else None)
 
 
@@ -168,6 +164,9 @@ class _Cost:
     up: int = 0
     train: float = 0.0
     probe: float = 0.0
+    # the round's probe phase already charged each node's probe batch at w_t: a training
+    # reply's own probe of the same batch at the same model is that one, not another
+    probed: bool = False
 
     def sent(self, n_nodes: int, arrays: ArrayRecord) -> None:
         self.down += n_nodes * _nbytes(arrays)
@@ -181,7 +180,18 @@ class _Cost:
         )
         self.up += arrays + 4 * floats
         self.train += float(r.metrics.get("train-samples", float("nan")))
-        self.probe += float(r.metrics.get("probe-samples", float("nan")))
+        if not self.probed:
+            self.probe += float(r.metrics.get("probe-samples", float("nan")))
+
+    def probe_reply(self, content: Any, metrics: Mapping[str, Any]) -> None:
+        """A probe reply: its statistics' bytes and its probe samples (no training)."""
+        floats = sum(
+            len(v) if isinstance(v, list) else 1
+            for rec in content.metric_records.values()
+            for v in rec.values()
+        )
+        self.up += 4 * floats
+        self.probe += float(metrics.get("probe-samples", float("nan")))
 
     def columns(self) -> dict[str, float]:
         return {
@@ -210,6 +220,7 @@ class _Pending:
     clocks: tuple[float, float]
     failures: dict[str, str]
     reuse: bool = False  # fresh: the measured updates are committed, nobody trains again
+    inputs: Any = None  # probe, predicted: the round's inputs, for the model's observe
 
 
 class FedselStrategy(FedProx):
@@ -228,6 +239,9 @@ class FedselStrategy(FedProx):
             report them.
         evaluate_global: ``w -> {"acc_<domain>": %, ...}`` test accuracy of a model for the
             history (None = no accuracy columns).
+        validation_gradients: ``w -> (grads (D, P), {domain: accuracy %}, {domain: size})``,
+            the server's per-domain validation gradients, accuracy and sizes at w: what the
+            ``probe`` and ``predicted`` phases send and calibrate with.
         aggregation: ``samples`` (α ∝ n) or ``uniform``; q-FFL selectors override it.
         timeout: seconds to wait for the replies of one exchange.
         wait_for_nodes: seconds to wait for K nodes to connect before failing.
@@ -261,6 +275,7 @@ class FedselStrategy(FedProx):
         client_ids: Sequence[str] | None = None,
         evaluate_candidates: Callable[[np.ndarray, np.ndarray], Mapping[str, Any]] | None = None,
         evaluate_global: Callable[[np.ndarray], Mapping[str, float]] | None = None,
+        validation_gradients: Callable[[np.ndarray], tuple] | None = None,
         aggregation: str = "samples",
         timeout: float = 600.0,
         wait_for_nodes: float = 30.0,
@@ -279,6 +294,17 @@ class FedselStrategy(FedProx):
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
         stats, self._pool = check_stats(stats)
+        self._info = None  # the probe phase's information model (probe, predicted)
+        if stats in ("probe", "predicted"):
+            if validation_gradients is None or evaluate_candidates is None:
+                raise ValueError(
+                    f"stats mode {stats} needs the server's validation_gradients and "
+                    "evaluate_candidates (the digits server supplies both)"
+                )
+            from selection.information import make_information
+
+            self._info = make_information(stats, seed=seed)
+        self.validation_gradients = validation_gradients
         if aggregation not in ("samples", "uniform"):
             raise ValueError(f"aggregation {aggregation!r} must be 'samples' or 'uniform'")
         if not (timeout > 0 and wait_for_nodes >= 0):
@@ -362,7 +388,11 @@ class FedselStrategy(FedProx):
         w_t = flatten(arrays)
         failures: dict[str, str] = {}
         self._cost, self._measured = _Cost(), {}
-        if self.stats_mode == "fresh":
+        inputs = None
+        if self._info is not None:
+            measure = []
+            inputs = self._probe_phase(nodes, arrays, config, grid, w_t, t, failures)
+        elif self.stats_mode == "fresh":
             measure = nodes
         elif self._pool is not None:
             measure = self._draw_pool(nodes, t)
@@ -374,7 +404,7 @@ class FedselStrategy(FedProx):
             got = self._collect(replies, measure, w_t, failures)
             self._ingest(got, w_t, t)
             self._measured = {r.client_id: r for r in got}
-        table = self._table(nodes, t)
+        table = self._table(nodes, t) if inputs is None else self._info.view(inputs)
         if len(table) < self.k:
             detail = "; ".join(f"{c}: {r}" for c, r in failures.items()) or "none failed"
             raise FlowerRunError(
@@ -404,7 +434,8 @@ class FedselStrategy(FedProx):
             w_t,
             clocks,
             failures,
-            reuse=self.stats_mode != "stale",
+            reuse=self.stats_mode not in ("stale", "probe", "predicted"),
+            inputs=inputs,
         )
         if self._pending.reuse:  # the K measured updates are the commit: nobody trains again
             self._like = arrays
@@ -425,6 +456,12 @@ class FedselStrategy(FedProx):
             ok = [r for r in got if r.client_id in p.nodes]
         if self.stats_mode == "stale" and ok:
             self._ingest(ok, p.w_t, p.t)
+        if self._info is not None and ok:  # the picks' true statistics, from their updates
+            self._ingest(ok, p.w_t, p.t)
+            rows = pd.DataFrame([self._rows[r.client_id] for r in ok]).drop(
+                columns=["_pid", "_missing"], errors="ignore"
+            )
+            self._info.observe(p.t, rows, p.inputs)
         new_arrays, new_w = None, p.w_t
         if ok:
             D = torch.as_tensor(np.stack([r.delta for r in ok]), dtype=torch.float32)
@@ -584,7 +621,13 @@ class FedselStrategy(FedProx):
         return [nodes[i] for i in sorted(pick)]
 
     def _messages(
-        self, nodes: Sequence[int], arrays: ArrayRecord, config: ConfigRecord, phase: str, t: int
+        self,
+        nodes: Sequence[int],
+        arrays: ArrayRecord,
+        config: ConfigRecord,
+        phase: str,
+        t: int,
+        extra: Mapping[str, ArrayRecord] | None = None,
     ) -> list[Message]:
         self._like = arrays
         cfg = ConfigRecord(dict(config))
@@ -595,9 +638,76 @@ class FedselStrategy(FedProx):
         cfg[PHASE_KEY] = phase
         cfg["proximal-mu"] = float(self.proximal_mu)
         record = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: cfg})
+        for key, rec in (extra or {}).items():
+            record[key] = rec
         self._sent = list(self._construct_messages(record, list(nodes), MessageType.TRAIN))
         self._cost.sent(len(self._sent), arrays)
+        for rec in (extra or {}).values():
+            self._cost.sent(len(self._sent), rec)
         return self._sent
+
+    def _probe_phase(
+        self,
+        nodes: Sequence[int],
+        arrays: ArrayRecord,
+        config: ConfigRecord,
+        grid: Grid,
+        w_t: np.ndarray,
+        t: int,
+        failures: dict[str, str],
+    ):
+        """``probe`` / ``predicted``: every node's probe pass against the server's per-domain
+        validation gradients (no training), as the model's :class:`RoundInputs`."""
+        from selection.information import RoundInputs
+
+        g, acc, sizes = self.validation_gradients(w_t)
+        domains = tuple(acc)
+        self._cost.probed = True
+        gd = {"fedsel-gd": ArrayRecord({"g": Array(np.asarray(g, dtype=np.float32))})}
+        msgs = self._messages(nodes, arrays, config, "probe", t, extra=gd)
+        rows, seen = [], set()
+        for msg in grid.send_and_receive(msgs, timeout=self.timeout):
+            node = self._sender(msg)
+            seen.add(node)
+            who = self._client_of.get(node, f"node-{node}")
+            if msg.has_error() or not msg.has_content():
+                failures[who] = "probe: " + (msg.error.reason if msg.has_error() else "empty")
+                continue
+            m = _first_metrics(msg.content) or {}
+            x = m.get("x")
+            if "partition-id" not in m or not isinstance(x, list) or len(x) != len(domains):
+                failures[who] = f"probe reply lacks partition-id or its {len(domains)} x values"
+                continue
+            pid = int(m["partition-id"])
+            cid = self.client_ids[pid] if self.client_ids is not None else str(pid)
+            dom = str(msg.content["fedsel"]["domain"]) if "fedsel" in msg.content else ""
+            self._cost.probe_reply(msg.content, m)
+            self._node_of[cid], self._client_of[node] = node, cid
+            self._hist[cid] = np.asarray(m["label-hist"], dtype=np.float64)
+            row = {"client_id": cid, "domain": dom, "n_samples": int(m["num-examples"]),
+                   "loss": float(m["loss"]), "F": max(float(m["F"]), F_FLOOR),
+                   "cos_g": float(m["cos-g"]), "steps": int(m["steps"]), "_pid": pid}  # fmt: skip
+            row.update({f"x_{d}": float(v) for d, v in zip(domains, x, strict=True)})
+            rows.append(row)
+        for node in nodes:
+            if node not in seen:
+                who = self._client_of.get(node, f"node-{node}")
+                failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
+        if not rows:
+            raise FlowerRunError(f"round {t}: no node answered the probe")
+        probe = pd.DataFrame(rows).sort_values("_pid", kind="stable").drop(columns="_pid")
+        glob = sum(self._hist.values())
+        probe["B"] = [js_divergence(self._hist[c], glob) for c in probe["client_id"]]
+        probe = probe.reset_index(drop=True)
+        return RoundInputs(
+            t=t,
+            k=self.k,
+            clients=probe[["client_id", "domain", "n_samples"]],
+            domains=domains,
+            probe=probe,
+            base_acc=acc,
+            val_sizes=sizes,
+        )
 
     def _sender(self, msg: Message) -> int:
         """The node a reply answers for. A SuperLink writes the error reply of a node that

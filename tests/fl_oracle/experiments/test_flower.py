@@ -170,8 +170,33 @@ def test_pool_measures_p_nodes_and_commits_their_updates(data_file):
     assert len(set(pools)) > 1
 
 
-def test_information_models_that_are_not_flower_phases_are_refused():
-    with pytest.raises(ValueError, match="not a Flower message phase yet"):
+@pytest.mark.parametrize("info", ["probe", "predicted"])
+def test_probe_phase_matches_the_in_process_loop(data_file, info):
+    """The probe pass as a message phase: every node answers a probe message (no training)
+    against the server's validation gradients, the K chosen train; selections, predictions and
+    the client work charged equal the in-process loop's."""
+    data, path = data_file
+    config = _config()
+    run = FlowerRun(DigitsSettings.of(config, path), "maxmin:2", 5, 3, stats=info)
+    grid = LocalGrid(make_client_app(run.settings), 20)
+    run_strategy(grid, run)
+    hist, stats = run.result.frames()
+    phases = [m.content["config"]["fedsel-phase"] for m in grid.sent
+              if m.metadata.message_type == "train"]  # fmt: skip
+    assert phases.count("probe") == 60 and phases.count("commit") == 15
+    assert stats["predicted"].all() and not hist["upper_bound"].any()
+    ref = _oracle_run(config, data, "maxmin:2", 3, 5, stats=info)
+    r = ref.history
+    assert list(hist["selected"]) == list(r["selected"])
+    np.testing.assert_allclose(hist["pred_worst"], r["pred_worst"], atol=1e-3)
+    for col in ("cost_train_samples", "cost_probe_samples"):
+        assert (hist[col].to_numpy() == r[col].to_numpy()).all(), col
+    for d in DOMAINS:
+        np.testing.assert_allclose(hist[f"acc_{d}"], r[f"acc_{d}"], atol=100 / N_TEST + 1e-9)
+
+
+def test_information_models_flower_cannot_run_are_refused():
+    with pytest.raises(ValueError, match="needs the server's validation_gradients"):
         FedselStrategy("maxmin:2", k=2, stats="probe")
     with pytest.raises(ValueError, match="needs P"):
         FedselStrategy("maxmin:2", k=2, stats="pool")
@@ -386,7 +411,13 @@ def test_fedsel_flower_local_engine_and_bad_input(flower_cli, tmp_path, capsys):
     run("--selector", "eps:5", "--k", "4", *base, out=tmp_path / "ok")
     hist = pd.read_csv(tmp_path / "ok" / "history.csv", keep_default_na=False)
     assert len(hist) == 1 and len(hist["selected"].iloc[0].split(";")) == 4
+    run("--selector", "maxmin:2", "--k", "4", "--stats", "probe", *base, out=tmp_path / "pr")
+    hist = pd.read_csv(tmp_path / "pr" / "history.csv", keep_default_na=False)
+    assert list(hist["stats_mode"]) == ["probe"] and hist["cost_probe_samples"].iloc[0] > 0
     capsys.readouterr()
+    run("--selector", "random", "--k", "4", "--stats", "pool", *base, code=2,
+        out=tmp_path / "bad")  # fmt: skip
+    assert "pool needs P" in capsys.readouterr().err
     run("--selector", "nope:1", "--k", "4", *base, code=2, out=tmp_path / "bad")
     assert "nope" in capsys.readouterr().err
     run("--selector", "random", "--k", "25", *base, code=2, out=tmp_path / "bad")
