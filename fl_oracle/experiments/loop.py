@@ -259,7 +259,7 @@ class _Information:
             logits = fresh if self.logits is None else self.logits.replace_rows(fresh)
         elif self.model.logits and self.logits is not None:
             logits = self.logits
-        if logits is not None and self.model.logits and self.model.name == "stale":
+        if logits is not None and self.model.remembers:
             self.logits = logits
         return table, logits
 
@@ -272,7 +272,7 @@ class _Information:
             rows = self.oracle.round_stats(list(ids))
         self.model.observe(t, rows, inputs)
         get = getattr(self.oracle, "round_logits", None)
-        if self.model.name == "stale" and self.logits is not None and callable(get):
+        if self.model.remembers and self.logits is not None and callable(get):
             self.logits = self.logits.replace_rows(get(list(ids)))
 
     def cost(

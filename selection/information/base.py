@@ -85,9 +85,11 @@ class InformationModel(ABC):
         upper_bound: the model needs what a deployment cannot afford (``fresh``): labelled as
             the oracle's upper bound wherever it appears.
         probes: every client runs the probe pass at w_t every round.
-        logits: the view's clients have this round's validation logits (the ``ensemble``
-            surrogate's input): ``fresh`` and ``pool`` (the clients that trained), ``stale``
+        logits: the view's clients have validation logits (the ``ensemble`` surrogate's
+            input): ``fresh`` and ``pool`` (the clients that trained this round), ``stale``
             (the logits of the round each row was measured at).
+        remembers: the view shows remembered rows (``stale``): a driver keeps each client's
+            logits from the round it last trained.
         order: position in listings.
     """
 
@@ -98,6 +100,8 @@ class InformationModel(ABC):
     upper_bound: ClassVar[bool] = False
     probes: ClassVar[bool] = False
     logits: ClassVar[bool] = False
+    #: the view shows remembered rows, so its logits are each row's from its own round
+    remembers: ClassVar[bool] = False
     order: ClassVar[int] = 100
 
     def __init__(self, value: int | None = None, *, seed: int = 0) -> None:

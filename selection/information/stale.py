@@ -16,6 +16,7 @@ class Stale(InformationModel):
     name = "stale"
     summary = "each client's last report and its age; only the K committed train"
     logits = True
+    remembers = True
     order = 20
 
     def trains_before(self, t, clients, k):
