@@ -134,7 +134,7 @@ def flower(
     model: str | None = model_option(),
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
-    from fl_oracle.experiments.flower.strategy import check_stats
+    from fl_oracle.experiments.flower.strategy import check_flower_selector, check_stats
     from selection.selectors import make_selector
 
     try:
@@ -143,7 +143,8 @@ def flower(
         raise typer.BadParameter(str(exc), param_hint="--stats") from None
     _check_choice("--engine", engine, _ENGINES)
     _check_choice("--data", data, _DATA)
-    make_selector(selector, seed=seed)  # an unknown spec fails here, before anything starts
+    # an unknown spec, or one Flower cannot serve, fails here, before anything starts
+    check_flower_selector(make_selector(selector, seed=seed), selector)
     if k > num_supernodes:
         raise typer.BadParameter(f"K={k} exceeds the {num_supernodes} nodes", param_hint="--k")
     if num_cpus is not None and client_cpus is not None and client_cpus > num_cpus:

@@ -408,7 +408,7 @@ class DigitsServer:
 # Every run-config key the apps read (``[tool.flwr.app.config]``, ``flwr run --run-config``),
 # in this one place: the strategy's (key -> (type, default, meaning)) ...
 RUN_CONFIG_STRATEGY: dict[str, tuple[type, Any, str]] = {
-    "selector": (str, "maxmin:2", "selector spec (eps:5, maxmin:2@ensemble+verify, ...)"),
+    "selector": (str, "maxmin:2", "selector spec (eps:5, maxmin:2@weighted, ...)"),
     "k": (int, 5, "nodes trained per round"),
     "num-server-rounds": (int, 3, "training rounds"),
     "num-partitions": (int, 0, "nodes, one per client (0: the connected nodes)"),

@@ -102,6 +102,25 @@ _INTERNAL = {
 _FEDSEL_METRICS = _INTERNAL - {"num-examples"} | {"F", "B", "loss", "steps", "U", "U_local"}
 
 
+def check_flower_selector(selector: Any, spec: Any) -> None:
+    """Refuse, before any work, what the strategy cannot supply: a surrogate that needs the
+    candidates' validation logits (``ensemble``) and verified picks (an evaluator of the true
+    aggregate), neither of which the Message API's replies carry."""
+    from selection.surrogates import get_surrogate
+
+    sur = str(getattr(selector, "surrogate", "mean"))
+    if get_surrogate(sur).needs_logits:
+        raise ValueError(
+            f"selector {spec}: the {sur} surrogate needs every candidate's validation logits, "
+            "which Flower's replies do not carry; use mean or weighted in Flower"
+        )
+    if getattr(selector, "verify", 0):
+        raise ValueError(
+            f"selector {spec}: verified picks need the true aggregate of candidates evaluated "
+            "in-process; run it in fedsel train or fedsel study"
+        )
+
+
 def check_stats(stats: str) -> tuple[str, int | None]:
     """The strategy's information model, canonical, and the pool's P (None when not a pool);
     ValueError in one line for anything else."""
@@ -312,6 +331,7 @@ class FedselStrategy(FedProx):
         self.selector = (
             make_selector(selector, seed=seed) if isinstance(selector, str) else selector
         )
+        check_flower_selector(self.selector, selector)
         self.name = name or (selector if isinstance(selector, str) else type(selector).__name__)
         super().__init__(
             fraction_train=1.0,
@@ -413,7 +433,9 @@ class FedselStrategy(FedProx):
             )
         # the selector sees the neutral fill-ins; the stored table keeps what was measured
         solved, selector, note = self._complete(table, t)
-        problem = SelectionProblem.from_stats(solved, self.k)
+        # judged by the selector's own surrogate, as in the loop (no logits reach Flower)
+        surrogate = str(getattr(self.selector, "surrogate", "mean"))
+        problem = SelectionProblem.from_stats(solved, self.k, surrogate=surrogate)
         ids, solve_seconds, fallback = _select(selector, solved, problem)
         if note:
             fallback = note + (f"; {fallback}" if fallback else "")

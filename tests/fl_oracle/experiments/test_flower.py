@@ -418,6 +418,12 @@ def test_fedsel_flower_local_engine_and_bad_input(flower_cli, tmp_path, capsys):
     run("--selector", "random", "--k", "4", "--stats", "pool", *base, code=2,
         out=tmp_path / "bad")  # fmt: skip
     assert "pool needs P" in capsys.readouterr().err
+    # what Flower's replies cannot serve is refused before any data or engine starts
+    for spec, needle in (("maxmin:2@ensemble+verify", "needs every candidate's validation"),
+                         ("maxmin:2@verify", "verified picks need")):  # fmt: skip
+        run("--selector", spec, "--k", "4", *base, code=2, out=tmp_path / "bad")
+        err = capsys.readouterr().err.strip().splitlines()
+        assert needle in err[-1] and len(err) == 1
     run("--selector", "nope:1", "--k", "4", *base, code=2, out=tmp_path / "bad")
     assert "nope" in capsys.readouterr().err
     run("--selector", "random", "--k", "25", *base, code=2, out=tmp_path / "bad")
