@@ -242,6 +242,12 @@ def _check_information(text: str, spec: Spec) -> None:
     if spec.stats_mode is None:
         return
     info = get_information(spec.stats_mode.partition(":")[0])
+    if spec.verify and not info.logits or spec.verify and info.remembers:
+        raise _bad(
+            text,
+            f"verified picks evaluate the true aggregate of candidates trained at w_t, which "
+            f"{spec.stats_mode} does not train (fresh and pool do)",
+        )
     if get_surrogate(spec.surrogate).needs_logits and not info.logits:
         raise _bad(
             text,

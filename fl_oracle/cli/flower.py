@@ -90,7 +90,8 @@ def flower(
         "--stats",
         help="fresh (every node measured each round; the K chosen commit their measured "
         "updates) | pool:P (P nodes drawn ∝ samples measured) | stale (only unseen nodes; "
-        "others keep the statistics of their last training reply).",
+        "others keep the statistics of their last training reply) | probe, predicted (a "
+        "probe message without training to every node; the K chosen train).",
     ),
     mu: float | None = typer.Option(None, "--mu", min=0.0, help="FedProx proximal μ."),
     gamma: float | None = typer.Option(None, "--gamma", min=0.0, help="γ-inexactness."),

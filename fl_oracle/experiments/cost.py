@@ -43,6 +43,7 @@ def round_cost(
     probe_sizes: Mapping[str, int],
     probe_floats: int,
     model_bytes: int,
+    down_messages: int | None = None,
 ) -> dict[str, int]:
     """The four cost columns of one round.
 
@@ -52,8 +53,12 @@ def round_cost(
         probe_sizes: client id -> samples in its probe batch.
         probe_floats: numbers each probed client uploads.
         model_bytes: bytes of one model-sized message.
+        down_messages: model-sized messages sent down (default: one to every client that
+            trains or probes; the information model's ``down_messages`` otherwise).
     """
     probed = set(probed)
+    if down_messages is None:
+        down_messages = len(set(trained) | probed)
     return {
         "cost_train_samples": int(sum(trained.values())),
         "cost_probe_samples": int(sum(probe_sizes[c] for c in probed)),
@@ -61,5 +66,5 @@ def round_cost(
             model_bytes * len(trained)
             + FLOAT_BYTES * (TRAIN_FLOATS * len(trained) + probe_floats * len(probed))
         ),
-        "cost_bytes_down": int(model_bytes * len(set(trained) | probed)),
+        "cost_bytes_down": int(model_bytes * down_messages),
     }

@@ -27,11 +27,15 @@ measuring: every local update is a function of (seed, round, client) and the ora
 draw from their own (seed, round) streams, so a measured round's statistics equal those of a
 run that measures every round (``tests/fl_oracle/experiments/test_measure_schedule.py``).
 
-Freshness: ``fresh`` measures every client every round; ``stale`` measures every client in the
-first round and afterwards only the clients selected in the previous round (they are the ones
-that reported back, as in a deployment); the others keep their last values. A re-measured
-client's ``cos_g`` is then taken against the mean update of the re-measured clients only (the
-oracle's reference set is the clients of the call).
+Information models (:mod:`selection.information`, ``stats_mode``): ``fresh`` trains and
+measures every client every round (the oracle's upper bound); ``stale`` every client in round
+0 and afterwards only the committed clients, whose statistics are measured from the updates they
+train for the commit (so the selector sees each client's last report, ``measured_round`` and
+``age``; a re-measured client's ``cos_g`` is taken against the mean update of the clients
+measured with it); ``probe`` and ``predicted`` run every client's probe pass
+(``Oracle.probe_table``) and predict U, U_<domain>; ``pool:P`` trains P candidates; ``rule``
+(a baseline rule without a model) is charged for what the rule reads. Every history row carries
+the round's deployment cost (:mod:`fl_oracle.experiments.cost`) and ``upper_bound``.
 
 Aggregation: the oracle's rule (sample-weighted by default) for every selector except q-FFL
 (``qffl:q``), whose selector carries ``aggregation_q``: the selected updates are then weighted
@@ -287,6 +291,7 @@ class _Information:
         work = work_of()
         before = [] if inputs.measured is None else list(inputs.measured["client_id"])
         all_ids = list(inputs.clients["client_id"])
+        down = None
         if self.rule and hasattr(selector, "probed_ids"):
             trained = {c: work[c] for c in ids}
             probed = selector.probed_ids(problem)
@@ -295,12 +300,15 @@ class _Information:
             trained = {c: work[c] for c in dict.fromkeys([*before, *ids])}
             probed = self.model.probed(all_ids, before, ids)
             floats = self.model.probe_floats(int(getattr(o, "n_classes", 10)), len(o.domains))
+            if self.model.probes and not before:  # probed, then the picks committed
+                down = self.model.down_messages(len(probed), len(trained), len(o.domains))
         return round_cost(
             trained=trained,
             probed=probed,
             probe_sizes=o.probe_sizes(),
             probe_floats=floats,
             model_bytes=int(o.model_bytes),
+            down_messages=down,
         )
 
 
@@ -402,7 +410,8 @@ def run_training(
         k: clients per round, 1 <= K <= N.
         name: the selector's spec, written to the ``selector`` column.
         seed: the run's seed, written to the ``seed`` column.
-        stats_mode: ``fresh`` or ``stale`` (module docstring).
+        stats_mode: the information model (``fresh``, ``stale``, ``probe``, ``pool:P``,
+            ``predicted``) or ``rule`` (module docstring).
         on_round: called after each round with the history row and that round's stats
             (drivers write their files and checkpoints here).
         before_step: called after the selection, before the commit; its items join the
@@ -423,7 +432,7 @@ def run_training(
     if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
         raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
     if measure is not None and stats_mode not in ("fresh", "rule"):
-        raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh'")
+        raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
     domains = list(oracle.domains)
     q = getattr(selector, "aggregation_q", None)
     history: list[dict] = []
@@ -443,8 +452,9 @@ def run_training(
         measured = measure is None or bool(measure(t))
         if not measured:
             row, table = _train_only_round(
-                oracle, selector, t, k, name, seed, domains, (t0, c0), before_step, keep_metrics
-            )
+                oracle, selector, t, k, name, seed, domains, (t0, c0), before_step,
+                keep_metrics, stats_mode,
+            )  # fmt: skip
             history.append(row)
             if on_round is not None:
                 on_round(row, table)
@@ -505,6 +515,7 @@ def _train_only_round(
     clocks: tuple[float, float],
     before_step: Callable[[], Mapping[str, Any]] | None,
     keep_metrics: Sequence[str],
+    stats_mode: str = "fresh",
 ) -> tuple[dict, pd.DataFrame]:
     """One round without statistics: select on the bare client table, commit, log.
 
@@ -534,7 +545,7 @@ def _train_only_round(
             t=t,
             name=name,
             seed=seed,
-            stats_mode="fresh",
+            stats_mode=stats_mode,
             k=k,
             ids=ids,
             accuracies=domain_metrics(metrics, domains),

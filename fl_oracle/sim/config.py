@@ -240,7 +240,8 @@ class OracleConfig:
     def _is_client(self, key: str) -> bool:
         """Whether ``key`` names a client of this federation (``<domain>-<i>``)."""
         dom, _, i = str(key).rpartition("-")
-        return dom in self.domains and i.isdigit() and int(i) < self.clients_per_domain
+        ok = i.isdigit() and str(int(i)) == i  # "mnist-01" is not the id "mnist-1"
+        return dom in self.domains and ok and int(i) < self.clients_per_domain
 
     def federation_bytes(self) -> int:
         """Memory the federation's images take once loaded (float32, ``resolution`` a side

@@ -475,7 +475,7 @@ class Oracle:
 
         Returns:
             The table (``client_id, domain, n_samples, loss, F, B, cos_g, steps, x_<d>``:
-            cos_g is the cosine of -grad L_i to the sample-weighted mean of every client's),
+            cos_g is the cosine of grad L_i with the domains' summed validation gradients),
             the validation accuracy (%) of w_t per domain and the validation sizes.
         """
         fed, cfg = self._fed, self.config
@@ -503,8 +503,9 @@ class Oracle:
         )
         dots = (probe.grad @ self._val_grad.T).double().cpu().numpy()  # (N, D)
         x = cfg.lr * steps[:, None] * dots
-        n = torch.as_tensor(fed.n_samples, dtype=torch.float32, device=self.device)
-        cos = cosine_to(-probe.grad, -(n.unsqueeze(1) * probe.grad).sum(0) / n.sum())
+        # the cosine a node can compute itself from what the probe message carries: with the
+        # domains' summed validation gradient (Flower's probe phase computes the same)
+        cos = cosine_to(probe.grad, self._val_grad.sum(0))
         table = pd.DataFrame(
             {
                 "client_id": ids,

@@ -145,6 +145,12 @@ class InformationModel(ABC):
             return list(ids)
         return list(dict.fromkeys([*(before or ()), *picks]))
 
+    def down_messages(self, n_probed: int, n_trained: int, n_domains: int) -> int:
+        """Model-sized messages sent down in a round: w_t to every client that probes or
+        trains (``n_probed`` counts the clients that probe, ``n_trained`` those that train
+        and did not probe)."""
+        return int(n_probed) + int(n_trained)
+
     def probe_floats(self, n_classes: int, n_domains: int) -> int:
         """Numbers a probed client uploads: loss, F and its label histogram."""
         return 2 + int(n_classes)

@@ -55,6 +55,11 @@ class Calibrated(InformationModel):
         super().__init__(value, seed=seed)
         self.pairs: deque[pd.DataFrame] = deque(maxlen=WINDOW)
 
+    def down_messages(self, n_probed, n_trained, n_domains):
+        """w_t and the D per-domain validation gradients to every probed client, then w_t
+        again with each commit (as Flower's probe and commit messages carry them)."""
+        return int(n_probed) * (1 + int(n_domains)) + int(n_trained)
+
     def probe_floats(self, n_classes, n_domains):
         """Loss, F, the label histogram and the D first-order utilities."""
         return 2 + int(n_classes) + int(n_domains)

@@ -91,6 +91,10 @@ def test_spec_information_defaults_and_canonical_spelling():
     with pytest.raises(SelectionError, match="two stats mode"):
         parse_spec("eps:5@probe+stale")
     assert parse_spec("eps:5@stale+ensemble").information == "stale"
+    for spec in ("eps:5@probe+verify", "eps:5@stale+ensemble+verify", "eps:5@predicted+verify"):
+        with pytest.raises(SelectionError, match="verified picks evaluate the true aggregate"):
+            parse_spec(spec)
+    assert parse_spec("eps:5@pool:10+ensemble+verify").verify
 
 
 def test_pool_draws_p_candidates_per_round_and_seed():

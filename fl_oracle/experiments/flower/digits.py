@@ -218,7 +218,8 @@ def client_first_order(
         ``client_id, domain, n_samples, loss, F, label_hist, steps`` (planned local steps),
         ``x`` (D,) = lr · steps · <grad L_i(w), g_d> (the first-order decrease of each
         domain's validation loss this client's update would bring, nats), ``cos_g`` (cosine
-        of -grad L_i with the domains' summed -g_d) and ``probe_samples``.
+        of grad L_i with the domains' summed g_d, as the oracle's ``probe_table``) and
+        ``probe_samples``.
     """
     arch, fed, i = _client(settings, partition, own)
     cfg = settings.config
@@ -412,7 +413,7 @@ RUN_CONFIG_STRATEGY: dict[str, tuple[type, Any, str]] = {
     "k": (int, 5, "nodes trained per round"),
     "num-server-rounds": (int, 3, "training rounds"),
     "num-partitions": (int, 0, "nodes, one per client (0: the connected nodes)"),
-    "stats": (str, "fresh", "fresh | stale | pool:P"),
+    "stats": (str, "fresh", "fresh | stale | pool:P | probe | predicted"),
     "timeout": (float, 600.0, "seconds to wait for one exchange's replies"),
     "out": (str, "runs/flower", "run folder, relative to where the SuperLink runs"),
     "overwrite": (bool, False, "replace the run the folder holds"),

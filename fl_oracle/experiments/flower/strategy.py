@@ -13,6 +13,10 @@ Every round t (Flower's ``server_round`` = t + 1):
    ``stats="pool:P"``: P nodes drawn ∝ their sample counts get it. ``stats="stale"``: only
    nodes never measured before get it; the others keep the statistics of their last training
    reply (measured at the model they trained from, so up to several rounds old).
+   ``stats="probe"`` / ``"predicted"``: every node gets a ``probe`` message (w_t and the
+   server's per-domain validation gradients, ``validation_gradients``) and answers its probe
+   statistics without training; the information model predicts U, U_<domain> from them,
+   calibrated on the nodes that trained in earlier rounds.
 2. **Select.** The statistics of the connected nodes become a round-stats table
    (``docs/contract.md``) and the selector (any :func:`selection.selectors.make_selector` spec,
    or a callable ``(table, k) -> ids``) picks K client ids; an infeasible ε falls back to the
@@ -250,7 +254,8 @@ class FedselStrategy(FedProx):
             a callable ``(round_stats, k) -> ids`` (optionally with ``.choose(problem)``).
         k: nodes trained per round.
         seed: seed of the selector's own random stream.
-        stats: ``fresh``, ``stale`` or ``pool:P`` (module docstring).
+        stats: ``fresh``, ``stale``, ``pool:P``, ``probe`` or ``predicted`` (module
+            docstring).
         proximal_mu: FedProx μ, sent in every train message's config.
         client_ids: fedsel client id of each partition id (default ``str(partition_id)``).
         evaluate_candidates: ``(w_t, deltas (M, P)) -> {column: (M,) values}`` giving at
@@ -313,6 +318,8 @@ class FedselStrategy(FedProx):
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
         stats, self._pool = check_stats(stats)
+        if self._pool is not None and self._pool < k:
+            raise ValueError(f"stats mode {stats}: the pool must hold at least K={k} nodes")
         self._info = None  # the probe phase's information model (probe, predicted)
         if stats in ("probe", "predicted"):
             if validation_gradients is None or evaluate_candidates is None:
@@ -390,7 +397,8 @@ class FedselStrategy(FedProx):
         log(INFO, "\t├──> fedsel selection: %s, K=%d, stats %s", self.name, self.k, self.stats_mode)
         log(INFO, "\t│\t├── Train: the K selected nodes of each round (after a measure "
             "message to %s)", {"fresh": "every node", "stale": "unseen nodes"}.get(
-                self.stats_mode, f"{self._pool} nodes drawn ∝ their samples"))  # fmt: skip
+                self.stats_mode, f"{self._pool} nodes drawn ∝ their samples" if self._pool
+                else "every node, a probe without training"))  # fmt: skip
         log(
             INFO, "\t│\t├── Evaluate: fraction %.2f of the nodes, at random", self.fraction_evaluate
         )
@@ -456,7 +464,10 @@ class FedselStrategy(FedProx):
             w_t,
             clocks,
             failures,
-            reuse=self.stats_mode not in ("stale", "probe", "predicted"),
+            # fresh, pool: the measured updates are the commit; stale too where every pick
+            # was measured this round (round 0, or nodes seen for the first time)
+            reuse=self.stats_mode not in ("stale", "probe", "predicted")
+            or (self.stats_mode == "stale" and all(c in self._measured for c in ids)),
             inputs=inputs,
         )
         if self._pending.reuse:  # the K measured updates are the commit: nobody trains again
@@ -668,6 +679,35 @@ class FedselStrategy(FedProx):
             self._cost.sent(len(self._sent), rec)
         return self._sent
 
+    def _probe_row(
+        self, msg: Message, m: Mapping[str, Any], domains: Sequence[str]
+    ) -> tuple[dict, str]:
+        """A probe reply as a row, or the reason it cannot be one (a node's bad reply is a
+        failure of that node, never of the round)."""
+        need = ("partition-id", "num-examples", "loss", "F", "cos-g", "steps", "label-hist", "x")
+        lost = [c for c in need if c not in m]
+        if lost:
+            return {}, f"lacks {lost[0]}"
+        x = m["x"]
+        if not isinstance(x, list) or len(x) != len(domains):
+            return {}, f"x must hold {len(domains)} values, one per domain"
+        try:
+            pid = int(m["partition-id"])
+            cid = self.client_ids[pid] if self.client_ids is not None else str(pid)
+            dom = str(msg.content["fedsel"]["domain"]) if "fedsel" in msg.content else ""
+            row = {"client_id": cid, "domain": dom, "n_samples": int(m["num-examples"]),
+                   "loss": float(m["loss"]), "F": max(float(m["F"]), F_FLOOR),
+                   "cos_g": float(m["cos-g"]), "steps": int(m["steps"]), "_pid": pid}  # fmt: skip
+            row.update({f"x_{d}": float(v) for d, v in zip(domains, x, strict=True)})
+        except (ValueError, TypeError, IndexError, KeyError) as exc:
+            return {}, f"malformed ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+        if dom not in domains:
+            return {}, f"domain {dom!r} is not one of {', '.join(domains)}"
+        values = [row[c] for c in ("loss", "F", "cos_g", *(f"x_{d}" for d in domains))]
+        if not np.isfinite(values).all() or row["n_samples"] < 1:
+            return {}, "non-finite statistics or num-examples < 1"
+        return row, ""
+
     def _probe_phase(
         self,
         nodes: Sequence[int],
@@ -696,20 +736,14 @@ class FedselStrategy(FedProx):
                 failures[who] = "probe: " + (msg.error.reason if msg.has_error() else "empty")
                 continue
             m = _first_metrics(msg.content) or {}
-            x = m.get("x")
-            if "partition-id" not in m or not isinstance(x, list) or len(x) != len(domains):
-                failures[who] = f"probe reply lacks partition-id or its {len(domains)} x values"
-                continue
-            pid = int(m["partition-id"])
-            cid = self.client_ids[pid] if self.client_ids is not None else str(pid)
-            dom = str(msg.content["fedsel"]["domain"]) if "fedsel" in msg.content else ""
             self._cost.probe_reply(msg.content, m)
+            row, why = self._probe_row(msg, m, domains)
+            if why:
+                failures[who] = f"probe reply: {why}"
+                continue
+            cid = row["client_id"]
             self._node_of[cid], self._client_of[node] = node, cid
             self._hist[cid] = np.asarray(m["label-hist"], dtype=np.float64)
-            row = {"client_id": cid, "domain": dom, "n_samples": int(m["num-examples"]),
-                   "loss": float(m["loss"]), "F": max(float(m["F"]), F_FLOOR),
-                   "cos_g": float(m["cos-g"]), "steps": int(m["steps"]), "_pid": pid}  # fmt: skip
-            row.update({f"x_{d}": float(v) for d, v in zip(domains, x, strict=True)})
             rows.append(row)
         for node in nodes:
             if node not in seen:

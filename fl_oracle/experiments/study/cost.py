@@ -65,7 +65,10 @@ def matched_cost(history: pd.DataFrame, metrics: pd.DataFrame, reference: str) -
             continue
         g = g.sort_values("round")
         spent = np.cumsum(_compute(g))
-        j = max(int(np.searchsorted(spent, budget[int(seed)] + 1e-9, side="right")) - 1, 0)
+        j = int(np.searchsorted(spent, budget[int(seed)] + 1e-9, side="right")) - 1
+        if j < 0:  # its first round alone costs more than the reference's whole run
+            at[(entry, int(seed))] = (np.nan, np.nan)
+            continue
         row = g.iloc[j]
         at[(entry, int(seed))] = (float(row["acc_avg"]), float(row["acc_worst"]))
     out = metrics.copy()

@@ -84,7 +84,8 @@ def test_probe_charges_the_picks_training_and_every_probe_batch():
     n = len(o.clients)
     assert list(h["cost_train_samples"]) == [_work(o, ids) for ids in _picks(h)]
     assert (h["cost_probe_samples"] == sum(o.probe_sizes().values())).all()
-    assert (h["cost_bytes_down"] == n * o.model_bytes).all()
+    # w_t and the D validation gradients to every client, w_t again with each commit
+    assert (h["cost_bytes_down"] == (n * (1 + len(o.domains)) + 3) * o.model_bytes).all()
     floats = 2 + o.n_classes + len(o.domains)
     assert (h["cost_bytes_up"] == 3 * o.model_bytes + 4 * (2 * 3 + floats * n)).all()
     assert not h["upper_bound"].any()

@@ -140,7 +140,7 @@ def test_stale_mode_measures_unseen_nodes_only(data_file):
     train = [m for m in grid.sent if m.metadata.message_type == "train"]
     phases = [m.content["config"]["fedsel-phase"] for m in train]
     assert phases.count("measure") == 20  # round 0 only
-    assert phases.count("commit") == 15
+    assert phases.count("commit") == 10  # round 0's picks commit the updates they measured
     assert (stats.groupby("round").size() == 20).all()
     # round 2: the rows of round 1's selection were measured then, the rest at round 0
     r2 = stats[stats["round"] == 2].set_index("client_id")
@@ -193,6 +193,28 @@ def test_probe_phase_matches_the_in_process_loop(data_file, info):
         assert (hist[col].to_numpy() == r[col].to_numpy()).all(), col
     for d in DOMAINS:
         np.testing.assert_allclose(hist[f"acc_{d}"], r[f"acc_{d}"], atol=100 / N_TEST + 1e-9)
+
+
+def test_a_bad_probe_reply_is_that_nodes_failure_not_the_rounds(data_file):
+    _, path = data_file
+    run = FlowerRun(DigitsSettings.of(_config(), path), "maxmin:2", 5, 1, stats="probe")
+    inner = make_client_app(run.settings)
+
+    def app(message: Message, context) -> Message:
+        reply = inner(message, context)
+        pid = int(context.node_config["partition-id"])
+        if message.content["config"].get("fedsel-phase") == "probe" and pid in (2, 3):
+            m = dict(reply.content["metrics"])
+            m.pop("x") if pid == 2 else m.update({"loss": float("nan")})
+            reply.content["metrics"] = MetricRecord(m)
+        return reply
+
+    run_strategy(LocalGrid(app, 20), run)
+    hist, stats = run.result.frames()
+    failed = hist["failed"].iloc[0].split(";")
+    assert len(stats) == 18 and len(failed) == 2 and not set(failed) & set(stats["client_id"])
+    failures = hist["failures"].iloc[0]
+    assert "probe reply: lacks x" in failures and "non-finite statistics" in failures
 
 
 def test_information_models_flower_cannot_run_are_refused():
