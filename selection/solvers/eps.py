@@ -37,6 +37,7 @@ from selection.solvers.milp.model import INF, LexBackend
 from selection.solvers.params import check_finite, check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import SolveResult, _Raw
+from selection.surrogates import get_surrogate
 
 __all__ = ["EpsSolver", "min_gap_point"]
 
@@ -241,7 +242,7 @@ class EpsSolver(ExactSolver):
         """
         x = np.zeros(problem.n)
         x[list(selected)] = 1.0
-        w = x * (problem.n_samples if problem.surrogate == "weighted" else 1.0)
+        w = x * get_surrogate(problem.surrogate).client_weights(problem)
         Ud = w @ self.model_data(problem)["Ud"] / w.sum()
         return (
             float(Ud.max() - Ud.min())

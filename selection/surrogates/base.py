@@ -50,6 +50,17 @@ class Surrogate(ABC):
     summary: ClassVar[str] = ""
     order: ClassVar[int] = 100
 
+    def client_values(self, problem: SelectionProblem) -> tuple[np.ndarray, np.ndarray]:
+        """The per-client (U (N,), U_d (N, D)) a ``linear`` or ``linear-fractional`` surrogate
+        combines over a selection: what the exact routes put in their rows. Default: the
+        round's single-update utilities."""
+        return problem.U, problem.Ud
+
+    def client_weights(self, problem: SelectionProblem) -> np.ndarray:
+        """The per-client weights w_i of a ``linear-fractional`` surrogate's ratio
+        Σ w_i x_i v_i / Σ w_i x_i (N,); ones for a ``linear`` one."""
+        return np.ones(problem.n)
+
     @abstractmethod
     def block(
         self, problem: SelectionProblem, idx: np.ndarray, *, need_ud: bool = True

@@ -20,6 +20,9 @@ class WeightedSurrogate(Surrogate):
     summary = "Σ p_i U_{i,d}, p_i = n_i / Σ_S n_j, FedAvg's weights (linear-fractional)"
     order = 20
 
+    def client_weights(self, problem):
+        return problem.n_samples.astype(float)
+
     def block(self, problem, idx, *, need_ud=True):
         n = problem.n_samples.astype(float)[idx]
         p = n / n.sum(axis=1, keepdims=True)

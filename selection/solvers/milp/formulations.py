@@ -27,8 +27,20 @@ __all__ = [
 
 
 def model_data(problem: SelectionProblem, backend: str, scale: int) -> dict[str, np.ndarray]:
-    """The data a backend solves with: the true floats, or for CP-SAT rounded to 1/scale."""
-    data = {"U": problem.U, "Ud": problem.Ud, "F_z": problem.F_z, "B": problem.B}
+    """The data a backend solves with: the true floats, or for CP-SAT rounded to 1/scale.
+
+    U and U_d are the per-client values the problem's surrogate combines
+    (:meth:`selection.surrogates.base.Surrogate.client_values`: the single-update utilities,
+    or e.g. the soft vote's true-label probabilities)."""
+    from selection.surrogates import get_surrogate
+
+    sur = get_surrogate(problem.surrogate)
+    U, Ud = (
+        sur.client_values(problem)
+        if sur.structure in ("linear", "linear-fractional")
+        else (problem.U, problem.Ud)
+    )
+    data = {"U": U, "Ud": Ud, "F_z": problem.F_z, "B": problem.B}
     if backend == "cpsat":
         data = {k: round_data(v, scale) for k, v in data.items()}
     return data

@@ -48,9 +48,13 @@ _MAX_ITER = 60
 
 
 def weighted_data(problem: SelectionProblem, route: str, scale: int) -> dict[str, np.ndarray]:
-    """n-weighted data: nU (N,), nUd (N, D), n (N,), F_z, B (CP-SAT: U rounded to 1/scale)."""
+    """Weighted data of the problem's linear-fractional surrogate (its ``client_weights`` n
+    and ``client_values`` U, U_d): nU (N,), nUd (N, D), n (N,), F_z, B (CP-SAT: U rounded to
+    1/scale)."""
+    from selection.surrogates import get_surrogate
+
     data = model_data(problem, route, scale)
-    n = problem.n_samples.astype(float)
+    n = np.asarray(get_surrogate(problem.surrogate).client_weights(problem), dtype=float)
     return {
         "nU": n * data["U"],
         "nUd": n[:, None] * data["Ud"],
