@@ -434,7 +434,7 @@ def selector_help() -> str:
     return (
         f"Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any; NAME one of {names} (ARGS: "
         f"fedsel methods); modifiers joined by +: a surrogate ({mods}), an information model "
-        f"({infos}), verify or verify=M; e.g. eps:5, maxmin:2@weighted+probe."
+        f"({infos}), verify or verify=M; e.g. eps:5, maxmin:2@probe."
     )
 
 

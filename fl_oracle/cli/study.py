@@ -182,6 +182,7 @@ def study(
 
             if "val_per_domain" not in text:  # the Digits-4 default need not fit the folder
                 oracle.pop("val_per_domain", None)
+            oracle.pop("dataset", None)  # already read against the folder (from_toml)
             oracle = dataset_fields(str(dataset), **oracle)
         settings = StudySettings.from_toml(settings.to_toml(), oracle=oracle)
     for entry in settings.selectors:
