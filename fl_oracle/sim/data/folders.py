@@ -112,11 +112,21 @@ def _read_split_file(path: Path, root: Path) -> dict[Path, str]:
     if not rows or not {"path", "split"} <= set(rows[0]):
         raise DataError(f"split file {path}: expected a CSV with header 'path,split'")
     out: dict[Path, str] = {}
+    line: dict[Path, int] = {}
+    top = root.resolve()
     for i, row in enumerate(rows, start=2):
         split = (row["split"] or "").strip()
         if split not in ("train", "test"):
             raise DataError(f"split file {path}, line {i}: split {split!r} is not train or test")
-        out[(root / row["path"].strip()).resolve()] = split
+        name = (row["path"] or "").strip()
+        f = (root / name).resolve()
+        if not f.is_relative_to(top):
+            raise DataError(f"split file {path}, line {i}: {name!r} lies outside {root}")
+        if f in out:
+            raise DataError(
+                f"split file {path}, line {i}: {name!r} is listed again (line {line[f]})"
+            )
+        out[f], line[f] = split, i
     return out
 
 
@@ -152,6 +162,13 @@ def scan_dataset(
         folder_of[did] = ddir
         subs = {p.name for p in _class_folders(ddir)}
         split_folders = {"train", "test"} <= subs
+        if not split_folders and subs & {"train", "test"}:
+            has = sorted(subs & {"train", "test"})[0]
+            other = "test" if has == "train" else "train"
+            raise DataError(
+                f"{ddir}: has {has}/ but no {other}/ (split folders need both; or name the "
+                "classes otherwise)"
+            )
         if split_folders:  # DIR/<domain>/{train,test}/<class>/: the classes are inside
             by_folder = {
                 s: [(f, c.name) for c in _class_folders(ddir / s) for f in _images(c)]
@@ -188,6 +205,14 @@ def scan_dataset(
             s.sort()
         raw[did] = split
         rules.add(f"seeded, test_fraction={test_fraction:g}, seed={seed}")
+    if listed is not None:  # every listed path must be one of the dataset's images
+        seen = {f.resolve() for sp in raw.values() for part in sp.values() for f, _ in part}
+        extra = sorted(set(listed) - seen)
+        if extra:
+            raise DataError(
+                f"split file {split_file}: {extra[0].relative_to(root.resolve())} is not an "
+                f"image of the dataset ({len(extra)} such path(s))"
+            )
     classes = sorted({c for sp in raw.values() for part in sp.values() for _, c in part})
     label = {c: i for i, c in enumerate(classes)}
     files = {

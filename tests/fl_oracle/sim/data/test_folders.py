@@ -98,6 +98,30 @@ def test_an_unreadable_image_is_named(tmp_path):
         load_dataset(scan_dataset(tmp_path), resolution=8)
 
 
+def test_split_files_and_split_folders_that_contradict_themselves_are_refused(shapes, tmp_path):
+    idx = scan_dataset(shapes)
+    rows = ["path,split"] + [
+        f"{f.relative_to(shapes)},{s}" for d in idx.domains for s in ("train", "test")
+        for f, _ in idx.files[d][s]
+    ]  # fmt: skip
+    sf = tmp_path / "split.csv"
+    first = rows[1].split(",")[0]
+    for extra, needle in (
+        ([f"{first},test"], r"is listed again \(line 2\)"),  # one path, two splits
+        (["photo/circle/nope.png,train"], "is not an image of the dataset"),
+        (["../outside.png,train"], "lies outside"),
+    ):
+        sf.write_text("\n".join(rows + extra) + "\n")
+        with pytest.raises(DataError, match=needle) as info:
+            scan_dataset(shapes, split_file=sf)
+        assert "\n" not in str(info.value)
+    # a domain with train/ but no test/ is not a domain whose classes are named train
+    (tmp_path / "ds" / "dom" / "train" / "a").mkdir(parents=True)
+    Image.new("RGB", (8, 8)).save(tmp_path / "ds" / "dom" / "train" / "a" / "0.png")
+    with pytest.raises(DataError, match="has train/ but no test/"):
+        scan_dataset(tmp_path / "ds")
+
+
 def test_an_image_too_large_to_decode_is_named_in_one_line(tmp_path, monkeypatch):
     # PIL refuses an image over twice MAX_IMAGE_PIXELS (a 14,000 x 14,000 PNG by default);
     # a lowered limit makes a 40 x 40 image that image
