@@ -280,6 +280,14 @@ def test_cli_study_on_tiny_data(monkeypatch, tmp_path, capsys):
     assert len(h) == 2 * 2 * 2 and set(h["k"]) == {3}
     assert (h["selected"].str.count(";") == 2).all()
     assert (out / "report.html").is_file() and (out / "sources.toml").is_file()
+    # what the information costs: per entry, against the reference, in the report and verdict
+    cost = pd.read_csv(out / "cost.csv").set_index("entry")
+    assert cost.loc["proportional", "compute_ratio"] == pytest.approx(1.0)
+    assert cost.loc["proportional", "information"] == "rule"
+    assert bool(cost.loc["eps-rel:0.5", "upper_bound"])  # fresh: the oracle's upper bound
+    assert cost.loc["eps-rel:0.5", "compute_ratio"] > 1.0  # every client trains
+    assert "Deployment cost" in (out / "verdict.md").read_text()
+    assert "What the information costs a deployment" in (out / "report.html").read_text()
     first = (out / "sources.toml").read_text()
     assert "[sources." in first
     # --add grows the study: the first record kept, one [[additions]] table, the new runs only
