@@ -71,3 +71,17 @@ def model_option():
     import typer
 
     return typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn")
+
+
+SIZE_SIGMA_HELP = (
+    "Log-normal spread σ of the client sizes (each domain's --samples-per-client is the mean; "
+    "0: every client that size)."
+)
+
+
+def size_sigma_option():
+    """``--size-sigma`` (unset: the configuration's 0, equal client sizes)."""
+    import typer
+
+    return typer.Option(None, "--size-sigma", min=0.0, max=3.0, help=SIZE_SIGMA_HELP,
+                        show_default="0")  # fmt: skip

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import typer
 
-from fl_oracle.cli.options import DATASET_HELP, MODEL_HELP, SIZES_HELP, SPLIT_HELP, parse_sizes
+from fl_oracle.cli.options import (
+    DATASET_HELP,
+    MODEL_HELP,
+    SIZES_HELP,
+    SPLIT_HELP,
+    parse_sizes,
+    size_sigma_option,
+)
 
 __all__ = ["register"]
 
@@ -33,6 +40,7 @@ def oracle(
     lr: float = typer.Option(0.05, "--lr", help="Local SGD step size."),
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="Local SGD batch size."),
     dirichlet_alpha: float | None = typer.Option(None, "--dirichlet-alpha", help="Label skew."),
+    size_sigma: float | None = size_sigma_option(),
     val_per_domain: int | None = typer.Option(
         None,
         "--val-per-domain",
@@ -105,6 +113,7 @@ def oracle(
         clients_per_domain=clients_per_domain,
         samples_per_client=parse_sizes(samples_per_client),
         dirichlet_alpha=dirichlet_alpha,
+        size_sigma=size_sigma,
         val_per_domain=val_per_domain,
         local_holdout=local_holdout,
         test_per_domain=test_per_domain,

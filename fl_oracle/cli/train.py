@@ -21,6 +21,7 @@ from fl_oracle.cli.options import (
     model_option,
     parse_sizes,
     resolution_option,
+    size_sigma_option,
 )
 from fl_oracle.experiments.demo.run import DemoSettings
 from fl_oracle.experiments.runner import DEMO_ORACLE
@@ -162,6 +163,7 @@ def train(
     dirichlet_alpha: float | None = typer.Option(
         None, "--dirichlet-alpha", help="Label skew.", show_default="none"
     ),
+    size_sigma: float | None = size_sigma_option(),
     aggregation: str | None = typer.Option(
         None, "--aggregation", help="samples | uniform.", show_default="samples"
     ),
@@ -206,6 +208,7 @@ def train(
         split_file=None if split_file is None else str(split_file),
         batch_size=batch_size,
         dirichlet_alpha=dirichlet_alpha,
+        size_sigma=size_sigma,
         aggregation=aggregation,
         val_per_domain=val_per_domain,
         test_per_domain=test_per_domain,

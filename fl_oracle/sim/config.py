@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields
 from pathlib import PurePath
 from typing import Any
 
+import numpy as np
+
 from fl_oracle.errors import ConfigError
 from fl_oracle.sim.architectures import generic_names, stacked_names
 from selection.schema import DEFAULT_DOMAINS, DEFAULT_SAMPLES_PER_CLIENT
@@ -58,6 +60,10 @@ class OracleConfig:
         clients_per_domain: clients drawn from each domain (disjoint samples).
         samples_per_client: training samples per client, by domain (default 1% of each set).
         dirichlet_alpha: Dirichlet(alpha) label skew within each domain; None = iid draw.
+        size_sigma: log-normal spread of the client sizes: client i of a domain holds
+            max(1, round(n_d · exp(σ z_i − σ²/2))) samples (z_i standard normal, drawn from
+            ``data_seed``: every seed of a study shares the sizes), n_d its
+            ``samples_per_client`` (the mean); 0 = every client n_d (the Digits-4 default).
         val_per_domain: validation samples per domain (held out from the training split).
         local_holdout: local hold-out samples per client (drawn from the client's domain with
             the client's own class mix, disjoint from every shard and the validation subset);
@@ -96,6 +102,7 @@ class OracleConfig:
     clients_per_domain: int = 5
     samples_per_client: Mapping[str, int] | None = None
     dirichlet_alpha: float | None = None
+    size_sigma: float = 0.0
     val_per_domain: int = 500
     local_holdout: int = 100
     test_per_domain: int | None = None
@@ -177,6 +184,9 @@ class OracleConfig:
         self._check_nonneg("gamma")
         if self.dirichlet_alpha is not None:
             self._check_pos("dirichlet_alpha")
+        self._check_nonneg("size_sigma")
+        if self.size_sigma > 3:
+            raise _err("size_sigma", self.size_sigma, "must be at most 3 (a log-normal spread)")
         budgets = dict(self.epoch_budgets or {})
         for key, b in budgets.items():
             if not self._is_client(key) and key not in doms:
@@ -243,16 +253,38 @@ class OracleConfig:
         ok = i.isdigit() and str(int(i)) == i  # "mnist-01" is not the id "mnist-1"
         return dom in self.domains and ok and int(i) < self.clients_per_domain
 
+    def client_sizes(self) -> dict[str, tuple[int, ...]]:
+        """Every client's training-set size, by domain (``size_sigma``; arithmetic on the
+        settings, before any data is loaded)."""
+        out = {}
+        for j, d in enumerate(self.domains):
+            n = self.samples_per_client[d]
+            if self.size_sigma == 0:
+                out[d] = (n,) * self.clients_per_domain
+                continue
+            rng = np.random.default_rng([self.data_seed, 0x51CE, j])
+            z = rng.standard_normal(self.clients_per_domain)
+            s = self.size_sigma
+            out[d] = tuple(max(1, round(n * v)) for v in np.exp(s * z - s * s / 2).tolist())
+        return out
+
+    def train_needed(self) -> dict[str, int]:
+        """Training images each domain must hold: its clients' sizes, their local hold-outs
+        and the validation set."""
+        sizes = self.client_sizes()
+        return {
+            d: sum(sizes[d]) + self.clients_per_domain * self.local_holdout + self.val_per_domain
+            for d in self.domains
+        }
+
     def federation_bytes(self) -> int:
         """Memory the federation's images take once loaded (float32, ``resolution`` a side
         for a dataset, 32 for the Digits-4 default; 3 channels): training shards, local
         hold-outs, validation and test sets. Arithmetic on the settings, before any load."""
         side = self.resolution if self.dataset is not None else 32
         per_image = 3 * side * side * 4
-        n = 0
-        for d in self.domains:
-            n += self.clients_per_domain * (self.samples_per_client[d] + self.local_holdout)
-            n += self.val_per_domain + (self.test_per_domain or 0)
+        n = sum(self.train_needed().values())
+        n += len(self.domains) * (self.test_per_domain or 0)
         return int(n * per_image)
 
     def _check_int(self, name: str, lo: int) -> None:

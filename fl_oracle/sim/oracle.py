@@ -120,14 +120,9 @@ def load_federation_data(
             test_fraction=config.test_fraction,
             seed=config.data_seed,
         )
+        train = config.train_needed()
         need = {  # decode only what the federation uses (a seeded subset of a large folder)
-            d: {
-                "train": config.clients_per_domain
-                * (config.samples_per_client[d] + config.local_holdout)
-                + config.val_per_domain,
-                "test": config.test_per_domain,
-            }
-            for d in config.domains
+            d: {"train": train[d], "test": config.test_per_domain} for d in config.domains
         }
         return load_dataset(
             index,
@@ -140,11 +135,7 @@ def load_federation_data(
     from fl_oracle.sim.data import load_digits
     from fl_oracle.sim.data.api import bundled_shortfall
 
-    n_train = {
-        d: config.clients_per_domain * (config.samples_per_client[d] + config.local_holdout)
-        + config.val_per_domain
-        for d in config.domains
-    }
+    n_train = config.train_needed()
     for d, need in n_train.items():
         why = bundled_shortfall(d, need, config.data_root, config.data_mode)
         if why:

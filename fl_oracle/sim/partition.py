@@ -8,6 +8,7 @@ so it never overlaps a client.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +38,7 @@ def partition_domain(
     *,
     domain: str,
     n_clients: int,
-    per_client: int,
+    per_client: int | Sequence[int],
     n_val: int,
     rng: np.random.Generator,
     alpha: float | None = None,
@@ -49,7 +50,7 @@ def partition_domain(
         labels: (N,) int labels of the domain's training split.
         domain: the domain's name (for error messages).
         n_clients: number of clients.
-        per_client: samples per client.
+        per_client: samples per client (one number, or one per client).
         n_val: validation samples.
         rng: the partition's random stream.
         alpha: Dirichlet concentration of each client's class mix; None = uniform draw.
@@ -62,30 +63,41 @@ def partition_domain(
         ConfigError: when the split holds fewer than ``n_clients * per_client + n_val`` samples.
     """
     labels = np.asarray(labels)
-    need = n_clients * per_client + n_val
+    sizes = (
+        [int(per_client)] * n_clients
+        if isinstance(per_client, int | np.integer)
+        else [int(v) for v in per_client]
+    )
+    if len(sizes) != n_clients:
+        raise ConfigError(f"domain {domain}: {len(sizes)} client sizes for {n_clients} clients")
+    need = sum(sizes) + n_val
     if need > len(labels):
+        what = (
+            f"{n_clients} clients x {sizes[0]} samples"
+            if len(set(sizes)) == 1
+            else (f"{n_clients} clients of {sum(sizes)} samples in all")
+        )
         raise ConfigError(
-            f"domain {domain}: {n_clients} clients x {per_client} samples + {n_val} validation "
+            f"domain {domain}: {what} + {n_val} validation "
             f"= {need} exceeds its {len(labels)} training samples"
         )
     if alpha is None:
         perm = rng.permutation(len(labels))
-        shards = tuple(
-            np.sort(perm[i * per_client : (i + 1) * per_client]) for i in range(n_clients)
-        )
-        rest = perm[n_clients * per_client :]
+        ends = np.cumsum([0, *sizes])
+        shards = tuple(np.sort(perm[ends[i] : ends[i + 1]]) for i in range(n_clients))
+        rest = perm[int(ends[-1]) :]
     else:
         pools = [list(rng.permutation(np.flatnonzero(labels == c))) for c in range(n_classes)]
         shards_l = []
-        for _ in range(n_clients):
+        for per_i in sizes:
             p = rng.dirichlet(np.full(n_classes, alpha))
-            want = rng.multinomial(per_client, p)
+            want = rng.multinomial(per_i, p)
             take: list[int] = []
             for c in range(n_classes):
                 k = min(int(want[c]), len(pools[c]))
                 take += pools[c][:k]
                 del pools[c][:k]
-            short = per_client - len(take)
+            short = per_i - len(take)
             if short:  # a class ran dry: fill from the largest remaining pools
                 order = np.argsort([-len(pl) for pl in pools], kind="stable")
                 for c in order:
@@ -262,12 +274,12 @@ def build_federation(config, data: dict, device) -> Federation:
             if len(lab) and (int(lab.min()) < 0 or int(lab.max()) >= n_classes):
                 raise ConfigError(f"data for {what}: labels outside 0..{n_classes - 1}")
         sources[d] = {"real": "real", "bundled": "genuine, bundled"}.get(src, "generated stand-in")
-        per = config.samples_per_client[d]
+        per = config.client_sizes()[d]
         split = partition_domain(
             y.numpy(),
             domain=d,
             n_clients=config.clients_per_domain,
-            per_client=per,
+            per_client=per[0] if len(set(per)) == 1 else per,
             n_val=config.val_per_domain,
             rng=rngs[2 * j],
             alpha=config.dirichlet_alpha,
