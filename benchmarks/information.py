@@ -26,6 +26,10 @@ Writes ``results/benchmarks/information.csv`` (one row per model), ``information
 (per seed and round) and ``information.md``. Run from the repository root::
 
     .venv/bin/python benchmarks/information.py      # 3 seeds x 40 rounds, K = 5
+    .venv/bin/python benchmarks/information.py --resume   # after a stop: only the seeds left
+
+Each finished seed is written to ``information_rounds.part.csv`` (removed when the whole run
+ends), so a stopped run continues with ``--resume``.
 """
 
 from __future__ import annotations
@@ -136,13 +140,22 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--random", type=int, default=20, help="random K-subsets per round")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the seeds information_rounds.part.csv holds; run the others")  # fmt: skip
     args = ap.parse_args(argv)
+    part = OUT / "information_rounds.part.csv"
     over = dict(STUDY_ORACLE, threads=None)
     data = load_federation_data(OracleConfig(seed=0, **over))
     rows: list[dict] = []
+    if args.resume and part.is_file():  # whole seeds only: a seed is written when it ends
+        rows = pd.read_csv(part).to_dict("records")
+    done = {int(r["seed"]) for r in rows}
     t0 = time.perf_counter()
+    OUT.mkdir(parents=True, exist_ok=True)
     with rich_progress(transient=False) as progress:
         for seed in range(args.seeds):
+            if seed in done:
+                continue
             oracle = Oracle(OracleConfig(seed=seed, **over), data=data)
             models = {name: make_information(name, seed=seed) for name in MODELS}
             rng = np.random.default_rng([seed, 0x696E66])
@@ -150,11 +163,11 @@ def main(argv=None) -> None:
                 rows += _round(oracle, models, args.k, args.random, rng, t, seed)
                 progress(seed * args.rounds + t + 1, args.seeds * args.rounds,
                          "information benchmark")  # fmt: skip
+            write_table_atomic(pd.DataFrame(rows), part)
     per_round = pd.DataFrame(rows)
     cols = ["mae_Uid", "rho_Uid", "mae_UdS", "rho_UdS", "mae_worst", "rho_worst",
             "compute_ratio", "bytes_ratio"]  # fmt: skip
     table = per_round.groupby("model", sort=False)[cols].mean().reset_index()
-    OUT.mkdir(parents=True, exist_ok=True)
     write_table_atomic(per_round, OUT / "information_rounds.csv")
     write_table_atomic(table, OUT / "information.csv")
     head = (
@@ -172,6 +185,7 @@ def main(argv=None) -> None:
     for r in table.itertuples(index=False):
         lines.append(f"| {r[0]} | " + " | ".join(f"{v:.3f}" for v in r[1:]) + " |")
     write_text_atomic(head + "\n".join(lines) + "\n", OUT / "information.md")
+    part.unlink(missing_ok=True)
     print(head + "\n".join(lines))
 
 
