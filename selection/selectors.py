@@ -242,7 +242,7 @@ def _check_information(text: str, spec: Spec) -> None:
     if spec.stats_mode is None:
         return
     info = get_information(spec.stats_mode.partition(":")[0])
-    if spec.verify and not info.logits or spec.verify and info.remembers:
+    if spec.verify and (not info.logits or info.remembers):
         raise _bad(
             text,
             f"verified picks evaluate the true aggregate of candidates trained at w_t, which "

@@ -50,6 +50,15 @@ class Surrogate(ABC):
     summary: ClassVar[str] = ""
     order: ClassVar[int] = 100
 
+    def logits_of(self, problem: SelectionProblem):
+        """The problem's validation logits (SelectionError naming this surrogate if absent)."""
+        if problem.logits is None:
+            raise SelectionError(
+                f"the {self.name} surrogate needs the round's validation logits (fedsel oracle "
+                "writes them to logits/; pass --logits)"
+            )
+        return problem.logits
+
     def client_values(self, problem: SelectionProblem) -> tuple[np.ndarray, np.ndarray]:
         """The per-client (U (N,), U_d (N, D)) a ``linear`` or ``linear-fractional`` surrogate
         combines over a selection: what the exact routes put in their rows. Default: the

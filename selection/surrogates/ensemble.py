@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from selection.errors import SelectionError
 from selection.surrogates.base import Surrogate, register
 
 CHUNK_ELEMENTS = 1 << 23  # selections × disagreeing samples × classes per chunk (float32)
@@ -40,12 +39,7 @@ _prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _prepare(problem) -> _Prepared:
     if problem in _prepared:
         return _prepared[problem]
-    lg = problem.logits
-    if lg is None:
-        raise SelectionError(
-            "the ensemble surrogate needs the round's validation logits (fedsel oracle writes "
-            "them to logits/; pass --logits)"
-        )
+    lg = EnsembleSurrogate().logits_of(problem)
     z = lg.z.astype(np.float32)
     pred = z.argmax(axis=2)  # (N, S)
     agree = (pred == pred[:1]).all(axis=0)

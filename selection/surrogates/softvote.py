@@ -27,12 +27,7 @@ def soft_votes(problem) -> tuple[np.ndarray, np.ndarray]:
     """(s (N,), s_d (N, D)), %, from the problem's validation logits (cached per problem)."""
     if problem in _values:
         return _values[problem]
-    lg = problem.logits
-    if lg is None:
-        raise SelectionError(
-            "the softvote surrogate needs the round's validation logits (fedsel oracle writes "
-            "them to logits/; pass --logits)"
-        )
+    lg = SoftVoteSurrogate().logits_of(problem)
     z = lg.z.astype(np.float32)
     z = z - z.max(axis=2, keepdims=True)
     e = np.exp(z)

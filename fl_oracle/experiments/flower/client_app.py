@@ -76,24 +76,29 @@ def _probe(settings: DigitsSettings, message: Message, context: Context) -> Mess
         local_epochs=cfg.get("local-epochs"),
         own=_own(context),
     )
-    metrics = {
+    metrics = {**_statistics(pid, info), "x": info["x"], "cos-g": info["cos_g"]}
+    return _reply(message, info, metrics)
+
+
+def _statistics(pid: int, info: dict) -> dict:
+    """What every fedsel reply reports of the node (probe and training alike)."""
+    return {
         "partition-id": pid,
         "num-examples": info["n_samples"],
         "F": info["F"],
         "loss": info["loss"],
         "steps": info["steps"],
         "label-hist": info["label_hist"],
-        "x": info["x"],
-        "cos-g": info["cos_g"],
         "probe-samples": info["probe_samples"],
     }
-    content = RecordDict(
-        {
-            "metrics": MetricRecord(metrics),
-            "fedsel": ConfigRecord({"domain": info["domain"], "client-id": info["client_id"]}),
-        }
-    )
-    return Message(content, reply_to=message)
+
+
+def _reply(message: Message, info: dict, metrics: dict, delta=None) -> Message:
+    """The reply: the update (when it trained), its metrics and the node's domain and id."""
+    records = {} if delta is None else {"delta": ArrayRecord({"delta": Array(delta)})}
+    records["metrics"] = MetricRecord(metrics)
+    records["fedsel"] = ConfigRecord({"domain": info["domain"], "client-id": info["client_id"]})
+    return Message(RecordDict(records), reply_to=message)
 
 
 def _train(settings: DigitsSettings, message: Message, context: Context) -> Message:
@@ -114,26 +119,13 @@ def _train(settings: DigitsSettings, message: Message, context: Context) -> Mess
         own=_own(context),
     )
     metrics = {
-        "partition-id": pid,
-        "num-examples": info["n_samples"],
-        "F": info["F"],
-        "loss": info["loss"],
-        "steps": info["steps"],
+        **_statistics(pid, info),
         "gamma-achieved": info["gamma_achieved"],
-        "label-hist": info["label_hist"],
         "train-samples": info["train_samples"],
-        "probe-samples": info["probe_samples"],
     }
     if "U_local" in info:
         metrics["U_local"] = info["U_local"]
-    content = RecordDict(
-        {
-            "delta": ArrayRecord({"delta": Array(delta)}),
-            "metrics": MetricRecord(metrics),
-            "fedsel": ConfigRecord({"domain": info["domain"], "client-id": info["client_id"]}),
-        }
-    )
-    return Message(content, reply_to=message)
+    return _reply(message, info, metrics, delta)
 
 
 def _evaluate(settings: DigitsSettings, message: Message, context: Context) -> Message:

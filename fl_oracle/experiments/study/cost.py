@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from fl_oracle.experiments.cost import COST_COLUMNS
 from selection.information import get_information
 
 __all__ = ["BUDGET", "costed", "matched_cost", "cost_table", "goal_lines", "compute_figure"]
@@ -32,20 +33,17 @@ __all__ = ["BUDGET", "costed", "matched_cost", "cost_table", "goal_lines", "comp
 BUDGET = 1.25  # x the reference's (FedAvg's) client compute per round
 
 
-_COLS = ("cost_train_samples", "cost_probe_samples", "cost_bytes_up", "cost_bytes_down")
-
-
 def costed(history: pd.DataFrame) -> bool:
     """Does the history carry the deployment-cost columns, with values (a driver that
     cannot count them writes NaN)?"""
-    if history.empty or not all(c in history.columns for c in _COLS):
+    if history.empty or not all(c in history.columns for c in COST_COLUMNS):
         return False
     return bool(pd.to_numeric(history["cost_train_samples"], errors="coerce").notna().any())
 
 
 def numeric_costs(history: pd.DataFrame) -> pd.DataFrame:
     """The history with its cost columns as numbers (CSV round trips write NaN as "")."""
-    return history.assign(**{c: pd.to_numeric(history[c], errors="coerce") for c in _COLS})
+    return history.assign(**{c: pd.to_numeric(history[c], errors="coerce") for c in COST_COLUMNS})
 
 
 def _compute(g: pd.DataFrame) -> np.ndarray:

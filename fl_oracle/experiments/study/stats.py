@@ -38,7 +38,6 @@ METRICS: dict[str, tuple[str, bool]] = {
     "avg_at_budget": ("average accuracy at the reference's compute (%)", True),
     "worst_at_budget": ("worst-domain accuracy at the reference's compute (%)", True),
 }
-COST_COLUMNS = ("cost_train_samples", "cost_probe_samples", "cost_bytes_up", "cost_bytes_down")
 # metrics read from the deployment-cost columns (histories written before them lack them)
 COST_METRICS = (
     "compute_per_round",
@@ -62,19 +61,21 @@ def run_metrics(history: pd.DataFrame, *, target_worst: float, rounds: int) -> p
     that never reaches it is charged its whole run plus one round at its mean cost, the
     censoring of ``rounds_to_target``).
     """
-    rows = []
     from fl_oracle.experiments.study.cost import costed as has_costs
+    from fl_oracle.experiments.study.cost import numeric_costs
 
+    rows = []
     costed = has_costs(history)
+    if costed:
+        history = numeric_costs(history)
     for (entry, seed), g in history.groupby(["entry", "seed"], sort=False):
         g = g.sort_values("round")
         hit = np.flatnonzero(g["acc_worst"].to_numpy() >= target_worst)
         last = g.iloc[-1]
         extra = {}
         if costed:
-            num = {c: pd.to_numeric(g[c], errors="coerce") for c in COST_COLUMNS}
-            compute = (num["cost_train_samples"] + num["cost_probe_samples"]).to_numpy(float)
-            sent = (num["cost_bytes_up"] + num["cost_bytes_down"]).to_numpy(float)
+            compute = (g["cost_train_samples"] + g["cost_probe_samples"]).to_numpy(float)
+            sent = (g["cost_bytes_up"] + g["cost_bytes_down"]).to_numpy(float)
             upto = int(hit[0]) + 1 if len(hit) else len(g)
             tail = 0 if len(hit) else 1  # censored: one more round at the run's mean
             extra = {
