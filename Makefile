@@ -67,6 +67,13 @@ bench-exact: $(STAMP)
 	$(BIN)/python benchmarks/certified_fronts.py
 	$(BIN)/python benchmarks/exact_families.py --sizes 200,1000
 
+# the wheel and sdist a user installs (pip install dist/fedsel-*.whl), into the untracked dist/;
+# the wheel is built from the sdist, so both hold the same files (tests/test_packaging.py)
+.PHONY: dist
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
