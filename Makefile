@@ -3,13 +3,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv browser test test-all check lint demo demo-example bench bench-peers bench-exact clean peers-env
+.PHONY: docs docs-serve venv browser test test-all check lint demo demo-example bench bench-peers bench-exact clean peers-env
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test,flower]'
+	$(BIN)/pip install --quiet -e '.[test,flower,docs]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -32,8 +32,8 @@ test-all: $(STAMP) browser
 	$(BIN)/python -m pytest -q -m cluster tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check selection fl_oracle tests benchmarks
-	$(BIN)/ruff format --check selection fl_oracle tests benchmarks
+	$(BIN)/ruff check selection fl_oracle tests benchmarks docs/hooks.py
+	$(BIN)/ruff format --check selection fl_oracle tests benchmarks docs/hooks.py
 	$(BIN)/lint-imports
 
 check: lint test
@@ -67,6 +67,13 @@ bench-exact: $(STAMP)
 	$(BIN)/python benchmarks/certified_fronts.py
 	$(BIN)/python benchmarks/exact_families.py --sizes 200,1000
 
+# the documentation site (mkdocs.yml, docs/), built strictly into the untracked site/
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: $(STAMP)
+	$(BIN)/mkdocs serve
+
 # the wheel and sdist a user installs (pip install dist/fedsel-*.whl), into the untracked dist/;
 # the wheel is built from the sdist, so both hold the same files (tests/test_packaging.py)
 .PHONY: dist
@@ -75,7 +82,7 @@ dist: $(STAMP)
 	$(BIN)/python -m build --outdir dist .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site
 
 # Benchmark-only environment for benchmarks/exact_peers.py: pyaugmecon 1.0.8 pins numpy ~=1.25,
 # pandas ~=2.0 and Pyomo ~=6.6, which clash with the project's, so it lives in its own venv.

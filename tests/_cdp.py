@@ -100,7 +100,9 @@ _PAGE_JS = r"""
 class Browser:
     """One headless Chromium with one page; use as a context manager."""
 
-    def __init__(self, width: int = 1300, height: int = 1000, timeout: float = 20.0):
+    def __init__(
+        self, width: int = 1300, height: int = 1000, timeout: float = 20.0, offline: bool = True
+    ):
         from websockets.sync.client import connect
 
         exe = find_chromium()
@@ -140,8 +142,11 @@ class Browser:
         self.width, self.height = width, height
         for method in ("Page.enable", "Runtime.enable", "Log.enable", "Network.enable"):
             self.send(method)
-        # offline: any http(s) request fails, so a page that needs the network shows it
-        self.send("Network.setBlockedURLs", urls=["http://*", "https://*", "ws://*", "wss://*"])
+        # offline: any http(s) request fails, so a page that needs the network shows it (a
+        # page served from a local server is opened with offline=False and its requests
+        # checked with :meth:`requested`)
+        if offline:
+            self.send("Network.setBlockedURLs", urls=["http://*", "https://*", "ws://*", "wss://*"])
         self.send(
             "Emulation.setDeviceMetricsOverride",
             width=width,
@@ -189,9 +194,11 @@ class Browser:
 
     # -- pages
     def open(self, path: str | os.PathLike, timeout: float = 30.0) -> None:
-        """Load a local file; wait for the load event and for plotly to finish drawing."""
+        """Load a local file (or an ``http://`` URL); wait for the load event and for plotly to
+        finish drawing."""
         self.events.clear()
-        self.send("Page.navigate", url=Path(path).resolve().as_uri())
+        url = str(path) if str(path).startswith("http://") else Path(path).resolve().as_uri()
+        self.send("Page.navigate", url=url)
         deadline = time.monotonic() + timeout
         while not any(e["method"] == "Page.loadEventFired" for e in self.events):
             if time.monotonic() > deadline:
@@ -214,6 +221,14 @@ class Browser:
             elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
                 out.append(p["entry"].get("text", "error"))
         return out
+
+    def requested(self) -> list[str]:
+        """Every URL the page requested since the last open."""
+        return [
+            e["params"]["request"]["url"]
+            for e in self.events
+            if e["method"] == "Network.requestWillBeSent"
+        ]
 
     def page_report(self) -> dict:
         """Title, h1s, page height and per plot: points, lines, axis titles, label overlaps."""

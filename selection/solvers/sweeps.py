@@ -92,7 +92,8 @@ def sweep_eps(
         time_limit: seconds per point; a point stopped by it keeps its incumbent (status
             ``time_limit``). The complete sweep uses :data:`COMPLETE_POINT_BUDGET` (60 s)
             when None; pass ``math.inf`` for no limit.
-        f_min, b_max: optional Σ F_z >= f_min and Σ B <= b_max on every point.
+        f_min: optional Σ F_z >= f_min on every point.
+        b_max: optional Σ B <= b_max on every point.
         step: the complete sweep's next ε is the last gap minus ``step`` (points); None:
             :func:`front_step` (half the smallest difference two gaps can have where the
             domain rows sit on a value grid, else :data:`DEFAULT_STEP`).

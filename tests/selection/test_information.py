@@ -200,6 +200,7 @@ def toy_information():
     from selection.information import InformationModel, register
     from selection.information.base import _REGISTRY
 
+    # --8<-- [start:toy-information]
     @register
     class Half(InformationModel):
         name = "half"
@@ -213,6 +214,8 @@ def toy_information():
 
         def view(self, inputs):
             return inputs.measured.assign(measured_round=inputs.t, predicted=False)
+
+    # --8<-- [end:toy-information]
 
     yield Half
     _REGISTRY.pop("half")

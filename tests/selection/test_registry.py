@@ -20,6 +20,7 @@ from selection.solvers.result import Status, _Raw
 from selection.synthetic import synthetic_stats
 
 
+# --8<-- [start:toy-formulation]
 class ToySolver(Solver):
     """Top-K by U_i − delta · B_i (a toy formulation with a δ grid)."""
 
@@ -38,6 +39,9 @@ class ToySolver(Solver):
         return _Raw(
             tuple(int(i) for i in idx), Status.OPTIMAL, param=fmt_param("delta", self.delta)
         )
+
+
+# --8<-- [end:toy-formulation]
 
 
 @pytest.fixture
@@ -147,6 +151,7 @@ def toy_baseline():
     from selection.baselines.base import _REGISTRY, Baseline
     from selection.baselines.base import register as register_baseline
 
+    # --8<-- [start:toy-baseline]
     @register_baseline
     class LowestDivergence(Baseline):
         """The K clients whose labels diverge least from the federation's (smallest B)."""
@@ -160,6 +165,8 @@ def toy_baseline():
 
         def pick(self, problem, rng):
             return np.argsort(problem.B + self.value * problem.U, kind="stable")[: problem.k]
+
+    # --8<-- [end:toy-baseline]
 
     yield LowestDivergence
     _REGISTRY.pop("lowest-b")

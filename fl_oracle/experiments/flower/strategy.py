@@ -279,10 +279,13 @@ class FedselStrategy(FedProx):
             ``fallback:proportional``) selects with that spec in such rounds, ``"error"``
             stops the run. Statistics the selector does not read are filled with neutral
             values (F = 1, B = 0) and the run goes on.
-        min_evaluate_nodes, weighted_by_key, train_metrics_aggr_fn, evaluate_metrics_aggr_fn:
-            as in Flower's FedAvg: the clients' own metrics (a stock client's ``train_loss``,
-            ``eval_loss``, ``eval_acc``) are aggregated by these (default: the mean weighted
-            by ``weighted_by_key``) into the round's ``MetricRecord`` and Flower's ``Result``.
+        min_evaluate_nodes: as in Flower's FedAvg.
+        weighted_by_key: as in Flower's FedAvg: the key of the weight of the clients' own
+            metrics (a stock client's ``train_loss``, ``eval_loss``, ``eval_acc``).
+        train_metrics_aggr_fn: as in Flower's FedAvg: aggregates the clients' train metrics
+            (default: the mean weighted by ``weighted_by_key``) into the round's
+            ``MetricRecord`` and Flower's ``Result``.
+        evaluate_metrics_aggr_fn: the same for the evaluation metrics.
 
     ``start`` returns Flower's ``Result`` with fedsel's per-round ``history`` and ``stats``
     tables attached (``result.fedsel_history``, ``result.fedsel_stats``: DataFrames).

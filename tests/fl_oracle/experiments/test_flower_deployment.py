@@ -1,5 +1,5 @@
 """A real Flower deployment on 127.0.0.1: a SuperLink and 4 SuperNodes as separate processes,
-``flwr run`` against them, one SuperNode killed (SIGKILL) mid-run. The README's deployment
+``flwr run`` against them, one SuperNode killed (SIGKILL) mid-run. The Flower tutorial's deployment
 steps are these commands."""
 
 from __future__ import annotations

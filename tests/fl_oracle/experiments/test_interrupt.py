@@ -45,7 +45,7 @@ def _running(pid: int) -> bool:
 
 # Out of the default run for now: on a fresh clone, beside the rest of the suite on 2 cores,
 # the SIGINT case timed out waiting for the study to exit (it passes alone and in a warm
-# checkout); an open defect, see the README's command-line section. make test-all runs it.
+# checkout); an open defect, see docs/reference/conventions.md. make test-all runs it.
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_the_workers_within_seconds(tmp_path, sig):

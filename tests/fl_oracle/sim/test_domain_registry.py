@@ -30,6 +30,7 @@ def test_digits4_are_registered_in_the_contracts_order():
         domain_spec("nope")
 
 
+# --8<-- [start:toy-domain]
 def _toy_images(split: str, n: int, seed: int, start: int):
     x = np.zeros((n, 32, 32, 3), np.uint8)
     y = np.empty(n, np.int64)
@@ -66,6 +67,9 @@ def toy(tmp_path, monkeypatch):
     )
     yield spec
     _SPECS.pop("toy", None)
+
+
+# --8<-- [end:toy-domain]
 
 
 def test_a_toy_domain_is_one_registered_spec(toy, tmp_path):

@@ -1,0 +1,309 @@
+"""What the documentation build makes from the code and the committed results (mkdocs hooks).
+
+Named in ``mkdocs.yml`` (``hooks:``); nothing here is copied by hand:
+
+* ``reference/cli.md``: every command, argument and option of the ``fedsel`` app with its
+  help and default, read from the typer app itself;
+* ``results/benchmarks/<name>.md``: each committed benchmark table (``results/benchmarks/*.md``),
+  its headings moved one level down under a title, images pointed at the copies below;
+* ``results/studies/<name>.md``: each committed study's ``verdict.md`` under the commands that
+  made it (``sources.toml``: the run and every addition) and its settings;
+* ``results/seed-statistics.md``: ``results/seed-statistics/summary.md``;
+* the images under ``results/screenshots/`` and ``results/benchmarks/`` at
+  ``assets/results/...``;
+* in any page, ``<!-- fedsel:table PATH -->`` renders a committed CSV as a table, so a page's
+  table changes when its CSV does.
+
+A missing file a page names fails the build (``mkdocs build --strict`` in the tests).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import tomllib
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+IMAGE_DIRS = ("screenshots", "benchmarks")
+
+
+# ------------------------------------------------------------------ what is generated
+def benchmark_pages() -> dict[str, Path]:
+    """Site path -> committed benchmark table, in name order."""
+    return {
+        f"results/benchmarks/{p.stem}.md": p for p in sorted((RESULTS / "benchmarks").glob("*.md"))
+    }
+
+
+def study_pages() -> dict[str, Path]:
+    """Site path -> committed study folder (one with a verdict), in name order."""
+    return {
+        f"results/studies/{p.parent.name}.md": p.parent
+        for p in sorted(RESULTS.glob("*/verdict.md"))
+    }
+
+
+def _title(text: str, fallback: str) -> str:
+    m = re.search(r"^# (.+)$", text, re.M)
+    return m[1].strip() if m else fallback
+
+
+def _shift_headings(text: str) -> str:
+    """Every markdown heading one level down (outside fenced code)."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not fenced and re.match(r"#{1,5} ", line):
+            line = "#" + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def _images(text: str) -> str:
+    """``scale.png`` mentioned in a benchmark table: shown from the site's copy."""
+    return re.sub(
+        r"`([\w.-]+\.png)`",
+        lambda m: (
+            f"`{m[1]}`\n\n![{m[1]}](../../assets/results/benchmarks/{m[1]})\n"
+            if (RESULTS / "benchmarks" / m[1]).exists()
+            else m[0]
+        ),
+        text,
+    )
+
+
+def benchmark_markdown(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    title = _title(text, path.stem)
+    body = re.sub(r"^# .+\n", "", text, count=1, flags=re.M)
+    scripts = [
+        p.stem
+        for p in (ROOT / "benchmarks").glob("*.py")
+        if path.stem == p.stem or path.stem.startswith(p.stem + "_")
+    ]
+    made = (
+        f"Made by `benchmarks/{max(scripts, key=len)}.py` (the command and sizes of this run "
+        "are in the table's own text), "
+        if scripts
+        else ""
+    )
+    return (
+        f"# {title}\n\n"
+        f'!!! info "From the committed file"\n'
+        f"    {made}rendered from `results/benchmarks/{path.name}` at build time"
+        f"{'; the raw rows are in `' + path.stem + '.csv`' if path.with_suffix('.csv').exists() else ''}.\n\n"
+        f"{_images(_shift_headings(body))}\n"
+    )
+
+
+def study_markdown(folder: Path) -> str:
+    sources = tomllib.loads((folder / "sources.toml").read_text(encoding="utf-8"))
+    run = sources.get("run", {})
+    settings = tomllib.loads((folder / "study.toml").read_text(encoding="utf-8"))
+    lines = [f"# Study `{folder.name}`", ""]
+    lines += [
+        f"Rendered at build time from the committed `results/{folder.name}/` "
+        "(`verdict.md`, `sources.toml`, `study.toml`); its full report is "
+        f"`results/{folder.name}/report.html`.",
+        "",
+        "## How it was made",
+        "",
+        "```bash",
+        str(run.get("command", "(command not recorded)")),
+    ]
+    for add in sources.get("additions", []):
+        lines.append(str(add.get("command", "")))
+    lines += ["```", ""]
+    lines.append(
+        f"fedsel {run.get('fedsel_version', '?')}, commit `{str(run.get('git_commit', '?'))[:7]}`, "
+        f"torch {run.get('torch_version', '?')}, {run.get('threads', '?')} threads, "
+        f"started {run.get('started', '?')}."
+    )
+    lines += ["", "## Settings", "", "| setting | value |", "|---|---|"]
+    for key, value in _flatten(settings):
+        cell = html.escape(str(value)).replace("|", "\\|")
+        lines.append(f"| `{key}` | {cell} |")
+    lines += ["", "## Verdict", "", (folder / "verdict.md").read_text(encoding="utf-8")]
+    return "\n".join(lines) + "\n"
+
+
+def _flatten(table: dict, prefix: str = ""):
+    for key, value in table.items():
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            if isinstance(value, list):
+                value = ", ".join(str(v) for v in value)
+            yield f"{prefix}{key}", value
+
+
+def seed_statistics_markdown() -> str:
+    text = (RESULTS / "seed-statistics" / "summary.md").read_text(encoding="utf-8")
+    return (
+        '!!! info "From the committed file"\n'
+        "    Rendered from `results/seed-statistics/summary.md` at build time.\n\n" + text
+    )
+
+
+# ------------------------------------------------------------------ the CLI reference
+def cli_markdown() -> str:
+    import click
+    import typer
+
+    from fl_oracle.cli import build_app
+
+    root = typer.main.get_command(build_app())
+    lines = [
+        "# Command line",
+        "",
+        "Generated at build time from the `fedsel` app itself (every command, argument and "
+        "option with its help and default), so it cannot drift from `fedsel COMMAND --help`. "
+        "Conventions and exit codes: [Conventions](conventions.md).",
+        "",
+    ]
+
+    def walk(cmd: click.Command, path: list[str], depth: int) -> None:
+        ctx = click.Context(cmd, info_name=" ".join(path))
+        name = " ".join(path)
+        if depth:
+            lines.extend([f"{'#' * min(depth + 1, 4)} `{name}`", ""])
+        text = (cmd.help or "").strip()
+        if text:
+            lines.extend([_help_text(text), ""])
+        usage = " ".join(cmd.collect_usage_pieces(ctx))
+        lines.extend(["```text", f"{name} {usage}".rstrip(), "```", ""])
+        rows = []
+        for param in cmd.get_params(ctx):
+            if getattr(param, "hidden", False) or "--help" in getattr(param, "opts", ()):
+                continue
+            rows.append(_param_row(param, ctx))
+        if rows:
+            lines.extend(["| argument / option | default | description |", "|---|---|---|"])
+            lines.extend(rows)
+            lines.append("")
+        if isinstance(cmd, click.Group):
+            for sub in cmd.list_commands(ctx):
+                child = cmd.get_command(ctx, sub)
+                if child is not None and not child.hidden:
+                    walk(child, [*path, sub], depth + 1)
+
+    walk(root, ["fedsel"], 0)
+    return "\n".join(lines) + "\n"
+
+
+def _help_text(text: str) -> str:
+    # typer help keeps click's \b paragraphs; show them as plain paragraphs
+    return html.escape(text.replace("\b\n", "").replace("\b", ""), quote=False)
+
+
+def _cell(text: str) -> str:
+    return html.escape(" ".join(str(text).split()), quote=False).replace("|", "\\|")
+
+
+def _param_row(param, ctx) -> str:
+    import click
+
+    if isinstance(param, click.Argument):
+        names = f"`{param.human_readable_name}`"
+    else:
+        names = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
+    default = ""
+    if isinstance(param, click.Option):
+        shown = param.show_default
+        value = param.default
+        if isinstance(shown, str):
+            default = shown
+        elif param.is_flag and not param.secondary_opts:
+            default = "off" if not value else "on"
+        elif value is not None and not callable(value) and value != ():
+            default = (
+                f"`{value}`"
+                if not isinstance(value, (list, tuple))
+                else ("`" + ",".join(map(str, value)) + "`")
+            )
+    kind = getattr(param.type, "name", "")
+    choices = getattr(param.type, "choices", None)
+    text = getattr(param, "help", "") or ""
+    if choices:
+        text = f"{text} One of: {', '.join(map(str, choices))}."
+    elif kind and kind not in ("text", "boolean") and not getattr(param, "is_flag", False):
+        text = f"{text} ({kind})"
+    return f"| {names} | {_cell(default)} | {_cell(text)} |"
+
+
+# ------------------------------------------------------------------ CSV tables in pages
+_TABLE = re.compile(r"<!-- fedsel:table (\S+)(?: columns=(\S+))? -->")
+
+
+def _csv_table(match: re.Match) -> str:
+    import pandas as pd
+
+    path = ROOT / match[1]
+    if not path.exists():
+        raise PluginError(f"fedsel:table names {match[1]}, which is not committed")
+    df = pd.read_csv(path)
+    if match[2]:
+        cols = match[2].split(",")
+        missing = [c for c in cols if c not in df.columns]
+        if missing:
+            raise PluginError(f"fedsel:table {match[1]} has no column {missing}")
+        df = df[cols]
+    head = "| " + " | ".join(df.columns) + " |"
+    rule = "|" + "|".join("---:" if df[c].dtype.kind in "if" else "---" for c in df.columns) + "|"
+    rows = []
+    for rec in df.itertuples(index=False):
+        cells = []
+        for v in rec:
+            if isinstance(v, float):
+                cells.append("" if v != v else f"{v:.4g}" if abs(v) < 1e4 else f"{v:,.0f}")
+            else:
+                cells.append(_cell(v))
+        rows.append("| " + " | ".join(cells) + " |")
+    note = f"\n*(rendered at build time from `{match[1]}`)*\n"
+    return "\n".join([head, rule, *rows]) + "\n" + note
+
+
+# ------------------------------------------------------------------ mkdocs events
+def on_config(config, **_):
+    """Fill the Results section's Studies and Benchmarks with the committed files."""
+    for item in config["nav"]:
+        if isinstance(item, dict) and "Results" in item:
+            for sub in item["Results"]:
+                if isinstance(sub, dict) and "Studies" in sub:
+                    sub["Studies"] = [{Path(p).stem: p} for p in study_pages()] + [
+                        {"seed statistics": "results/seed-statistics.md"}
+                    ]
+                if isinstance(sub, dict) and "Benchmarks" in sub:
+                    sub["Benchmarks"] = [
+                        {_title(src.read_text(encoding="utf-8"), src.stem): p}
+                        for p, src in benchmark_pages().items()
+                    ]
+    return config
+
+
+def on_files(files, config, **_):
+    def add(uri: str, content: str) -> None:
+        files.append(File.generated(config, uri, content=content))
+
+    add("reference/cli.md", cli_markdown())
+    for uri, path in benchmark_pages().items():
+        add(uri, benchmark_markdown(path))
+    for uri, folder in study_pages().items():
+        add(uri, study_markdown(folder))
+    add("results/seed-statistics.md", seed_statistics_markdown())
+    for sub in IMAGE_DIRS:
+        for png in sorted((RESULTS / sub).glob("*.png")):
+            files.append(
+                File.generated(config, f"assets/results/{sub}/{png.name}", abs_src_path=str(png))
+            )
+    return files
+
+
+def on_page_markdown(markdown, page, **_):
+    return _TABLE.sub(_csv_table, markdown)
