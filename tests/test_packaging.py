@@ -92,7 +92,7 @@ def _copy_sources(dest: Path) -> Path:
 def _check_wheel(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert EXAMPLE in names, "the example table is not in the wheel"
-    assert "fl_oracle/cli/__init__.py" in names and "selection/cli.py" in names
+    assert "fl_oracle/cli/__init__.py" in names and "selection/cli/__init__.py" in names
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     scripts = zipfile.ZipFile(wheel).read(entry).decode()
     assert re.search(r"^\[console_scripts\]\s*^fedsel = fl_oracle\.cli:main$", scripts, re.M)
@@ -200,7 +200,7 @@ def _main(argv, capsys) -> tuple[int, str, str]:
 
 
 def test_the_shipped_example_is_the_repositorys_example_table():
-    from selection.cli import example_stats_bytes
+    from selection.cli.example import example_stats_bytes
     from selection.schema import read_stats
 
     data = example_stats_bytes()
@@ -278,7 +278,7 @@ def test_the_sdist_holds_the_example_and_builds_the_same_wheel(dist):
     (sdist,) = dist.glob("fedsel-*.tar.gz")
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    assert {EXAMPLE, "pyproject.toml", "README.md", "selection/cli.py"} <= names
+    assert {EXAMPLE, "pyproject.toml", "README.md", "selection/cli/__init__.py"} <= names
     assert not any(n.startswith(("results/", "runs/", "dist/")) for n in names)
     (wheel,) = dist.glob("fedsel-*.whl")
     _check_wheel(wheel)

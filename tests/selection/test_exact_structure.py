@@ -226,7 +226,7 @@ def test_the_sweep_keeps_a_callers_wall_budget():
 def test_the_certificate_says_where_an_unfinished_sweep_stopped():
     import pandas as pd
 
-    from selection.cli import _certificate
+    from selection.cli.fronts import certificate as _certificate
     from selection.solvers.eps import EpsSolver as Eps
 
     front = pd.DataFrame(

@@ -164,7 +164,7 @@ def test_the_tolerance_reaches_the_backend(backend):
 def test_a_sweep_that_did_not_finish_claims_nothing_in_the_gap():
     import pandas as pd
 
-    from selection.cli import _certificate
+    from selection.cli.fronts import certificate as _certificate
 
     front = pd.DataFrame(
         {

@@ -1,0 +1,58 @@
+"""``fedsel example``: write the example round-stats table shipped inside the package
+(``selection/data/``), so that an installed fedsel has a table to try the selection commands
+on without the repository."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from selection.errors import SelectionError
+
+__all__ = ["EXAMPLE_STATS", "example_stats_bytes", "example", "register"]
+
+EXAMPLE_STATS = ("data", "example_stats.csv")
+
+
+def example_stats_bytes() -> bytes:
+    """The example round-stats table, read from the installed package (importlib.resources)."""
+    from importlib.resources import files
+
+    resource = files("selection")
+    for part in EXAMPLE_STATS:
+        resource = resource.joinpath(part)
+    return resource.read_bytes()
+
+
+def example(
+    out: Path = typer.Option(
+        Path("example_stats.csv"),
+        "--out",
+        "-o",
+        help="File to write the example round-stats table (CSV) to.",
+        show_default="example_stats.csv in the current folder",
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the file --out names."),
+) -> None:
+    """Write an example round-stats table (20 clients, 3 rounds) to try the commands on."""
+    out = Path(out)
+    if out.is_dir():
+        raise SelectionError(f"--out {out} is a folder; name a file, e.g. {out / 'stats.csv'}")
+    if out.exists() and not overwrite:
+        raise SelectionError(f"{out} exists; pass --overwrite to replace it")
+    data = example_stats_bytes()
+    from selection.atomic import atomic_path
+
+    with atomic_path(out) as tmp:
+        tmp.write_bytes(data)
+    print(
+        f"wrote {out}; try: fedsel solve --stats {out} --k 5 --method eps --eps 25",
+        file=sys.stderr,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``example`` to the fedsel app."""
+    app.command("example")(example)

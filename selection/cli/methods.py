@@ -1,0 +1,44 @@
+"""``fedsel methods``: list what the registries hold (read when the command runs)."""
+
+from __future__ import annotations
+
+import typer
+
+__all__ = ["methods", "register"]
+
+
+def methods() -> None:
+    """List the registered formulations, baselines, information models, objectives and
+    surrogates."""
+    from selection.objectives import OBJECTIVES
+    from selection.solvers.registry import solvers
+
+    print("formulations (--method; selector spec):")
+    for name, cls in solvers().items():
+        sweep = f"sweeps {cls.param}" if cls.param else "one front"
+        print(f"  {name:<12} {cls.spec_form or name:<34} {sweep:<14} {cls.summary}")
+    from selection.baselines import baselines
+
+    print("baselines (selector spec; * not counted as a baseline by the study; reads):")
+    for name, b in baselines().items():
+        mark = "" if b.is_baseline else " *"
+        print(f"  {name:<16} {b.spec_form() + mark:<20} {b.summary} [reads {b.reads}]")
+    from selection.information import information_models
+
+    print("information models (SPEC@NAME; train --stats; what every client does per round):")
+    for name, cls in information_models().items():
+        mark = " (the oracle's upper bound)" if cls.upper_bound else ""
+        print(f"  {name:<12} {cls.spec_form():<12} {cls.summary}{mark}")
+    print("objectives (--objectives):")
+    for name, o in OBJECTIVES.items():
+        print(f"  {name:<17} {o.sense}  {o.label}")
+    from selection.surrogates import surrogates
+
+    print("surrogates of U(S), U_d(S) (--surrogate; SPEC@NAME):")
+    for name, cls in surrogates().items():
+        print(f"  {name:<12} {cls.structure:<18} {cls.summary}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``methods`` to the fedsel app."""
+    app.command("methods")(methods)

@@ -1,0 +1,227 @@
+"""The options several selection commands share (one declaration, one wording) and the parsers
+of their values.
+
+Parsers raise :class:`~selection.errors.SelectionError` naming the option and the bad item
+(the console script turns it into one line on stderr and exit code 2). Nothing heavy is
+imported here at module level: the registries are read inside the parsers, when a command runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import typer
+
+from selection.errors import SelectionError
+
+__all__ = [
+    "METHOD_HELP",
+    "STATS",
+    "K",
+    "ROUND",
+    "SEED",
+    "BACKEND",
+    "VERBOSE",
+    "TOL",
+    "TL",
+    "FMIN",
+    "BMAX",
+    "SURR",
+    "LOGITS",
+    "OBJS",
+    "GRID",
+    "backend_help",
+    "surrogate_help",
+    "parse_floats",
+    "parse_grids",
+    "parse_weight_grid",
+    "parse_objectives",
+    "parse_rounds",
+    "one_grid",
+    "only",
+]
+
+METHOD_HELP = (
+    "A registered formulation: weighted, eps, maxmin, nsga2, exhaustive, ... (fedsel methods)."
+)
+
+
+def backend_help() -> str:
+    """The help text of ``--backend``: the routes a MILP point can take."""
+    return "auto (measured portfolio), enum, highs, cbc, cpsat or scip."
+
+
+def surrogate_help() -> str:
+    """The help text of ``--surrogate``: the surrogates of U(S), U_d(S) to choose from."""
+    return "Surrogate of U(S), U_d(S): mean (the seed's), weighted, ensemble (needs --logits)."
+
+
+# ---------------------------------------------------------------- declarations
+STATS = typer.Option(..., "--stats", "-s", help="Round-stats table (CSV or Parquet).")
+K = typer.Option(..., "--k", "-k", help="Number of clients to select.")
+ROUND = typer.Option(
+    None, "--round", help="Round to take.", show_default="the last round in the file"
+)
+SEED = typer.Option(0, "--seed", help="Seed of NSGA-II and the MILP solvers.")
+BACKEND = typer.Option("auto", "--backend", help=backend_help())
+VERBOSE = typer.Option(
+    False, "--verbose", "-v", help="Say which route solved the points and why (stderr)."
+)
+TOL = typer.Option(
+    0.0,
+    "--tolerance",
+    help="Exact routes: stop each point within this much of its optimum (points; Σ F_z for "
+    "fisher-fair; certified: front.csv's bound); the complete ε sweep also steps its gap by "
+    "it, and its front is certified within it in both objectives.",
+    show_default="0, proven optimal",
+)
+TL = typer.Option(
+    None,
+    "--time-limit",
+    help="Seconds per MILP solve (keeps the incumbent, status time_limit); inf for none.",
+    show_default="none; 60 per point in the complete ε sweep",
+)
+FMIN = typer.Option(
+    None,
+    "--fisher-min",
+    help="eps: also require Σ F_z >= this (sum of the selected clients' Fisher z-scores).",
+    show_default="no constraint",
+)
+BMAX = typer.Option(
+    None,
+    "--b-max",
+    help="eps: also require Σ B <= this (nats, label divergence of the selected clients).",
+    show_default="no constraint",
+)
+SURR = typer.Option("mean", "--surrogate", help=surrogate_help())
+LOGITS = typer.Option(
+    None,
+    "--logits",
+    help="Validation logits of the round: an .npz or a folder of them (fedsel oracle's logits/).",
+    show_default="the logits/ folder beside --stats, when the surrogate needs them",
+)
+OBJS = typer.Option(
+    None,
+    "--objectives",
+    help="Objectives, the first plotted vertically, e.g. utility,worst. nsga2/exhaustive "
+    "also solve in them; other methods are drawn in them (also mean_minus_worst, var_d, "
+    "sum_B, sum_Fz, sum_cos; fedsel methods).",
+    show_default="utility,gap; utility,worst for maxmin",
+)
+GRID = typer.Option(
+    None,
+    "--grid",
+    help="A grid for any formulation's parameter, PARAM=values (repeatable): alpha=0,0.5,1 "
+    "for eps-rel, eps=5,10, delta=0,2; weights take ';'-separated vectors.",
+    show_default="each formulation's own grid",
+)
+
+
+# ---------------------------------------------------------------- parsers
+def parse_floats(option: str, text: str | None) -> list[float] | None:
+    """``"0,2,5,10"`` -> [0.0, 2.0, 5.0, 10.0]; SelectionError naming the option and the item."""
+    if text is None:
+        return None
+    items = [t.strip() for t in str(text).split(",")]
+    out = []
+    for t in items:
+        try:
+            v = float(t)
+        except ValueError:
+            raise SelectionError(f"{option}: {t!r} in {text!r} is not a number") from None
+        if math.isnan(v) or v < 0:
+            raise SelectionError(f"{option}: {t!r} in {text!r} must be a number >= 0")
+        out.append(v)
+    return out
+
+
+def one_grid(grids: dict[str, list], **given: str | None) -> None:
+    """Refuse a parameter given both as its own option and as ``--grid NAME=…``."""
+    for name, value in given.items():
+        if name in grids and value is not None:
+            raise SelectionError(f"give --{name} or --grid {name}=…, not both")
+
+
+def parse_grids(items: list[str] | None, methods: list[str]) -> dict[str, list]:
+    """``["alpha=0,0.5"]`` -> {"alpha": [0.0, 0.5]}; the name must be the parameter one of
+    ``methods`` declares (SelectionError naming the item otherwise)."""
+    from selection.solvers.registry import solvers
+
+    known = solvers()
+    params = {known[m].param: m for m in methods if m in known and known[m].param}
+    out: dict[str, list] = {}
+    for item in items or []:
+        name, sep, values = str(item).partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise SelectionError(f"--grid {item!r}: write PARAM=values, e.g. alpha=0,0.5,1")
+        if name not in params:
+            which = ", ".join(f"{p} ({m})" for p, m in params.items()) or "none"
+            raise SelectionError(
+                f"--grid {item!r}: {name!r} is not a parameter here; parameters: {which}"
+            )
+        if name in out:
+            raise SelectionError(f"--grid: {name} given twice")
+        out[name] = (
+            parse_weight_grid(values)
+            if name == "weights"
+            else parse_floats(f"--grid {name}", values)
+        )
+    return out
+
+
+def parse_weight_grid(text: str | None) -> list[tuple[float, ...]] | None:
+    """``"1,0;0.5,0.5;0,1"`` -> weight vectors (``;`` between vectors, ``,`` inside)."""
+    if text is None:
+        return None
+    from selection.solvers.weighted import parse_weights
+
+    try:
+        return [parse_weights(part) for part in str(text).split(";") if part.strip()]
+    except ValueError as exc:
+        raise SelectionError(f"--weights: {exc}") from None
+
+
+def parse_objectives(
+    text: str | None, default: tuple[str, ...] = ("utility", "gap")
+) -> tuple[str, ...]:
+    """``"utility,worst"`` -> ("utility", "worst"); at least two distinct known objectives."""
+    from selection.objectives import check_objectives
+
+    if text is None:
+        return default
+    try:
+        return check_objectives([t.strip() for t in str(text).split(",")], at_least=2)
+    except SelectionError as exc:
+        raise SelectionError(f"--objectives {text!r}: {exc}") from None
+
+
+def parse_rounds(text: str, available: list[int]) -> list[int]:
+    """``all``, ``3-7`` or ``0,4,8`` -> the rounds of the table it names (SelectionError else)."""
+    t = str(text).strip().lower()
+    if t == "all":
+        return list(available)
+    try:
+        if "-" in t and "," not in t:
+            a, b = (int(v) for v in t.split("-", 1))
+            want = [r for r in available if a <= r <= b]
+        else:
+            want = sorted({int(v) for v in t.split(",") if v.strip()})
+    except ValueError:
+        raise SelectionError(
+            f"--rounds {text!r}: give all, a range such as 2-8, or rounds such as 0,4,8"
+        ) from None
+    missing = [r for r in want if r not in available]
+    if missing or not want:
+        raise SelectionError(
+            f"--rounds {text!r}: round(s) {missing or 'none'} not in the stats table "
+            f"(rounds {', '.join(map(str, available))})"
+        )
+    return want
+
+
+def only(method: str, **given) -> None:
+    """Reject options that do not apply to ``method`` (name -> (value, methods))."""
+    for name, (value, methods) in given.items():
+        if value is not None and value is not False and method not in methods:
+            raise SelectionError(f"--{name} does not apply to method {method!r}")
