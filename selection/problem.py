@@ -8,6 +8,7 @@ plus the cardinality K. Build it with :meth:`SelectionProblem.from_stats`.
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -18,6 +19,9 @@ from selection.logits import ValidationLogits
 from selection.schema import domain_columns, read_stats, validate_stats
 
 __all__ = ["SelectionProblem"]
+
+# problem -> its linear view (SelectionProblem.linear_view); problems hash by identity
+_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +146,36 @@ class SelectionProblem:
             surrogate=surrogate,
             logits=logits,
         )
+
+    @property
+    def structure(self) -> str:
+        """The structure of the problem's surrogate (``linear``, ``linear-fractional`` or
+        ``black-box``, :data:`selection.surrogates.STRUCTURES`): what the routes can do."""
+        from selection.surrogates import get_surrogate
+
+        return get_surrogate(self.surrogate).structure
+
+    def linear_view(self) -> SelectionProblem:
+        """Under a ``linear`` surrogate, the same round as a ``mean`` problem over the
+        surrogate's per-client values (:meth:`~selection.surrogates.base.Surrogate.client_values`):
+        every selection has the same U(S), U_d(S) in both, so the exact routes solve the view
+        with everything they do for the mean (persistent models, value grids, the portfolio).
+
+        The problem itself where the surrogate's values are its own U, U_d (``mean``) or its
+        structure is not linear. One view per problem: the routes' caches are per problem.
+        """
+        if self.structure != "linear":
+            return self
+        view = _VIEWS.get(self)
+        if view is None:
+            from selection.surrogates import get_surrogate
+
+            U, Ud = get_surrogate(self.surrogate).client_values(self)
+            if U is self.U and Ud is self.Ud:
+                return self
+            view = replace(self, U=np.asarray(U, float), Ud=np.asarray(Ud, float), surrogate="mean")
+            _VIEWS[self] = view
+        return view
 
     def with_surrogate(self, surrogate: str) -> SelectionProblem:
         """The same round judged by another surrogate (a new problem: caches are per problem)."""

@@ -38,7 +38,7 @@ import pandas as pd
 from selection.errors import SelectionError
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
-from selection.solvers.result import SolveResult, Status, _Raw, results_to_frame
+from selection.solvers.result import RawResult, SolveResult, Status, results_to_frame
 
 __all__ = ["SweepOptions", "Solver", "solver_options"]
 
@@ -193,7 +193,7 @@ class Solver(ABC):
         )
 
     @abstractmethod
-    def _solve(self, problem: SelectionProblem) -> _Raw:
+    def _solve(self, problem: SelectionProblem) -> RawResult:
         """Compute a selection; return it with a normalized status."""
 
 

@@ -33,10 +33,10 @@ from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
 from selection.solvers.milp.formulations import eps_spec
 from selection.solvers.milp.fractional import FracStage
-from selection.solvers.milp.model import INF, LexBackend
+from selection.solvers.milp.model import INF, LexBackend, integer_data
 from selection.solvers.params import check_finite, check_nonneg, fmt_param
 from selection.solvers.registry import register
-from selection.solvers.result import SolveResult, _Raw
+from selection.solvers.result import RawResult, SolveResult
 from selection.surrogates import get_surrogate
 
 __all__ = ["EpsSolver", "min_gap_point"]
@@ -146,7 +146,7 @@ class EpsSolver(ExactSolver):
             pairwise=pairwise,
             second_stage=not self.first_stage_only,
             groups=self.groups(problem),
-            cap_row=self.first_stage_only and self.cap_row and self.route(problem) != "cpsat",
+            cap_row=self.first_stage_only and self.cap_row and not self.integer_route(problem),
             descent_step=self.quantum(problem) if self.gap_descent else 0.0,
         )
 
@@ -178,7 +178,7 @@ class EpsSolver(ExactSolver):
                 cap = top + 1e-6 + 1e-9 * abs(top)
             model.set_row_bounds("ucap", -INF, cap)
 
-    def _solve_enum(self, problem: SelectionProblem) -> _Raw:
+    def _solve_enum(self, problem: SelectionProblem) -> RawResult:
         return self._enum_raw(
             best_eps(
                 problem, self.eps, f_min=self.f_min, b_max=self.b_max, max_count=DEFAULT_MAX_COUNT
@@ -187,7 +187,7 @@ class EpsSolver(ExactSolver):
 
     fractional = True
 
-    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> _Raw:
+    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> RawResult:
         from selection.solvers.milp.fractional import lex_fractional, raw_of, weighted_data
 
         data = weighted_data(problem, route, self.scale)
@@ -199,7 +199,7 @@ class EpsSolver(ExactSolver):
         rows += [(f"hi{d}", np.r_[nUd[:, d], -1.0, 0.0], -INF, 0.0) for d in range(D)]
         rows += [(f"lo{d}", np.r_[nUd[:, d], 0.0, -1.0], 0.0, INF) for d in range(D)]
         if self.eps is not None and not np.isinf(self.eps):
-            if route == "cpsat":  # integer rows: ε·n scaled up by 1e6 and rounded (±5e-7 pp)
+            if integer_data(route):  # integer rows: ε·n scaled up by 1e6 and rounded (±5e-7 pp)
                 q = 1e6
                 rows.append(("gap", np.r_[-np.rint(q * self.eps * n) / q, 1.0, -1.0], -INF, 0.0))
             else:
@@ -246,7 +246,7 @@ class EpsSolver(ExactSolver):
         Ud = w @ self.model_data(problem)["Ud"] / w.sum()
         return (
             float(Ud.max() - Ud.min())
-            if self.route(problem) == "cpsat"
+            if self.integer_route(problem)
             else float(gap_of(problem, x)[0])
         )
 

@@ -21,7 +21,7 @@ from selection.solvers.base import Solver
 from selection.solvers.eps import EpsSolver, min_gap_point
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
-from selection.solvers.result import _Raw
+from selection.solvers.result import RawResult
 
 __all__ = ["EpsRelSolver"]
 
@@ -89,12 +89,12 @@ class EpsRelSolver(Solver):
     def _param(self) -> str:
         return fmt_param("alpha", self.alpha)
 
-    def _solve(self, problem: SelectionProblem) -> _Raw:
+    def _solve(self, problem: SelectionProblem) -> RawResult:
         at = self.round_eps(problem)
         param = fmt_param("alpha", self.alpha)
         if not isinstance(at, tuple):
-            return _Raw((), at.status, at.backend, at.message, param)
+            return RawResult((), at.status, at.backend, at.message, param)
         eps, g_min, g_top = at
         r = self._eps.with_param(eps).solve(problem)
         msg = f"eps={eps:.6g} in [{g_min:.6g}, {g_top:.6g}]"
-        return _Raw(r.selected, r.status, r.backend, msg, param)
+        return RawResult(r.selected, r.status, r.backend, msg, param)

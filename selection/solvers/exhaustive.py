@@ -29,7 +29,7 @@ from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, SweepOptions
 from selection.solvers.params import check_finite, check_int, check_nonneg, fmt_param
 from selection.solvers.registry import register
-from selection.solvers.result import Status, _Raw
+from selection.solvers.result import RawResult, Status
 
 __all__ = [
     "DEFAULT_MAX_COUNT",
@@ -225,7 +225,7 @@ def best_delta(
 ) -> tuple[int, ...]:
     """max worst s.t. U >= U* - delta (-1e-9), then max U; () when infeasible.
 
-    U* is the mean of the K largest U under the ``mean`` surrogate, else the largest U(S) of
+    U* is the mean of the K largest per-client values under a ``linear`` surrogate, else the largest U(S) of
     the enumeration.
     """
     return _pick(_blocks(problem, max_count), *delta_rule(u_star_of(problem, max_count), delta))
@@ -233,8 +233,8 @@ def best_delta(
 
 def u_star_of(problem: SelectionProblem, max_count: int = DEFAULT_MAX_COUNT) -> float:
     """U* = max U(S) over the K-selections under the problem's surrogate."""
-    if problem.surrogate == "mean":
-        return u_star(problem)  # the closed form: the K largest utilities
+    if problem.structure == "linear":  # the closed form: the K largest per-client values
+        return u_star(problem.linear_view())
     return max(float(b["utility"].max()) for b in _blocks(problem, max_count, ("utility",)))
 
 
@@ -300,8 +300,8 @@ def top_selections(
 
 def worst_of(problem: SelectionProblem, sel: Sequence[int]) -> float:
     """worst(S) of one selection under the problem's surrogate."""
-    if problem.surrogate == "mean":
-        return float(problem.Ud[list(sel)].mean(axis=0).min())
+    if problem.structure == "linear":
+        return float(problem.linear_view().Ud[list(sel)].mean(axis=0).min())
     from selection.surrogates import get_surrogate
 
     _, Ud = get_surrogate(problem.surrogate).block(problem, np.array([sel], dtype=np.int64))
@@ -422,7 +422,7 @@ class ExhaustiveSolver(Solver):
         self.b_max = check_nonneg("b_max", b_max)
         self.max_count = check_int("max_count", max_count)
 
-    def _solve(self, problem: SelectionProblem) -> _Raw:
+    def _solve(self, problem: SelectionProblem) -> RawResult:
         if self.delta is not None:
             sel = best_delta(problem, self.delta, max_count=self.max_count)
             param = fmt_param("delta", self.delta)
@@ -433,4 +433,4 @@ class ExhaustiveSolver(Solver):
             param = fmt_param("eps", self.eps) if self.eps is not None else ""
         status = Status.OPTIMAL if sel else Status.INFEASIBLE
         msg = "" if sel else "no selection satisfies the constraints"
-        return _Raw(sel, status, backend="enum", message=msg, param=param)
+        return RawResult(sel, status, backend="enum", message=msg, param=param)

@@ -38,10 +38,10 @@ from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
 from selection.solvers.milp.formulations import fisher_fair_spec
-from selection.solvers.milp.model import INF, LexBackend
+from selection.solvers.milp.model import INF, LexBackend, integer_data
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
-from selection.solvers.result import _Raw
+from selection.solvers.result import RawResult
 
 __all__ = ["FisherFairSolver"]
 
@@ -129,14 +129,14 @@ class FisherFairSolver(ExactSolver):
     def _apply(self, model: LexBackend, problem: SelectionProblem) -> None:
         top = self.worst_star_sum(problem)
         lo = -INF if self.delta == INF or np.isnan(top) else top - problem.k * self.delta
-        if lo != -INF and self.route(problem) != "cpsat":
+        if lo != -INF and not self.integer_route(problem):
             lo -= 1e-7
         for d in range(problem.Ud.shape[1]):
             model.set_row_bounds(f"w{d}", lo, INF)
 
     fractional = True
 
-    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> _Raw:
+    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> RawResult:
         from selection.solvers.milp.fractional import (
             FracStage,
             lex_fractional,
@@ -156,7 +156,7 @@ class FisherFairSolver(ExactSolver):
             x = np.zeros(N)
             x[list(top.selected)] = 1.0
             star = (float((x @ nUd).min()), float(x @ n))
-            exact = route == "cpsat"
+            exact = integer_data(route)
             rows += [
                 threshold_row(f"w{d}", nUd[:, d], n, star, self.delta, exact) for d in range(D)
             ]
@@ -183,5 +183,5 @@ class FisherFairSolver(ExactSolver):
     def realized_rule(self, problem: SelectionProblem, table):
         return fisher_fair_rule(float(np.max(table["worst"])), self.delta)
 
-    def _solve_enum(self, problem: SelectionProblem) -> _Raw:
+    def _solve_enum(self, problem: SelectionProblem) -> RawResult:
         return self._enum_raw(best_fisher_fair(problem, self.delta, max_count=DEFAULT_MAX_COUNT))

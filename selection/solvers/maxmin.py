@@ -22,10 +22,10 @@ from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta, delta_ru
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
 from selection.solvers.milp.formulations import maxmin_spec, top_k_sum
-from selection.solvers.milp.model import INF, LexBackend
+from selection.solvers.milp.model import INF, LexBackend, integer_data
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
-from selection.solvers.result import Status, _Raw
+from selection.solvers.result import RawResult, Status
 
 __all__ = ["MaxminSolver"]
 
@@ -109,13 +109,13 @@ class MaxminSolver(ExactSolver):
         k = problem.k
         top = top_k_sum(self.model_data(problem)["U"], k)
         lo = -INF if self.delta == INF else top - k * self.delta
-        if self.route(problem) != "cpsat":
+        if not self.integer_route(problem):
             lo -= 1e-7
         model.set_row_bounds("floor", lo, INF)
 
     fractional = True
 
-    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> _Raw:
+    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> RawResult:
         from selection.solvers.milp.fractional import (
             FracStage,
             lex_fractional,
@@ -128,7 +128,7 @@ class MaxminSolver(ExactSolver):
         data = weighted_data(problem, route, self.scale)
         nU, nUd, n = data["nU"], data["nUd"], data["n"]
         N, D = nUd.shape
-        exact = route == "cpsat"
+        exact = integer_data(route)
         rows = [("card", np.r_[np.ones(N), 0.0], float(problem.k), float(problem.k))]
         rows += [(f"w{d}", np.r_[nUd[:, d], -1.0], 0.0, INF) for d in range(D)]
         if self.delta != INF:
@@ -163,5 +163,5 @@ class MaxminSolver(ExactSolver):
     def realized_rule(self, problem: SelectionProblem, table):
         return delta_rule(float(np.max(table["utility"])), self.delta)
 
-    def _solve_enum(self, problem: SelectionProblem) -> _Raw:
+    def _solve_enum(self, problem: SelectionProblem) -> RawResult:
         return self._enum_raw(best_delta(problem, self.delta, max_count=DEFAULT_MAX_COUNT))

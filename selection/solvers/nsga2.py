@@ -56,7 +56,7 @@ from selection.objectives import OBJECTIVES, evaluate
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, SweepOptions
 from selection.solvers.registry import register
-from selection.solvers.result import SolveResult, Status, _Raw
+from selection.solvers.result import RawResult, SolveResult, Status
 
 __all__ = [
     "NSGA2Solver",
@@ -463,10 +463,10 @@ class NSGA2Solver(Solver):
             key = OBJECTIVES["gap"](problem, X.astype(float))
         return int(np.lexsort((F[:, 0], key))[0])
 
-    def _solve(self, problem: SelectionProblem) -> _Raw:
+    def _solve(self, problem: SelectionProblem) -> RawResult:
         X, F, _ = self._run(problem)
         i = self._pick_index(problem, X, F)
-        return _Raw(
+        return RawResult(
             selected=tuple(int(j) for j in np.flatnonzero(X[i])),
             status=Status.FEASIBLE,
             backend="pymoo",

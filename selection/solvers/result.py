@@ -24,6 +24,7 @@ __all__ = [
     "FRONT_COLUMNS",
     "results_to_frame",
     "SolveResult",
+    "RawResult",
 ]
 
 
@@ -143,8 +144,9 @@ def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) 
 
 
 @dataclass(frozen=True)
-class _Raw:
-    """What ``_solve`` hands back: selected indices, status and extras."""
+class RawResult:
+    """What a formulation's ``_solve`` hands back: selected indices, status and extras
+    (:meth:`Solver.solve` turns it into a :class:`SolveResult`, computing the objectives)."""
 
     selected: tuple[int, ...]
     status: Status

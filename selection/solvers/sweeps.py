@@ -249,15 +249,15 @@ def front_step(problem: SelectionProblem, quantum: float | None = None) -> float
     2-decimal data, accuracies on n validation images) every gap is a multiple of q/K, so no
     gap lies strictly between g − q/K and g: the next ε at g − q/(2K) misses no front point
     and stays far from the rows' tolerances (SCIP misjudged ε rows 1e-6 pp below an
-    attainable gap). Elsewhere (and for surrogates that weight the rows) DEFAULT_STEP.
+    attainable gap). Elsewhere (and for surrogates that are not linear) DEFAULT_STEP.
     ``quantum``: q as the route sees it (:meth:`~selection.solvers.milp.exact.ExactSolver.
     quantum`; 0 off the grid); None: from the true rows.
     """
     from selection.solvers.milp.exact import value_quantum
 
-    if problem.surrogate != "mean" or problem.d == 0:
+    if problem.structure != "linear" or problem.d == 0:
         return DEFAULT_STEP
-    q = value_quantum(problem.Ud) if quantum is None else quantum
+    q = value_quantum(problem.linear_view().Ud) if quantum is None else quantum
     return max(DEFAULT_STEP, q / (2 * problem.k)) if q > 0 else DEFAULT_STEP
 
 

@@ -35,7 +35,7 @@ import pandas as pd
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, SweepOptions
 from selection.solvers.registry import register
-from selection.solvers.result import Status, _Raw
+from selection.solvers.result import RawResult, Status
 
 __all__ = [
     "WEIGHT_NAMES",
@@ -172,11 +172,13 @@ class WeightedSolver(Solver):
             return composite_scores(problem, *self.composite)
         return weighted_scores(problem, self.weights)
 
-    def _solve(self, problem: SelectionProblem) -> _Raw:
+    def _solve(self, problem: SelectionProblem) -> RawResult:
         s = self.scores(problem)
         order = np.lexsort((np.arange(problem.n), -s))
         if self.composite is not None:
             param = "S=" + ",".join(format(v, "g") for v in self.composite)
         else:
             param = "w=" + ",".join(format(v, "g") for v in self.weights)
-        return _Raw(tuple(int(i) for i in order[: problem.k]), Status.OPTIMAL, "sort", "", param)
+        return RawResult(
+            tuple(int(i) for i in order[: problem.k]), Status.OPTIMAL, "sort", "", param
+        )

@@ -261,3 +261,23 @@ def test_both_toys_through_fedsel_solve(shrunk, scipy_backend, tmp_path, capsys)
     assert (res["surrogate"], res["backend"], res["status"]) == (shrunk, "scipy", "optimal")
     assert res["objectives"]["utility"] == pytest.approx(want["utility"], abs=1e-6)
     assert res["objectives"]["gap"] == pytest.approx(want["gap"], abs=1e-6)
+
+
+def test_a_linear_surrogate_takes_the_linear_routes_by_its_structure(shrunk):
+    """No route compares the surrogate's name: a linear one is solved as the mean problem over
+    its per-client values (persistent models, value grid, the portfolio), never by the
+    fractional stages, with the surrogate's own objectives reported."""
+    p = _problem(3, 4, "shrunk")
+    view = p.linear_view()
+    assert view is p.linear_view() and view.surrogate == "mean" and view.linear_view() is view
+    U, Ud = SURROGATES["shrunk"]().client_values(p)
+    assert np.allclose(view.U, U) and np.allclose(view.Ud, Ud)
+    mean = _problem(3, 4)
+    assert mean.linear_view() is mean  # its values are its own
+    for backend in ("highs", "cbc"):
+        r = make_solver("maxmin", delta=1.0, backend=backend).solve(p)
+        ref = make_solver("maxmin", delta=1.0, backend=backend).solve(view)
+        assert r.selected == ref.selected and "fractional" not in r.route_reason
+        assert r.objectives["worst"] == pytest.approx(ref.objectives["worst"], abs=1e-9)
+    auto = make_solver("eps", eps=5.0, backend="auto", enum_limit=0).solve(p)
+    assert "fractional" not in auto.route_reason and auto.backend == "cbc"

@@ -16,7 +16,7 @@ from selection.selectors import make_selector, split_specs
 from selection.solvers.base import Solver
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import SOLVERS, register, solvers
-from selection.solvers.result import Status, _Raw
+from selection.solvers.result import RawResult, Status
 from selection.synthetic import synthetic_stats
 
 
@@ -33,10 +33,10 @@ class ToySolver(Solver):
     def __init__(self, *, delta: float = 0.0) -> None:
         self.delta = check_nonneg("delta", delta, allow_none=False)
 
-    def _solve(self, problem: SelectionProblem) -> _Raw:
+    def _solve(self, problem: SelectionProblem) -> RawResult:
         score = problem.U - self.delta * problem.B
         idx = np.argsort(-score, kind="stable")[: problem.k]
-        return _Raw(
+        return RawResult(
             tuple(int(i) for i in idx), Status.OPTIMAL, param=fmt_param("delta", self.delta)
         )
 

@@ -5,14 +5,27 @@
 * :mod:`.fixing` — exact LP reduced-cost fixing before the first stage;
 * :mod:`.formulations` — the ε-constraint and max-min models;
 * :mod:`.highs`, :mod:`.cbc`, :mod:`.cpsat`, :mod:`.scip` — backends; each registers itself with
-  :func:`register_backend` when imported here;
+  :func:`register_backend` when imported. Every module of this package is imported here (found
+  by discovery, as the surrogates and formulations are): adding a backend is adding one module;
 * :mod:`.exact` — :class:`ExactSolver`, the base of the ``eps`` and ``maxmin`` solvers (route
   choice, model cache).
 """
 
-from selection.solvers.milp import cbc, cpsat, highs, scip  # noqa: F401  (backend registration)
+import importlib
+import pkgutil
+
 from selection.solvers.milp.exact import AUTO_MILP, DEFAULT_ENUM_LIMIT, ExactSolver, backends
-from selection.solvers.milp.model import LexBackend, MilpSpec, make_backend, milp_backends
+from selection.solvers.milp.model import (
+    LexBackend,
+    MilpSpec,
+    make_backend,
+    milp_backends,
+    register_backend,
+)
+
+for _mod in pkgutil.iter_modules(__path__):  # backend registration (and the other modules)
+    if not _mod.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_mod.name}")
 
 __all__ = [
     "AUTO_MILP",
@@ -23,4 +36,5 @@ __all__ = [
     "backends",
     "make_backend",
     "milp_backends",
+    "register_backend",
 ]

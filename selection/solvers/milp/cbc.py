@@ -74,6 +74,8 @@ def _log_bound(log: Path) -> float:
 class CbcBackend(LexBackend):
     """The lexicographic MILP in CBC (PuLP)."""
 
+    order = 20
+
     use_core = True
     # the ε model's second stage as a gap descent (LexBackend._descend): with CBC's cuts off,
     # cross-penalty N = 1,000, ε = g0/10 took 0.8 s by descent against 3.9 s directly

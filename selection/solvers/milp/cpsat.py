@@ -45,7 +45,10 @@ def exact_at(a: np.ndarray, scale: int) -> bool:
 class CpSatBackend(LexBackend):
     """The lexicographic MILP in CP-SAT."""
 
+    order = 30
+
     exact_tol = True
+    integer_data = True
 
     def __init__(self, spec: MilpSpec, *, scale: int = DEFAULT_SCALE, **options) -> None:
         """``options``: :class:`~.model.LexBackend`'s (seed, threads, mip_gap, abs_gap)."""

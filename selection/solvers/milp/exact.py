@@ -26,12 +26,13 @@ from selection.solvers.milp.cpsat import DEFAULT_SCALE, exact_at
 from selection.solvers.milp.formulations import count_groups, model_data
 from selection.solvers.milp.model import (
     LexBackend,
+    integer_data,
     make_backend,
     milp_backend_class,
     milp_backends,
 )
 from selection.solvers.params import check_int, check_nonneg, check_time_limit
-from selection.solvers.result import Status, _Raw
+from selection.solvers.result import RawResult, Status
 
 __all__ = [
     "aligned",
@@ -172,7 +173,7 @@ def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[st
 
     ``small_n_scip``: whether the formulation may take SCIP below PORTFOLIO_MIN_N (the ε
     model, whose ε rows it keeps half a value-grid step from every attainable gap)."""
-    if problem.surrogate != "mean":
+    if problem.structure != "linear":
         return AUTO_MILP, f"the {problem.surrogate} surrogate's fractional stages: {AUTO_MILP}"
     n = problem.n
     if n < PORTFOLIO_MIN_N:
@@ -299,6 +300,7 @@ class ExactSolver(Solver):
 
     def route_choice(self, problem: SelectionProblem) -> tuple[str, str]:
         """(route, why): the backend used on ``problem`` and the reason it was chosen."""
+        problem = problem.linear_view()
         if self.backend != "auto":
             return self.backend, "given by --backend"
         count = math.comb(problem.n, problem.k)
@@ -316,9 +318,10 @@ class ExactSolver(Solver):
     def quantum(self, problem: SelectionProblem) -> float:
         """q where every U_d of the data this route solves is a whole multiple of q, else 0
         (:func:`value_quantum`; CP-SAT's rounded data: 0 unless they are exact)."""
+        problem = problem.linear_view()
         if problem not in self._quanta:
-            off_grid = self.route(problem) == "cpsat" and not self.exact_on_cpsat(problem)
-            mean = problem.surrogate == "mean" and problem.d > 0
+            off_grid = self.integer_route(problem) and not self.exact_on_cpsat(problem)
+            mean = problem.structure == "linear" and problem.d > 0
             self._quanta[problem] = value_quantum(problem.Ud) if mean and not off_grid else 0.0
         return self._quanta[problem]
 
@@ -329,7 +332,7 @@ class ExactSolver(Solver):
     def objective_quanta(self, problem: SelectionProblem) -> list[float]:
         """Per objective, the grid its values lie on (sum units; 0: none), for
         ``MilpSpec.quanta``: the U column's and the domain rows' :func:`value_quantum`."""
-        mean = problem.surrogate == "mean" and problem.d > 0
+        mean = problem.structure == "linear" and problem.d > 0
         q = {"U": value_quantum(problem.U) if mean else 0.0, "Ud": self.quantum(problem), None: 0.0}
         return [q[kind] for kind in self.objective_kinds]
 
@@ -341,9 +344,10 @@ class ExactSolver(Solver):
         models = self._models.setdefault(problem, {})
         if route not in models:
             spec = self._spec(model_data(problem, route, self.scale), problem)
-            if route != "cpsat":  # CP-SAT's objectives are integers already
+            integer = integer_data(route)
+            if not integer:  # integer data: the objectives are integers already
                 spec.quanta = self.objective_quanta(problem)[: len(spec.objectives)]
-            options = {"scale": self.scale} if route == "cpsat" else {}
+            options = {"scale": self.scale} if integer else {}
             abs_gap = tolerance_gap(self.tolerance, problem.k if self.bound_per_client else 1)
             backend = make_backend(
                 route,
@@ -378,17 +382,23 @@ class ExactSolver(Solver):
         other._set_param(value)
         return other
 
-    def _solve(self, problem: SelectionProblem) -> _Raw:
+    def integer_route(self, problem: SelectionProblem) -> bool:
+        """Whether the route this solver takes on ``problem`` solves rounded integer data."""
+        return integer_data(self.route(problem))
+
+    def _solve(self, problem: SelectionProblem) -> RawResult:
+        # a linear surrogate: the mean problem over its per-client values (same objectives)
+        problem = problem.linear_view()
         route, why = self.route_choice(problem)
-        exact = route != "cpsat" or self.exact_on_cpsat(problem)
+        exact = not integer_data(route) or self.exact_on_cpsat(problem)
         return dataclasses.replace(self._solve_route(problem, route), reason=why, exact=exact)
 
-    def _solve_route(self, problem: SelectionProblem, route: str) -> _Raw:
+    def _solve_route(self, problem: SelectionProblem, route: str) -> RawResult:
         t0 = time.perf_counter()
         if route == "enum":
             return self._solve_enum(problem)
         refusal = route_refusal(route, problem, fractional=self.fractional)
-        if not refusal and self.tolerance > 0 and route == "cpsat":
+        if not refusal and self.tolerance > 0 and integer_data(route):
             if not self.exact_on_cpsat(problem):
                 refusal = (
                     f"--tolerance {self.tolerance:g}: CP-SAT solves the data rounded to "
@@ -397,18 +407,18 @@ class ExactSolver(Solver):
                 )
         if refusal:  # a request this route cannot answer: bad input, not a failed solve
             raise SelectionError(refusal)
-        if problem.surrogate != "mean":  # linear-fractional: milp.fractional, fresh models
+        if problem.structure == "linear-fractional":  # milp.fractional, fresh models
             left = None if self.time_limit is None else self.time_limit
             return self._solve_fractional(problem, route, left)
         model = self.model(problem)  # building the model counts against the time limit
         left = None if self.time_limit is None else self.time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             msg = "time limit reached while building the model; no incumbent"
-            return _Raw((), Status.TIME_LIMIT, route, msg, self._param())
+            return RawResult((), Status.TIME_LIMIT, route, msg, self._param())
         self._apply(model, problem)
         out = model.solve(left)
         bound = self._bound_units(out.bound, problem, route)
-        return _Raw(out.selected, out.status, route, out.message, self._param(), bound)
+        return RawResult(out.selected, out.status, route, out.message, self._param(), bound)
 
     #: whether the first stage's objective is a sum over the K selected (U, worst: divided
     #: by K into the reported mean) or reported as the sum itself (Σ F_z)
@@ -423,7 +433,7 @@ class ExactSolver(Solver):
         """
         if not np.isfinite(bound):
             return math.nan
-        if route == "cpsat" and not self.exact_on_cpsat(problem):
+        if integer_data(route) and not self.exact_on_cpsat(problem):
             return math.nan
         return bound / problem.k if self.bound_per_client else bound
 
@@ -436,12 +446,12 @@ class ExactSolver(Solver):
         rounded model is the true problem)."""
         return all(exact_at(a, self.scale) for a in self._cpsat_fields(problem))
 
-    def _enum_raw(self, selected: tuple[int, ...]) -> _Raw:
+    def _enum_raw(self, selected: tuple[int, ...]) -> RawResult:
         """The enumeration route's answer: ``selected``, or infeasible when it is empty."""
         if not selected:
             msg = "no selection satisfies the constraints"
-            return _Raw((), Status.INFEASIBLE, "enum", msg, self._param())
-        return _Raw(selected, Status.OPTIMAL, "enum", "", self._param())
+            return RawResult((), Status.INFEASIBLE, "enum", msg, self._param())
+        return RawResult(selected, Status.OPTIMAL, "enum", "", self._param())
 
     def candidates(self, problem: SelectionProblem, m: int) -> list[tuple[int, ...]]:
         """The ``m`` best selections by this formulation's criterion, best first (enumeration;
@@ -461,7 +471,7 @@ class ExactSolver(Solver):
             seed=self.seed, threads=self.threads, scale=self.scale, groups=self.groups(problem)
         )
 
-    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> _Raw:
+    def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> RawResult:
         """The formulation on a linear-fractional surrogate (:mod:`.fractional`)."""
         raise NotImplementedError
 
@@ -491,5 +501,5 @@ class ExactSolver(Solver):
         """Set the parameter's row bounds on the persistent model."""
 
     @abstractmethod
-    def _solve_enum(self, problem: SelectionProblem) -> _Raw:
+    def _solve_enum(self, problem: SelectionProblem) -> RawResult:
         """Answer by enumeration."""

@@ -14,7 +14,7 @@ import numpy as np
 
 from selection.problem import SelectionProblem
 from selection.solvers.milp.cpsat import round_data
-from selection.solvers.milp.model import INF, MilpSpec
+from selection.solvers.milp.model import INF, MilpSpec, integer_data
 
 __all__ = [
     "model_data",
@@ -41,7 +41,7 @@ def model_data(problem: SelectionProblem, backend: str, scale: int) -> dict[str,
         else (problem.U, problem.Ud)
     )
     data = {"U": U, "Ud": Ud, "F_z": problem.F_z, "B": problem.B}
-    if backend == "cpsat":
+    if integer_data(backend):
         data = {k: round_data(v, scale) for k, v in data.items()}
     return data
 

@@ -30,8 +30,8 @@ import numpy as np
 
 from selection.problem import SelectionProblem
 from selection.solvers.milp.formulations import model_data
-from selection.solvers.milp.model import INF, MilpSpec, make_backend
-from selection.solvers.result import Status, _Raw
+from selection.solvers.milp.model import INF, MilpSpec, integer_data, make_backend
+from selection.solvers.result import RawResult, Status
 
 __all__ = ["FracStage", "lex_fractional", "weighted_data", "ratio_star"]
 
@@ -103,7 +103,7 @@ def lex_fractional(
     the per-domain count columns of :meth:`.model.MilpSpec.build` to every stage's model.
     """
     t0 = time.perf_counter()
-    exact = route == "cpsat"
+    exact = integer_data(route)
     if exact and threads is None:
         threads = CPSAT_FRACTIONAL_WORKERS
     rows = list(rows)
@@ -205,8 +205,8 @@ def threshold_row(
     return (name, a - (N0 / D0 - delta) * den, -1e-7, INF)
 
 
-def raw_of(sel, status, message, route, param) -> _Raw:
+def raw_of(sel, status, message, route, param) -> RawResult:
     """The solver's answer from a :func:`lex_fractional` outcome."""
     if status == Status.OPTIMAL and not sel:
         status = Status.ERROR
-    return _Raw(tuple(sel), status, route, message, param)
+    return RawResult(tuple(sel), status, route, message, param)

@@ -88,6 +88,8 @@ def _use_threads(n: int) -> None:
 class HighsBackend(LexBackend):
     """The lexicographic MILP in HiGHS."""
 
+    order = 10
+
     use_core = True
 
     def _build(self) -> None:

@@ -203,6 +203,12 @@ class LexBackend(ABC):
 
     name = ""
     exact_tol = False  # True when stage values are integers (no tolerance needed)
+    # True when the backend solves integer data: the solvers give it the rows rounded to
+    # 1/scale (and ``scale=``), take its bound as proven only where the data are multiples
+    # of 1/scale, refuse a tolerance elsewhere and keep ratio rows exact (CP-SAT)
+    integer_data = False
+    # position in listings (``--backend`` choices, error messages); registration order breaks ties
+    order = 100
     use_core = False  # True: exact LP reduced-cost fixing before stage 1 (milp.fixing)
     # ... from this many binaries on: below it the LP and the restricted MILP cost more than
     # the fixing saves (timed per N on one CBC ε point of synthetic_stats, K = N/10)
@@ -659,14 +665,21 @@ def register_backend(name: str):
     return deco
 
 
+def integer_data(route: str) -> bool:
+    """Whether ``route`` solves the data rounded to integers (``LexBackend.integer_data``),
+    so its rows are the true rows only where the data are multiples of 1/scale."""
+    return route != "enum" and _REGISTRY[route].integer_data
+
+
 def milp_backend_class(name: str) -> type[LexBackend]:
     """The registered backend class ``name``."""
     return _REGISTRY[name]
 
 
 def milp_backends() -> tuple[str, ...]:
-    """Names of the registered MILP backends, in registration order."""
-    return tuple(_REGISTRY)
+    """Names of the registered MILP backends, in listing order (``order``, then registration)."""
+    names = list(_REGISTRY)
+    return tuple(sorted(names, key=lambda n: (_REGISTRY[n].order, names.index(n))))
 
 
 def make_backend(

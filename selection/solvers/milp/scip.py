@@ -43,6 +43,8 @@ def scip_available() -> bool:
 class ScipBackend(LexBackend):
     """The lexicographic MILP in SCIP."""
 
+    order = 40
+
     counts_default = True
     descends = True
     use_core = True  # the exact LP fixing of .fixing, its LP and incumbent from a HiGHS twin
