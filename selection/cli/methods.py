@@ -8,8 +8,8 @@ __all__ = ["methods", "register"]
 
 
 def methods() -> None:
-    """List the registered formulations, baselines, information models, objectives and
-    surrogates."""
+    """List the registered formulations, baselines, information models, objectives,
+    surrogates and MILP backends."""
     from selection.objectives import OBJECTIVES
     from selection.solvers.registry import solvers
 
@@ -37,6 +37,13 @@ def methods() -> None:
     print("surrogates of U(S), U_d(S) (--surrogate; SPEC@NAME):")
     for name, cls in surrogates().items():
         print(f"  {name:<12} {cls.structure:<18} {cls.summary}")
+    from selection.solvers.milp.model import milp_backend_class, milp_backends
+
+    print("MILP backends (--backend; besides auto, the measured portfolio, and enum):")
+    for name in milp_backends():
+        cls = milp_backend_class(name)
+        data = "integer data (rounded to 1/scale)" if cls.integer_data else "float data"
+        print(f"  {name:<12} {data:<34} {(cls.__doc__ or '').strip().splitlines()[0]}")
 
 
 def register(app: typer.Typer) -> None:

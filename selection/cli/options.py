@@ -47,13 +47,18 @@ METHOD_HELP = (
 
 
 def backend_help() -> str:
-    """The help text of ``--backend``: the routes a MILP point can take."""
-    return "auto (measured portfolio), enum, highs, cbc, cpsat or scip."
+    """The help text of ``--backend``: the routes a MILP point can take. It names no backend:
+    the registry is read when a command runs (importing it here would load every solver
+    library for ``fedsel --help``), and ``fedsel methods`` lists what is registered."""
+    return "auto (measured portfolio), enum, or a registered MILP backend (fedsel methods)."
 
 
 def surrogate_help() -> str:
-    """The help text of ``--surrogate``: the surrogates of U(S), U_d(S) to choose from."""
-    return "Surrogate of U(S), U_d(S): mean (the seed's), weighted, ensemble (needs --logits)."
+    """The help text of ``--surrogate`` (names none: ``fedsel methods`` lists the registry)."""
+    return (
+        "Surrogate of U(S), U_d(S): mean (the seed's) or a registered one (fedsel methods; "
+        "those that read logits need --logits)."
+    )
 
 
 # ---------------------------------------------------------------- declarations

@@ -281,3 +281,10 @@ def test_a_linear_surrogate_takes_the_linear_routes_by_its_structure(shrunk):
         assert r.objectives["worst"] == pytest.approx(ref.objectives["worst"], abs=1e-9)
     auto = make_solver("eps", eps=5.0, backend="auto", enum_limit=0).solve(p)
     assert "fractional" not in auto.route_reason and auto.backend == "cbc"
+
+
+def test_fedsel_methods_lists_the_toy_backend(scipy_backend, capsys):
+    code, out, _ = _run(["methods"], capsys)
+    assert code == 0
+    listed = out.split("MILP backends")[1]
+    assert "scipy" in listed and "highs" in listed and "float data" in listed
