@@ -69,10 +69,10 @@ bench-exact: $(STAMP)
 
 # the documentation site (mkdocs.yml, docs/), built strictly into the untracked site/
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 docs-serve: $(STAMP)
-	$(BIN)/mkdocs serve
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 # the wheel and sdist a user installs (pip install dist/fedsel-*.whl), into the untracked dist/;
 # the wheel is built from the sdist, so both hold the same files (tests/test_packaging.py)
