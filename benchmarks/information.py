@@ -109,9 +109,10 @@ def _round(oracle, models, k, n_random, rng, t, seed) -> list[dict]:
         # who trained and who probed: the picks (committed) plus the model's own
         trained = {c: work[c] for c in dict.fromkeys([*(before or ()), *picks])}
         probed = m.probed(ids, before, picks)
+        down = m.down_messages(len(probed), len(trained), len(domains))  # as the loop charges
         cost = round_cost(trained=trained, probed=probed, probe_sizes=oracle.probe_sizes(),
                           probe_floats=m.probe_floats(oracle.n_classes, len(domains)),
-                          model_bytes=oracle.model_bytes)  # fmt: skip
+                          model_bytes=oracle.model_bytes, down_messages=down)  # fmt: skip
         compute = cost["cost_train_samples"] + cost["cost_probe_samples"]
         sent = cost["cost_bytes_up"] + cost["cost_bytes_down"]
         rows.append(

@@ -79,6 +79,7 @@ from flwr.app import (
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedProx
 
+from fl_oracle.experiments.flower.guard import ClaimGuard
 from fl_oracle.experiments.loop import (
     GLOBAL_KEYS,
     _select,
@@ -286,6 +287,12 @@ class FedselStrategy(FedProx):
             (default: the mean weighted by ``weighted_by_key``) into the round's
             ``MetricRecord`` and Flower's ``Result``.
         evaluate_metrics_aggr_fn: the same for the evaluation metrics.
+        declared_sizes: each client id's known training-set size (the deployment's
+            partition); a node claiming more ``num-examples`` is capped to it. Without it a
+            claim far beyond the federation's others is capped (:mod:`.guard`). Either way the
+            client is named in the round's ``suspects`` and its statistics row's ``suspect``.
+        clip_updates: scale an update whose norm lies beyond the round's others down to the
+            largest norm within them (it is named either way).
 
     ``start`` returns Flower's ``Result`` with fedsel's per-round ``history`` and ``stats``
     tables attached (``result.fedsel_history``, ``result.fedsel_stats``: DataFrames).
@@ -315,6 +322,8 @@ class FedselStrategy(FedProx):
         weighted_by_key: str = "num-examples",
         train_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
         evaluate_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
+        declared_sizes: Mapping[str, int] | None = None,
+        clip_updates: bool = False,
     ) -> None:
         from selection.selectors import make_selector
 
@@ -384,6 +393,8 @@ class FedselStrategy(FedProx):
         self._domains: list[str] | None = None
         self._cost = _Cost()  # what the round's train exchanges carried
         self._measured: dict[str, _Reply] = {}  # fresh: this round's measured replies
+        self._guard = ClaimGuard(declared_sizes, clip=clip_updates)
+        self._suspects: dict[str, str] = {}  # client id -> why its claims were bounded (round)
 
     # ------------------------------------------------------------------ Flower API
     def summary(self) -> None:
@@ -418,7 +429,7 @@ class FedselStrategy(FedProx):
         nodes = self._connected(grid)
         w_t = flatten(arrays)
         failures: dict[str, str] = {}
-        self._cost, self._measured = _Cost(), {}
+        self._cost, self._measured, self._suspects = _Cost(), {}, {}
         inputs = None
         if self._info is not None:
             measure = []
@@ -531,6 +542,7 @@ class FedselStrategy(FedProx):
             n_aggregated=len(ok),
             failed=";".join(p.failures),
             failures=" | ".join(f"{c}: {r}" for c, r in p.failures.items()),
+            suspects=" | ".join(f"{c}: {why}" for c, why in self._suspects.items()),
         )
         if not ok:
             row["fallback"] = (row["fallback"] + "; " if row["fallback"] else "") + (
@@ -754,6 +766,13 @@ class FedselStrategy(FedProx):
                 failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
         if not rows:
             raise FlowerRunError(f"round {t}: no node answered the probe")
+        claims = {row["client_id"]: int(row["n_samples"]) for row in rows}
+        known = {c: int(r["n_samples"]) for c, r in self._rows.items() if c not in claims}
+        for cid, (n, why) in self._guard.sizes(claims, known).items():
+            self._suspect(cid, why)
+            for row in rows:
+                if row["client_id"] == cid:
+                    row["n_samples"], row["suspect"] = n, why
         probe = pd.DataFrame(rows).sort_values("_pid", kind="stable").drop(columns="_pid")
         glob = sum(self._hist.values())
         probe["B"] = [js_divergence(self._hist[c], glob) for c in probe["client_id"]]
@@ -798,12 +817,14 @@ class FedselStrategy(FedProx):
             if r.error:
                 failures[who] = r.error
                 continue
+            # identity claims: named by what the node was before it claimed another partition
             prev = self._client_of.get(node)
             if prev is not None and prev != r.client_id:
-                failures[who] = f"node {node} echoed partition of {r.client_id}, was {prev}"
+                failures[prev] = f"node {node} echoed partition of {r.client_id}, was {prev}"
                 continue
             other = self._node_of.get(r.client_id)
             if other is not None and other != node and other in asked:
+                who = self._client_of.get(node, f"node-{node}")
                 failures[who] = f"partition {r.pid} is claimed by nodes {other} and {node}"
                 continue
             self._node_of[r.client_id] = node
@@ -813,7 +834,36 @@ class FedselStrategy(FedProx):
             if node not in seen:
                 who = self._client_of.get(node, f"node-{node}")
                 failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
+        self._bound_claims(out)
         return sorted(out, key=_order_key)
+
+    def _bound_claims(self, replies: list[_Reply]) -> None:
+        """Cap outlying sizes and name (and with ``clip_updates`` clip) outlying updates
+        (:mod:`.guard`); the reasons go to this round's suspects."""
+        if not replies:
+            return
+        claims = {r.client_id: r.n for r in replies}
+        known = {c: int(row["n_samples"]) for c, row in self._rows.items() if c not in claims}
+        caps = self._guard.sizes(claims, known)
+        outliers = self._guard.updates(
+            {r.client_id: r.delta for r in replies if r.delta is not None}
+        )
+        for r in replies:
+            if r.client_id in caps:
+                r.n, why = caps[r.client_id]
+                self._suspect(r.client_id, why)
+            if r.client_id in outliers:
+                scale, why = outliers[r.client_id]
+                if scale != 1.0:
+                    r.delta = (r.delta * scale).astype(r.delta.dtype, copy=False)
+                self._suspect(r.client_id, why)
+
+    def _suspect(self, cid: str, why: str) -> None:
+        old = self._suspects.get(cid)
+        if old is None:
+            self._suspects[cid] = why
+        elif why not in old:
+            self._suspects[cid] = f"{old}; {why}"
 
     def _ingest(self, replies: list[_Reply], w_t: np.ndarray, t: int) -> None:
         """Statistics rows of measured nodes (server part computed here) at round t."""
@@ -859,6 +909,8 @@ class FedselStrategy(FedProx):
             row["cos_g"] = float(cos[j])
             if "gamma-achieved" in r.metrics:
                 row["gamma_achieved"] = float(r.metrics["gamma-achieved"])
+            if r.client_id in self._suspects:  # its claims were bounded (capped or clipped)
+                row["suspect"] = self._suspects[r.client_id]
             row["measured_round"] = t
             row["_pid"] = _order_key(r)
             self._rows[r.client_id] = row

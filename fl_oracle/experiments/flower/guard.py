@@ -1,0 +1,116 @@
+"""Claims a node makes, bounded: its size against its declaration or the others', its update's
+norm against the round's.
+
+A Flower node reports its own ``num-examples`` and returns its own update; the strategy weights
+the aggregate by the first and adds the second, so one node that claims 10⁹ examples, or
+returns a scaled update, would take the model. Nothing here is taken on trust:
+
+* **sizes**: where the deployment declares each client's size (``declared_sizes``), a claim
+  above it is capped to it. Otherwise each claim is judged on the log scale against every
+  *other* size the federation has reported (robust z-score: median and 1.4826·MAD, the claim
+  itself left out so that it cannot move its own fence; Digits-4's two size clusters would let
+  one huge claim shift the median from one to the other): one above the upper fence is capped
+  to the largest of the others within it. The fence is at least 10× the others' median
+  (``FLOOR``), so a federation of equal sizes still admits ordinary variation; Digits-4's sizes
+  (72–732) put it near 43,000.
+* **update norms**: ‖Δ_i‖ judged the same way against the round's other updates; an outlier is
+  named, and with ``clip`` scaled down to the largest of the others' norms within the fence
+  (norm bounding, the defence of Sun et al., 2019, "Can you really backdoor federated
+  learning?").
+
+Who was capped or clipped, and why, is returned per client: the strategy names them once per
+round in the history (``suspects``) and in the statistics table the selector reads (``suspect``),
+so nothing a node claimed beyond the bounds reaches the selector or the aggregate unflagged.
+Identity claims (a partition id another node holds, or a node changing partitions) are refused
+by the strategy itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = ["FLOOR", "Z_MAX", "ClaimGuard", "upper_fence"]
+
+Z_MAX = 3.5  # robust z-score above which a claim is an outlier (Iglewicz & Hoaglin's 3.5)
+FLOOR = math.log(10.0) / Z_MAX  # the smallest spread assumed: the fence is >= 10x the median
+
+
+def upper_fence(values) -> float | None:
+    """exp(median + Z_MAX · max(1.4826·MAD, FLOOR)) of log(values); None below 3 values."""
+    v = np.log(np.asarray([x for x in values if x > 0], dtype=float))
+    if v.size < 3:
+        return None
+    med = float(np.median(v))
+    spread = max(1.4826 * float(np.median(np.abs(v - med))), FLOOR)
+    return float(math.exp(med + Z_MAX * spread))
+
+
+class ClaimGuard:
+    """Bounds the sizes and updates nodes report (see the module text).
+
+    Args:
+        declared_sizes: each client id's known size (the partition), or None.
+        clip: scale an outlying update down to the largest norm within the fence.
+    """
+
+    def __init__(self, declared_sizes: Mapping[str, int] | None = None, clip: bool = False):
+        self.declared = None
+        if declared_sizes is not None:
+            self.declared = {str(c): int(n) for c, n in declared_sizes.items()}
+            bad = [c for c, n in self.declared.items() if n < 1]
+            if bad:
+                raise ValueError(f"declared_sizes: {bad[0]} has a size below 1")
+        self.clip = bool(clip)
+
+    def sizes(
+        self, claims: Mapping[str, int], known: Mapping[str, int]
+    ) -> dict[str, tuple[int, str]]:
+        """The claims to cap: client id -> (accepted size, why).
+
+        ``claims``: this exchange's sizes by client id; ``known``: the other clients' accepted
+        sizes (their latest reports)."""
+        out: dict[str, tuple[int, str]] = {}
+        rest = dict(claims)
+        if self.declared is not None:
+            for c, n in claims.items():
+                if c in self.declared:
+                    rest.pop(c)
+                    if n > self.declared[c]:
+                        out[c] = (
+                            self.declared[c],
+                            f"claimed {n:,} examples, declared {self.declared[c]:,}",
+                        )
+        pool = {**known, **rest}
+        fence = upper_fence(pool.values())
+        if fence is None:
+            return out
+        within = [n for n in pool.values() if n <= fence]
+        for c, n in rest.items():
+            if n > fence and within:
+                cap = max(within)
+                out[c] = (
+                    cap,
+                    f"claimed {n:,} examples, beyond the others' (fence {fence:,.0f}; capped to {cap:,})",
+                )
+        return out
+
+    def updates(self, deltas: Mapping[str, np.ndarray]) -> dict[str, tuple[float, str]]:
+        """The outlying updates: client id -> (scale applied, why); scale 1.0 unless ``clip``."""
+        norms = {c: float(np.linalg.norm(d)) for c, d in deltas.items()}
+        out: dict[str, tuple[float, str]] = {}
+        for c, x in norms.items():
+            others = [y for o, y in norms.items() if o != c]
+            fence = upper_fence(others)
+            within = [y for y in others if fence is not None and y <= fence]
+            if fence is not None and x > fence and within:
+                bound = max(within)
+                scale = bound / x if self.clip else 1.0
+                what = f"clipped to {bound:.3g}" if self.clip else "not clipped (clip_updates off)"
+                out[c] = (
+                    scale,
+                    f"update norm {x:.3g}, beyond the round's (fence {fence:.3g}); {what}",
+                )
+        return out

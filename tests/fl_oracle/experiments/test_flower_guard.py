@@ -1,0 +1,131 @@
+"""Claims a node makes are bounded (fl_oracle/experiments/flower/guard.py): sizes against the
+declaration or the federation's others, update norms against the round's, identities against
+what the node said before. A lying node, in process on the local grid: the run completes, the
+liar is named once per round, and the aggregate stays with the honest nodes'."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from flwr.app import ArrayRecord, MetricRecord, RecordDict
+
+from fl_oracle.experiments.flower.guard import FLOOR, Z_MAX, ClaimGuard, upper_fence
+from fl_oracle.experiments.flower.local_grid import LocalGrid
+from fl_oracle.experiments.flower.mod import fedsel_stats_mod
+from fl_oracle.experiments.flower.strategy import FedselStrategy, flatten
+
+from .test_flower_stock import DOMAINS, N_NODES, Net, evaluate_candidates, load_data, make_app
+
+DIGITS = [600] * 5 + [72] * 5 + [732] * 5 + [100] * 5
+
+
+def test_the_fence_is_robust_and_never_below_ten_times_the_median():
+    assert upper_fence([5, 7]) is None  # too few to judge
+    equal = upper_fence([100] * 10)
+    assert equal == pytest.approx(100 * np.exp(Z_MAX * FLOOR)) == pytest.approx(1000)
+    assert 30_000 < upper_fence(DIGITS) < 60_000  # Digits-4's own spread (72-732) is admitted
+
+
+def test_sizes_are_capped_to_the_declaration_or_to_the_largest_honest_one():
+    ids = [f"c{i}" for i in range(20)]
+    honest = dict(zip(ids, DIGITS, strict=True))
+    assert ClaimGuard().sizes(honest, {}) == {}  # the real federation: nothing capped
+    lie = {**honest, "c0": 600 * 10**6}
+    (n, why) = ClaimGuard().sizes(lie, {})["c0"]
+    assert n == 732 and "600,000,000" in why
+    # judged against the others only: a tenfold claim in a federation of equal sizes is caught,
+    # and a claim cannot raise its own fence (Digits-4's two clusters would let it)
+    assert ClaimGuard().sizes({**honest, "c10": 80_000}, {})["c10"][0] == 732
+    assert set(ClaimGuard().sizes({f"e{i}": 100 for i in range(9)} | {"x": 1001}, {})) == {"x"}
+    declared = ClaimGuard(declared_sizes=honest)
+    caps = declared.sizes({"c0": 601, "c1": 600, "c5": 72}, {})
+    assert caps == {"c0": (600, "claimed 601 examples, declared 600")}
+    with pytest.raises(ValueError, match="below 1"):
+        ClaimGuard(declared_sizes={"a": 0})
+
+
+def test_an_outlying_update_is_named_and_clipped_only_when_asked():
+    rng = np.random.default_rng(0)
+    deltas = {f"c{i}": rng.normal(size=50) * (1 + 0.2 * i) for i in range(8)}
+    assert ClaimGuard().updates(deltas) == {}
+    deltas["c3"] = deltas["c3"] * 100
+    named = ClaimGuard().updates(deltas)
+    assert set(named) == {"c3"} and named["c3"][0] == 1.0 and "not clipped" in named["c3"][1]
+    scale, why = ClaimGuard(clip=True).updates(deltas)["c3"]
+    largest = max(np.linalg.norm(d) for c, d in deltas.items() if c != "c3")
+    assert np.linalg.norm(deltas["c3"] * scale) == pytest.approx(largest)
+    assert "clipped to" in why
+
+
+# ---------------------------------------------------------------- a lying node, in process
+LIAR, SPOOF = 3, 4  # partition ids: one inflates its size and its update, one claims partition 0
+
+
+def _lying(app, liars=()):
+    def client(msg, ctx):
+        reply = app(msg, ctx)
+        pid = int(ctx.node_config["partition-id"])
+        if pid not in liars or not reply.has_content():
+            return reply
+        content = reply.content
+        metrics = dict(next(iter(content.metric_records.values())))
+        arrays = content["arrays"]
+        if pid == LIAR:
+            metrics["num-examples"] = int(metrics["num-examples"]) * 10**6
+            w_t = flatten(msg.content["arrays"])
+            w = flatten(arrays)
+            scaled, i, sd = w_t + 100.0 * (w - w_t), 0, {}
+            for name, a in Net().state_dict().items():
+                sd[name] = torch.as_tensor(scaled[i : i + a.numel()]).reshape(a.shape)
+                i += a.numel()
+            arrays = ArrayRecord(sd)
+        elif int(msg.content["config"]["server-round"]) > 1:  # from round 1 on, partition 0
+            metrics["partition-id"] = 0
+        out = RecordDict({"arrays": arrays, "metrics": MetricRecord(metrics)})
+        for key, rec in content.config_records.items():
+            out[key] = rec
+        return reply.__class__(content=out, reply_to=msg)
+
+    return client
+
+
+def _run(*, liars=(), clip: bool = True, selector: str = "all", k: int = N_NODES):
+    mod = fedsel_stats_mod(Net, lambda ctx: load_data(int(ctx.node_config["partition-id"])))
+    grid = LocalGrid(_lying(make_app([mod]), liars), N_NODES)
+    for i, ctx in enumerate(grid.contexts.values()):
+        ctx.node_config["domain"] = DOMAINS[i % 2]
+    s = FedselStrategy(selector, k=k, evaluate_candidates=evaluate_candidates,
+                       wait_for_nodes=0.1, clip_updates=clip)  # fmt: skip
+    torch.manual_seed(0)
+    result = s.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()), num_rounds=3)
+    return s, flatten(result.arrays)
+
+
+def test_a_lying_node_is_named_bounded_and_the_aggregate_stays_honest():
+    honest, w_honest = _run()
+    assert all(row["suspects"] == "" for row in honest.history)  # honest nodes: nothing flagged
+    guarded, w_guarded = _run(liars=(LIAR,))
+    _, w_open = _run(liars=(LIAR,), clip=False)
+    assert len(guarded.history) == 3  # the run completes
+    for t, row in enumerate(guarded.history):
+        named = [part.split(":")[0] for part in row["suspects"].split(" | ") if part]
+        assert named == [str(LIAR)], row["suspects"]  # once per round, only the liar
+        assert "examples, beyond the others'" in row["suspects"] and "clipped to" in row["suspects"]
+        table = guarded.tables[t].set_index("client_id")
+        honest_max = table.drop(index=[str(LIAR)], errors="ignore")["n_samples"].max()
+        assert table.loc[str(LIAR), "n_samples"] <= honest_max  # the selector saw the capped size
+        assert table.loc[str(LIAR), "suspect"] != ""
+    # the aggregate: within 20 % of the honest run's movement, where unguarded the liar takes it
+    moved = np.linalg.norm(w_honest - flatten(ArrayRecord(Net().state_dict())))
+    assert np.linalg.norm(w_guarded - w_honest) < 0.2 * moved
+    assert np.linalg.norm(w_open - w_honest) > 5 * moved
+
+
+def test_a_node_claiming_another_partition_is_refused_by_its_own_id():
+    s, _ = _run(liars=(SPOOF,), selector="maxmin:2", k=2)
+    assert len(s.history) == 3 and s.history[0]["failed"] == ""
+    for row in s.history[1:]:  # from round 1 on it says it is partition 0
+        assert row["failed"] == str(SPOOF), row["failures"]
+        assert f"node {1001 + SPOOF} echoed partition of 0, was {SPOOF}" in row["failures"]
+        assert str(SPOOF) not in row["selected"].split(";")
