@@ -5,7 +5,10 @@ its trained model and ``{"train_loss", "num-examples"}``. :class:`FedselStrategy
 that alone (selectors that read only U and U_d from the server's validation data; the domain
 inferred), and with this mod around the user's unmodified train function it gets the rest::
 
-    app = ClientApp(mods=[fedsel_stats_mod(Net, lambda ctx: load_data(ctx)[0])])
+    app = ClientApp(mods=[fedsel_stats_mod(Net, quickstart_data(load_data))])
+
+(``quickstart_data`` adapts the quickstart examples' ``load_data(partition_id, num_partitions,
+batch_size) -> (trainloader, testloader)``; any other app passes its own ``data_fn(context)``.)
 
 After the user's train function has run, the mod adds to the reply's ``MetricRecord``:
 
@@ -31,9 +34,27 @@ import numpy as np
 import torch
 from flwr.app import ConfigRecord, Context, Message, MessageType, MetricRecord
 
-__all__ = ["fedsel_stats_mod"]
+__all__ = ["fedsel_stats_mod", "quickstart_data"]
 
 DataFn = Callable[[Context], Any]
+
+
+def quickstart_data(
+    load_data: Callable[[int, int, int], Any],
+    *,
+    batch_size_key: str = "batch-size",
+    default_batch_size: int = 32,
+) -> DataFn:
+    """``data_fn`` for an app whose ``load_data(partition_id, num_partitions, batch_size)``
+    returns ``(trainloader, testloader)``, as Flower's quickstart examples' does: this node's
+    train loader, with the run config's batch size (``batch_size_key``)."""
+
+    def data(ctx: Context) -> Any:
+        batch = int(ctx.run_config.get(batch_size_key, default_batch_size))
+        pid, parts = int(ctx.node_config["partition-id"]), int(ctx.node_config["num-partitions"])
+        return load_data(pid, parts, batch)[0]
+
+    return data
 
 
 def _batches(data: Any, keys: tuple[str, str]) -> Iterable[tuple[torch.Tensor, torch.Tensor]]:
