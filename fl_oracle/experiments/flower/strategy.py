@@ -59,6 +59,7 @@ nodes, or fewer than K connected after ``wait_for_nodes`` seconds, raise
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -748,7 +749,9 @@ class FedselStrategy(FedProx):
             seen.add(node)
             who = self._client_of.get(node, f"node-{node}")
             if msg.has_error() or not msg.has_content():
-                failures[who] = "probe: " + (msg.error.reason if msg.has_error() else "empty")
+                failures[who] = "probe: " + (
+                    one_line(msg.error.reason) if msg.has_error() else "empty"
+                )
                 continue
             m = _first_metrics(msg.content) or {}
             self._cost.probe_reply(msg.content, m)
@@ -1055,6 +1058,27 @@ def _order_key(r: _Reply) -> tuple[int, int]:
     return (0, r.pid) if r.pid is not None else (1, r.node)
 
 
+_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*")
+
+
+def one_line(reason: Any, limit: int = 300) -> str:
+    """A node's error reason as one line: the exception line of an embedded traceback (the
+    last ``SomeError: ...`` line), else its first line; Flower's ``<class 'X'>:<'...'>``
+    wrapping unwrapped. A history names every failed node by one such line."""
+    text = str(reason)
+    m = re.fullmatch(r"<class '([\w.]+)'>:<'(.*)'>", text.strip(), re.S)
+    if m:
+        cls, text = m[1].rsplit(".", 1)[-1], m[2]
+        if len([ln for ln in text.splitlines() if ln.strip()]) <= 1:
+            text = f"{cls}: {text.strip()}" if text.strip() else cls
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return "no reason given"
+    found = [ln for ln in lines if _EXC_LINE.match(ln)]
+    line = found[-1] if found and len(lines) > 1 else lines[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _first_metrics(content: RecordDict) -> dict | None:
     recs = list(content.metric_records.values())
     return dict(recs[0]) if recs else None
@@ -1064,7 +1088,7 @@ def _parse(msg: Message, w_t: np.ndarray, client_ids: list[str] | None) -> _Repl
     """One train reply as a :class:`_Reply` (``error`` set when it cannot be used)."""
     r = _Reply(node=int(msg.metadata.src_node_id))
     if msg.has_error():
-        r.error = f"node error: {msg.error.reason}"
+        r.error = f"node error: {one_line(msg.error.reason)}"
         return r
     if not msg.has_content():
         r.error = "empty reply"

@@ -129,3 +129,30 @@ def test_a_node_claiming_another_partition_is_refused_by_its_own_id():
         assert row["failed"] == str(SPOOF), row["failures"]
         assert f"node {1001 + SPOOF} echoed partition of 0, was {SPOOF}" in row["failures"]
         assert str(SPOOF) not in row["selected"].split(";")
+
+
+def test_a_failed_node_is_one_line_however_long_its_error():
+    from fl_oracle.experiments.flower.strategy import one_line
+
+    wrapped = (
+        "<class 'flwr.supercore.exception.ClientAppException'>:<'\n"
+        "Exception ClientAppException occurred. Message: Traceback (most recent call last):\n"
+        '  File "client_app.py", line 30, in train\n    trainloader, _ = load_data(ctx)\n'
+        "TypeError: load_data() missing 2 required positional arguments\n'>"
+    )
+    assert one_line(wrapped) == "TypeError: load_data() missing 2 required positional arguments"
+    assert one_line("<class 'ZeroDivisionError'>:<'division by zero'>") == (
+        "ZeroDivisionError: division by zero"
+    )
+    assert one_line("Error: Node Unavailable\nmore") == "Error: Node Unavailable"
+    assert one_line("") == "no reason given" and len(one_line("x" * 1000)) == 300
+
+    def broken(msg, ctx):
+        raise RuntimeError("mod failed\n" + "  a traceback line\n" * 50)
+
+    grid = LocalGrid(broken, 3)
+    s = FedselStrategy("maxmin:2", k=2, wait_for_nodes=0.1, evaluate_candidates=evaluate_candidates)
+    with pytest.raises(Exception, match="fewer than K=2") as err:
+        s.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()), num_rounds=1)
+    text = str(err.value)
+    assert text.count("node error") == 3 and "a traceback line" not in text and "\n" not in text
