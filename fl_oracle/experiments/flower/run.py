@@ -117,6 +117,11 @@ def _run_flwr(
         env = {
             **os.environ,
             **_RAY_QUIET,
+            # a SuperLink of its own: its own home, and its HTTP and Control APIs on free ports
+            # (flwr's defaults, 39091/39093, would hand the run to any local SuperLink
+            # already answering there)
+            "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(_free_port()),
+            "FLWR_LOCAL_CONTROL_API_PORT": str(_free_port()),
             "FLWR_HOME": str(tmp / "home"),
             "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -145,6 +150,15 @@ def _run_flwr(
                 f"rounds (flwr run exit {proc.returncode}): {' | '.join(tail)}"
             )
     return run.result
+
+
+def _free_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 (the kernel's choice)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _number(v: float) -> int | float:

@@ -156,3 +156,41 @@ def test_a_failed_node_is_one_line_however_long_its_error():
         s.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()), num_rounds=1)
     text = str(err.value)
     assert text.count("node error") == 3 and "a traceback line" not in text and "\n" not in text
+
+
+def test_fedsel_flower_starts_a_superlink_of_its_own_on_free_ports(monkeypatch):
+    """flwr's local SuperLink listens on 39091/39093 unless told otherwise, and `flwr run`
+    submits to whatever answers there: fedsel's run names free ports of its own (and its own
+    FLWR_HOME), so a foreign SuperLink on the defaults never receives it."""
+    import socket
+    import subprocess
+    import types
+
+    from fl_oracle.experiments.flower import run as flower_run
+
+    seen = []
+
+    def fake_run(cmd, **kw):
+        seen.append(kw["env"])
+        return subprocess.CompletedProcess(cmd, 1, "", "stopped by the test")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(flower_run, "_stop_local_superlink", lambda home: None)
+    fake = types.SimpleNamespace(
+        selector="maxmin:2", k=2, rounds=1, stats="fresh", timeout=5.0,
+        settings=types.SimpleNamespace(config_toml="", data_file=""),
+        result=types.SimpleNamespace(history=[], tables=[]),
+    )  # fmt: skip
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="ended after 0 of 1 rounds"):
+            flower_run._run_flwr(fake, 4, num_cpus=1, client_cpus=1.0)
+    ports = [
+        int(env[key])
+        for env in seen
+        for key in ("FLWR_LOCAL_SUPERLINK_HTTP_API_PORT", "FLWR_LOCAL_CONTROL_API_PORT")
+    ]
+    assert not {39091, 39093} & set(ports)
+    assert seen[0]["FLWR_HOME"] != seen[1]["FLWR_HOME"]
+    for port in ports:  # nothing else listens there now
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
