@@ -109,7 +109,13 @@ def _round(oracle, models, k, n_random, rng, t, seed) -> list[dict]:
         # who trained and who probed: the picks (committed) plus the model's own
         trained = {c: work[c] for c in dict.fromkeys([*(before or ()), *picks])}
         probed = m.probed(ids, before, picks)
-        down = m.down_messages(len(probed), len(trained), len(domains))  # as the loop charges
+        # as the loop charges (fl_oracle/experiments/loop.py): a model that probes every client
+        # before the choice sends w_t and the D validation gradients down to each
+        down = (
+            m.down_messages(len(probed), len(trained), len(domains))
+            if m.probes and not before
+            else None
+        )
         cost = round_cost(trained=trained, probed=probed, probe_sizes=oracle.probe_sizes(),
                           probe_floats=m.probe_floats(oracle.n_classes, len(domains)),
                           model_bytes=oracle.model_bytes, down_messages=down)  # fmt: skip
