@@ -6,4 +6,7 @@
 * :mod:`.client_app`, :mod:`.server_app` — the Digits-4 ClientApp and ServerApp (``flwr run``).
 * :mod:`.local_grid` — a Grid that runs ClientApps in this process (tests, ``--engine local``).
 * :mod:`.run` — :func:`run_flower`: Flower's simulation engine (Ray) or the local grid.
+* :mod:`.mod` — ``fedsel_stats_mod``: one line in a stock ClientApp's mods adds the statistics.
+* :mod:`.guard` — bounds on what nodes claim (sizes, update norms), named per round.
+* :mod:`.certs` — TLS certificates and SuperNode keys for an authenticated deployment.
 """
