@@ -1,4 +1,4 @@
-"""Every report kind opened in a real headless Chromium (DevTools protocol, tests/_cdp.py).
+"""Every report kind opened in a real headless Chromium (DevTools protocol, tests/helpers/cdp.py).
 
 Per page: no JavaScript error or failed load with the network blocked (self-contained,
 offline), every plot drew an SVG with data points and titled both axes, and no two labels of a
@@ -9,29 +9,18 @@ as root).
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_HERE = Path(__file__).resolve().parent
+from helpers import cdp
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_{name}_browser", _HERE / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cdp = _load("_cdp")
 _WHY = cdp.unavailable()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=f"browser test skipped: {_WHY}")
 
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    reports = _load("_reports")
+    from helpers import reports
+
     return reports.build_all(tmp_path_factory.mktemp("reports"))
 
 

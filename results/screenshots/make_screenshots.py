@@ -2,18 +2,17 @@
 
     .venv/bin/python results/screenshots/make_screenshots.py [--keep DIR]
 
-Builds the pages with ``tests/_reports.py`` (sweep, compare and analyze on the shipped example
+Builds the pages with ``tests/helpers/reports.py`` (sweep, compare and analyze on the shipped example
 round ``results/examples/stats.csv`` and a 3-round table), takes the demo and study pages from
 the committed runs (``results/demo/report.html``, ``results/study/report.html``; the test
 suite's fake oracle's only when one is missing, and then it says so), opens each in Chromium at
-a 1280-px width through the DevTools protocol (``tests/_cdp.py``) and saves the top of the page
+a 1280-px width through the DevTools protocol (``tests/helpers/cdp.py``) and saves the top of the page
 as a PNG.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import tempfile
 from pathlib import Path
@@ -32,18 +31,26 @@ SHOTS = {
 }
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_{name}", ROOT / "tests" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _helpers():
+    """``helpers.cdp`` and ``helpers.reports`` (tests/helpers), with ``tests/`` on the path only
+    while they are imported: tests/fl_oracle and tests/selection must not be taken for the
+    packages, which are therefore imported first."""
+    import fl_oracle  # noqa: F401
+    import selection  # noqa: F401
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from helpers import cdp, reports
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    return cdp, reports
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", type=Path, help="Build the pages here (default: a temp folder).")
     args = ap.parse_args()
-    cdp, reports = _load("_cdp"), _load("_reports")
+    cdp, reports = _helpers()
     why = cdp.unavailable()
     if why:
         sys.exit(f"no screenshots: {why}")

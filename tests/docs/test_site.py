@@ -10,7 +10,6 @@ installed (``make test`` installs it as root).
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 from html.parser import HTMLParser
@@ -20,19 +19,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-_HERE = Path(__file__).resolve().parent
-ROOT = _HERE.parents[1]
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-site_build = _load(_HERE / "_site.py", "_docs_site_build")
-cdp = _load(_HERE.parent / "_cdp.py", "_cdp_docs")
+from helpers import ROOT, cdp
+from helpers import docs_site as site_build
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import ROOT
 
 
 def build(site_dir: Path, config: Path | None = None) -> subprocess.CompletedProcess:

@@ -3,8 +3,8 @@
 The "model" is a vector of per-domain accuracies s (%, shape (D,)). Client i's update moves it
 by Δ_i = affinity[d_i] * quality_i * (100 - s) * 0.3 + noise(seed, round, i); statistics follow
 the round-stats contract. It records which clients every ``round_stats`` call measured.
-Load it with ``importlib`` (tests use importlib import mode). ``tiny_data`` and
-``tiny_overrides`` describe a tiny federation for the real oracle.
+Imported as ``helpers.fake_oracle``. ``tiny_data`` and ``tiny_overrides`` describe a tiny
+federation for the real oracle.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tiny injected Digits-like data and configurations shared by the oracle tests.
 
-Loaded by the test modules through ``importlib`` (the suite runs with ``--import-mode=importlib``).
+Imported as ``helpers.oracle`` (``from helpers.oracle import tiny_config``).
 """
 
 from __future__ import annotations

@@ -9,22 +9,21 @@ suite's fake oracle, pure numpy). Returns ``{kind: path}``.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
-import pandas as pd
+if not __package__:  # run as a script: python tests/helpers/reports.py OUT
+    import fl_oracle  # noqa: F401  the packages first: on the path, tests/fl_oracle and
+    import selection  # noqa: F401  tests/selection would be taken for them
 
-ROOT = Path(__file__).resolve().parents[1]
-if sys.path and Path(sys.path[0]).resolve() == ROOT / "tests":
-    sys.path.pop(0)  # run as a script: tests/fl_oracle must not shadow the fl_oracle package
+    sys.path[0] = str(Path(__file__).resolve().parents[1])  # tests/, for ``helpers``
+
+import pandas as pd  # noqa: E402
+
+from helpers import ROOT  # noqa: E402
+from helpers import fake_oracle as fake  # noqa: E402
+
 EXAMPLE = ROOT / "results" / "examples" / "stats.csv"
-
-_spec = importlib.util.spec_from_file_location(
-    "_fake_oracle_reports", ROOT / "tests" / "fl_oracle" / "_fake_oracle.py"
-)
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
 
 
 def _cli(argv: list[str]) -> None:

@@ -3,9 +3,6 @@ and the information models on the real (tiny) oracle."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,16 +15,13 @@ from fl_oracle.sim.oracle import Oracle
 from fl_oracle.sim.stats import loss_stacked
 from selection.selectors import make_selector, parse_spec
 
-_spec = importlib.util.spec_from_file_location(
-    "_oracle_helpers_costs", Path(__file__).parents[1] / "oracle_helpers.py"
-)
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
-DATA = helpers.tiny_data()
+from helpers.oracle import tiny_config, tiny_data
+
+DATA = tiny_data()
 
 
 def _oracle(**changes) -> Oracle:
-    return Oracle(helpers.tiny_config(**changes), data=DATA)
+    return Oracle(tiny_config(**changes), data=DATA)
 
 
 def _run(spec: str, rounds: int = 3, k: int = 3, **changes):

@@ -18,8 +18,6 @@ SuperNodes x 3 rounds, ~30-40 s on two cores).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tomllib
 from pathlib import Path
 
@@ -39,14 +37,8 @@ from fl_oracle.experiments.flower.run import run_flower  # noqa: E402
 from fl_oracle.experiments.flower.server_app import FlowerRun, run_strategy  # noqa: E402
 from fl_oracle.experiments.flower.strategy import FedselStrategy, FlowerRunError  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "_oracle_helpers_flower", Path(__file__).parents[1] / "oracle_helpers.py"
-)
-helpers = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = helpers
-_spec.loader.exec_module(helpers)
+from helpers.oracle import DOMAINS, tiny_config, tiny_data
 
-DOMAINS = helpers.DOMAINS
 N_TEST = 40  # tiny_data's test samples per domain
 N_VAL = 30  # tiny_config's validation samples per domain
 
@@ -54,12 +46,12 @@ N_VAL = 30  # tiny_config's validation samples per domain
 def _config(seed: int = 0, **changes):
     base = dict(seed=seed, clients_per_domain=5, lr=0.2)
     base.update(changes)
-    return helpers.tiny_config(**base)
+    return tiny_config(**base)
 
 
 @pytest.fixture(scope="module")
 def data_file(tmp_path_factory):
-    data = helpers.tiny_data(n_train=400)
+    data = tiny_data(n_train=400)
     path = save_data(data, tmp_path_factory.mktemp("flower") / "tiny.pt")
     return data, path
 
@@ -391,7 +383,7 @@ def flower_cli(data_file):
     def tiny(config):
         over = {a: getattr(config, a) for a in keep}
         over["lr"] = 0.2 if config.lr == 0.05 else config.lr  # the tiny model needs a bigger step
-        return DigitsSettings.of(helpers.tiny_config(**over), path)
+        return DigitsSettings.of(tiny_config(**over), path)
 
     mp.setattr(cli_flower, "make_settings", tiny)
 

@@ -11,18 +11,17 @@ from pathlib import Path
 
 import pytest
 
-_FAKE = Path(__file__).parents[1] / "_fake_oracle.py"
+from helpers import PYTHONPATH
 
 _SCRIPT = textwrap.dedent(
     """
-    import importlib.util, sys
-    spec = importlib.util.spec_from_file_location("fake", {fake!r})
-    fake = importlib.util.module_from_spec(spec); spec.loader.exec_module(fake)
+    import sys
+    from helpers import fake_oracle as fake
     import fl_oracle.cli.study as cli_study
     from fl_oracle.cli import main
     from fl_oracle.experiments.runner import OracleFactory
     data = fake.tiny_data()
-    cli_study.study_factory = lambda o: OracleFactory({{**fake.tiny_overrides(), "k": o["k"]}}, data)
+    cli_study.study_factory = lambda o: OracleFactory({**fake.tiny_overrides(), "k": o["k"]}, data)
     main(["study", "--out", sys.argv[1], "--selectors", "proportional,random,stratified",
           "--seeds", "2", "--rounds", sys.argv[2], "--k", "3", "--workers", "2"])
     """
@@ -49,9 +48,9 @@ def _running(pid: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_the_workers_within_seconds(tmp_path, sig):
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
     out = tmp_path / "st"
-    code = _SCRIPT.format(fake=str(_FAKE))
+    code = _SCRIPT
     # 3,000-round runs take minutes each: a stop that waited for the runs in flight would show
     proc = subprocess.Popen(
         [sys.executable, "-c", code, str(out), "3000"], env=env, stderr=subprocess.PIPE, text=True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,11 +13,8 @@ from fl_oracle.experiments.loop import domain_metrics, qffl_weights, run_trainin
 from selection.errors import InfeasibleError, SelectionError
 from selection.schema import validate_stats
 
-_spec = importlib.util.spec_from_file_location(
-    "_fake_oracle_train", Path(__file__).parents[1] / "_fake_oracle.py"
-)
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
+from helpers import fake_oracle as fake
+
 DOMAINS = list(fake.DOMAINS)
 
 

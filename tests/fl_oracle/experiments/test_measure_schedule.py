@@ -1,10 +1,7 @@
 """Training-only rounds: a measured round's statistics equal those of a run measuring every
 round; rounds.csv marks measured rounds; the U readings; the run record in config.toml."""
 
-import importlib.util
-import sys
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,18 +10,14 @@ import pytest
 from fl_oracle.experiments.oracle_run import measure_schedule, run_oracle
 from fl_oracle.sim.config import OracleConfig
 
-_spec = importlib.util.spec_from_file_location(
-    "_oracle_helpers_measure", Path(__file__).parents[1] / "oracle_helpers.py"
-)
-helpers = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = helpers
-_spec.loader.exec_module(helpers)
-DATA = helpers.tiny_data()
+from helpers.oracle import tiny_config, tiny_data
+
+DATA = tiny_data()
 
 
 @pytest.mark.parametrize("k", [None, 3])
 def test_measured_rounds_equal_a_fully_measured_run(tmp_path, k):
-    cfg = helpers.tiny_config(k=k, lr=0.2)
+    cfg = tiny_config(k=k, lr=0.2)
     full = run_oracle(cfg, rounds=4, out=tmp_path / "full", data=DATA, progress=False)
     sparse = run_oracle(
         cfg,
@@ -55,7 +48,7 @@ def test_measured_rounds_equal_a_fully_measured_run(tmp_path, k):
 
 
 def test_u_readings_and_run_record(tmp_path):
-    cfg = helpers.tiny_config()
+    cfg = tiny_config()
     stats = run_oracle(cfg, rounds=1, out=tmp_path / "r", data=DATA, progress=False)
     for col in ("U_own", "U_local", "dU"):
         assert col in stats.columns
@@ -71,7 +64,7 @@ def test_u_readings_and_run_record(tmp_path):
 
 
 def test_no_local_holdout_drops_u_local(tmp_path):
-    cfg = helpers.tiny_config(local_holdout=0)
+    cfg = tiny_config(local_holdout=0)
     stats = run_oracle(cfg, rounds=1, out=tmp_path / "r", data=DATA, progress=False)
     assert "U_local" not in stats.columns and "U_own" in stats.columns
 
@@ -102,7 +95,7 @@ def test_cli_measure_at_alone_measures_only_those_rounds(tmp_path, monkeypatch, 
     import fl_oracle.sim.oracle as oracle_mod
     from fl_oracle.cli import main
 
-    data = _CLI_DATA.setdefault("d", helpers.tiny_data(n_train=800, n_test=20))
+    data = _CLI_DATA.setdefault("d", tiny_data(n_train=800, n_test=20))
     monkeypatch.setattr(oracle_mod, "load_federation_data", lambda *a, **k: data)
     out = tmp_path / "run"
     main(["oracle", "--rounds", "4", "--out", str(out), "--clients-per-domain", "1",

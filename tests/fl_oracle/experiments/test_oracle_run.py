@@ -1,6 +1,5 @@
 """The run loop: files, K sampling, and resume after a kill gives the uninterrupted tables."""
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -16,14 +15,11 @@ from fl_oracle.errors import CheckpointError
 from fl_oracle.experiments.oracle_run import run_oracle, sample_clients
 from fl_oracle.sim.checkpoint import latest_checkpoint, load_checkpoint
 
-_spec = importlib.util.spec_from_file_location(
-    "_oracle_helpers_run", Path(__file__).parents[1] / "oracle_helpers.py"
-)
-helpers = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = helpers
-_spec.loader.exec_module(helpers)
-DATA = helpers.tiny_data()
-CFG = helpers.tiny_config(k=3, lr=0.2)
+from helpers import PYTHONPATH
+from helpers.oracle import tiny_config, tiny_data
+
+DATA = tiny_data()
+CFG = tiny_config(k=3, lr=0.2)
 
 
 class Killed(RuntimeError):
@@ -89,9 +85,8 @@ def test_sample_clients_is_seeded_and_proportional():
 
 _CHILD = textwrap.dedent(
     """
-    import importlib.util, sys, time
-    spec = importlib.util.spec_from_file_location("h", {helpers!r})
-    h = importlib.util.module_from_spec(spec); sys.modules["h"] = h; spec.loader.exec_module(h)
+    import time
+    from helpers import oracle as h
     from fl_oracle.experiments.oracle_run import run_oracle
     run_oracle(h.tiny_config(k=3, lr=0.2), rounds=4, out={out!r}, data=h.tiny_data(),
                progress=False, resume={resume}, after_round=lambda t: time.sleep(0.3))
@@ -101,11 +96,10 @@ _CHILD = textwrap.dedent(
 
 @pytest.mark.slow
 def test_subprocess_killed_mid_run_resumes_identically(tmp_path):
-    helpers_path = str(Path(__file__).parents[1] / "oracle_helpers.py")
     full, cut = tmp_path / "full", tmp_path / "cut"
     run_oracle(CFG, rounds=4, out=full, data=DATA, progress=False)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2]))
-    code = _CHILD.format(helpers=helpers_path, out=str(cut), resume=False)
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    code = _CHILD.format(out=str(cut), resume=False)
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     deadline = time.time() + 120
     while latest_checkpoint(cut / "checkpoints") is None and time.time() < deadline:

@@ -1,7 +1,5 @@
 """Realized points: replaying a round of an oracle run gives the true aggregates' accuracies."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,14 +13,10 @@ from fl_oracle.experiments.oracle_run import run_oracle
 from fl_oracle.experiments.realize import realize_selections
 from fl_oracle.sim.oracle import Oracle
 
-_spec = importlib.util.spec_from_file_location(
-    "_oracle_helpers_realize", Path(__file__).parents[1] / "oracle_helpers.py"
-)
-helpers = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = helpers
-_spec.loader.exec_module(helpers)
-DATA = helpers.tiny_data()
-CFG = helpers.tiny_config(k=3, lr=0.2)
+from helpers.oracle import tiny_config, tiny_data
+
+DATA = tiny_data()
+CFG = tiny_config(k=3, lr=0.2)
 SELS = [("mnist-0", "svhn-1"), ("usps-0",), ("mnist-1", "usps-1", "syn-0")]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import os
 import signal
@@ -25,12 +24,8 @@ from fl_oracle.experiments.runfolder import (
     run_kind,
 )
 
-_spec = importlib.util.spec_from_file_location(
-    "_oracle_helpers_runfolder", Path(__file__).parents[1] / "oracle_helpers.py"
-)
-helpers = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = helpers
-_spec.loader.exec_module(helpers)
+from helpers.oracle import tiny_config, tiny_data
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -218,7 +213,7 @@ def test_train_refuses_an_oracle_folder_and_changes_nothing(tmp_path):
 def test_oracle_failed_start_then_retry_then_damaged_checkpoint(tmp_path, monkeypatch):
     import fl_oracle.sim.oracle as oracle_mod
 
-    data, cfg, out = helpers.tiny_data(), helpers.tiny_config(k=3, lr=0.2), tmp_path / "run"
+    data, cfg, out = tiny_data(), tiny_config(k=3, lr=0.2), tmp_path / "run"
 
     def broken(*args, **kwargs):
         raise OracleError("truncated IDX file")

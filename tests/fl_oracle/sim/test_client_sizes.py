@@ -3,19 +3,12 @@ samples_per_client, the shards disjoint and of those sizes, the default unchange
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from fl_oracle.sim.config import OracleConfig
 
-_spec = importlib.util.spec_from_file_location(
-    "_oracle_helpers_sizes", Path(__file__).parents[1] / "oracle_helpers.py"
-)
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+from helpers.oracle import tiny_config, tiny_data
 
 
 def test_sizes_are_log_normal_around_the_mean_and_fixed_by_the_data_seed():
@@ -39,11 +32,11 @@ def test_sizes_are_log_normal_around_the_mean_and_fixed_by_the_data_seed():
 def test_the_oracle_builds_shards_of_the_drawn_sizes():
     from fl_oracle.sim.oracle import Oracle
 
-    cfg = helpers.tiny_config(size_sigma=0.7, local_holdout=0)
-    o = Oracle(cfg, data=helpers.tiny_data(n_train=200))
+    cfg = tiny_config(size_sigma=0.7, local_holdout=0)
+    o = Oracle(cfg, data=tiny_data(n_train=200))
     sizes = cfg.client_sizes()
     got = o.clients.groupby("domain", sort=False)["n_samples"].apply(tuple).to_dict()
     assert got == {d: sizes[d] for d in cfg.domains}
     assert len(set(o.clients["n_samples"])) > 2
-    flat = Oracle(helpers.tiny_config(local_holdout=0), data=helpers.tiny_data(n_train=200))
+    flat = Oracle(tiny_config(local_holdout=0), data=tiny_data(n_train=200))
     assert set(flat.clients.loc[flat.clients["domain"] == "mnist", "n_samples"]) == {20}

@@ -1,8 +1,6 @@
 """The oracle on CUDA: one round of statistics on tiny data matches the CPU run of the same
 configuration (loosely: cuDNN convolutions may run in TF32) and is finite. Skipped without a GPU."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,18 +9,13 @@ import torch
 
 from fl_oracle.sim.oracle import Oracle
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+from helpers.oracle import tiny_config, tiny_data
 
-_spec = importlib.util.spec_from_file_location(
-    "_oracle_helpers_cuda", Path(__file__).parents[1] / "oracle_helpers.py"
-)
-helpers = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = helpers
-_spec.loader.exec_module(helpers)
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 def _round(device: str):
-    o = Oracle(helpers.tiny_config(device=device), data=helpers.tiny_data())
+    o = Oracle(tiny_config(device=device), data=tiny_data())
     stats = o.round_stats()
     after = o.step(list(o.clients["client_id"]))
     return o, stats, after
@@ -64,8 +57,8 @@ def test_a_generic_model_on_cuda_takes_the_vmap_path_and_matches_cpu(monkeypatch
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     runs = {}
     for device in ("cuda", "cpu"):
-        cfg = helpers.tiny_config(device=device).replace(model="_user_models:make_tiny")
-        o = Oracle(cfg, data=helpers.tiny_data())
+        cfg = tiny_config(device=device).replace(model="_user_models:make_tiny")
+        o = Oracle(cfg, data=tiny_data())
         runs[device] = (o, o.round_stats())
     (og, gpu), (_, cpu) = runs["cuda"], runs["cpu"]
     assert og.params.device.type == "cuda"

@@ -1,9 +1,5 @@
 """The Oracle API on tiny injected data: contract, determinism, evaluate/step semantics."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,13 +11,8 @@ from fl_oracle.sim.model import forward, unflatten
 from fl_oracle.sim.oracle import Oracle
 from selection.schema import validate_stats
 
-_spec = importlib.util.spec_from_file_location(
-    "_oracle_helpers_api", Path(__file__).parents[1] / "oracle_helpers.py"
-)
-helpers = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = helpers
-_spec.loader.exec_module(helpers)
-tiny_config, tiny_data = helpers.tiny_config, helpers.tiny_data
+from helpers.oracle import tiny_config, tiny_data
+
 DATA = tiny_data()
 
 

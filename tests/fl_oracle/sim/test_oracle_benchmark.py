@@ -11,7 +11,8 @@ import torch
 from fl_oracle.sim.model import ARCHS, forward, init_params, unflatten
 from fl_oracle.sim.oracle import Oracle
 
-ROOT = Path(__file__).resolve().parents[3]
+from helpers import ROOT
+from helpers.oracle import tiny_config, tiny_data
 
 
 def _load(name: str, path: Path):
@@ -23,7 +24,6 @@ def _load(name: str, path: Path):
 
 
 bench = _load("_oracle_benchmark", ROOT / "benchmarks" / "oracle.py")
-helpers = _load("_oracle_helpers_bench", Path(__file__).parents[1] / "oracle_helpers.py")
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +68,7 @@ def test_sample_flops_add_up(model):
 @pytest.fixture(scope="module")
 def tiny_oracle():
     torch.set_num_threads(1)
-    o = Oracle(helpers.tiny_config(), data=helpers.tiny_data())
+    o = Oracle(tiny_config(), data=tiny_data())
     return o
 
 
@@ -104,7 +104,7 @@ def test_per_client_loop_matches_the_oracle(tiny_oracle):
 
 
 def test_per_client_loop_with_fedprox_matches_the_oracle():
-    o = Oracle(helpers.tiny_config(mu=0.5), data=helpers.tiny_data())
+    o = Oracle(tiny_config(mu=0.5), data=tiny_data())
     peer = bench.per_client_loop(o)
     agree = bench.agreement(o, o.round_stats(), peer)
     assert agree["peer_max_rel_ddelta"] < 1e-4

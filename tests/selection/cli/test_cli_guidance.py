@@ -12,7 +12,9 @@ import pytest
 from fl_oracle.cli import main
 from selection.synthetic import synthetic_stats
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "results" / "examples" / "stats.csv"
+from helpers import ROOT
+
+EXAMPLE = ROOT / "results" / "examples" / "stats.csv"
 
 
 def run(argv: list, capsys) -> tuple[int, str, str]:

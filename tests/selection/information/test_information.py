@@ -222,23 +222,17 @@ def toy_information():
 
 
 def test_a_new_information_model_is_one_class(toy_information, capsys):
-    import importlib.util
-    from pathlib import Path
-
     from fl_oracle.experiments.loop import run_training
     from selection.cli import app
     from selection.selectors import make_selector
+
+    from helpers import fake_oracle as fake
 
     assert parse_spec("eps:50@half").information == "half"
     from typer.testing import CliRunner
 
     out = CliRunner().invoke(app, ["methods"]).output
     assert "half" in out and "the first half of the clients train" in out
-    spec = importlib.util.spec_from_file_location(
-        "_fake_oracle_info", Path(__file__).parents[1] / "fl_oracle" / "_fake_oracle.py"
-    )
-    fake = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fake)
     o = fake.FakeOracle(seed=0)
     res = run_training(o, make_selector("eps:50"), rounds=2, k=2, name="x", stats_mode="half")
     assert set(res.stats["client_id"]) <= set(o.clients["client_id"][:4])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import tomllib
 from pathlib import Path
 
@@ -21,11 +20,7 @@ from fl_oracle.experiments.demo.report import (
 )
 from fl_oracle.experiments.demo.run import DemoResult, DemoSettings, run_demo, summarize
 
-_spec = importlib.util.spec_from_file_location(
-    "_fake_oracle_demo", Path(__file__).parents[1] / "_fake_oracle.py"
-)
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
+from helpers import fake_oracle as fake
 
 
 def simple_selector(spec: str, *, seed: int = 0):

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,10 +25,8 @@ from fl_oracle.experiments.study.runs import (
 from fl_oracle.experiments.study.stats import holm, paired_differences, run_metrics
 from selection.selectors import make_selector
 
-_FAKE = Path(__file__).parents[1] / "_fake_oracle.py"
-_spec = importlib.util.spec_from_file_location("_fake_oracle_study", _FAKE)
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
+from helpers import PYTHONPATH, ROOT
+from helpers import fake_oracle as fake
 
 SMALL = dict(
     seeds=3,
@@ -205,11 +201,10 @@ def test_a_grown_study_runs_only_the_new_entries_and_pairs_like_one_run(tmp_path
 
 _KILL_SCRIPT = textwrap.dedent(
     """
-    import importlib.util, sys, time
+    import sys, time
     from fl_oracle.experiments.study.runs import StudySettings, run_study
     from selection.selectors import make_selector
-    spec = importlib.util.spec_from_file_location("fake", {fake!r})
-    fake = importlib.util.module_from_spec(spec); spec.loader.exec_module(fake)
+    from helpers import fake_oracle as fake
     s = StudySettings(**{small!r})
     def slow(seed):
         o = fake.FakeOracle(seed, clients_per_domain=2)
@@ -226,10 +221,10 @@ _KILL_SCRIPT = textwrap.dedent(
 
 
 def test_kill_9_then_restart_gives_the_uninterrupted_history(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
 
     def script(delay: float) -> list[str]:
-        code = _KILL_SCRIPT.format(fake=str(_FAKE), small=SMALL, delay=delay)
+        code = _KILL_SCRIPT.format(small=SMALL, delay=delay)
         return [sys.executable, "-c", code]
 
     full, cut = tmp_path / "full", tmp_path / "cut"
@@ -447,7 +442,7 @@ def test_a_study_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path, 
     from fl_oracle.cli import main
     from fl_oracle.experiments.runner import OracleFactory
 
-    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "sim"))
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "fl_oracle" / "sim"))  # _user_models
     data = fake.tiny_data()
     monkeypatch.setattr(
         cli_study, "study_factory",

@@ -3,7 +3,6 @@ whose worker dies is retried, and the history equals the local worker pool's."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import socket
@@ -17,13 +16,10 @@ import pytest
 from fl_oracle.experiments.study.runs import StudySettings, run_study
 from selection.selectors import make_selector
 
+from helpers import fake_oracle as fake
+
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
-_FAKE = Path(__file__).parents[1] / "_fake_oracle.py"
-_spec = importlib.util.spec_from_file_location("_fake_oracle_ray", _FAKE)
-fake = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = fake
-_spec.loader.exec_module(fake)
 
 RAY = Path(sys.executable).with_name("ray")
 SETTINGS = StudySettings(seeds=2, rounds=3, k=3, selectors=("proportional", "eps:5", "maxmin:2"),
