@@ -66,7 +66,7 @@ class ScipBackend(LexBackend):
         m.setParam("numerics/feastol", 1e-9)
         # reduced-cost propagation off: with the count columns it cut the optimum (near-tied
         # N = 50, K = 5, ε = 6.679: 57.656 where enumeration, CBC, HiGHS and SCIP without it
-        # give 57.71; tests/selection/test_exact_structure.py)
+        # give 57.71; tests/selection/solvers/milp/test_exact_structure.py)
         m.setParam("propagating/redcost/freq", -1)
         m.setParam("randomization/randomseedshift", int(self.seed % 2147483647))
         self._inf = m.infinity()
