@@ -364,7 +364,7 @@ def check_selection(
         )
 
 
-def _select(
+def run_selector(
     selector: Selector, table: pd.DataFrame, problem: SelectionProblem
 ) -> tuple[list[str], float, str]:
     """Run the selector; if it raises InfeasibleError fall back to the best feasible point.
@@ -383,6 +383,56 @@ def _select(
         ids, what = fallback_selection(problem)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return ids, time.perf_counter() - t0, f"selector failed ({reason}); fell back to {what}"
+
+
+@dataclass(frozen=True)
+class RoundChoice:
+    """One round's choice, as both round cycles record it (the in-process loop here and
+    :class:`~fl_oracle.experiments.flower.strategy.FedselStrategy`).
+
+    Attributes:
+        problem: the round's problem, judged by the selector's surrogate (logits where given).
+        ids: the K chosen client ids.
+        solve_seconds: the selector's solve time.
+        fallback: "" or why the committed point is not the selector's own answer.
+        pred: the chosen selection's predicted objectives (``pred_*`` in the history).
+        weights: aggregation weights by client id (q-FFL), or None for the sample weights.
+    """
+
+    problem: SelectionProblem
+    ids: list[str]
+    solve_seconds: float
+    fallback: str
+    pred: dict[str, float]
+    weights: dict[str, float] | None
+
+
+def choose_round(
+    selector: Selector,
+    table: pd.DataFrame,
+    k: int,
+    *,
+    name: str,
+    where: str,
+    surrogate: str = "mean",
+    logits: Any = None,
+    q: float | None = None,
+    weights_table: pd.DataFrame | None = None,
+    error: type[Exception] = SelectionError,
+) -> RoundChoice:
+    """The one round step both cycles run: the problem of ``table`` (validated once, judged by
+    ``surrogate``), the selector's choice (the smallest-gap point where it finds none), the
+    check of its answer, the predicted objectives and q-FFL's weights (``q``; read from
+    ``weights_table`` where the selector saw filled-in values).
+    """
+    problem = SelectionProblem.from_stats(table, k, surrogate=surrogate, logits=logits)
+    ids, solve_seconds, fallback = run_selector(selector, table, problem)
+    check_selection(ids, problem.ids, k, name, where, error)
+    source = table if weights_table is None else weights_table
+    weights = qffl_weights(source, ids, float(q)) if q is not None else None
+    pos = {c: i for i, c in enumerate(problem.ids)}
+    pred = evaluate_objectives(problem, [pos[c] for c in ids])
+    return RoundChoice(problem, ids, solve_seconds, fallback, pred, weights)
 
 
 def run_training(
@@ -461,13 +511,10 @@ def run_training(
             continue
         inputs = info.inputs(t, k, domains)
         table, logits = info.view(inputs)
-        # validates the table once; judged by the selector's surrogate
-        problem = SelectionProblem.from_stats(table, k, surrogate=surrogate, logits=logits)
-        ids, solve_seconds, fallback = _select(selector, table, problem)
-        check_selection(ids, problem.ids, k, name, f"round {t}")
-        weights = qffl_weights(table, ids, float(q)) if q is not None else None
-        pos = {c: i for i, c in enumerate(problem.ids)}
-        pred = evaluate_objectives(problem, [pos[c] for c in ids])
+        choice = choose_round(selector, table, k, name=name, where=f"round {t}",
+                              surrogate=surrogate, logits=logits, q=q)  # fmt: skip
+        problem, ids, weights, pred = choice.problem, choice.ids, choice.weights, choice.pred
+        solve_seconds, fallback = choice.solve_seconds, choice.fallback
         info.observe(t, inputs, ids)
         cost = info.cost(selector, problem, inputs, ids)
         extra = dict(before_step()) if before_step is not None else {}

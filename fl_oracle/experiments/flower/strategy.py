@@ -83,14 +83,12 @@ from flwr.serverapp.strategy import FedProx
 from fl_oracle.experiments.flower.guard import ClaimGuard
 from fl_oracle.experiments.loop import (
     GLOBAL_KEYS,
-    _select,
-    check_selection,
+    choose_round,
     domain_metrics,
     history_row,
-    qffl_weights,
+    run_selector,
 )
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
-from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
 from selection.schema import F_FLOOR
 
@@ -456,17 +454,23 @@ class FedselStrategy(FedProx):
             )
         # the selector sees the neutral fill-ins; the stored table keeps what was measured
         solved, selector, note = self._complete(table, t)
-        # judged by the selector's own surrogate, as in the loop (no logits reach Flower)
-        surrogate = str(getattr(self.selector, "surrogate", "mean"))
-        problem = SelectionProblem.from_stats(solved, self.k, surrogate=surrogate)
-        ids, solve_seconds, fallback = _select(selector, solved, problem)
+        # the loop's own round step, judged by the selector's surrogate (no logits reach
+        # Flower: check_flower_selector refuses surrogates that need them)
+        choice = choose_round(
+            selector,
+            solved,
+            self.k,
+            name=self.name,
+            where=f"round {t}",
+            surrogate=str(getattr(self.selector, "surrogate", "mean")),
+            q=getattr(self.selector, "aggregation_q", None),
+            weights_table=table,
+            error=FlowerRunError,
+        )
+        ids, pred, weights = choice.ids, choice.pred, choice.weights
+        solve_seconds, fallback = choice.solve_seconds, choice.fallback
         if note:
             fallback = note + (f"; {fallback}" if fallback else "")
-        check_selection(ids, problem.ids, self.k, self.name, f"round {t}", FlowerRunError)
-        pos = {c: i for i, c in enumerate(problem.ids)}
-        pred = evaluate_objectives(problem, [pos[c] for c in ids])
-        q = getattr(self.selector, "aggregation_q", None)
-        weights = qffl_weights(table, ids, float(q)) if q is not None else None
         self._pending = _Pending(
             t,
             ids,
@@ -1013,7 +1017,9 @@ class FedselStrategy(FedProx):
             try:
                 for tab in (neutral, probe):
                     problem = SelectionProblem.from_stats(tab, self.k)
-                    picks.append(sorted(_select(copy.deepcopy(self.selector), tab, problem)[0]))
+                    picks.append(
+                        sorted(run_selector(copy.deepcopy(self.selector), tab, problem)[0])
+                    )
             except Exception:  # noqa: BLE001 - cannot be copied or probed: assume it reads
                 picks = [0, 1]
             self._reads[column] = picks[0] != picks[1]

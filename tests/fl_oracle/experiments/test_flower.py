@@ -86,6 +86,13 @@ def assert_same_run(flower_hist, flower_stats, ref) -> None:
     for col in ("cost_train_samples", "cost_probe_samples"):
         assert (h[col].to_numpy() == r[col].to_numpy()).all(), col
     assert (h["upper_bound"] == r["upper_bound"]).all()
+    # one round step (choose_round) in both cycles: every column the loop records is in
+    # Flower's history, and the predicted objectives mean the same (the surrogate, the same
+    # selection's values, within one validation sample per domain)
+    assert set(r.columns) <= set(h.columns), set(r.columns) - set(h.columns)
+    assert (h["surrogate"] == r["surrogate"]).all() and (h["fallback"] == r["fallback"]).all()
+    for col in [c for c in r.columns if c.startswith("pred_")]:
+        np.testing.assert_allclose(h[col], r[col], rtol=0, atol=100 / N_VAL + 1e-6, err_msg=col)
     s, o = flower_stats.reset_index(drop=True), ref.stats
     assert list(s.columns) == list(o.columns)
     assert list(s["client_id"]) == list(o["client_id"])
