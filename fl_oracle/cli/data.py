@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
+
 __all__ = ["data_app", "register"]
 
 data_app = typer.Typer(
@@ -28,7 +30,7 @@ def preview(
     n: int = typer.Option(10, "--n", min=1, max=50, help="Images per domain."),
     seed: int = typer.Option(0, "--seed", min=0, help="Generator / subsample seed."),
     data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real data."),
-    data: str = typer.Option("auto", "--data", help="auto | real | generated."),
+    data: str = typer.Option("auto", "--data", help=DATA_HELP),
     split: str = typer.Option("train", "--split", help="train | test."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Generated-data cache."),
 ) -> None:
@@ -39,8 +41,10 @@ def preview(
 
     if out.suffix.lower() != ".png":
         raise typer.BadParameter(f"--out {out} must end in .png")
-    if data not in ("auto", "real", "generated"):
-        raise typer.BadParameter(f"--data {data!r} must be auto, real or generated")
+    if data not in DATA_MODES:
+        raise typer.BadParameter(
+            f"--data {data!r} must be {', '.join(DATA_MODES[:-1])} or {DATA_MODES[-1]}"
+        )
     check_real(DOMAINS, data_root, data, [split])
     from selection.progress import rich_progress
 

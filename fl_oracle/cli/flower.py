@@ -22,12 +22,12 @@ from fl_oracle.cli.options import (
     model_option,
     resolution_option,
 )
+from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
 from selection.selectors import selector_help
 
 __all__ = ["register", "make_settings", "flower"]
 
 _ENGINES = ("ray", "local")
-_DATA = ("auto", "real", "generated")
 
 
 def make_settings(config):
@@ -102,7 +102,7 @@ def flower(
     data_root: Path | None = typer.Option(
         None, "--data-root", help="Folder with the real digit datasets."
     ),
-    data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
+    data: str | None = typer.Option(None, "--data", help=DATA_HELP),
     engine: str = typer.Option(
         "ray",
         "--engine",
@@ -143,7 +143,7 @@ def flower(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--stats") from None
     _check_choice("--engine", engine, _ENGINES)
-    _check_choice("--data", data, _DATA)
+    _check_choice("--data", data, DATA_MODES)
     # an unknown spec, or one Flower cannot serve, fails here, before anything starts
     check_flower_selector(make_selector(selector, seed=seed), selector)
     if k > num_supernodes:

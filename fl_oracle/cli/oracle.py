@@ -16,6 +16,7 @@ from fl_oracle.cli.options import (
     parse_sizes,
     size_sigma_option,
 )
+from fl_oracle.sim.choices import DATA_HELP
 
 __all__ = ["register"]
 
@@ -25,7 +26,7 @@ def oracle(
     out: Path = typer.Option(..., "--out", "-o", help="Run folder."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of partition, model and training."),
     data_root: str | None = typer.Option(None, "--data-root", help="Folder with real datasets."),
-    data: str = typer.Option("auto", "--data", help="auto | real | generated."),
+    data: str = typer.Option("auto", "--data", help=DATA_HELP),
     mu: float = typer.Option(0.0, "--mu", help="FedProx proximal coefficient (0 = FedAvg)."),
     adaptive_mu: bool = typer.Option(False, "--adaptive-mu", help="Adapt mu to the global loss."),
     gamma: float = typer.Option(0.0, "--gamma", help="gamma-inexact stop (0 = off)."),

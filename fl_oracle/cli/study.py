@@ -20,6 +20,7 @@ from fl_oracle.cli.options import (
     model_option,
     resolution_option,
 )
+from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
 
 __all__ = ["register", "study_factory"]
 
@@ -67,7 +68,7 @@ def study(
         None, "--workers", "-w", min=1, help="Run processes.", show_default="CPU count, at most 8"
     ),
     data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real datasets."),
-    data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
+    data: str | None = typer.Option(None, "--data", help=DATA_HELP),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
     dataset: Path | None = dataset_option(),
     resolution: int | None = resolution_option(),
@@ -121,9 +122,9 @@ def study(
         raise typer.BadParameter("needs --executor ray", param_hint="--address")
     if not report_only:
         check_address(address)
-    if data not in (None, "auto", "real", "generated"):
+    if data is not None and data not in DATA_MODES:
         raise typer.BadParameter(
-            f"{data!r} is not one of auto, real, generated", param_hint="--data"
+            f"{data!r} is not one of {', '.join(DATA_MODES)}", param_hint="--data"
         )
     text = ""
     if config is not None:

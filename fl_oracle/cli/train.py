@@ -25,6 +25,7 @@ from fl_oracle.cli.options import (
 )
 from fl_oracle.experiments.demo.run import DemoSettings
 from fl_oracle.experiments.runner import DEMO_ORACLE
+from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
 from selection.selectors import selector_help
 
 _D = DemoSettings()  # the demo's defaults, shown in --help
@@ -127,7 +128,7 @@ def train(
     data_root: Path | None = typer.Option(
         None, "--data-root", help="Folder with the real digit datasets."
     ),
-    data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
+    data: str | None = typer.Option(None, "--data", help=DATA_HELP),
     mu: float | None = typer.Option(None, "--mu", min=0.0, help="FedProx proximal coefficient μ."),
     gamma: float | None = typer.Option(
         None, "--gamma", min=0.0, help="γ-inexactness of local solving."
@@ -189,7 +190,7 @@ def train(
     from selection.selectors import make_selector, with_surrogate
 
     stats = _information(selector, stats, check_information)
-    _check_choice("--data", data, ("auto", "real", "generated"))
+    _check_choice("--data", data, DATA_MODES)
     config = make_config(
         seed,
         k=k,
@@ -306,7 +307,7 @@ def demo(
     data_root: Path | None = typer.Option(
         None, "--data-root", help="Folder with the real digit datasets."
     ),
-    data: str | None = typer.Option(None, "--data", help="auto | real | generated."),
+    data: str | None = typer.Option(None, "--data", help=DATA_HELP),
     front_round: int | None = typer.Option(
         None, "--front-round", min=0, help="Round of the fronts.", show_default="rounds // 2"
     ),
@@ -325,7 +326,7 @@ def demo(
     from selection.progress import rich_progress
     from selection.selectors import make_selector, split_specs
 
-    _check_choice("--data", data, ("auto", "real", "generated"))
+    _check_choice("--data", data, DATA_MODES)
     kw: dict[str, Any] = {"rounds": rounds, "seeds": seeds, "k": k, "front_round": front_round}
     if selectors is not None:
         specs = tuple(split_specs(selectors))

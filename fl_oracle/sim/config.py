@@ -19,6 +19,7 @@ import numpy as np
 
 from fl_oracle.errors import ConfigError
 from fl_oracle.sim.architectures import generic_names, stacked_names
+from fl_oracle.sim.choices import DATA_MODES
 from selection.schema import DEFAULT_DOMAINS, DEFAULT_SAMPLES_PER_CLIENT
 from selection.toml_text import toml_key, toml_value
 
@@ -34,7 +35,7 @@ __all__ = [
 MODELS: tuple[str, ...] = stacked_names()  # built-in, hand-made stacked path
 # generic nn.Modules through torch.func (fl_oracle.sim.torch_model); or "module:factory"
 GENERIC_MODELS: tuple[str, ...] = generic_names()
-_DATA_MODES = ("auto", "real", "generated")
+_DATA_MODES = DATA_MODES
 _DEVICES = ("auto", "cpu", "cuda")
 _AGGREGATIONS = ("samples", "uniform")
 # the largest image side a dataset is resized to: 512 x 512 x 3 float32 is 3 MiB an image

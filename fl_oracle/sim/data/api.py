@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from fl_oracle.sim.choices import DATA_MODES
 from selection.progress import ProgressFn
 
 from . import cache
@@ -39,7 +40,7 @@ __all__ = ["DEFAULT_N", "MODES", "check_real", "describe_sources", "load_digits"
 
 log = logging.getLogger(__name__)
 
-MODES = ("auto", "real", "generated")
+MODES = DATA_MODES
 DEFAULT_N = {"train": 5000, "test": 1000}  # generated images per domain when n is None
 
 
