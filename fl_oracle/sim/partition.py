@@ -9,7 +9,7 @@ so it never overlaps a client.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -212,6 +212,7 @@ class Federation:
     local: tuple = ()
     n_classes: int = N_CLASSES
     image_shape: tuple[int, int, int] = (3, 32, 32)
+    shared: dict = field(default_factory=dict)  # domain -> how its clients share a small split
 
 
 def _split_arrays(split, what: str):
@@ -230,6 +231,41 @@ def _split_arrays(split, what: str):
             "must be (N, channels, height, width) and (N,)"
         )
     return x, y, str(getattr(split, "source", "real"))
+
+
+def share_split(config, available: dict[str, int]):
+    """Clients sharing a training split too small for their sizes: ``(config, notes)``.
+
+    For each domain in ``available`` (its training split's image count; the bundled genuine
+    MNIST holds 4,000) that cannot give every client its size besides the hold-outs and the
+    validation set, the mean client size is lowered until the clients fit (log-normal sizes
+    keep their spread). ``notes`` says so per domain, for the run's record; a domain where
+    not even one image per client is left is unchanged (the partition then refuses it).
+    Arithmetic on the settings: nothing is loaded.
+    """
+    notes: dict[str, str] = {}
+    sizes = dict(config.samples_per_client)
+    need = config.train_needed()
+    for d, have in available.items():
+        if d not in config.domains or need[d] <= have:
+            continue
+        room = have - config.clients_per_domain * config.local_holdout - config.val_per_domain
+        if room < config.clients_per_domain:
+            continue
+        old = sizes[d]
+        n = max(1, old * room // max(1, sum(config.client_sizes()[d])))
+        trial = config.replace(samples_per_client={**sizes, d: n})
+        while n > 1 and sum(trial.client_sizes()[d]) > room:
+            n -= 1
+            trial = config.replace(samples_per_client={**sizes, d: n})
+        if sum(trial.client_sizes()[d]) > room:
+            continue
+        sizes[d] = n
+        notes[d] = (
+            f"{config.clients_per_domain} {d} clients share its {have:,} training images: "
+            f"{n} samples a client{' on average' if config.size_sigma else ''} instead of {old}"
+        )
+    return (config.replace(samples_per_client=sizes) if notes else config), notes
 
 
 def build_federation(config, data: dict, device) -> Federation:
@@ -260,6 +296,13 @@ def build_federation(config, data: dict, device) -> Federation:
         for d in config.domains
         for s in ("train", "test")
     )
+    # the bundled genuine digits are shared among however many clients ask for them
+    bundled = {
+        d: len(data[d]["train"].labels)
+        for d in config.domains
+        if str(getattr(data[d]["train"], "source", "")) == "bundled"
+    }
+    config, shared = share_split(config, bundled)
     shape = None
     for j, d in enumerate(config.domains):
         x, y, src = _split_arrays(data[d]["train"], f"{d}/train")
@@ -326,4 +369,5 @@ def build_federation(config, data: dict, device) -> Federation:
         tuple(local),
         n_classes,
         shape,
+        shared,
     )

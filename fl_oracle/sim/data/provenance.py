@@ -73,7 +73,8 @@ def short_source(records: Mapping[str, Mapping[str, Any]]) -> str:
     parts = ", ".join(
         f"{s} {r['n_images']} images sha256:{r['sha256']}" for s, r in records.items()
     )
-    return f"{head}: {parts}"
+    shared = "".join(f"; {r['shared']}" for r in records.values() if r.get("shared"))
+    return f"{head}: {parts}{shared}"
 
 
 def provenance_lines(prov: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[str]:

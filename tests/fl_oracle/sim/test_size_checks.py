@@ -18,7 +18,9 @@ def test_the_bundled_digits_train_split_holds_what_the_check_assumes():
     assert len(y) == TRAIN_IMAGES == 4000
 
 
-def test_too_many_mnist_clients_are_refused_before_loading(monkeypatch):
+def test_mnist_clients_beyond_the_bundled_digits_are_refused_before_loading(monkeypatch):
+    """50 clients' local hold-outs alone (50 x 100) exceed the 4,000 bundled images: not even
+    one training image a client is left, so the federation is refused, by arithmetic."""
     import fl_oracle.sim.data as data
 
     def no_load(*a, **k):  # any load would be the defect
@@ -26,9 +28,67 @@ def test_too_many_mnist_clients_are_refused_before_loading(monkeypatch):
 
     monkeypatch.setattr(data, "load_digits", no_load)
     t0 = time.perf_counter()
-    with pytest.raises(ConfigError, match="needs 18000 training images .* hold 4000"):
-        load_federation_data(OracleConfig(seed=0, clients_per_domain=25))
+    with pytest.raises(ConfigError, match="needs 35500 training images .* hold 4000"):
+        load_federation_data(OracleConfig(seed=0, clients_per_domain=50))
     assert time.perf_counter() - t0 < 5.0  # arithmetic, not a load (generous on a busy CI)
+
+
+def test_many_mnist_clients_share_the_bundled_digits(monkeypatch):
+    """25 MNIST clients of 600 need 18,000 images; the bundled 4,000 are shared instead: each
+    client gets 40 (4,000 - 25 x 100 hold-outs - 500 validation, over 25), disjoint, and the
+    run's record says so."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import fl_oracle.sim.data as data
+    from fl_oracle.sim.partition import build_federation, share_split
+
+    cfg = OracleConfig(seed=0, clients_per_domain=25)
+    shared, notes = share_split(cfg, {"mnist": 4000})
+    assert shared.samples_per_client["mnist"] == 40 and shared.train_needed()["mnist"] == 4000
+    assert notes == {"mnist": "25 mnist clients share its 4,000 training images: "
+                              "40 samples a client instead of 600"}  # fmt: skip
+    assert share_split(cfg, {"mnist": 20_000}) == (cfg, {})  # enough: nothing shared
+    lognormal, _ = share_split(cfg.replace(size_sigma=0.8), {"mnist": 4000})
+    assert lognormal.train_needed()["mnist"] <= 4000
+    # the loader asks for the shared federation's images only
+    asked = {}
+
+    def fake_load(domains, **kw):
+        asked.update(kw["n_train"])
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(data, "load_digits", fake_load)
+    with pytest.raises(RuntimeError, match="stop"):
+        load_federation_data(cfg)
+    assert asked["mnist"] == 4000
+    # the partition: every MNIST client's 40 images disjoint from the others' and validation
+    rng = np.random.default_rng(0)
+
+    def split(n, source):
+        return SimpleNamespace(images=rng.random((n, 3, 32, 32), dtype=np.float32),
+                               labels=rng.integers(0, 10, n), source=source)  # fmt: skip
+
+    small = cfg.replace(domains=("mnist", "usps"), samples_per_client={"mnist": 600, "usps": 4})
+    fed = build_federation(
+        small,
+        {
+            "mnist": {"train": split(4000, "bundled"), "test": split(20, "bundled")},
+            "usps": {
+                "train": split(small.train_needed()["usps"], "generated"),
+                "test": split(20, "generated"),
+            },
+        },  # fmt: skip
+        "cpu",
+    )
+    mnist = [i for i, d in enumerate(fed.client_domain) if d == "mnist"]
+    assert len(mnist) == 25 and all(fed.n_samples[i] == 40 for i in mnist)
+    assert set(fed.shared) == {"mnist"} and "share its 4,000" in fed.shared["mnist"]
+    import torch
+
+    rows = torch.cat([fed.xs[i].reshape(len(fed.xs[i]), -1) for i in mnist])
+    assert len(torch.unique(rows, dim=0)) == len(rows) == 1000  # no image in two clients
 
 
 def test_a_federation_beyond_the_machines_memory_is_refused():
