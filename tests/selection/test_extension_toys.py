@@ -97,7 +97,7 @@ from fl_oracle.cli import main
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 from selection.solvers.exhaustive import enumerate_table, exact_front
-from selection.solvers.milp.model import _REGISTRY
+from selection.solvers.milp.registry import _REGISTRY
 from selection.solvers.registry import make_solver
 from selection.solvers.sweeps import sweep_eps
 from selection.surrogates.base import _INSTANCES, SURROGATES

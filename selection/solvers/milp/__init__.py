@@ -1,7 +1,10 @@
 """Exact ε-constraint and max-min routes as lexicographic MILPs.
 
-* :mod:`.model` — :class:`MilpSpec` (a backend-neutral model as arrays), :class:`LexBackend`
-  (the lexicographic stage loop over one persistent model) and the backend registry;
+* :mod:`.spec` — :class:`MilpSpec` (a backend-neutral model as arrays);
+* :mod:`.model` — :class:`LexBackend` (the lexicographic stage loop over one persistent model;
+  it re-exports the public names of :mod:`.spec` and :mod:`.registry`);
+* :mod:`.descent` — the gap descent of the ε model's last stage (a mixin of :class:`LexBackend`);
+* :mod:`.registry` — the backend registry (:func:`register_backend`, :func:`make_backend`);
 * :mod:`.fixing` — exact LP reduced-cost fixing before the first stage;
 * :mod:`.formulations` — the ε-constraint and max-min models;
 * :mod:`.highs`, :mod:`.cbc`, :mod:`.cpsat`, :mod:`.scip` — backends; each registers itself with
@@ -15,13 +18,9 @@ import importlib
 import pkgutil
 
 from selection.solvers.milp.exact import AUTO_MILP, DEFAULT_ENUM_LIMIT, ExactSolver, backends
-from selection.solvers.milp.model import (
-    LexBackend,
-    MilpSpec,
-    make_backend,
-    milp_backends,
-    register_backend,
-)
+from selection.solvers.milp.model import LexBackend
+from selection.solvers.milp.registry import make_backend, milp_backends, register_backend
+from selection.solvers.milp.spec import MilpSpec
 
 for _mod in pkgutil.iter_modules(__path__):  # backend registration (and the other modules)
     if not _mod.name.startswith("_"):

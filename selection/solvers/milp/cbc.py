@@ -39,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from selection.solvers.milp.highs import HighsBackend
-from selection.solvers.milp.model import LexBackend, register_backend
+from selection.solvers.milp.model import LexBackend
+from selection.solvers.milp.registry import register_backend
 
 __all__ = ["CbcBackend"]
 

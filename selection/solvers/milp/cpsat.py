@@ -21,7 +21,9 @@ import math
 import numpy as np
 
 from selection.errors import SelectionError
-from selection.solvers.milp.model import LexBackend, MilpSpec, register_backend
+from selection.solvers.milp.model import LexBackend
+from selection.solvers.milp.registry import register_backend
+from selection.solvers.milp.spec import MilpSpec
 
 __all__ = ["CpSatBackend", "round_data", "exact_at", "DEFAULT_SCALE"]
 

@@ -24,8 +24,8 @@ from selection.problem import SelectionProblem
 from selection.solvers.base import Solver
 from selection.solvers.milp.cpsat import DEFAULT_SCALE, exact_at
 from selection.solvers.milp.formulations import count_groups, model_data
-from selection.solvers.milp.model import (
-    LexBackend,
+from selection.solvers.milp.model import LexBackend
+from selection.solvers.milp.registry import (
     integer_data,
     make_backend,
     milp_backend_class,
@@ -251,7 +251,7 @@ class ExactSolver(Solver):
             the status is ``feasible`` and ``bound`` is at most the point's value +
             tolerance: a certified near-optimum, often far faster where proofs are hard.
         counts: per-domain count columns n_g = Σ_{i in domain g} x_i in the MILP, integer and
-            branched on first (:meth:`.model.MilpSpec.build`): ``on``, ``off`` or ``auto``
+            branched on first (:meth:`.spec.MilpSpec.build`): ``on``, ``off`` or ``auto``
             (the backend's ``counts_default``: on for SCIP, where branching on them first paid
             (cross-penalty N = 1,000: 40 s -> 12 s), off for CBC, HiGHS and CP-SAT, where it
             did not; measured per family in results/benchmarks/exact_families*.md).

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from selection.solvers.milp.model import MilpSpec
+    from selection.solvers.milp.spec import MilpSpec
 
 __all__ = [
     "dual_bound",

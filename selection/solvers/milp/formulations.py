@@ -14,7 +14,8 @@ import numpy as np
 
 from selection.problem import SelectionProblem
 from selection.solvers.milp.cpsat import round_data
-from selection.solvers.milp.model import INF, MilpSpec, integer_data
+from selection.solvers.milp.registry import integer_data
+from selection.solvers.milp.spec import INF, MilpSpec
 
 __all__ = [
     "model_data",
@@ -83,7 +84,7 @@ def eps_spec(
     complete sweep knows from its previous point: max U cannot grow as ε shrinks.
     ``descent_step`` q > 0 (every U_id a whole multiple of q, so every hi − lo at a selection
     is one) lets the backend answer the second stage by gap descent on the row ``gap``
-    (:meth:`.model.LexBackend._descend`).
+    (:meth:`.descent.GapDescent._descend`).
     """
     U, Ud = data["U"], data["Ud"]
     n, D = Ud.shape

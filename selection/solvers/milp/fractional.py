@@ -30,7 +30,8 @@ import numpy as np
 
 from selection.problem import SelectionProblem
 from selection.solvers.milp.formulations import model_data
-from selection.solvers.milp.model import INF, MilpSpec, integer_data, make_backend
+from selection.solvers.milp.registry import integer_data, make_backend
+from selection.solvers.milp.spec import INF, MilpSpec
 from selection.solvers.result import RawResult, Status
 
 __all__ = ["FracStage", "lex_fractional", "weighted_data", "ratio_star"]
@@ -100,7 +101,7 @@ def lex_fractional(
     """Maximize the stages lexicographically; returns (selection, status, message, optima).
 
     ``optima`` holds each finished stage's optimal ratio (or linear value). ``groups`` adds
-    the per-domain count columns of :meth:`.model.MilpSpec.build` to every stage's model.
+    the per-domain count columns of :meth:`.spec.MilpSpec.build` to every stage's model.
     """
     t0 = time.perf_counter()
     exact = integer_data(route)

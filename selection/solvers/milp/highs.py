@@ -32,7 +32,9 @@ import time
 
 import numpy as np
 
-from selection.solvers.milp.model import INF, LexBackend, register_backend
+from selection.solvers.milp.model import LexBackend
+from selection.solvers.milp.registry import register_backend
+from selection.solvers.milp.spec import INF
 
 __all__ = ["HighsBackend", "new_highs"]
 

@@ -1,10 +1,4 @@
-"""A backend-neutral lexicographic MILP over the selection vector, and its solve loop.
-
-The ε-constraint and max-min formulations are both "binary x (N) plus a few continuous
-auxiliary columns, a handful of dense rows, two objectives maximized lexicographically".
-:class:`MilpSpec` holds such a model as arrays (CSR matrix, bounds); a backend
-(:mod:`.highs`, :mod:`.cbc`, :mod:`.cpsat`) builds it once and then only
-changes row bounds between sweep points (one persistent model per problem).
+"""The lexicographic solve loop over one persistent MILP model: :class:`LexBackend`.
 
 Lexicographic stages: stage j maximizes ``objectives[j]``; before stage j+1 a dedicated row
 ``obj<j>`` (same coefficients) gets the lower bound ``opt_j - tol`` so later stages cannot
@@ -19,6 +13,11 @@ selection's value + ``abs_gap`` (the solvers' stopping rule), so a tolerant poin
 Backends with ``use_core`` (HiGHS, CBC), from ``core_min_n`` binaries on, first fix, by column
 bounds, every binary that the LP relaxation's reduced costs prove no selection within ``tol``
 of the best known value can flip (:mod:`.fixing`; exact, the bounds are restored after each solve).
+
+The package's other jobs live beside this module: the model as arrays (:class:`MilpSpec`,
+:mod:`.spec`), the last stage by gap descent (:mod:`.descent`, a mixin of :class:`LexBackend`)
+and the backend registry (:mod:`.registry`). Their public names are re-exported here, so
+``selection.solvers.milp.model`` stays the one import of the solvers and backends.
 """
 
 from __future__ import annotations
@@ -26,13 +25,20 @@ from __future__ import annotations
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
-from selection.solvers.milp.fixing import best_bound, core_size, excluded, fixable, preferred
+from selection.solvers.milp.descent import GapDescent
+from selection.solvers.milp.fixing import best_bound, core_size, fixable, preferred
+from selection.solvers.milp.registry import (
+    integer_data,
+    make_backend,
+    milp_backend_class,
+    milp_backends,
+    register_backend,
+)
+from selection.solvers.milp.spec import INF, MilpSpec
 from selection.solvers.result import Status
 
 __all__ = [
@@ -41,150 +47,18 @@ __all__ = [
     "LexOutcome",
     "INF",
     "register_backend",
+    "integer_data",
     "milp_backends",
     "milp_backend_class",
     "make_backend",
 ]
 
-INF = float("inf")
 # seconds the LP relaxation may take to bound a point the search stopped without a bound
 RELAX_SECONDS = 1.0
-# yeses the gap descent of :meth:`LexBackend._descend` asks before solving the stage directly
-DESCENT_STEPS = 8
 # the restricted MILP of the first incumbent (:meth:`LexBackend._core_incumbent`): how often
 # its core may grow when it admits no selection, and by what factor
 CORE_TRIES = 3
 CORE_GROWTH = 4
-
-
-@dataclass
-class MilpSpec:
-    """A maximization MILP whose first ``n_x`` columns are the binary selection vector.
-
-    Attributes:
-        n_x: number of binary columns (the clients), N.
-        k: cardinality K (the row ``card`` fixes sum(x) = K).
-        col_lo, col_up: column bounds, shape (n_col,).
-        A: constraint matrix, CSR, shape (n_row, n_col).
-        row_lo, row_up: row bounds (±inf allowed), shape (n_row,).
-        row_index: row name -> row position.
-        objectives: lexicographic objectives to maximize, each shape (n_col,).
-        stage_values: per objective, the exact value the selection x (0/1, shape (N,))
-            attains (the best over the auxiliary columns); the next stage's bound and the
-            reduced-cost fixing take it, not the backend's rounded solution report.
-        integer: per column, whether it is integer (the binaries and any count columns).
-        priority: per column, its branching priority (higher first; 0 = the backend's own
-            choice). Backends that take priorities (CBC, SCIP, CP-SAT) use them.
-        n_counts: number of per-group count columns (the last ``n_counts`` columns).
-        quanta: per objective, q_j > 0 when the objective's value at every selection is a
-            whole multiple of q_j (sum units; 2-decimal data: 0.01), else 0. A stage then
-            stops once the backend's bound is within 0.49·q_j of its incumbent: no selection's
-            value lies between them, so the incumbent is proven optimal (:meth:`LexBackend.
-            stop_gap`).
-        descent: (row name, q) when the second stage's objective is minus that row's value
-            and every value the row takes at a selection is a whole multiple of q (sum units,
-            q > 0): the second stage may then be answered by :meth:`LexBackend.solve`'s
-            *gap descent* (see there). None: the stage is solved as it stands.
-    """
-
-    n_x: int
-    k: int
-    col_lo: np.ndarray
-    col_up: np.ndarray
-    A: sp.csr_matrix
-    row_lo: np.ndarray
-    row_up: np.ndarray
-    row_index: dict[str, int]
-    objectives: list[np.ndarray]
-    stage_values: list[Callable[[np.ndarray], float]] = field(default_factory=list)
-    integer: np.ndarray | None = None
-    priority: np.ndarray | None = None
-    n_counts: int = 0
-    descent: tuple[str, float] | None = None
-    quanta: list[float] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        n = self.n_col
-        if self.integer is None:
-            self.integer = np.arange(n) < self.n_x
-        if self.priority is None:
-            self.priority = np.zeros(n, dtype=np.int64)
-
-    @property
-    def n_col(self) -> int:
-        return int(self.col_lo.shape[0])
-
-    @property
-    def count_cols(self) -> np.ndarray:
-        """Positions of the per-group count columns (empty without groups)."""
-        return np.arange(self.n_col - self.n_counts, self.n_col)
-
-    @classmethod
-    def build(
-        cls,
-        n_x: int,
-        k: int,
-        aux_bounds: list[tuple[float, float]],
-        rows: list[tuple[str, np.ndarray, float, float]],
-        objectives: list[np.ndarray],
-        stage_values: list[Callable[[np.ndarray], float]] | None = None,
-        groups: np.ndarray | None = None,
-    ) -> MilpSpec:
-        """Assemble a spec from dense rows (one numpy row per constraint; N·D entries at most).
-
-        Every objective but the last also becomes a row ``obj<j>`` (free until fixed).
-
-        ``groups`` (shape (N,), a group number per binary; None = none) adds, per group g,
-        an integer count column n_g in [0, min(K, |g|)] with the row ``cnt<g>``:
-        Σ_{i ∈ g} x_i − n_g = 0, branched on before the binaries (priority 1). The feasible
-        set is unchanged; what changes is the search: the LP relaxation of the balance rows
-        spreads fractional numbers of clients over the groups, and a branch on n_g cuts
-        that slack where a branch on one x_i barely moves the bound.
-        """
-        n_col = n_x + len(aux_bounds)
-        rows = list(rows) + [(f"obj{j}", c, -INF, INF) for j, c in enumerate(objectives[:-1])]
-        dense = np.vstack([r[1] for r in rows]) if rows else np.zeros((0, n_col))
-        if dense.shape[1] != n_col:
-            raise ValueError(f"rows have {dense.shape[1]} columns, the model has {n_col}")
-        lo = np.array([0.0] * n_x + [b[0] for b in aux_bounds])
-        up = np.array([1.0] * n_x + [b[1] for b in aux_bounds])
-        objectives = [np.asarray(c, dtype=float) for c in objectives]
-        n_counts = 0
-        if groups is not None:
-            g = np.asarray(groups, dtype=np.int64)
-            labels = np.unique(g)
-            n_counts = len(labels)
-            dense = np.hstack([dense, np.zeros((dense.shape[0], n_counts))])
-            objectives = [np.r_[c, np.zeros(n_counts)] for c in objectives]
-            cnt = np.zeros((n_counts, n_col + n_counts))
-            for j, lab in enumerate(labels):
-                members = g == lab
-                cnt[j, :n_x] = members
-                cnt[j, n_col + j] = -1.0
-                lo = np.r_[lo, 0.0]
-                up = np.r_[up, float(min(k, int(members.sum())))]
-            rows += [(f"cnt{j}", cnt[j], 0.0, 0.0) for j in range(n_counts)]
-            dense = np.vstack([dense, cnt])
-        n_all = n_col + n_counts
-        integer = np.arange(n_all) < n_x
-        integer[n_col:] = True
-        priority = np.zeros(n_all, dtype=np.int64)
-        priority[n_col:] = 1
-        return cls(
-            n_x=n_x,
-            k=k,
-            col_lo=lo,
-            col_up=up,
-            A=sp.csr_matrix(dense),
-            row_lo=np.array([r[2] for r in rows], dtype=float),
-            row_up=np.array([r[3] for r in rows], dtype=float),
-            row_index={r[0]: i for i, r in enumerate(rows)},
-            objectives=objectives,
-            stage_values=list(stage_values or []),
-            integer=integer,
-            priority=priority,
-            n_counts=n_counts,
-        )
 
 
 @dataclass(frozen=True)
@@ -198,7 +72,7 @@ class LexOutcome:
     bound: float = float("nan")
 
 
-class LexBackend(ABC):
+class LexBackend(GapDescent, ABC):
     """One persistent model: change row bounds, then :meth:`solve` lexicographically."""
 
     name = ""
@@ -218,9 +92,6 @@ class LexBackend(ABC):
     # stage 0.5 s by descent, 3.0 s direct; CBC without cuts 0.7-0.8 s by descent, 4.2 s
     # direct; one-off probes, single runs)
     descends = False
-    # True while :meth:`_descend` asks one of its questions (a backend may tune for a proof
-    # of infeasibility, the usual answer)
-    _asking = False
     # whether ``counts="auto"`` gives this backend per-domain count columns (measured per
     # backend in results/benchmarks/exact_families.md)
     counts_default = False
@@ -409,110 +280,6 @@ class LexBackend(ABC):
             return LexOutcome(sel, Status.FEASIBLE, msg, self._bound1)
         return LexOutcome(sel, Status.OPTIMAL, "", self._bound1)
 
-    def _descend(
-        self, best: np.ndarray, time_limit: float | None, fixed: list[np.ndarray]
-    ) -> tuple[str, np.ndarray | None, float]:
-        """The last stage by *gap descent*: (kind, vector, value), as :meth:`_optimize`.
-
-        The last stage minimizes a row's value r (the ε model's gap hi − lo, never negative)
-        among the selections that keep the earlier stages' values (their rows are fixed by
-        then). Where every attainable r is a multiple of q (``spec.descent``), that is the same
-        question as: is there a selection with r <= r(incumbent) − q/2 that keeps them? —
-        asked with the *first* objective (max Σ U x under the earlier stages' rows, a
-        feasibility question here), whose LP bound and reduced-cost fixing are sharp, where
-        minimizing r directly leaves an LP that balances the domains with fractions of clients
-        (cross-penalty N = 1,000, ε = g0/10, on SCIP: 0.5 s by descent, 3.0 s directly). Each
-        yes lowers r and asks again; the first no proves the incumbent optimal for the stage
-        (within ``abs_gap`` where a tolerance is set: the step is then the larger of q/2 and
-        it, the row still half a grid step from any attainable r). After
-        :data:`DESCENT_STEPS` yeses the stage is solved directly from the last incumbent.
-        Columns the last stage's LP bound fixes on the way are appended to ``fixed`` (the
-        caller restores them, also after an exception).
-        """
-        spec = self.spec
-        name, q = spec.descent
-        row = spec.row_index[name]
-        lo0, up0 = self._row_lo[row], self._row_up[row]
-        j_last = len(spec.objectives) - 1
-        step = max(0.5 * q, self.abs_gap)
-        cur, value = best, self._value(j_last, list(self._selection(best)), best)
-        t0 = time.perf_counter()
-        core = self._lp is not None
-
-        def left() -> float | None:
-            return None if time_limit is None else time_limit - (time.perf_counter() - t0)
-
-        try:
-            for _ in range(DESCENT_STEPS):
-                r = -value  # the incumbent's row value, on the q grid
-                target = min(q * (math.floor((r - step) / q + 1e-9) + 0.5), r - 0.5 * q)
-                if target < max(lo0, 0.0):  # no smaller attainable value
-                    return "optimal", cur, value
-                budget = left()
-                if budget is not None and budget <= 0:
-                    return "limit", cur, value
-                self._bounds(row, lo0, min(up0, target))
-                if core:  # the question's own LP may answer it, or fix more
-                    no, cols = self._question_lp(budget)
-                    fixed.append(cols)
-                    if no:
-                        return "optimal", cur, value
-                self._stage, self._asking = 0, True
-                try:
-                    kind, v, _ = self._optimize(spec.objectives[0], budget, None)
-                finally:
-                    self._stage, self._asking = j_last, False
-                if kind == "infeasible":
-                    return "optimal", cur, value
-                if kind.startswith("error"):
-                    return kind, None, math.nan
-                if v is None or len(self._selection(v)) != spec.k:
-                    return "limit", cur, value
-                cur, value = v, self._value(j_last, list(self._selection(v)), v)
-                if kind == "limit":
-                    return "limit", cur, value
-                if core:  # a better value: the last stage's LP bound excludes more
-                    fixed.append(self._refix(value))
-        finally:
-            self._bounds(row, lo0, up0)
-        budget = left()
-        if budget is not None and budget <= 0:
-            return "limit", cur, value
-        kind, v, obj = self._optimize(spec.objectives[-1], budget, cur)
-        return kind, (v if v is not None else cur), obj
-
-    def _question_lp(self, time_limit: float | None) -> tuple[bool, np.ndarray]:
-        """The LP relaxation of a gap-descent question (max U under the earlier stages' rows
-        and the lowered gap row): (answered no, binaries fixed now).
-
-        Any selection that answers yes has U >= the row ``obj0``'s lower bound ``need``. The
-        LP's Lagrangian bound B (over the binaries' current bounds) answers no when
-        B < need, and fixes every free binary whose flip lowers B below need (oracle
-        N = 5,000, ε = g0/10: 48 more than the stage's own LP, the question's CBC search
-        11.9 → 7.2 s; a one-off probe). The fixings hold for every later question and the
-        direct stage: the selections that matter there satisfy every lowered row asked.
-        """
-        spec = self.spec
-        none = np.zeros(0, dtype=np.int64)
-        c = spec.objectives[0]
-        kind, y = self._relax(c, time_limit)
-        if kind == "infeasible":
-            return True, none
-        if kind != "optimal" or y is None:
-            return False, none
-        need = float(self._row_lo[spec.row_index["obj0"]])
-        bound, d = best_bound(spec, c, y, self._row_lo, self._row_up, (self._x_lo, self._x_up))
-        if not (np.isfinite(bound) and np.isfinite(need)):
-            return False, none
-        if excluded(bound, d, spec.n_x, need):
-            return True, none
-        free = self._x_lo != self._x_up
-        cols = np.flatnonzero(fixable(bound, d, spec.n_x, need, 0.0) & free)
-        if len(cols):
-            pref = preferred(d, spec.n_x)
-            self._cols(cols, pref[cols], pref[cols])
-        return False, cols
-
     def _on_grid(self, bound: float, v: np.ndarray | None) -> float:
         """A stage-1 bound lowered to the value grid (``spec.quanta[0]``) above the
         selection ``v``: the optimum is v's value plus a whole number of steps q, and at most
@@ -649,57 +416,3 @@ class LexBackend(ABC):
         if len(sel) != self.spec.k:
             return LexOutcome((), Status.TIME_LIMIT, msg + "; incumbent unusable", b)
         return LexOutcome(sel, Status.TIME_LIMIT, msg + "; returned the incumbent", b)
-
-
-_REGISTRY: dict[str, type[LexBackend]] = {}
-
-
-def register_backend(name: str):
-    """Class decorator: make a :class:`LexBackend` subclass available as ``name``."""
-
-    def deco(cls: type[LexBackend]) -> type[LexBackend]:
-        _REGISTRY[name] = cls
-        cls.name = name
-        return cls
-
-    return deco
-
-
-def integer_data(route: str) -> bool:
-    """Whether ``route`` solves the data rounded to integers (``LexBackend.integer_data``),
-    so its rows are the true rows only where the data are multiples of 1/scale."""
-    return route != "enum" and _REGISTRY[route].integer_data
-
-
-def milp_backend_class(name: str) -> type[LexBackend]:
-    """The registered backend class ``name``."""
-    return _REGISTRY[name]
-
-
-def milp_backends() -> tuple[str, ...]:
-    """Names of the registered MILP backends, in listing order (``order``, then registration)."""
-    names = list(_REGISTRY)
-    return tuple(sorted(names, key=lambda n: (_REGISTRY[n].order, names.index(n))))
-
-
-def make_backend(
-    name: str,
-    spec: MilpSpec,
-    *,
-    seed: int = 0,
-    threads: int | None = None,
-    mip_gap: float = 0.0,
-    abs_gap: float = 0.0,
-    **options,
-) -> LexBackend:
-    """Build the persistent model of ``spec`` in the registered backend ``name``.
-
-    ``options`` reach backends that take them (CP-SAT's ``scale``).
-    """
-    if name not in _REGISTRY:
-        raise ValueError(
-            f"unknown MILP backend {name!r}; choose one of {', '.join(milp_backends())}"
-        )
-    return _REGISTRY[name](
-        spec, seed=seed, threads=threads, mip_gap=mip_gap, abs_gap=abs_gap, **options
-    )

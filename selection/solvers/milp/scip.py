@@ -7,7 +7,7 @@ One persistent SCIP model: between solves the transformed problem is freed
 sum-unit utilities of ~100 would be accepted), ``randomization/randomseedshift`` from the
 solver's seed, ``limits/time`` per stage. SCIP runs on one thread (``threads`` is ignored).
 
-The per-domain count columns of :meth:`.model.MilpSpec.build` get SCIP branching priority
+The per-domain count columns of :meth:`.spec.MilpSpec.build` get SCIP branching priority
 ``100·priority`` (the binaries keep 0), so SCIP branches on n_g before any x_i.
 
 From ``core_min_n`` binaries on, the exact reduced-cost fixing of :mod:`.fixing` runs first,
@@ -25,7 +25,8 @@ import math
 import numpy as np
 
 from selection.solvers.milp.highs import HighsBackend
-from selection.solvers.milp.model import LexBackend, register_backend
+from selection.solvers.milp.model import LexBackend
+from selection.solvers.milp.registry import register_backend
 
 __all__ = ["ScipBackend", "scip_available"]
 

@@ -313,11 +313,11 @@ def test_the_gap_descent_keeps_the_lexicographic_optimum(backend, steps, monkeyp
     """The second stage by gap descent: the smallest gap among the U-optimal selections, as
     enumeration has it, also when the descent stops after ``steps`` yeses and finishes
     directly; forced onto HiGHS, which does not descend by default (SCIP and CBC do)."""
-    from selection.solvers.milp import model as model_mod
+    from selection.solvers.milp import descent
     from selection.solvers.milp.model import LexBackend
 
     monkeypatch.setattr(LexBackend, "descends", True)
-    monkeypatch.setattr(model_mod, "DESCENT_STEPS", steps)
+    monkeypatch.setattr(descent, "DESCENT_STEPS", steps)
     calls, yeses = [], []
     real = LexBackend._descend
 
