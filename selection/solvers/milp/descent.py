@@ -41,7 +41,8 @@ class GapDescent:
         asked with the *first* objective (max Σ U x under the earlier stages' rows, a
         feasibility question here), whose LP bound and reduced-cost fixing are sharp, where
         minimizing r directly leaves an LP that balances the domains with fractions of clients
-        (cross-penalty N = 1,000, ε = g0/10, on SCIP: 0.5 s by descent, 3.0 s directly). Each
+        (cross-penalty N = 1,000, ε = g0/10, on SCIP: several times faster by descent than
+        directly; measured once, not committed). Each
         yes lowers r and asks again; the first no proves the incumbent optimal for the stage
         (within ``abs_gap`` where a tolerance is set: the step is then the larger of q/2 and
         it, the row still half a grid step from any attainable r). After
@@ -108,8 +109,8 @@ class GapDescent:
         Any selection that answers yes has U >= the row ``obj0``'s lower bound ``need``. The
         LP's Lagrangian bound B (over the binaries' current bounds) answers no when
         B < need, and fixes every free binary whose flip lowers B below need (oracle
-        N = 5,000, ε = g0/10: 48 more than the stage's own LP, the question's CBC search
-        11.9 → 7.2 s; a one-off probe). The fixings hold for every later question and the
+        N = 5,000, ε = g0/10: 48 more than the stage's own LP, and a shorter CBC search for the
+        question; measured once, not committed). The fixings hold for every later question and the
         direct stage: the selections that matter there satisfy every lowered row asked.
         """
         spec = self.spec

@@ -85,18 +85,18 @@ AUTO_MILP = "cbc"
 # fastest route per point is the table's ``auto/fastest``). It took over two shapes that had
 # other routes before the value-grid stop:
 # rows on a coarse grid (accuracies on a few hundred validation images: the oracle family),
-# where CBC's second stage stalled (60 s where CP-SAT took 0.6 s) and now takes 0.14 s at
-# N = 1,000 mid where CP-SAT takes 0.5-0.6 s; and U not the mean of the rows (U pooled with
-# other weights: the cross-penalty family), where SCIP branching on the count columns led (12 s
-# where CBC took 45 s) and CBC (cuts off, second stage by gap descent) now proves the
-# N = 1,000 points in 1.0 / 1.5 s (SCIP 1.7 / 3.2 s), the N = 5,000 mid one in 23-29 s (SCIP
-# 37 s).
+# where CBC's second stage stalled far behind CP-SAT's (measured once, not committed) and now
+# leads it at N = 1,000 mid (results/benchmarks/exact_families_200_1000.md); and U not the
+# mean of the rows (U pooled with other weights: the cross-penalty family), where SCIP
+# branching on the count columns led CBC (measured once, not committed) and CBC (cuts off,
+# second stage by gap descent) now proves the N = 1,000 points and the N = 5,000 mid one
+# faster than SCIP (results/benchmarks/exact_families_200_1000.md, exact_families_5000.md).
 # Below PORTFOLIO_MIN_N one shape is the exception: where the domain rows are nearly
 # determined by the client's own domain (domain_share >= DOMAIN_SHARE_MIN: the near-tied
 # family, 0.97; cross-penalty 0.87, synthetic 0.45, oracle 0.03) balancing the domains is a
 # question of how many clients each domain gets, which the count columns state and SCIP
-# branches on: its complete sweep certified within 0.1 pp at N = 100 in 2.7 s where CBC took
-# 91 s (results/benchmarks/certified_fronts.md).
+# branches on: its complete sweep certified within 0.1 pp at N = 100 far faster than CBC's
+# (results/benchmarks/certified_fronts.md).
 DOMAIN_SHARE_MIN = 0.9
 ALIGNED_TOL = 0.01  # points: 2-decimal data rounds U and U_d apart by up to 0.005 each
 PORTFOLIO_MIN_N = 500
@@ -154,11 +154,11 @@ def value_quantum(values: np.ndarray) -> float:
 
 
 # From how many clients the exact LP reduced-cost fixing (:mod:`.fixing`) runs first, timed
-# on one CBC ε point per family at N = 500 and 1,000 (K = N/10, ε = g0/2 and g0/10; one-off
-# probes before the value-grid stop, single runs): where U is
-# the mean of the domain rows it paid from 1,000 on (oracle tail 2.7 s -> 0.8 s, near-tied
-# 0.25 s -> 0.13 s; synthetic 0.46 s -> 0.49 s, at 500 0.18 s -> 0.32 s); where it is not
-# (cross-penalty) already at 500 (3.3 s -> 1.1 s; at 1,000 28 s -> 3.4 s).
+# on one CBC ε point per family at N = 500 and 1,000 (K = N/10, ε = g0/2 and g0/10; before
+# the value-grid stop, single runs; measured once, not committed): where U is the mean of the
+# domain rows it paid from 1,000 on (faster on the oracle tail and on near-tied, about even on
+# synthetic, which it slowed at 500); where it is not (cross-penalty) already at 500, and by
+# far more at 1,000.
 FIXING_FROM_ALIGNED = 1000
 FIXING_FROM_MISALIGNED = 500
 
@@ -253,8 +253,8 @@ class ExactSolver(Solver):
         counts: per-domain count columns n_g = Σ_{i in domain g} x_i in the MILP, integer and
             branched on first (:meth:`.spec.MilpSpec.build`): ``on``, ``off`` or ``auto``
             (the backend's ``counts_default``: on for SCIP, where branching on them first paid
-            (cross-penalty N = 1,000: 40 s -> 12 s), off for CBC, HiGHS and CP-SAT, where it
-            did not; measured per family in results/benchmarks/exact_families*.md).
+            (cross-penalty N = 1,000), off for CBC, HiGHS and CP-SAT, where it did not;
+            measured per family in results/benchmarks/exact_families_200_1000.md).
     """
 
     def __init__(

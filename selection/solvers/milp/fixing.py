@@ -1,9 +1,9 @@
 """Exact LP reduced-cost fixing before the first lexicographic stage (the HiGHS route).
 
 Why: at N=5000, K=500 the first stage of an ε point spent nearly all its time at the root
-looking for an incumbent (HiGHS's LP bound was 0.4 sum units above the optimum within 0.5 s;
-its heuristics needed ~20 s to find a good selection). Once a good incumbent is known,
-reduced-cost fixing leaves ~100 of the 5000 binaries free.
+looking for an incumbent (HiGHS's LP bound came close to the optimum early; its heuristics
+took far longer to find a good selection; measured once, not committed). Once a good
+incumbent is known, reduced-cost fixing leaves ~100 of the 5000 binaries free.
 
 How (all of it exact, no tolerance on the answer):
 
@@ -46,8 +46,8 @@ __all__ = [
 ]
 
 # binaries left free in the incumbent's restricted MILP (smallest |d_j|): at most CORE_SIZE,
-# and a tenth of N (at N=100 a 60-binary restricted MILP cost HiGHS 0.23 s per point, more
-# than CBC's whole solve)
+# and a tenth of N (at N=100 a 60-binary restricted MILP cost HiGHS more per point than
+# CBC's whole solve; measured once, not committed)
 CORE_SIZE = 60
 
 

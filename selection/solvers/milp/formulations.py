@@ -79,7 +79,8 @@ def eps_spec(
     optional rows ``fmin`` (sum F_z x >= F_min) and ``bmax`` (sum B x <= b). With
     ``pairwise`` the model also has the D·(D−1) rows ``pair<a>_<b>``:
     sum_i (U_ia − U_ib) x_i <= K·ε, pure-binary rows that carry ε instead of ``gap`` (the
-    same feasible set; HiGHS solved an N=5000 point 2.5x faster with them, CBC slower).
+    same feasible set; HiGHS solved an N=5000 point faster with them, CBC slower; measured
+    once, not committed).
     With ``cap_row`` the row ``ucap`` (sum U x <= cap, free until set) states what the
     complete sweep knows from its previous point: max U cannot grow as ε shrinks.
     ``descent_step`` q > 0 (every U_id a whole multiple of q, so every hi − lo at a selection

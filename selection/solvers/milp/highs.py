@@ -5,20 +5,22 @@ model at N=5000 takes milliseconds. Options: ``mip_rel_gap = 0`` and ``mip_abs_g
 (exact optimum, HiGHS defaults to 1e-4), feasibility tolerances 1e-9 (at the default 1e-6,
 x_i = 1 − 1e-6 times utilities of ~100 let a selection exceed an ε row by ~1e-4 sum units, so
 the complete sweep met the same point again), ``output_flag = False``, ``random_seed`` from the
-solver's seed, ``threads`` (default 1: on 2 shared cores one thread was twice as fast as
-HiGHS's automatic choice at N=100, and it is deterministic), ``time_limit`` per stage from what is left of the solve's limit. Presolve stays
-on (with ``presolve = "off"`` HiGHS 1.16 once returned a wrong "optimal" ε point on a
-14-client instance; on the fixed model of ``milp.fixing`` presolve off was also 15x slower,
-because presolve is what drops the ~4900 fixed columns).
+solver's seed, ``threads`` (default 1: on 2 shared cores one thread was faster than HiGHS's
+automatic choice at N=100, measured once, not committed; and it is deterministic),
+``time_limit`` per stage from what is left of the solve's limit. Presolve stays on (with
+``presolve = "off"`` HiGHS 1.16 once returned a wrong "optimal" ε point on a 14-client
+instance; on the fixed model of ``milp.fixing`` presolve off was also far slower, measured
+once, not committed, because presolve is what drops the ~4900 fixed columns).
 
 Speed (N=5000, K=500, D=4, one ε point): HiGHS's own search spent nearly all its time at the
 root looking for an incumbent (the LP bound comes early, a good selection much later), so
 :meth:`_relax` (LP relaxation with row duals) and :meth:`_incumbent` (the MILP restricted
 to the LP core, at most ``INCUMBENT_NODES`` nodes) feed the exact reduced-cost fixing of
-:mod:`.fixing`; ε sits on the pairwise rows of ``eps_spec(pairwise=True)`` (2.5x faster
-than on ``hi − lo``). What is left is the proof on ~80-150 free binaries, which takes HiGHS
-thousands of nodes on the tight ε points; CBC does that part faster,
-so the CBC backend borrows this model for its LP and incumbent and ``auto`` uses CBC.
+:mod:`.fixing`; ε sits on the pairwise rows of ``eps_spec(pairwise=True)`` (faster than on
+``hi − lo``; measured once, not committed). What is left is the proof on ~80-150 free
+binaries, which takes HiGHS thousands of nodes on the tight ε points; CBC does that part
+faster (the N = 5000 rows of results/benchmarks/solvers.md), so the CBC backend borrows this
+model for its LP and incumbent and ``auto`` uses CBC.
 
 This is the only HiGHS build fedsel loads: PuLP serves CBC only and OR-Tools CP-SAT only.
 """
@@ -144,8 +146,8 @@ class HighsBackend(LexBackend):
         with the run time accumulated over every ``run`` of the object (ERGO-Code/HiGHS#1331,
         #1477); 1.16 compares it with the current run's (measured here). The option is set
         to the accumulated time plus the allowance, a limit under either reading (given as the
-        limit itself, 1.16 let a second stage run its allowance plus all earlier runs' time:
-        78 s on a 60 s point), and an interrupt callback ends the run at the allowance (as
+        limit itself, 1.16 let a second stage run its allowance plus all earlier runs' time,
+        well past a point's limit), and an interrupt callback ends the run at the allowance (as
         ``kInterrupt``, read as ``limit``).
         """
         h = self._h

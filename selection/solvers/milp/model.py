@@ -89,11 +89,11 @@ class LexBackend(GapDescent, ABC):
     core_min_n = 1500
     # whether the ε model's second stage runs as a gap descent (:meth:`_descend`) where the
     # spec allows it: measured per backend (cross-penalty N = 1,000, ε = g0/10: SCIP's second
-    # stage 0.5 s by descent, 3.0 s direct; CBC without cuts 0.7-0.8 s by descent, 4.2 s
-    # direct; one-off probes, single runs)
+    # stage and CBC's without cuts several times faster by descent than directly; measured
+    # once, not committed)
     descends = False
     # whether ``counts="auto"`` gives this backend per-domain count columns (measured per
-    # backend in results/benchmarks/exact_families.md)
+    # backend, counts off and on, in results/benchmarks/exact_families_200_1000.md)
     counts_default = False
 
     def __init__(
@@ -355,8 +355,9 @@ class LexBackend(GapDescent, ABC):
     ) -> np.ndarray | None:
         """A first incumbent: the MILP with every binary outside the LP's core (the smallest
         |d_j|) fixed at its preferred bound. On a tight ε the core of :func:`.fixing.core_size`
-        may admit no selection (oracle N = 5,000, ε = g0/10: none with 60 free binaries, one with 240; a one-off probe); the
-        core then grows :data:`CORE_GROWTH`-fold, up to :data:`CORE_TRIES` restricted MILPs.
+        may admit no selection (oracle N = 5,000, ε = g0/10: none with 60 free binaries, one
+        with 240; measured once, not committed); the core then grows :data:`CORE_GROWTH`-fold,
+        up to :data:`CORE_TRIES` restricted MILPs.
         None when none gave a selection."""
         spec, t0 = self.spec, time.perf_counter()
         order = np.argsort(np.abs(d[: spec.n_x]), kind="stable")
