@@ -224,6 +224,8 @@ def verdict(
         "across entries (p_holm < 0.05)."
     ]
     if paired.empty:
+        if len(settings.selectors) == 1:
+            return [*lines, f"No paired differences: {ref} is the study's only entry."]
         return [*lines, "No paired differences yet (runs missing)."]
     for metric in (
         "final_worst", "final_avg", "auc_worst", "auc_avg", "worst_at_budget", "avg_at_budget"

@@ -146,6 +146,10 @@ def _wilcoxon(d: np.ndarray) -> float:
     return float(sps.wilcoxon(d, zero_method="wilcox").pvalue)
 
 
+PAIRED_COLUMNS = ("entry", "metric", "n", "mean_ref", "mean", "diff", "ci_lo", "ci_hi", "p",
+                  "p_holm", "better", "worse")  # fmt: skip
+
+
 def paired_differences(
     metrics: pd.DataFrame,
     reference: str,
@@ -195,7 +199,9 @@ def paired_differences(
                 bad = (b["ci_hi"] < 0) if higher else (b["ci_lo"] > 0)
                 b.update(p_holm=float(a), better=bool(good), worse=bool(bad))
             rows.extend(block)
-    return pd.DataFrame(rows)
+    # no entry besides the reference (a study of one entry, or only its runs finished yet):
+    # the table is empty but keeps its columns, so the report reads it as "nothing paired"
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
 def summary_table(metrics: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:

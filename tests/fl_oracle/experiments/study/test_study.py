@@ -325,6 +325,18 @@ def test_cli_study_on_tiny_data(monkeypatch, tmp_path, capsys):
     assert "bad selector spec 'bogus'" in capsys.readouterr().err
 
 
+def test_a_study_of_the_reference_alone_is_reported(tmp_path):
+    """One entry, the reference: the runs are made and reported ("nothing to pair"), not
+    trained and then refused at the report with "missing key 'metric'"."""
+    s = StudySettings(**{**SMALL, "seeds": 2, "rounds": 2, "selectors": ("proportional",)})
+    run_study(s, tmp_path, make_oracle=_fake_oracle, make_selector=make_selector)
+    res = finish_study(s, tmp_path)
+    assert "proportional is the study's only entry" in "\n".join(res.verdict)
+    paired = pd.read_csv(tmp_path / "paired.csv")
+    assert paired.empty and {"entry", "metric", "diff"} <= set(paired.columns)
+    assert (tmp_path / "report.html").is_file()
+
+
 def test_held_out_seeds_start_where_first_seed_says(tmp_path):
     s = StudySettings(**{**SMALL, "seeds": 2, "first_seed": 7, "selectors": ("proportional",)})
     assert list(s.seed_list) == [7, 8]
@@ -443,6 +455,10 @@ def test_a_study_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path, 
     from fl_oracle.experiments.runner import OracleFactory
 
     monkeypatch.syspath_prepend(str(ROOT / "tests" / "fl_oracle" / "sim"))  # _user_models
+    (tmp_path / "_raising_model.py").write_text(
+        "def make(num_classes, in_channels):\n    raise RuntimeError('no weights here')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
     data = fake.tiny_data()
     monkeypatch.setattr(
         cli_study, "study_factory",
@@ -455,15 +471,20 @@ def test_a_study_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path, 
             "--selectors", "proportional"]  # fmt: skip
     for extra, needle in (
         (["--model", "_user_models:make_tuple_output"], "forward returned a tuple"),
+        (["--model", "_raising_model:make"], "failed (RuntimeError: no weights here)"),
         (["--executor", "ray", "--address", "127.0.0.1"], "expected host:port"),
         (["--executor", "ray", "--address", f"127.0.0.1:{free}"], "nothing answers there"),
     ):
         out = tmp_path / "st"
+        t0 = time.monotonic()
         with pytest.raises(SystemExit) as exc:
             main([*base, *extra, "--out", str(out)])
         err = capsys.readouterr().err.strip().splitlines()
         assert exc.value.code == 2 and needle in err[-1], err
-        assert not (out / "study.toml").exists() and not (out / "sources.toml").exists()
+        assert err[-1].startswith("fedsel: error: ") and "Traceback" not in "\n".join(err)
+        assert time.monotonic() - t0 < 20  # seconds, not Ray's minutes of retrying
+        # nothing but the folder's lock (which stays by design, runfolder.py)
+        assert {p.name for p in out.iterdir()} <= {".fedsel.lock"} if out.exists() else True
 
 
 def test_a_study_toml_is_read_against_the_datasets_own_domains(tmp_path):
