@@ -188,6 +188,30 @@ def test_out_of_range_and_non_numbers_are_refused(col, value, needle, tmp_path):
     assert_one_line_error(code, err, needle, "row 3")
 
 
+@pytest.mark.parametrize("rows", ["all", "one"])
+def test_weighted_maxmin_on_clients_with_no_samples_is_refused(rows, tmp_path):
+    """Issue 40: ``maxmin:2@weighted`` weighs each client by its n_samples; a client with 0
+    samples (every client: 0/0) is refused in one line, by the CLI and by the library alike,
+    never answered from a weight of zero."""
+    df = CLEAN.copy()
+    if rows == "all":
+        df["n_samples"] = 0
+    else:
+        df.loc[5, "n_samples"] = 0
+    row = 0 if rows == "all" else 5
+    path = tmp_path / "t.csv"
+    path.write_text(csv_text(df), encoding="utf-8")
+    argv = ["solve", "--stats", path, "--k", K, "--method", "maxmin", "--delta", 2,
+            "--surrogate", "weighted", "--json"]  # fmt: skip
+    code, out, err = run(argv)
+    assert_one_line_error(code, err, "n_samples", f"row {row}")
+    assert out == ""
+    from selection.selectors import make_selector
+
+    with pytest.raises(StatsError, match="n_samples must be in \\[1, "):
+        make_selector("maxmin:2@weighted", seed=0)(df, K)
+
+
 @pytest.mark.parametrize("col", ["U", "U_usps", "n_samples", "F"])
 def test_boolean_columns_are_refused(col):
     df = CLEAN.copy()
