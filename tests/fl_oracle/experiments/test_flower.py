@@ -580,3 +580,40 @@ def test_without_a_project_folder_the_ray_engine_falls_back_to_run_simulation(
     a, _ = ray_run.result.frames()
     b, _ = local.result.frames()
     assert a["selected"].tolist() == b["selected"].tolist()
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("random@ensemble", "random is a baseline rule: it reads no surrogate"),
+        ("maxmin:2@ensemble+verify", "needs every candidate's validation logits"),
+    ],
+)
+def test_fedsel_flower_refuses_before_flower_starts(tmp_path, spec, needle):
+    """Issue 40: a real ``fedsel flower`` process on the default (Ray) engine answers a selector
+    it cannot run with its one line alone, in seconds: no Flower log line beside it (the
+    refusal comes before any data, SuperLink or engine), exit 2, no run folder."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from helpers import PYTHONPATH
+
+    out = tmp_path / "run"
+    code = "from fl_oracle.cli import main; main()"
+    argv = ["flower", "--selector", spec, "--k", "2", "--rounds", "1", "--data", "generated"]
+    t0 = time.monotonic()
+    r = subprocess.run(
+        [sys.executable, "-c", code, *argv, "--out", str(out)],
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    took = time.monotonic() - t0
+    err = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(err) == 1, r.stderr
+    assert err[0].startswith("fedsel: error: ") and needle in err[0], err
+    assert r.stdout == "" and not out.exists()
+    assert took < 30, took
