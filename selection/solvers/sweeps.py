@@ -85,8 +85,9 @@ def sweep_eps(
         problem: the round's selection problem.
         eps: ε values, percentage points (>= 0; ``inf`` = unconstrained). Not with ``complete``.
         complete: sweep ε downwards from the unconstrained optimum until infeasible.
-        backend: ``auto``, ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip`` (see EpsSolver);
-            with ``auto``, a complete sweep of 200k–5M selections may switch to enumeration
+        backend: ``auto``, ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip`` (see EpsSolver),
+            or, for a complete sweep only, ``bb``: the whole front in one bi-objective
+            branch-and-bound (:mod:`selection.solvers.bb`; linear surrogates); with ``auto``, a complete sweep of 200k–5M selections may switch to enumeration
             (:data:`FRONT_ENUM_MAX`; the rows' ``route_reason`` says so).
         n_jobs: threads for grid points (ignored by the complete sweep).
         time_limit: seconds per point; a point stopped by it keeps its incumbent (status
@@ -133,6 +134,8 @@ def sweep_eps(
     if step <= 0:
         raise ValueError(f"step={step!r} must be > 0")
     tolerance = check_nonneg("tolerance", tolerance, allow_none=False)
+    if backend == "bb":
+        return _bb_sweep(problem, complete, f_min, b_max, step, tolerance, max_seconds)
 
     def make():
         return make_solver(
@@ -298,6 +301,18 @@ def _enumerated_front(problem, step: float, spent: float, budget: float) -> pd.D
         complete=True, unproven=0, exact=True, max_off=0.0, tolerance=0.0, gap_slack=0.0
     )
     return front
+
+
+def _bb_sweep(problem, complete, f_min, b_max, step, tolerance, max_seconds) -> pd.DataFrame:
+    """The complete sweep by the bi-objective branch-and-bound (:mod:`selection.solvers.bb`)."""
+    from selection.solvers.bb import bb_front
+
+    if not complete:
+        raise ValueError("backend bb computes the complete front only: use complete=True")
+    if f_min is not None or b_max is not None or tolerance > 0:
+        raise ValueError("backend bb takes no f_min, b_max or tolerance; use backend auto")
+    step = front_step(problem) if step is None else step
+    return bb_front(problem, time_limit=max_seconds, method="eps", step=step)
 
 
 def _merged_bound(a: float, b: float) -> float:
