@@ -58,10 +58,10 @@ def bb_search(
 def _eps_point(problem: SelectionProblem):
     """The (U, gap) plane's box solver: the ε route's own MILP (``auto``: the measured
     portfolio) asked max U at ε = t/K, first stage only, one persistent model for the search."""
-    from selection.solvers.eps import EpsSolver
+    from selection.solvers.registry import make_solver
     from selection.solvers.result import Status
 
-    solver = EpsSolver(backend="auto")
+    solver = make_solver("eps", backend="auto")  # by name: no import cycle with the sweeps
     solver.first_stage_only = True
 
     def solve(t: float, floor: float, left: float | None):
