@@ -58,6 +58,10 @@ class FlowerRun:
         timeout: seconds to wait for one exchange's replies.
         wait_for_nodes: seconds to wait for K nodes to connect.
         out: folder for ``history.csv`` and ``stats.parquet`` after every round (None = none).
+        clip_updates: an update whose norm lies beyond the round's others (:mod:`.guard`) is
+            scaled down to the largest within, not only named: a node's update is taken on
+            trust no more than its size (honest Digits-4 updates lie far inside the fence, so
+            honest runs are unchanged; ``FedselStrategy``'s option, on for the digits apps).
         result: filled while the ServerApp runs.
     """
 
@@ -69,6 +73,7 @@ class FlowerRun:
     timeout: float = 600.0
     wait_for_nodes: float = 30.0
     out: Path | None = None
+    clip_updates: bool = True
     result: FlowerResult = field(default_factory=FlowerResult)
 
 
@@ -109,6 +114,7 @@ def run_strategy(grid: Grid, run: FlowerRun) -> FlowerResult:
         wait_for_nodes=run.wait_for_nodes,
         train_config={"lr": cfg.lr, "gamma": cfg.gamma},
         on_round=on_round,
+        clip_updates=run.clip_updates,
     )
     arrays = ArrayRecord({"w": Array(server.initial_params())})
     strategy.start(grid=grid, initial_arrays=arrays, num_rounds=run.rounds, timeout=run.timeout)
