@@ -308,7 +308,7 @@ def _bb_sweep(problem, complete, f_min, b_max, step, tolerance, max_seconds) -> 
     from selection.solvers.bb import bb_front
 
     if not complete:
-        raise ValueError("backend bb computes the complete front only: use complete=True")
+        raise ValueError("backend bb computes the complete front only (--complete, complete=True)")
     if f_min is not None or b_max is not None or tolerance > 0:
         raise ValueError("backend bb takes no f_min, b_max or tolerance; use backend auto")
     step = front_step(problem) if step is None else step
