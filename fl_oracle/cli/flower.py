@@ -67,11 +67,23 @@ def _config(seed: int, num_supernodes: int, **overrides: Any):
     return OracleConfig(**kw)
 
 
+def flower_selector_help() -> str:
+    """The shared ``--selector`` help, and what Flower's replies cannot serve (refused before
+    any work by ``check_flower_selector``): surrogates that read logits, verified picks."""
+    from selection.surrogates import get_surrogate, surrogates
+
+    reading = [n for n in surrogates() if get_surrogate(n).needs_logits]
+    return (
+        f"{selector_help()} Not in Flower (its replies carry no logits and no true aggregate "
+        f"of candidates): the {', '.join(reading)} surrogates and verify."
+    )
+
+
 def flower(
     selector: str = typer.Option(
         ...,
         "--selector",
-        help=selector_help(),
+        help=flower_selector_help(),
     ),
     k: int = typer.Option(..., "--k", "-k", min=1, help="Nodes (clients) trained per round."),
     rounds: int = typer.Option(3, "--rounds", "-r", min=1, help="Training rounds."),

@@ -617,3 +617,11 @@ def test_fedsel_flower_refuses_before_flower_starts(tmp_path, spec, needle):
     assert err[0].startswith("fedsel: error: ") and needle in err[0], err
     assert r.stdout == "" and not out.exists()
     assert took < 30, took
+
+
+def test_fedsel_flower_help_says_what_flower_cannot_serve():
+    """The --selector help no longer advertises, unqualified, what flower refuses."""
+    from fl_oracle.cli.flower import flower_selector_help
+
+    text = flower_selector_help()
+    assert "Not in Flower" in text and "ensemble, softvote surrogates and verify" in text
