@@ -225,7 +225,8 @@ def _check_model(model: str, data: dict) -> None:
     from fl_oracle.sim.model import resolve_model
 
     train = next(iter(data.values()))["train"]
-    resolve_model(model, n_classes=train.n_classes, image_shape=tuple(train.images.shape[1:]))
+    shape = getattr(train, "image_shape", None) or tuple(train.images.shape[1:])
+    resolve_model(model, n_classes=train.n_classes, image_shape=tuple(shape))
 
 
 def check_address(address: str | None, timeout: float = 5.0) -> None:

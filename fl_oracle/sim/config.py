@@ -279,11 +279,12 @@ class OracleConfig:
         }
 
     def federation_bytes(self) -> int:
-        """Memory the federation's images take once loaded (float32, ``resolution`` a side
-        for a dataset, 32 for the Digits-4 default; 3 channels): training shards, local
+        """Bytes the federation's images take once loaded (a dataset's float32 at
+        ``resolution`` a side; the Digits-4 default's uint8 pixels at 32, kept compact and
+        decoded per client, :mod:`fl_oracle.sim.store`; 3 channels): training shards, local
         hold-outs, validation and test sets. Arithmetic on the settings, before any load."""
         side = self.resolution if self.dataset is not None else 32
-        per_image = 3 * side * side * 4
+        per_image = 3 * side * side * (4 if self.dataset is not None else 1)
         n = sum(self.train_needed().values())
         n += len(self.domains) * (self.test_per_domain or 0)
         return int(n * per_image)

@@ -28,6 +28,10 @@ import torch
 
 from fl_oracle.sim.model import Arch, forward_stacked, prepool, unflatten
 
+#: clients trained, and candidate models evaluated, in one stacked pass at most: memory grows
+#: with this, not with the federation (the default federation's 20 clients fit one pass)
+MODEL_CHUNK = 32
+
 __all__ = [
     "LocalResult",
     "plan_steps",
@@ -219,8 +223,9 @@ def train_clients(
         b, steps = plan_steps(n, batch_size, budgets[i])
         check = max(1, math.ceil(math.ceil(n / b) / 4))
         groups.setdefault((b, steps, check, len(probes[i])), []).append(i)
-    limit = getattr(arch, "group_limit", None)  # a large generic model: fewer at once
-    if limit is not None:
+    # a large generic model: fewer at once; any model: at most MODEL_CHUNK (memory)
+    limit = min(getattr(arch, "group_limit", None) or MODEL_CHUNK, MODEL_CHUNK)
+    if any(len(part) > limit for part in groups.values()):
         groups = {
             (*key, j): part[j : j + limit]
             for key, part in groups.items()
@@ -237,10 +242,11 @@ def train_clients(
             if callback is not None:
                 callback(done, total)
 
+        x_part = [xs[i] for i in part]  # decoded once (compact client images)
         res = train_group(
             arch,
             w_t,
-            [xs[i] for i in part],
+            x_part,
             [ys[i] for i in part],
             [SampleStream(len(ys[i]), seeds[i], w_t.device) for i in part],
             batch=b,
@@ -248,7 +254,7 @@ def train_clients(
             lr=lr,
             mu=mu,
             gamma=gamma,
-            probe_x=torch.stack([xs[i][probes[i]] for i in part]),
+            probe_x=torch.stack([x[probes[i]] for x, i in zip(x_part, part, strict=True)]),
             probe_y=torch.stack([ys[i][probes[i]] for i in part]),
             g0_norm=g0_norm[part],
             check_every=check,

@@ -25,7 +25,7 @@ import torch
 
 from fl_oracle.errors import CheckpointError, ConfigError, OracleError, UnknownClientError
 from fl_oracle.sim.config import OracleConfig
-from fl_oracle.sim.local import plan_steps, train_clients
+from fl_oracle.sim.local import MODEL_CHUNK, plan_steps, train_clients
 from fl_oracle.sim.model import forward_stacked, init_params, prepool, resolve_model, unflatten
 from fl_oracle.sim.partition import build_federation
 from fl_oracle.sim.stats import (
@@ -38,6 +38,7 @@ from fl_oracle.sim.stats import (
     probe_stats,
     probe_stats_vmap,
 )
+from fl_oracle.sim.store import ClientImages, Paired
 from selection.logits import ValidationLogits
 from selection.progress import ProgressFn
 from selection.schema import F_FLOOR, validate_stats
@@ -135,7 +136,7 @@ def load_federation_data(
     from fl_oracle.sim.data import load_digits
     from fl_oracle.sim.data.api import bundled_shortfall
     from fl_oracle.sim.data.bundled import TRAIN_IMAGES
-    from fl_oracle.sim.partition import share_split
+    from fl_oracle.sim.partition import share_split, shared_request
 
     # the bundled genuine digits shared by their clients where they fall short (arithmetic,
     # the partition shares them the same way); refused only where not one image per client
@@ -145,23 +146,33 @@ def load_federation_data(
         for d, need in config.train_needed().items()
         if bundled_shortfall(d, need, config.data_root, config.data_mode)
     }
-    config, _ = share_split(config, short)
-    n_train = config.train_needed()
+    config, notes = share_split(config, short)
+    n_train = shared_request(config, {d: short[d] for d in notes})
     for d, need in n_train.items():
         why = bundled_shortfall(d, need, config.data_root, config.data_mode)
         if why:
             raise ConfigError(why)
-    return load_digits(
-        config.domains,
-        root=config.data_root,
-        mode=config.data_mode,
-        n_train=n_train,
-        n_test=config.test_per_domain,
-        seed=config.data_seed,
-        standardize=True,
-        cache_dir=cache_dir,
-        progress=progress,
-    )
+    from fl_oracle.sim.data.api import check_real
+    from fl_oracle.sim.data.stream import DomainStream
+
+    check_real(config.domains, config.data_root, config.data_mode)  # every missing file at once
+
+    def load(d: str) -> dict:
+        return load_digits(
+            [d],
+            root=config.data_root,
+            mode=config.data_mode,
+            n_train=n_train,
+            n_test=config.test_per_domain,
+            seed=config.data_seed,
+            standardize=True,
+            cache_dir=cache_dir,
+            progress=progress,
+            compact=True,  # uint8 pixels, decoded per client on use (fl_oracle.sim.store)
+        )[d]
+
+    # one domain at a time: the partition stores each domain's clients before the next loads
+    return DomainStream(config.domains, load)
 
 
 def check_fits(config: OracleConfig, memory: int | None = None) -> None:
@@ -220,7 +231,10 @@ class Oracle:
         self.sources = dict(fed.sources)
         from fl_oracle.sim.data.provenance import data_provenance
 
-        self.provenance = data_provenance({d: data[d] for d in fed.domains})
+        hollow = getattr(data, "hollow", None)  # a DomainStream keeps the records, not pixels
+        self.provenance = data_provenance(
+            {d: (hollow(d) if hollow else data[d]) for d in fed.domains}
+        )
         # clients sharing a small split (the bundled genuine MNIST): said in the record
         self.shared = dict(fed.shared)
         for d, note in self.shared.items():
@@ -237,15 +251,25 @@ class Oracle:
         # passes below see these same images every round, and pooling first gives bitwise
         # the same results as pooling on every pass
         pooled = lambda x: prepool(self.arch, x)  # noqa: E731
-        self._xs = [pooled(x) for x in fed.xs]
+        # compact client images (a ClientImages sequence) are decoded and pooled on use;
+        # float ones (an image-folder dataset) are pooled once here
+        if isinstance(fed.xs, ClientImages):
+            self._xs = fed.xs.mapped(pooled)
+        else:
+            self._xs = [pooled(x) for x in fed.xs]
         self._sets = {
             "val": {d: (pooled(x), y) for d, (x, y) in fed.val.items()},
             "test": {d: (pooled(x), y) for d, (x, y) in fed.test.items()},
         }
-        self._local = [(pooled(x), y) for x, y in fed.local]
+        if isinstance(fed.local, Paired):
+            self._local_x, self._local_y = fed.local.xs.mapped(pooled), list(fed.local.ys)
+        else:
+            self._local_x = [pooled(x) for x, _ in fed.local]
+            self._local_y = [y for _, y in fed.local]
         glob = fed.hist.sum(0)
         self._B = np.array([js_divergence(h, glob) for h in fed.hist])
         self._probe_x = torch.cat([x[p] for x, p in zip(self._xs, fed.probe, strict=True)])
+        del data  # the domains' pixels: what the run needs is in the federation now
         self._probe_y = torch.cat([y[p] for y, p in zip(fed.ys, fed.probe, strict=True)])
         self._probe_seg = torch.cat(
             [
@@ -354,14 +378,21 @@ class Oracle:
         are appended to it (the hits are counted from the same float32 logits)."""
         t0 = time.perf_counter()
         sets = self._sets[split]
-        hits = []
+        hits, parts_z = [], []
         for d in self.domains:
-            if logits is None:
-                hits.append(correct_stacked(self.arch, W, *sets[d]).cpu().numpy())
-                continue
-            z = logits_stacked(self.arch, W, sets[d][0])
-            hits.append((z.argmax(-1) == sets[d][1]).sum(1).cpu().numpy())
-            logits.append(z.to(torch.float16).cpu().numpy())
+            parts = []
+            for m0 in range(0, len(W), MODEL_CHUNK):  # bounded activations on a GPU
+                Wm = W[m0 : m0 + MODEL_CHUNK]
+                if logits is None:
+                    parts.append(correct_stacked(self.arch, Wm, *sets[d]).cpu().numpy())
+                    continue
+                z = logits_stacked(self.arch, Wm, sets[d][0])
+                parts.append((z.argmax(-1) == sets[d][1]).sum(1).cpu().numpy())
+                parts_z.append(z.to(torch.float16).cpu().numpy())
+            hits.append(np.concatenate(parts))
+            if logits is not None:
+                logits.append(np.concatenate(parts_z))
+                parts_z.clear()
         self.timings["eval" if split == "val" else "test"] += time.perf_counter() - t0
         return np.stack(hits, axis=1), np.array([len(sets[d][1]) for d in self.domains])
 
@@ -370,23 +401,29 @@ class Oracle:
 
         Hold-outs of one size (the default: ``config.local_holdout`` each) are evaluated in
         one pass of all candidate models on their own inputs, otherwise one by one."""
-        local = self._local
-        if not local or any(len(local[i][1]) == 0 for i in idx):
+        ys = self._local_y
+        if not ys or any(len(ys[i]) == 0 for i in idx):
             return None
         t0 = time.perf_counter()
         W = self._w.unsqueeze(0) + D
-        if len({len(local[i][1]) for i in idx}) == 1:
-            x = torch.stack([local[i][0] for i in idx])
-            y = torch.stack([local[i][1] for i in idx])
-            with torch.no_grad():
-                logits = forward_stacked(self.arch, unflatten(self.arch, W), x)
-            out = 100.0 * (logits.argmax(-1) == y).sum(1).cpu().numpy() / y.shape[1]
+        if len({len(ys[i]) for i in idx}) == 1:
+            out = np.empty(len(idx))
+            for r0 in range(0, len(idx), MODEL_CHUNK):  # memory bounded by the chunk
+                part = idx[r0 : r0 + MODEL_CHUNK]
+                x = torch.stack([self._local_x[i] for i in part])
+                y = torch.stack([ys[i] for i in part])
+                with torch.no_grad():
+                    logits = forward_stacked(
+                        self.arch, unflatten(self.arch, W[r0 : r0 + MODEL_CHUNK]), x
+                    )
+                out[r0 : r0 + len(part)] = (
+                    100.0 * (logits.argmax(-1) == y).sum(1).cpu().numpy() / y.shape[1]
+                )
         else:
             out = np.empty(len(idx))
             for r, i in enumerate(idx):
-                x, y = local[i]
-                hits = correct_stacked(self.arch, W[r : r + 1], x, y)
-                out[r] = 100.0 * float(hits[0]) / len(y)
+                hits = correct_stacked(self.arch, W[r : r + 1], self._local_x[i], ys[i])
+                out[r] = 100.0 * float(hits[0]) / len(ys[i])
         self.timings["eval"] += time.perf_counter() - t0
         return out
 

@@ -216,21 +216,38 @@ class Federation:
 
 
 def _split_arrays(split, what: str):
-    """(images, labels, source) of a DomainData-like object (attributes images/labels/source)."""
+    """(images, labels, source, decode) of a DomainData-like object (attributes images,
+    labels, source; optional ``encoding``). ``decode`` is None for float images; for the
+    compact uint8 pixels (N, 32, 32, 3) it turns a block of them into float32 (n, 3, 32, 32)
+    (:func:`fl_oracle.sim.data.api.decode_images`)."""
     import torch
 
     try:
         x, y = split.images, split.labels
     except AttributeError as exc:
         raise ConfigError(f"data for {what} lacks images/labels") from exc
-    x = torch.as_tensor(x, dtype=torch.float32)
+    encoding = str(getattr(split, "encoding", "float"))
+    decode = None
+    if encoding.startswith("uint8"):
+        from fl_oracle.sim.data.api import decode_images
+
+        x = torch.as_tensor(x, dtype=torch.uint8)
+        standardize = encoding == "uint8-standardize"
+        decode = lambda block: decode_images(block, standardize)  # noqa: E731
+    else:
+        x = torch.as_tensor(x, dtype=torch.float32)
     y = torch.as_tensor(y, dtype=torch.int64)
     if x.dim() != 4 or len(x) != len(y):
         raise ConfigError(
             f"data for {what}: images {tuple(x.shape)} / labels {tuple(y.shape)} "
             "must be (N, channels, height, width) and (N,)"
         )
-    return x, y, str(getattr(split, "source", "real"))
+    return x, y, str(getattr(split, "source", "real")), decode
+
+
+def _image_shape(x, decode) -> tuple[int, ...]:
+    """(channels, height, width) of a split's images as the model sees them."""
+    return (x.shape[3], x.shape[1], x.shape[2]) if decode is not None else tuple(x.shape[1:])
 
 
 def share_split(config, available: dict[str, int]):
@@ -246,26 +263,44 @@ def share_split(config, available: dict[str, int]):
     notes: dict[str, str] = {}
     sizes = dict(config.samples_per_client)
     need = config.train_needed()
+    cpd, hold = config.clients_per_domain, config.local_holdout
     for d, have in available.items():
         if d not in config.domains or need[d] <= have:
             continue
-        room = have - config.clients_per_domain * config.local_holdout - config.val_per_domain
-        if room < config.clients_per_domain:
-            continue
+        room = have - config.val_per_domain  # for the clients' shards and hold-outs
+        if room < cpd:
+            continue  # not one image a client
         old = sizes[d]
-        n = max(1, old * room // max(1, sum(config.client_sizes()[d])))
+        # full hold-outs while they leave every client an image; beyond that the shards and
+        # the hold-outs share what is left in the proportion of their sizes (local_holdouts
+        # shrinks the hold-outs equally to the unused images)
+        shrink = room - cpd * hold < cpd
+        train_room = room * old // (old + hold) if shrink else room - cpd * hold
+        train_room = max(train_room, cpd)
+        n = max(1, old * train_room // max(1, sum(config.client_sizes()[d])))
         trial = config.replace(samples_per_client={**sizes, d: n})
-        while n > 1 and sum(trial.client_sizes()[d]) > room:
+        while n > 1 and sum(trial.client_sizes()[d]) > train_room:
             n -= 1
             trial = config.replace(samples_per_client={**sizes, d: n})
-        if sum(trial.client_sizes()[d]) > room:
+        if sum(trial.client_sizes()[d]) > train_room:
             continue
         sizes[d] = n
-        notes[d] = (
-            f"{config.clients_per_domain} {d} clients share its {have:,} training images: "
+        note = (
+            f"{cpd} {d} clients share its {have:,} training images: "
             f"{n} samples a client{' on average' if config.size_sigma else ''} instead of {old}"
         )
+        if shrink and hold:
+            h = (room - sum(trial.client_sizes()[d])) // cpd
+            note += f", {h} local hold-out images instead of {hold}"
+        notes[d] = note
     return (config.replace(samples_per_client=sizes) if notes else config), notes
+
+
+def shared_request(config, available: dict[str, int]) -> dict[str, int]:
+    """Training images to load per domain once :func:`share_split` has shared the small
+    splits in ``available``: what the settings need, at most what a shared split holds."""
+    need = config.train_needed()
+    return {d: min(n, available[d]) if d in available else n for d, n in need.items()}
 
 
 def build_federation(config, data: dict, device) -> Federation:
@@ -288,34 +323,62 @@ def build_federation(config, data: dict, device) -> Federation:
     n_hold = int(getattr(config, "local_holdout", 0) or 0)
     ids, doms, n, xs, ys, probe, hists, local = [], [], [], [], [], [], [], []
     val, test, sources = {}, {}, {}
+    # a streamed mapping (fl_oracle.sim.data.stream.DomainStream) loads each domain when
+    # asked and states its classes: every domain is asked for once, in order
+    streamed = bool(getattr(data, "streamed", False))
     for d in config.domains:
-        if d not in data or "train" not in data[d] or "test" not in data[d]:
+        if d not in data or (not streamed and ("train" not in data[d] or "test" not in data[d])):
             raise ConfigError(f"data lacks domain {d!r} (needs its 'train' and 'test' splits)")
-    n_classes = max(
-        int(getattr(data[d][s], "n_classes", N_CLASSES))
-        for d in config.domains
-        for s in ("train", "test")
+    n_classes = (
+        int(data.n_classes)
+        if streamed
+        else max(
+            int(getattr(data[d][s], "n_classes", N_CLASSES))
+            for d in config.domains
+            for s in ("train", "test")
+        )
     )
-    # the bundled genuine digits are shared among however many clients ask for them
-    bundled = {
-        d: len(data[d]["train"].labels)
-        for d in config.domains
-        if str(getattr(data[d]["train"], "source", "")) == "bundled"
-    }
-    config, shared = share_split(config, bundled)
-    shape = None
+    from fl_oracle.sim.store import BlockWriter, ClientImages, Paired, release_free_memory
+
+    shared: dict[str, str] = {}
+    shape = encoding = None
+    blocks = hold_blocks = decode_all = None
+    local_y: list = []
     for j, d in enumerate(config.domains):
-        x, y, src = _split_arrays(data[d]["train"], f"{d}/train")
-        xt, yt, _ = _split_arrays(data[d]["test"], f"{d}/test")
-        for what, arr, lab in ((f"{d}/train", x, y), (f"{d}/test", xt, yt)):
-            shape = tuple(arr.shape[1:]) if shape is None else shape
-            if tuple(arr.shape[1:]) != shape:
+        splits = data[d]
+        if streamed and ("train" not in splits or "test" not in splits):
+            raise ConfigError(f"data lacks domain {d!r} (needs its 'train' and 'test' splits)")
+        # the bundled genuine digits are shared among however many clients ask for them
+        if str(getattr(splits["train"], "source", "")) == "bundled":
+            config, note = share_split(config, {d: len(splits["train"].labels)})
+            shared.update(note)
+        for s in ("train", "test"):
+            enc = str(getattr(splits[s], "encoding", "float"))
+            if encoding is not None and enc != encoding:
                 raise ConfigError(
-                    f"data for {what}: images {tuple(arr.shape[1:])} differ from the other "
-                    f"domains' {shape}"
+                    f"data for {d}/{s}: images encoded {enc!r}, the other domains' {encoding!r}"
+                )
+            encoding = enc
+        x, y, src, decode = _split_arrays(splits["train"], f"{d}/train")
+        xt, yt, _, decode_t = _split_arrays(splits["test"], f"{d}/test")
+        del splits
+        if decode is not None and blocks is None:
+            # compact pixels: every client's uint8 block stored once (in memory, or in a
+            # temporary file for a large federation) and decoded when it is used
+            blocks, hold_blocks, decode_all = BlockWriter(), BlockWriter(), decode
+        for what, arr, lab, dec in ((f"{d}/train", x, y, decode), (f"{d}/test", xt, yt, decode_t)):
+            got = _image_shape(arr, dec)
+            shape = got if shape is None else shape
+            if got != shape:
+                raise ConfigError(
+                    f"data for {what}: images {got} differ from the other domains' {shape}"
                 )
             if len(lab) and (int(lab.min()) < 0 or int(lab.max()) >= n_classes):
                 raise ConfigError(f"data for {what}: labels outside 0..{n_classes - 1}")
+
+        def to_device(a, dec=decode):
+            return (a if dec is None else dec(a.numpy())).to(device)
+
         sources[d] = {"real": "real", "bundled": "genuine, bundled"}.get(src, "generated stand-in")
         per = config.client_sizes()[d]
         split = partition_domain(
@@ -331,13 +394,20 @@ def build_federation(config, data: dict, device) -> Federation:
         holds = local_holdouts(y.numpy(), split, n_hold, hold_rngs[j], n_classes)
         for h in holds:
             t = torch.as_tensor(h)
-            local.append((x[t].to(device), y[t].to(device)))
+            if hold_blocks is None:
+                local.append((x[t].to(device), y[t].to(device)))
+            else:
+                hold_blocks.add(x[t].numpy())
+                local_y.append(y[t].to(device))
         for i, idx in enumerate(split.clients):
             t = torch.as_tensor(idx)
             ids.append(f"{d}-{i}")
             doms.append(d)
             n.append(len(idx))
-            xs.append(x[t].to(device))
+            if blocks is None:
+                xs.append(x[t].to(device))
+            else:
+                blocks.add(x[t].numpy())
             ys.append(y[t].to(device))
             hists.append(label_histogram(y[t].numpy(), n_classes))
             cap = (
@@ -347,26 +417,38 @@ def build_federation(config, data: dict, device) -> Federation:
                 torch.as_tensor(np.sort(rngs[2 * j + 1].permutation(len(idx))[:cap])).to(device)
             )
         v = torch.as_tensor(split.val)
-        val[d] = (x[v].to(device), y[v].to(device))
+        val[d] = (to_device(x[v]), y[v].to(device))
         if config.test_per_domain is not None and config.test_per_domain < len(yt):
             keep = torch.as_tensor(
                 np.sort(rngs[2 * j + 1].permutation(len(yt))[: config.test_per_domain])
             )
             xt, yt = xt[keep], yt[keep]
-        test[d] = (xt.to(device), yt.to(device))
+        test[d] = ((xt if decode_t is None else decode_t(xt.numpy())).to(device), yt.to(device))
+        del x, xt  # a domain's pixels are not held past its partition
+        if blocks is not None:
+            release_free_memory()
+    if streamed:
+        data.release()  # a large federation's last domain is not held past its partition
+    if blocks is not None:
+        # one decoder serves every domain (their encodings agree)
+        def decode_dev(block, dec=decode_all):
+            return dec(block).to(device)
+
+        xs = ClientImages(blocks, decode_dev)
+        local = Paired(ClientImages(hold_blocks, decode_dev), tuple(local_y))
     return Federation(
         tuple(config.domains),
         tuple(ids),
         tuple(doms),
         np.asarray(n, dtype=np.int64),
-        tuple(xs),
+        xs if isinstance(xs, ClientImages) else tuple(xs),
         tuple(ys),
         tuple(probe),
         val,
         test,
         np.stack(hists),
         sources,
-        tuple(local),
+        local if isinstance(local, Paired) else tuple(local),
         n_classes,
         shape,
         shared,

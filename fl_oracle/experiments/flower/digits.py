@@ -401,7 +401,10 @@ class DigitsServer:
         from fl_oracle.sim.data.provenance import data_provenance
 
         try:
-            return data_provenance({d: self.data[d] for d in self.domains})
+            hollow = getattr(self.data, "hollow", None)  # a DomainStream: records, no pixels
+            return data_provenance(
+                {d: (hollow(d) if hollow else self.data[d]) for d in self.domains}
+            )
         except Exception:  # tiny injected data may lack provenance fields
             return {}
 

@@ -36,7 +36,15 @@ from .generate import generate
 from .imageops import standardize_per_image
 from .real import expected_files, find_real, load_real
 
-__all__ = ["DEFAULT_N", "MODES", "check_real", "describe_sources", "load_digits", "load_domain"]
+__all__ = [
+    "DEFAULT_N",
+    "MODES",
+    "check_real",
+    "decode_images",
+    "describe_sources",
+    "load_digits",
+    "load_domain",
+]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +82,18 @@ def _check_n(n: int | None, what: str) -> None:
         raise DataError(f"{what} must be a positive integer or None, got {n!r}")
 
 
+def decode_images(x: np.ndarray, standardize: bool = True) -> torch.Tensor:
+    """uint8 images (N, 32, 32, 3) -> float32 tensor (N, 3, 32, 32): in [0, 1], or
+    standardized per image (:func:`standardize_per_image`).
+
+    Every image is decoded by itself (its own mean and std), so decoding a client's block
+    gives bit for bit the values that decoding its whole split and slicing would."""
+    imgs = np.moveaxis(x, -1, 1).astype(np.float32) / 255.0  # (N, 3, 32, 32) in [0, 1]
+    if standardize:
+        imgs = standardize_per_image(imgs)
+    return torch.from_numpy(np.ascontiguousarray(imgs))
+
+
 def _to_domain_data(
     x: np.ndarray,
     y: np.ndarray,
@@ -83,22 +103,22 @@ def _to_domain_data(
     path: str,
     standardize: bool,
     version: str = "",
+    compact: bool = False,
 ) -> DomainData:
     from .provenance import content_hash
 
     digest = content_hash(x, y.astype(np.int64))
-    imgs = np.moveaxis(x, -1, 1).astype(np.float32) / 255.0  # (N, 3, 32, 32) in [0, 1]
-    if standardize:
-        imgs = standardize_per_image(imgs)
+    images = torch.from_numpy(np.ascontiguousarray(x)) if compact else decode_images(x, standardize)
     return DomainData(
         name=name,
         split=split,
-        images=torch.from_numpy(np.ascontiguousarray(imgs)),
+        images=images,
         labels=torch.from_numpy(y.astype(np.int64)),
         source=source,
         path=path,
         version=version,
         sha256=digest,
+        encoding=("uint8-standardize" if standardize else "uint8") if compact else "float",
     )
 
 
@@ -129,6 +149,7 @@ def load_domain(
     standardize: bool = True,
     cache_dir: str | Path | None = None,
     progress: ProgressFn | None = None,
+    compact: bool = False,
 ) -> DomainData:
     """Load one split of one digit domain as 3×32×32 float images.
 
@@ -143,6 +164,9 @@ def load_domain(
         standardize: standardize each image by its own mean and std; else values in [0, 1].
         cache_dir: folder for generated stand-ins (default: see :func:`cache.cache_root`).
         progress: ``(done, total, label)`` callback while generating (:mod:`selection.progress`).
+        compact: keep the uint8 pixels (N, 32, 32, 3) as served (``encoding`` says how to
+            decode them: :func:`decode_images`) instead of float32 (N, 3, 32, 32), a quarter
+            of the memory; the federation decodes each client's block on use.
 
     Returns:
         The :class:`DomainData` with ``source`` "real", "bundled" or "generated".
@@ -160,19 +184,21 @@ def load_domain(
         src = find_real(name, split, root)
         if src is not None:
             x, y = load_real(src, n, int(seed))
-            return _to_domain_data(x, y, name, split, "real", str(src.path), standardize)
+            return _to_domain_data(
+                x, y, name, split, "real", str(src.path), standardize, compact=compact
+            )
         user_files = any(find_real(name, s, root) is not None for s in SPLITS)
         bundled = None if mode != "auto" or user_files else bundled_source(name, split)
         if bundled is not None:  # n=None: the whole bundled split
             x, y = load_real(bundled, n, int(seed))
             ver = f"{BUNDLED_PACKAGE} {bundled_version()}"
             return _to_domain_data(
-                x, y, name, split, "bundled", str(bundled.path), standardize, ver
+                x, y, name, split, "bundled", str(bundled.path), standardize, ver, compact
             )
     size = DEFAULT_N[split] if n is None else int(n)
     x, y = _generated(name, split, size, int(seed), cache_dir, progress)
     ver = f"generator v{cache.GENERATOR_VERSION}, seed {int(seed)}"
-    return _to_domain_data(x, y, name, split, "generated", "", standardize, ver)
+    return _to_domain_data(x, y, name, split, "generated", "", standardize, ver, compact)
 
 
 def check_real(
@@ -227,12 +253,14 @@ def load_digits(
     standardize: bool = True,
     cache_dir: str | Path | None = None,
     progress: ProgressFn | None = None,
+    compact: bool = False,
 ) -> dict[str, dict[str, DomainData]]:
     """Load train and test splits of several domains.
 
     Args:
         domains: domain names (default all four, in :data:`DOMAINS` order).
-        root, mode, seed, standardize, cache_dir, progress: as in :func:`load_domain`.
+        root, mode, seed, standardize, cache_dir, progress, compact: as in
+            :func:`load_domain`.
         n_train: images per training split: one int for all, a mapping domain -> int
             (missing domains get the default), or None.
         n_test: the same for the test splits.
@@ -272,6 +300,7 @@ def load_digits(
                 standardize=standardize,
                 cache_dir=cache_dir,
                 progress=progress,
+                compact=compact,
             )
             for s in ("train", "test")
         }

@@ -46,6 +46,10 @@ class DomainData:
             standardization), see :mod:`.provenance`.
         n_classes: number of classes of the dataset (10 for the digits; an image-folder
             dataset's class count, :mod:`.folders`).
+        encoding: ``"float"`` (``images`` as described above), or the uint8 pixels
+            (N, 32, 32, 3) as served, decoded on use by
+            :func:`fl_oracle.sim.data.api.decode_images`: ``"uint8-standardize"`` (then
+            standardized per image) or ``"uint8"`` (to [0, 1]).
     """
 
     name: str
@@ -57,9 +61,16 @@ class DomainData:
     version: str = ""
     sha256: str = ""
     n_classes: int = 10
+    encoding: str = "float"
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        """(channels, height, width) of one image as the model sees it, in any encoding."""
+        shape = tuple(int(v) for v in self.images.shape[1:])
+        return (shape[2], shape[0], shape[1]) if self.encoding != "float" else shape
 
     def __repr__(self) -> str:
         return (

@@ -64,7 +64,8 @@ def read_cached(
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             continue  # truncated or damaged: regenerated and overwritten
         if x.shape == (size, 32, 32, 3) and x.dtype == np.uint8 and y.shape == (size,):
-            return x[:n].copy(), y[:n].astype(np.int64)
+            # the whole file: no copy; a prefix: copied, so the larger array is not kept
+            return (x if n >= size else x[:n].copy()), y[:n].astype(np.int64)
     return None
 
 

@@ -19,8 +19,8 @@ def test_the_bundled_digits_train_split_holds_what_the_check_assumes():
 
 
 def test_mnist_clients_beyond_the_bundled_digits_are_refused_before_loading(monkeypatch):
-    """50 clients' local hold-outs alone (50 x 100) exceed the 4,000 bundled images: not even
-    one training image a client is left, so the federation is refused, by arithmetic."""
+    """3,600 clients cannot have one of the 3,500 bundled images left beside validation: the
+    federation is refused, by arithmetic, before anything is loaded."""
     import fl_oracle.sim.data as data
 
     def no_load(*a, **k):  # any load would be the defect
@@ -28,9 +28,28 @@ def test_mnist_clients_beyond_the_bundled_digits_are_refused_before_loading(monk
 
     monkeypatch.setattr(data, "load_digits", no_load)
     t0 = time.perf_counter()
-    with pytest.raises(ConfigError, match="needs 35500 training images .* hold 4000"):
-        load_federation_data(OracleConfig(seed=0, clients_per_domain=50))
+    with pytest.raises(ConfigError, match="training images .* hold 4000"):
+        load_federation_data(
+            OracleConfig(seed=0, clients_per_domain=3600, samples_per_client=dict.fromkeys(
+                ("mnist", "usps", "svhn", "syn"), 1), local_holdout=0)
+        )  # fmt: skip
     assert time.perf_counter() - t0 < 5.0  # arithmetic, not a load (generous on a busy CI)
+
+
+def test_250_mnist_clients_share_the_bundled_digits_and_their_hold_outs():
+    """Cross-device: 250 MNIST clients share the 3,500 images beside validation, the shards
+    and the hold-outs in the proportion 600 : 100 (12 and 2 a client), said in the note."""
+    from fl_oracle.sim.partition import share_split, shared_request
+
+    cfg = OracleConfig(seed=0, clients_per_domain=250)
+    shared, notes = share_split(cfg, {"mnist": 4000})
+    assert shared.samples_per_client["mnist"] == 12
+    assert notes["mnist"].endswith("12 samples a client instead of 600, 2 local hold-out "
+                                   "images instead of 100")  # fmt: skip
+    # the shards and validation fit; the loader asks for the whole split, no more
+    assert 250 * 12 + 500 <= 4000
+    assert shared_request(shared, {"mnist": 4000})["mnist"] == 4000
+    assert shared_request(shared, {"mnist": 4000})["svhn"] == shared.train_needed()["svhn"]
 
 
 def test_many_mnist_clients_share_the_bundled_digits(monkeypatch):
@@ -61,7 +80,7 @@ def test_many_mnist_clients_share_the_bundled_digits(monkeypatch):
 
     monkeypatch.setattr(data, "load_digits", fake_load)
     with pytest.raises(RuntimeError, match="stop"):
-        load_federation_data(cfg)
+        load_federation_data(cfg)["mnist"]  # domains load when the partition asks
     assert asked["mnist"] == 4000
     # the partition: every MNIST client's 40 images disjoint from the others' and validation
     rng = np.random.default_rng(0)
@@ -93,7 +112,7 @@ def test_many_mnist_clients_share_the_bundled_digits(monkeypatch):
 
 def test_a_federation_beyond_the_machines_memory_is_refused():
     cfg = OracleConfig(seed=0, clients_per_domain=1_000_000, data_mode="generated")
-    assert cfg.federation_bytes() > 10**13
+    assert cfg.federation_bytes() > 5 * 10**12  # uint8 pixels: 3,072 bytes an image
     with pytest.raises(ConfigError, match="more than this machine's 1.0 GiB"):
         check_fits(cfg, memory=2**30)
     check_fits(OracleConfig(seed=0), memory=2**30)  # the default fits in 1 GiB
