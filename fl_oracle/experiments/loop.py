@@ -9,7 +9,9 @@ updates (w_{t+1}) and the round is logged:
   ``stats_mode``, ``k``, ``selected`` (ids joined by ``;``), ``acc_<domain>`` (test accuracy %),
   ``acc_avg`` (mean over domains), ``acc_worst`` (their minimum), ``acc_gap`` (max - min),
   ``pred_utility``/``pred_gap``/``pred_worst`` (the linear model of :mod:`selection.objectives`
-  on the round's statistics), ``solve_seconds``, ``fallback`` (empty unless the selector failed
+  on the round's statistics), ``solve_seconds``, ``route`` (the backend that answered the
+  round's problem: ``enum``, ``highs``, ``cbc``, ...; empty for a rule that solves nothing),
+  ``fallback`` (empty unless the selector failed
   and a fallback point was committed), ``round_seconds`` (wall), ``round_cpu_seconds`` (CPU
   time of this process: about the wall time the round takes alone on a core with one torch
   thread), and the oracle's ``global_loss``, ``B_dissimilarity`` and ``mu`` of the new model
@@ -326,6 +328,7 @@ def history_row(
     solve_seconds: float,
     fallback: str,
     clocks: tuple[float, float],
+    route: str = "",
 ) -> dict:
     """The columns every round cycle writes first (in-process, training-only, Flower), in the
     contract's order; each cycle appends its own (global statistics, engine, failures)."""
@@ -344,6 +347,7 @@ def history_row(
         "pred_worst": pred.get("worst", nan),
         "surrogate": surrogate,
         "solve_seconds": float(solve_seconds),
+        "route": route,
         "fallback": fallback,
         "round_seconds": time.perf_counter() - clocks[0],
         "round_cpu_seconds": time.process_time() - clocks[1],
@@ -397,6 +401,8 @@ class RoundChoice:
         fallback: "" or why the committed point is not the selector's own answer.
         pred: the chosen selection's predicted objectives (``pred_*`` in the history).
         weights: aggregation weights by client id (q-FFL), or None for the sample weights.
+        route: the backend that answered the problem (``enum``, ``highs``, ``cbc``, ...; what
+            ``auto`` chose), "" for a rule that solves nothing.
     """
 
     problem: SelectionProblem
@@ -405,6 +411,7 @@ class RoundChoice:
     fallback: str
     pred: dict[str, float]
     weights: dict[str, float] | None
+    route: str = ""
 
 
 def choose_round(
@@ -432,7 +439,9 @@ def choose_round(
     weights = qffl_weights(source, ids, float(q)) if q is not None else None
     pos = {c: i for i, c in enumerate(problem.ids)}
     pred = evaluate_objectives(problem, [pos[c] for c in ids])
-    return RoundChoice(problem, ids, solve_seconds, fallback, pred, weights)
+    last = getattr(selector, "last", None)
+    route = str(getattr(last, "backend", "") or "")
+    return RoundChoice(problem, ids, solve_seconds, fallback, pred, weights, route)
 
 
 def run_training(
@@ -533,6 +542,7 @@ def run_training(
                 solve_seconds=solve_seconds,
                 fallback=fallback,
                 clocks=(t0, c0),
+                route=choice.route,
             ),  # fmt: skip
             **cost,
             "upper_bound": bool(info.model.upper_bound and not info.rule),

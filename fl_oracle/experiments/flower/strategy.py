@@ -244,6 +244,7 @@ class _Pending:
     failures: dict[str, str]
     reuse: bool = False  # fresh: the measured updates are committed, nobody trains again
     inputs: Any = None  # probe, predicted: the round's inputs, for the model's observe
+    route: str = ""  # the backend that answered the round's problem ("" for a rule)
 
 
 class FedselStrategy(FedProx):
@@ -488,6 +489,7 @@ class FedselStrategy(FedProx):
             reuse=self.stats_mode not in ("stale", "probe", "predicted")
             or (self.stats_mode == "stale" and all(c in self._measured for c in ids)),
             inputs=inputs,
+            route=choice.route,
         )
         if self._pending.reuse:  # the K measured updates are the commit: nobody trains again
             self._like = arrays
@@ -538,6 +540,7 @@ class FedselStrategy(FedProx):
             solve_seconds=p.solve_seconds,
             fallback=p.fallback,
             clocks=p.clocks,
+            route=p.route,
         )
         row.update(self._cost.columns())
         row.update(

@@ -43,6 +43,7 @@ def test_history_columns_and_domain_metrics():
         "pred_worst",
         "surrogate",
         "solve_seconds",
+        "route",
         "fallback",
         "round_seconds",
         "round_cpu_seconds",
