@@ -141,6 +141,11 @@ def _im2col(a: torch.Tensor, k: int, pad: int) -> torch.Tensor:
     return p.permute(0, 1, 4, 5, 2, 3).reshape(n, c * k * k, -1)
 
 
+#: clients up to which the probe pass sums per-client FC gradients over all of them at once
+#: (one-hot over K); beyond, over the clients each chunk holds (see :func:`probe_stats`)
+ONEHOT_CLIENTS = 64
+
+
 def probe_stats(
     arch: Arch,
     params: torch.Tensor,
@@ -198,11 +203,12 @@ def probe_stats(
         xc.requires_grad_(True)
         yc, seg = y[c0 : c0 + chunk], segment[c0 : c0 + chunk]
         n = len(yc)
-        # with more clients than a chunk has samples, the FC sums below run over the k clients
-        # this chunk holds (rows ``present`` of gsum): a pass costs O(n·k·out·in) with k <= n
-        # rather than O(n·K·out·in), quadratic in the federation's size (5,000 clients did not
-        # finish two rounds in 40 min); up to ``chunk`` clients it is the product over all K
-        if K <= chunk:
+        # beyond ONEHOT_CLIENTS clients the FC sums below run over the k clients this chunk
+        # holds (rows ``present`` of gsum): a pass costs O(n·k·out·in) with k <= n rather than
+        # O(n·K·out·in), quadratic in the federation's size (5,000 clients did not finish two
+        # rounds in 40 min; 500 clients took as long as 1,000); up to ONEHOT_CLIENTS (the
+        # default federation's 20) it is the product over all K
+        if K <= ONEHOT_CLIENTS:
             present, onehot = slice(None), Fn.one_hot(seg, K).to(w.dtype)  # (n, K)
         else:
             present, local = torch.unique(seg, return_inverse=True)
