@@ -50,3 +50,25 @@ def test_the_federation_sizes_are_the_defaults():
     assert f"{sizes} samples per" in README
     share = 100 * (n["mnist"] + n["svhn"]) / sum(n.values())
     assert f"MNIST and SVHN carry {share:.1f} % of the sample weight" in README
+
+
+def _scale_table(df: pd.DataFrame) -> str:
+    """The README's scale table as the committed federation_scale.csv gives it."""
+    rows = [
+        "| N | K | selector | peak memory MB | s per round | solve share of the round | route |",
+        "|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for r in df.to_dict("records"):
+        rows.append(
+            f"| {r['N']:,} | {r['K']} | `{r['selector']}` | {r['peak_rss_mb']:,.0f} | "
+            f"{r['round_s']:.1f} | {100 * r['solve_share']:.2f} % | {r['route']} |"
+        )
+    return "\n".join(rows)
+
+
+def test_the_scale_table_is_the_committed_benchmark():
+    df = pd.read_csv(ROOT / "results/benchmarks/federation_scale.csv")
+    assert _scale_table(df) in README
+    bench = (ROOT / "results/benchmarks/federation_scale.md").read_text(encoding="utf-8")
+    load = re.search(r"Load average \(1, 5, 15 min\) before: ([0-9., ]+); after", bench)
+    assert load and load[1] in README  # the machine's load is stated beside the table
