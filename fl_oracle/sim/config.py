@@ -159,9 +159,17 @@ class OracleConfig:
                         sizes[d] = domain_spec(d).samples_per_client
                     except ValueError:
                         pass
+        spc = self.samples_per_client
+        if isinstance(spc, int) and not isinstance(spc, bool):
+            # one number for every domain, as the command line's --samples-per-client 20
+            set_(self, "samples_per_client", dict.fromkeys(doms, spc))
         if self.samples_per_client is not None:
             if not isinstance(self.samples_per_client, Mapping):
-                raise _err("samples_per_client", self.samples_per_client, "must map domain -> int")
+                raise _err(
+                    "samples_per_client",
+                    self.samples_per_client,
+                    "must be one int for every domain or map domain -> int",
+                )
             extra = sorted(set(self.samples_per_client) - set(doms))
             if extra:
                 raise _err(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from fl_oracle.errors import ConfigError
 from fl_oracle.sim.config import MAX_RESOLUTION, OracleConfig
 
 
@@ -30,3 +31,18 @@ def test_duplicate_domain_sizes_are_refused():
     assert parse_sizes("mnist=5,usps=6") == {"mnist": 5, "usps": 6}
     with pytest.raises(typer.BadParameter, match="gives domain 'mnist' twice"):
         parse_sizes("mnist=5,mnist=6")
+
+
+def test_one_sample_count_serves_every_domain_as_on_the_command_line():
+    """`[oracle] samples_per_client = 20` in a study TOML means what `--samples-per-client 20`
+    means (it was refused with "must map domain -> int")."""
+    from fl_oracle.experiments.study.runs import StudySettings
+
+    cfg = OracleConfig(samples_per_client=20)
+    assert cfg.samples_per_client == {d: 20 for d in cfg.domains}
+    settings = StudySettings.from_toml("[oracle]\nsamples_per_client = 20\n")  # accepted
+    assert OracleConfig(**settings.oracle).samples_per_client == cfg.samples_per_client
+    with pytest.raises(ConfigError, match="one int for every domain or map domain -> int"):
+        OracleConfig(samples_per_client="20")
+    with pytest.raises(ConfigError, match="sample count >= 1"):
+        OracleConfig(samples_per_client=0)
