@@ -194,3 +194,43 @@ def test_fedsel_flower_starts_a_superlink_of_its_own_on_free_ports(monkeypatch):
     for port in ports:  # nothing else listens there now
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
+
+
+@pytest.mark.slow  # a whole Ray-engine run (~80 s): make test-all runs it
+def test_fedsel_flower_completes_beside_a_foreign_superlinks_ports(tmp_path):
+    """Every port flwr's SuperLink takes by default (Fleet/ServerAppIo/SimulationIo 9091-9096,
+    the local SuperLink's 39091 and 39093) held by a foreign listener, as a running foreign
+    SuperLink would: fedsel's run uses its own and completes."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from helpers import PYTHONPATH
+
+    held = []
+    try:
+        for port in (9091, 9092, 9093, 9094, 9095, 9096, 39091, 39093):
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # already held by something else: held all the same
+                s.close()
+                continue
+            s.listen()
+            held.append(s)
+        out = tmp_path / "run"
+        argv = ["flower", "--selector", "proportional", "--k", "2", "--rounds", "1",
+                "--data", "generated", "--num-supernodes", "4", "--out", str(out)]  # fmt: skip
+        r = subprocess.run(
+            [sys.executable, "-c", "from fl_oracle.cli import main; main()", *argv],
+            env={**os.environ, "PYTHONPATH": PYTHONPATH},
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+    finally:
+        for s in held:
+            s.close()
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (out / "history.csv").is_file() and "1 rounds" in r.stdout + r.stderr
