@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     write_table_atomic(df, args.out / "federation_scale.csv")
     cmd = ".venv/bin/python benchmarks/federation_scale.py"
-    extra = [a for a in (argv if argv is not None else sys.argv[1:])]
+    extra = list(argv if argv is not None else sys.argv[1:])
     if extra:
         cmd += " " + " ".join(extra)
     lines = [

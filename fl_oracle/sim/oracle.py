@@ -269,7 +269,6 @@ class Oracle:
         glob = fed.hist.sum(0)
         self._B = np.array([js_divergence(h, glob) for h in fed.hist])
         self._probe_x = torch.cat([x[p] for x, p in zip(self._xs, fed.probe, strict=True)])
-        del data  # the domains' pixels: what the run needs is in the federation now
         self._probe_y = torch.cat([y[p] for y, p in zip(fed.ys, fed.probe, strict=True)])
         self._probe_seg = torch.cat(
             [
@@ -378,9 +377,9 @@ class Oracle:
         are appended to it (the hits are counted from the same float32 logits)."""
         t0 = time.perf_counter()
         sets = self._sets[split]
-        hits, parts_z = [], []
+        hits = []
         for d in self.domains:
-            parts = []
+            parts, parts_z = [], []
             for m0 in range(0, len(W), MODEL_CHUNK):  # bounded activations on a GPU
                 Wm = W[m0 : m0 + MODEL_CHUNK]
                 if logits is None:
@@ -392,7 +391,6 @@ class Oracle:
             hits.append(np.concatenate(parts))
             if logits is not None:
                 logits.append(np.concatenate(parts_z))
-                parts_z.clear()
         self.timings["eval" if split == "val" else "test"] += time.perf_counter() - t0
         return np.stack(hits, axis=1), np.array([len(sets[d][1]) for d in self.domains])
 
@@ -400,14 +398,15 @@ class Oracle:
         """Accuracy (%) of w_t + Δ_i on client i's local hold-out; None if one has none.
 
         Hold-outs of one size (the default: ``config.local_holdout`` each) are evaluated in
-        one pass of all candidate models on their own inputs, otherwise one by one."""
+        stacked passes of up to ``MODEL_CHUNK`` candidate models on their own inputs,
+        otherwise one by one."""
         ys = self._local_y
         if not ys or any(len(ys[i]) == 0 for i in idx):
             return None
         t0 = time.perf_counter()
         W = self._w.unsqueeze(0) + D
+        out = np.empty(len(idx))
         if len({len(ys[i]) for i in idx}) == 1:
-            out = np.empty(len(idx))
             for r0 in range(0, len(idx), MODEL_CHUNK):  # memory bounded by the chunk
                 part = idx[r0 : r0 + MODEL_CHUNK]
                 x = torch.stack([self._local_x[i] for i in part])
@@ -420,7 +419,6 @@ class Oracle:
                     100.0 * (logits.argmax(-1) == y).sum(1).cpu().numpy() / y.shape[1]
                 )
         else:
-            out = np.empty(len(idx))
             for r, i in enumerate(idx):
                 hits = correct_stacked(self.arch, W[r : r + 1], self._local_x[i], ys[i])
                 out[r] = 100.0 * float(hits[0]) / len(ys[i])

@@ -245,11 +245,6 @@ def _split_arrays(split, what: str):
     return x, y, str(getattr(split, "source", "real")), decode
 
 
-def _image_shape(x, decode) -> tuple[int, ...]:
-    """(channels, height, width) of a split's images as the model sees them."""
-    return (x.shape[3], x.shape[1], x.shape[2]) if decode is not None else tuple(x.shape[1:])
-
-
 def share_split(config, available: dict[str, int]):
     """Clients sharing a training split too small for their sizes: ``(config, notes)``.
 
@@ -338,6 +333,7 @@ def build_federation(config, data: dict, device) -> Federation:
             for s in ("train", "test")
         )
     )
+    from fl_oracle.sim.data.base import model_shape
     from fl_oracle.sim.store import BlockWriter, ClientImages, Paired, release_free_memory
 
     shared: dict[str, str] = {}
@@ -367,7 +363,7 @@ def build_federation(config, data: dict, device) -> Federation:
             # temporary file for a large federation) and decoded when it is used
             blocks, hold_blocks, decode_all = BlockWriter(), BlockWriter(), decode
         for what, arr, lab, dec in ((f"{d}/train", x, y, decode), (f"{d}/test", xt, yt, decode_t)):
-            got = _image_shape(arr, dec)
+            got = model_shape(tuple(arr.shape[1:]), "float" if dec is None else "uint8")
             shape = got if shape is None else shape
             if got != shape:
                 raise ConfigError(
@@ -423,7 +419,7 @@ def build_federation(config, data: dict, device) -> Federation:
                 np.sort(rngs[2 * j + 1].permutation(len(yt))[: config.test_per_domain])
             )
             xt, yt = xt[keep], yt[keep]
-        test[d] = ((xt if decode_t is None else decode_t(xt.numpy())).to(device), yt.to(device))
+        test[d] = (to_device(xt), yt.to(device))  # the encodings agree (checked above)
         del x, xt  # a domain's pixels are not held past its partition
         if blocks is not None:
             release_free_memory()

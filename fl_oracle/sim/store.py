@@ -154,6 +154,10 @@ class BlockWriter:
     def nbytes(self) -> int:
         return self._bytes
 
+    def shape(self, i: int) -> tuple[int, ...]:
+        """Shape of block ``i``, without reading it."""
+        return self._where[i][1] if self._file is not None else self._mem[i].shape
+
     def block(self, i: int) -> np.ndarray:
         if self._file is None:
             return self._mem[i]
@@ -202,10 +206,7 @@ class ClientImages(Sequence):
 
     def sizes(self) -> list[int]:
         """Images per client, without decoding."""
-        b = self.blocks
-        if b.on_disk:
-            return [shape[0] for _, shape in b._where]
-        return [len(m) for m in b._mem]
+        return [self.blocks.shape(i)[0] for i in range(len(self.blocks))]
 
 
 class Paired(Sequence):

@@ -87,7 +87,8 @@ def sweep_eps(
         complete: sweep ε downwards from the unconstrained optimum until infeasible.
         backend: ``auto``, ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip`` (see EpsSolver),
             or, for a complete sweep only, ``bb``: the whole front in one bi-objective
-            branch-and-bound (:mod:`selection.solvers.bb`; linear surrogates); with ``auto``, a complete sweep of 200k–5M selections may switch to enumeration
+            branch-and-bound (:mod:`selection.solvers.bb`; linear surrogates); with ``auto``,
+            a complete sweep of 200k–5M selections may switch to enumeration
             (:data:`FRONT_ENUM_MAX`; the rows' ``route_reason`` says so).
         n_jobs: threads for grid points (ignored by the complete sweep).
         time_limit: seconds per point; a point stopped by it keeps its incumbent (status

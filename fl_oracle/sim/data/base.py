@@ -69,8 +69,14 @@ class DomainData:
     @property
     def image_shape(self) -> tuple[int, int, int]:
         """(channels, height, width) of one image as the model sees it, in any encoding."""
-        shape = tuple(int(v) for v in self.images.shape[1:])
-        return (shape[2], shape[0], shape[1]) if self.encoding != "float" else shape
+        return model_shape(tuple(self.images.shape[1:]), self.encoding)
+
+
+def model_shape(stored: tuple[int, ...], encoding: str) -> tuple[int, ...]:
+    """(channels, height, width) the model sees of one image stored with shape ``stored``:
+    float images are stored so; compact uint8 pixels as (height, width, channels)."""
+    stored = tuple(int(v) for v in stored)
+    return stored if encoding == "float" else (stored[2], stored[0], stored[1])
 
     def __repr__(self) -> str:
         return (

@@ -56,9 +56,7 @@ class DomainStream(Mapping):
             raise KeyError(d)
         if d in self._held:
             return self._held[d]
-        if self._held_bytes() > self._keep:
-            self._held = {}  # dropped before the next loads: pixels pass one domain at a time
-            release_free_memory()
+        self.release()  # before the next loads: pixels pass one domain at a time
         splits = self._load(d)
         self.loads += 1
         self._hollow[d] = {s: _hollow(v) for s, v in splits.items()}

@@ -129,6 +129,8 @@ class Relaxation:
         hs = self._hs
         from selection.solvers.milp.highs import new_highs
 
+        self.set_threshold(t)  # the copied LP carries g(S) <= t, whatever box came before
+
         h = new_highs()
         h.setOptionValue("threads", 1)
         h.setOptionValue("mip_rel_gap", 0.0)
