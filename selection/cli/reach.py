@@ -18,7 +18,7 @@ def eps_range(problem, f_min: float | None = None, b_max: float | None = None) -
     top = solver.solve(problem)
     if not top.ok:
         return {}
-    best = min_gap_point(problem, solver=solver)
+    best = min_gap_point(problem, solver=solver, highest_u=False)
     g_min, g_max = float(best.objectives["gap"]), float(top.objectives["gap"])
     up = [math.ceil(v * 100 - 1e-9) / 100 for v in (g_min, g_max)]
     grid = sorted({round(up[0] + (up[1] - up[0]) * i / 3, 2) for i in range(4)})

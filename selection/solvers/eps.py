@@ -34,6 +34,7 @@ from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
 from selection.solvers.milp.formulations import eps_spec
 from selection.solvers.milp.fractional import FracStage
 from selection.solvers.milp.model import INF, LexBackend, integer_data
+from selection.solvers.min_gap import MinGapSolver
 from selection.solvers.params import check_finite, check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult, SolveResult
@@ -251,36 +252,41 @@ class EpsSolver(ExactSolver):
         )
 
 
-_BISECT_TOL = 1e-6
-
-
 def min_gap_point(
-    problem: SelectionProblem, infeasible_eps: float = 0.0, *, solver: EpsSolver | None = None
+    problem: SelectionProblem,
+    infeasible_eps: float = 0.0,
+    *,
+    solver: EpsSolver | None = None,
+    highest_u: bool = True,
 ) -> SolveResult:
-    """The smallest-gap selection (highest U among ties), by bisection over ε.
+    """The smallest-gap selection (highest U among ties): :class:`.min_gap.MinGapSolver`.
+
+    Enumeration where the ε solver would enumerate; above that a local search and two
+    node-limited HiGHS MILPs (bounded and deterministic; :mod:`.min_gap`), whose result is
+    ``optimal`` where both stages are proven and otherwise ``time_limit`` with the proven
+    range of the smallest gap in its message.
 
     Args:
         problem: the round's problem.
-        infeasible_eps: an ε known to be infeasible (a lower bound on the smallest gap).
-        solver: the ε solver to bisect with (its f_min/b_max constraints apply); default a
-            plain one.
+        infeasible_eps: an ε known to be infeasible (every selection's gap exceeds it); a
+            lower bound on the smallest gap.
+        solver: the ε solver whose settings apply (its f_min/b_max constraints, backend,
+            enumeration limit, seed, threads, time limit); default a plain one.
+        highest_u: also find the highest U at the gap found (False: the gap alone matters).
 
     Returns:
-        The ε solver's result at the smallest feasible ε found (within 1e-6 points); the
-        unconstrained point's (not ok) result when even that is infeasible.
+        The smallest-gap point (method ``min-gap``); status ``infeasible`` when the
+        constraints admit no selection.
     """
     solver = EpsSolver() if solver is None else solver
-    best = solver.with_param(None).solve(problem)  # the U* selection under the constraints
-    if not best.ok:
-        return best
-    lo, hi = float(infeasible_eps), float(best.objectives["gap"])
-    for _ in range(64):
-        if hi - lo <= _BISECT_TOL:
-            break
-        mid = 0.5 * (lo + hi)
-        r = solver.with_param(mid).solve(problem)
-        if r.ok:
-            best, hi = r, min(mid, float(r.objectives["gap"]))
-        else:
-            lo = mid
-    return best
+    return MinGapSolver(
+        f_min=solver.f_min,
+        b_max=solver.b_max,
+        lower=infeasible_eps,
+        backend=solver.backend,
+        enum_limit=solver.enum_limit,
+        seed=solver.seed,
+        threads=solver.threads,
+        time_limit=solver.time_limit,
+        highest_u=highest_u,
+    ).solve(problem)

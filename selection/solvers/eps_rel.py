@@ -70,7 +70,7 @@ class EpsRelSolver(Solver):
         if not top.ok:
             return top
         g_top = float(top.objectives["gap"])
-        g_min = float(min_gap_point(problem).objectives["gap"])
+        g_min = float(min_gap_point(problem, highest_u=False).objectives["gap"])
         return g_min + self.alpha * (g_top - g_min) + 1e-9, g_min, g_top
 
     def candidates(self, problem: SelectionProblem, m: int) -> list[tuple[int, ...]]:
