@@ -1,6 +1,7 @@
 """Selectors: the library API live training calls once per round.
 
-A selector is built from a spec string by :func:`make_selector` and called as
+A spec string is parsed once, at the edge, into a typed :class:`Spec` (:func:`parse_spec`);
+a selector is built from it (or from the string) by :func:`make_selector` and called as
 ``selector(round_stats, k) -> list[str]``: it takes the round-stats table (when the table holds
 several rounds, the last one is used), chooses ``k`` clients and returns their ids in table
 order. Specs:
@@ -72,11 +73,9 @@ from selection.verify import DEFAULT_VERIFY
 __all__ = [
     "Spec",
     "parse_spec",
-    "with_surrogate",
     "Selector",
     "make_selector",
     "spec_forms",
-    "information_of",
     "split_specs",
     "min_gap_point",
     "proportional_sample",
@@ -158,16 +157,32 @@ class Spec:
         """The one spelling of this spec: defaults dropped, modifiers in a fixed order."""
         return self.base + ("@" + "+".join(self.modifiers) if self.modifiers else "")
 
+    @property
+    def is_rule(self) -> bool:
+        """A registered baseline rule (``all`` included), which reads no surrogate."""
+        return _is_rule(self.name)
+
+    def with_surrogate(self, surrogate: str | None) -> Spec:
+        """This spec judged by ``surrogate`` (None: unchanged), as ``--surrogate`` sets it;
+        SelectionError if the surrogate is unknown or the spec names another one already."""
+        if surrogate is None:
+            return self
+        from selection.surrogates import get_surrogate
+
+        get_surrogate(surrogate)
+        if self.surrogate not in ("mean", surrogate):
+            raise _bad(
+                self.canonical, f"it names the {self.surrogate} surrogate, --surrogate {surrogate}"
+            )
+        judged = replace(self, surrogate=surrogate)
+        _check_information(judged.canonical, judged)  # e.g. probe supplies no logits
+        return judged
+
 
 def _is_rule(name: str) -> bool:
     from selection.baselines import baselines
 
     return name in baselines()
-
-
-def information_of(spec: str) -> str:
-    """The information model a driver runs for ``spec`` (:attr:`Spec.information`)."""
-    return parse_spec(spec).information
 
 
 def _canonical_number(text: str) -> str:
@@ -256,53 +271,40 @@ def _check_information(text: str, spec: Spec) -> None:
         )
 
 
-def with_surrogate(spec: str, surrogate: str | None) -> str:
-    """``spec`` judged by ``surrogate`` (None: unchanged), canonical; SelectionError if the spec
-    names another surrogate already."""
-    from dataclasses import replace as _replace
-
-    parsed = parse_spec(spec)
-    if surrogate is None:
-        return spec
-    from selection.surrogates import get_surrogate
-
-    get_surrogate(surrogate)
-    if parsed.surrogate not in ("mean", surrogate):
-        raise _bad(spec, f"it names the {parsed.surrogate} surrogate, --surrogate {surrogate}")
-    return _replace(parsed, surrogate=surrogate).canonical
-
-
 class Selector:
     """Callable ``(round_stats, k) -> ids``; see the module docstring for the attributes.
 
     Attributes:
-        surrogate: the surrogate the selector's problem is judged by (``@surrogate``).
-        verify: candidates measured per round by verified picks (0 = off).
+        spec: the typed spec the selector was built from (its information model, if any, is
+            the driver's to run: ``spec.information``).
+        label: ``spec`` without the information model (:attr:`Spec.selector_spec`), as
+            messages name the selector.
         evaluator: ``ids -> (U, U_d)`` of the true aggregate (set by the training loop when
             ``verify`` is on).
     """
 
-    def __init__(
-        self,
-        spec: str,
-        *,
-        seed: int = 0,
-        aggregation_q: float | None = None,
-        surrogate: str = "mean",
-        verify: int = 0,
-    ) -> None:
+    def __init__(self, spec: Spec, *, seed: int = 0, aggregation_q: float | None = None) -> None:
         self.spec = spec
+        self.label = spec.selector_spec
         self.seed = int(seed)
         self.rng = np.random.default_rng(self.seed)
         self.aggregation_q = aggregation_q
-        self.surrogate = surrogate
-        self.verify = int(verify)
         self.evaluator = None
         self.last: SolveResult | None = None
         self.fallback: str = ""
 
+    @property
+    def surrogate(self) -> str:
+        """The surrogate the selector's problem is judged by (``@surrogate``)."""
+        return self.spec.surrogate
+
+    @property
+    def verify(self) -> int:
+        """Candidates measured per round by verified picks (0 = off)."""
+        return self.spec.verify
+
     def __repr__(self) -> str:
-        return f"Selector({self.spec!r}, seed={self.seed})"
+        return f"Selector({self.label!r}, seed={self.seed})"
 
     def __call__(self, round_stats: pd.DataFrame, k: int, logits=None) -> list[str]:
         """Choose ``k`` clients of the last round of ``round_stats``; return their ids.
@@ -326,12 +328,11 @@ class Selector:
         if not result.ok:
             t0 = time.perf_counter()
             eps = getattr(self, "_eps", 0.0) or 0.0
-            # only an infeasible ε proves that every selection's gap exceeds it
-            point = min_gap_point(problem, eps if result.status == Status.INFEASIBLE else 0.0)
+            point = min_gap_point(problem, eps)
             self.fallback = (
-                f"{self.spec}: {result.status} ({result.message or 'no selection'}); fell back to "
+                f"{self.label}: {result.status} ({result.message or 'no selection'}); fell back to "
                 f"the smallest-gap point (gap {point.objectives['gap']:.4f} pp, "
-                f"U {point.objectives['utility']:.2f}%; {point.message})"
+                f"U {point.objectives['utility']:.2f}%)"
             )
             seconds = result.seconds + time.perf_counter() - t0
             result = replace(point, seconds=seconds, message=self.fallback)
@@ -344,27 +345,21 @@ class Selector:
 
 class _SolverSelector(Selector):
     def __init__(
-        self,
-        spec: str,
-        make: Callable[[int], Solver],
-        *,
-        seed: int = 0,
-        eps: float | None = None,
-        **kw,
+        self, spec: Spec, make: Callable[[int], Solver], *, seed: int = 0, eps: float | None = None
     ) -> None:
-        super().__init__(spec, seed=seed, **kw)
+        super().__init__(spec, seed=seed)
         self._make = make
         self._eps = eps
         solver = make(0)  # validate the parameters now
         if self.verify and not hasattr(solver, "candidates"):
-            raise SelectionError(f"{spec}: {solver.name} has no candidates to verify")
+            raise SelectionError(f"{self.label}: {solver.name} has no candidates to verify")
 
     def _choose(self, problem: SelectionProblem) -> SolveResult:
         solver = self._make(int(self.rng.integers(2**31 - 1)))
         if self.verify:
             if self.evaluator is None:
                 raise SelectionError(
-                    f"{self.spec}: verified picks need the oracle's evaluate_aggregate (run it "
+                    f"{self.label}: verified picks need the oracle's evaluate_aggregate (run it "
                     "in training, where the loop supplies it)"
                 )
             from selection.verify import verified_solve
@@ -376,8 +371,8 @@ class _SolverSelector(Selector):
 class _RuleSelector(Selector):
     """A registered baseline rule (:mod:`selection.baselines`) as a selector."""
 
-    def __init__(self, spec: str, rule, *, seed: int = 0, **kw) -> None:
-        super().__init__(spec, seed=seed, aggregation_q=rule.aggregation_q(), **kw)
+    def __init__(self, spec: Spec, rule, *, seed: int = 0) -> None:
+        super().__init__(spec, seed=seed, aggregation_q=rule.aggregation_q())
         self._rule = rule
         self.rule = rule.name
         #: what the rule reads of the clients (``Baseline.reads``) and uploads per probe
@@ -392,7 +387,7 @@ class _RuleSelector(Selector):
     def _choose(self, problem: SelectionProblem) -> SolveResult:
         t0 = time.perf_counter()
         idx = self._rule.pick(problem, self.rng)
-        return _result(problem, idx, self.rule, self.spec, t0)
+        return _result(problem, idx, self.rule, self.label, t0)
 
 
 def _bad(spec: str, why: str) -> SelectionError:
@@ -465,15 +460,16 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def make_selector(spec: str, *, seed: int = 0) -> Selector:
-    """Build a selector from its spec string (see the module docstring).
+def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
+    """Build a selector from its spec, typed or a string (see the module docstring).
 
     Solver-backed specs (``name:arg``) are read by the registered solver's
     :meth:`~selection.solvers.base.Solver.spec_kwargs`, so a newly registered formulation is a
     selector without further code.
 
     Args:
-        spec: e.g. ``eps:5``, ``maxmin:2``, ``weighted:1,0,0``, ``nsga2:knee``, ``random``.
+        spec: a :class:`Spec`, or its text (parsed here), e.g. ``eps:5``, ``maxmin:2``,
+            ``weighted:1,0,0``, ``nsga2:knee``, ``random``.
         seed: seed of the selector's own random generator.
 
     Raises:
@@ -483,11 +479,10 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
     from selection.solvers.base import solver_options
     from selection.solvers.registry import solvers
 
-    parsed = parse_spec(spec)
-    spec = parsed.selector_spec
+    parsed = spec if isinstance(spec, Spec) else parse_spec(spec)
+    text = parsed.selector_spec
     name, arg = parsed.name, (parsed.arg or "")
     has_arg = parsed.arg is not None
-    mods = {"surrogate": parsed.surrogate, "verify": parsed.verify}
     known = solvers()
     try:
         if name in known or name in _ALIASES:
@@ -495,24 +490,23 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
             cls = known[solver_name]
             if key is not None:
                 if not has_arg:
-                    raise _bad(spec, f"{name} needs comma-separated weights, e.g. {name}:1,0,0")
+                    raise _bad(text, f"{name} needs comma-separated weights, e.g. {name}:1,0,0")
                 kw = {key: arg}
             else:
                 kw = cls.spec_kwargs(arg if has_arg else None)
             seeded = "seed" in solver_options(cls)
             eps = kw.get("eps") if solver_name == "eps" else None
             return _SolverSelector(
-                spec,
+                parsed,
                 lambda s: cls(**kw, **({"seed": s} if seeded else {})),
                 seed=seed,
                 eps=eps,
-                **mods,
             )
         if parsed.verify:
-            raise _bad(spec, f"verify needs a formulation; {name} is a baseline rule")
+            raise _bad(text, f"verify needs a formulation; {name} is a baseline rule")
         if parsed.surrogate != "mean" and name in baselines():
             raise _bad(
-                spec,
+                text,
                 f"{name} is a baseline rule: it reads no surrogate of U(S) (a surrogate "
                 "modifier applies to formulations)",
             )
@@ -521,18 +515,18 @@ def make_selector(spec: str, *, seed: int = 0) -> Selector:
             rule = rules[name]
             if rule.arg is None:
                 if has_arg:
-                    raise _bad(spec, f"{name} takes no argument")
-                return _RuleSelector(spec, rule(spec), seed=seed, **mods)
+                    raise _bad(text, f"{name} takes no argument")
+                return _RuleSelector(parsed, rule(text), seed=seed)
             if not has_arg:
-                raise _bad(spec, f"{name} needs a value, e.g. {name}:{rule.arg_example}")
-            value = _number(spec, arg, integer=rule.integer)
+                raise _bad(text, f"{name} needs a value, e.g. {name}:{rule.arg_example}")
+            value = _number(text, arg, integer=rule.integer)
             if value < rule.minimum:
-                raise _bad(spec, f"{rule.arg} must be at least {rule.minimum:g}")
-            return _RuleSelector(spec, rule(spec, value), seed=seed, **mods)
+                raise _bad(text, f"{rule.arg} must be at least {rule.minimum:g}")
+            return _RuleSelector(parsed, rule(text, value), seed=seed)
     except SelectionError as exc:
         if str(exc).startswith("bad selector spec"):
             raise
-        raise _bad(spec, str(exc)) from None
+        raise _bad(text, str(exc)) from None
     except ValueError as exc:
-        raise _bad(spec, str(exc)) from None
-    raise _bad(spec, f"unknown selector {name!r}")
+        raise _bad(text, str(exc)) from None
+    raise _bad(text, f"unknown selector {name!r}")

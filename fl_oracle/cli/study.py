@@ -102,14 +102,9 @@ def study(
     from fl_oracle.cli.train import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.report import finish_study
-    from fl_oracle.experiments.study.runs import (
-        StudySettings,
-        grown,
-        parse_entry,
-        run_study,
-    )
+    from fl_oracle.experiments.study.runs import StudySettings, grown, run_study
     from selection.progress import rich_progress
-    from selection.selectors import make_selector, split_specs, with_surrogate
+    from selection.selectors import make_selector, parse_spec, split_specs
 
     if show_defaults:
         print(StudySettings().to_toml(), end="")
@@ -135,12 +130,12 @@ def study(
     if surrogate is not None:
         if entries is None:
             raise ValueError("--surrogate applies to the entries of --selectors; give them")
-        from selection.baselines import baselines
-        from selection.selectors import parse_spec
-
-        rules = baselines()  # baseline rules and ``all`` read no surrogate
+        # the field set on each formulation's parsed spec (baseline rules and ``all`` read no
+        # surrogate: they stay as written); the settings keep the specs, not their text
+        specs = [parse_spec(e) for e in entries]
         entries = tuple(
-            e if parse_spec(e).name in rules else with_surrogate(e, surrogate) for e in entries
+            e if s.is_rule else s.with_surrogate(surrogate)
+            for e, s in zip(entries, specs, strict=True)
         )
     given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
              ("--k", k), ("--selectors", selectors), ("--reference", reference)) if v is not None]  # fmt: skip
@@ -187,8 +182,8 @@ def study(
             oracle = dataset_fields(str(dataset), **oracle)
         settings = StudySettings.from_toml(settings.to_toml(), oracle=oracle)
     for entry in settings.selectors:
-        make_selector(parse_entry(entry)[0], seed=0)  # bad spec -> one line before any work
-    overrides = {**settings.oracle, "k": settings.k}
+        make_selector(settings.spec(entry), seed=0)  # bad spec -> one line before any work
+    overrides = dict(settings.oracle)  # K is the runs' (settings.k), checked by the settings
     make_config(0, **overrides)  # bad oracle setting -> one line before any process starts
     with claim_run_folder(out, "study", resume=True, committed="study.toml"):
         if not report_only:

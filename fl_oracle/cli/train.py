@@ -75,11 +75,8 @@ def _recorded_config(config, oracle) -> str:
     return config.to_toml() + "\n" + provenance_toml(prov) + "\n" + rec
 
 
-def _information(selector: str, stats: str | None, check) -> str:
-    """The run's information model: ``--stats`` or the spec's (they must agree)."""
-    from selection.selectors import parse_spec
-
-    parsed = parse_spec(selector)
+def _information(parsed, stats: str | None, check) -> str:
+    """The run's information model: ``--stats`` or the parsed spec's (they must agree)."""
     if stats is None:
         return parsed.information
     try:
@@ -187,9 +184,10 @@ def train(
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
     from selection.progress import rich_progress
-    from selection.selectors import make_selector, with_surrogate
+    from selection.selectors import make_selector, parse_spec
 
-    stats = _information(selector, stats, check_information)
+    spec = parse_spec(selector)  # the one parse: typed from here on
+    stats = _information(spec, stats, check_information)
     _check_choice("--data", data, DATA_MODES)
     config = make_config(
         seed,
@@ -216,8 +214,10 @@ def train(
         fisher_samples=fisher_samples,
         threads=threads,
     )
-    selector = with_surrogate(selector, surrogate)
-    sel = make_selector(selector, seed=seed)
+    if surrogate is not None:  # --surrogate sets the field; the run is named canonically
+        spec = spec.with_surrogate(surrogate)
+        selector = spec.canonical
+    sel = make_selector(spec, seed=seed)
     # --overwrite: the data and model are checked (the oracle built) before the old run goes
     oracle = make_oracle(config) if overwrite else None
     # one run per folder: locked, another run refused, nothing left behind by a failed start
@@ -329,15 +329,16 @@ def demo(
     _check_choice("--data", data, DATA_MODES)
     kw: dict[str, Any] = {"rounds": rounds, "seeds": seeds, "k": k, "front_round": front_round}
     if selectors is not None:
-        specs = tuple(split_specs(selectors))
-        for spec in specs:
-            make_selector(spec, seed=0)  # bad spec -> one-line error before any training
-        kw["selectors"] = specs
+        kw["selectors"] = tuple(split_specs(selectors))
     settings = DemoSettings(**{a: v for a, v in kw.items() if v is not None})
-    overrides = {**DEMO_ORACLE, "k": settings.k, "data_mode": data, "device": device}
+    for text in settings.selectors:
+        make_selector(settings.spec(text), seed=0)  # bad spec -> one line before any training
+    overrides = {**DEMO_ORACLE, "data_mode": data, "device": device}
     overrides["data_root"] = None if data_root is None else str(data_root)
     overrides = {a: v for a, v in overrides.items() if v is not None}
-    make_config(0, **overrides)  # bad value -> one-line error before any process starts
+    # bad value, or K beyond the clients -> one line before any process starts (K is the runs':
+    # settings.k; the oracle's configuration holds none)
+    make_config(0, k=settings.k, **overrides)
     runs = settings.seeds * len(settings.selectors)
     n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
     factory = demo_factory(overrides)

@@ -67,6 +67,7 @@ from selection.information import (
 from selection.information.probe import Calibrated
 from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
+from selection.selectors import Selector
 
 __all__ = [
     "STATS_MODES",
@@ -95,7 +96,10 @@ def check_information(text: str) -> str:
 
 # Global statistics of the new model copied from ``oracle.step`` into the history when present.
 GLOBAL_KEYS = ("global_loss", "B_dissimilarity", "mu")
-Selector = Callable[[pd.DataFrame, int], list[str]]
+#: what a round cycle calls: a :class:`~selection.selectors.Selector` (its typed spec says the
+#: surrogate and verified picks), or any callable ``(round_stats, k) -> ids`` (a fake, the
+#: oracle's sampler), which reads the mean surrogate
+SelectorLike = Selector | Callable[[pd.DataFrame, int], list[str]]
 
 
 class OracleLike(Protocol):
@@ -369,7 +373,7 @@ def check_selection(
 
 
 def run_selector(
-    selector: Selector, table: pd.DataFrame, problem: SelectionProblem
+    selector: SelectorLike, table: pd.DataFrame, problem: SelectionProblem
 ) -> tuple[list[str], float, str]:
     """Run the selector; if it raises InfeasibleError fall back to the best feasible point.
 
@@ -378,8 +382,10 @@ def run_selector(
     """
     t0 = time.perf_counter()
     try:
-        choose = getattr(selector, "choose", None)
-        raw = choose(problem) if callable(choose) else selector(table, problem.k)
+        if isinstance(selector, Selector):
+            raw = selector.choose(problem)
+        else:
+            raw = selector(table, problem.k)
         ids = [str(c) for c in raw]
         seconds, message = _last_solve_info(selector)
         return ids, (time.perf_counter() - t0) if seconds is None else seconds, message
@@ -415,7 +421,7 @@ class RoundChoice:
 
 
 def choose_round(
-    selector: Selector,
+    selector: SelectorLike,
     table: pd.DataFrame,
     k: int,
     *,
@@ -446,7 +452,7 @@ def choose_round(
 
 def run_training(
     oracle: OracleLike,
-    selector: Selector,
+    selector: SelectorLike,
     *,
     rounds: int,
     k: int,
@@ -463,8 +469,10 @@ def run_training(
 
     Args:
         oracle: an :class:`fl_oracle.sim.oracle.Oracle` (or an object with the same methods).
-        selector: callable ``(round_stats, k) -> ids`` (see ``selection.selectors``); an
-            ``aggregation_q`` attribute switches on q-FFL weights.
+        selector: a :class:`~selection.selectors.Selector` (its spec's surrogate judges
+            the round's problem; its verified picks get the oracle's evaluator) or any
+            callable ``(round_stats, k) -> ids``; an ``aggregation_q`` attribute switches on
+            q-FFL weights.
         rounds: number of rounds R >= 1.
         k: clients per round, 1 <= K <= N.
         name: the selector's spec, written to the ``selector`` column.
@@ -496,9 +504,9 @@ def run_training(
     q = getattr(selector, "aggregation_q", None)
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
-    surrogate = getattr(selector, "surrogate", "mean")
+    surrogate = selector.surrogate if isinstance(selector, Selector) else "mean"
     info = _Information(oracle, stats_mode, seed, k, rule_view)
-    if getattr(selector, "verify", 0):
+    if isinstance(selector, Selector) and selector.verify:
         evaluate_aggregate = getattr(oracle, "evaluate_aggregate", None)
         if not callable(evaluate_aggregate):
             raise SelectionError(
@@ -512,7 +520,7 @@ def run_training(
         if not measured:
             row, table = _train_only_round(
                 oracle, selector, t, k, name, seed, domains, (t0, c0), before_step,
-                keep_metrics, stats_mode,
+                keep_metrics, stats_mode, surrogate,
             )  # fmt: skip
             history.append(row)
             if on_round is not None:
@@ -563,7 +571,7 @@ def run_training(
 
 def _train_only_round(
     oracle: Any,
-    selector: Selector,
+    selector: SelectorLike,
     t: int,
     k: int,
     name: str,
@@ -573,6 +581,7 @@ def _train_only_round(
     before_step: Callable[[], Mapping[str, Any]] | None,
     keep_metrics: Sequence[str],
     stats_mode: str = "fresh",
+    surrogate: str = "mean",
 ) -> tuple[dict, pd.DataFrame]:
     """One round without statistics: select on the bare client table, commit, log.
 
@@ -607,7 +616,7 @@ def _train_only_round(
             ids=ids,
             accuracies=domain_metrics(metrics, domains),
             pred=None,
-            surrogate=getattr(selector, "surrogate", "mean"),
+            surrogate=surrogate,
             solve_seconds=solve_seconds,
             fallback="",
             clocks=(t0, c0),

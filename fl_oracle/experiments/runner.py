@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fl_oracle.experiments.loop import OracleLike, TrainResult, run_training
+from selection.selectors import Spec
 
 __all__ = ["DEMO_ORACLE", "OracleFactory", "RunTask", "cached_oracle", "run_one", "run_all"]
 
@@ -84,17 +85,32 @@ _ORACLES: dict[int, tuple[OracleLike, dict]] = {}  # per worker process (one poo
 
 @dataclass(frozen=True)
 class RunTask:
-    """One run: ``spec`` on ``seed`` with the information model ``stats_mode``;
-    ``snapshot_round`` asks for the oracle state at that round; ``truth`` has a baseline
-    rule's run measure every client (``run_training``'s ``rule_view="fresh"``)."""
+    """One run: the selector ``spec`` on ``seed`` for ``rounds`` rounds of ``k`` clients.
 
-    spec: str
+    Attributes:
+        spec: the parsed selector spec; its information model (``spec.information``) is the
+            run's.
+        seed: the federation's, the initial model's and the selector's seed.
+        rounds: training rounds.
+        k: clients committed per round (the run's K: the oracle's configuration holds none).
+        name: the history's ``selector`` column ("" = ``spec.selector_spec``).
+        snapshot_round: the round whose oracle state the run returns (None: none).
+        truth: a baseline rule's run measures every client (``run_training``'s
+            ``rule_view="fresh"``), so its statistics can be kept.
+    """
+
+    spec: Spec
     seed: int
     rounds: int
     k: int
-    stats_mode: str
+    name: str = ""
     snapshot_round: int | None = None
-    truth: bool = False  # a baseline rule's run measures every client (its stats are kept)
+    truth: bool = False
+
+    @property
+    def label(self) -> str:
+        """The run's name in its history and in messages."""
+        return self.name or self.spec.selector_spec
 
 
 def cached_oracle(
@@ -116,7 +132,8 @@ def run_one(
     cache: dict,
     tick: Callable[[], None] | None = None,
 ) -> tuple[TrainResult, dict | None, dict]:
-    """Train one run from the seed's round-0 state.
+    """Train one run from the seed's round-0 state; ``make_selector(task.spec, seed=...)``
+    builds its selector (:func:`selection.selectors.make_selector` takes the typed spec).
 
     Returns:
         The run, the oracle state at ``task.snapshot_round`` (or None) and the federation's
@@ -141,9 +158,9 @@ def run_one(
         selector,
         rounds=task.rounds,
         k=task.k,
-        name=task.spec,
+        name=task.label,
         seed=task.seed,
-        stats_mode=task.stats_mode,
+        stats_mode=task.spec.information,
         on_round=on_round,
         rule_view="fresh" if task.truth else "probe",
     )

@@ -17,7 +17,7 @@ the 15 minutes the demo is allowed on 2 CPU cores; its measured time is in the R
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -25,7 +25,7 @@ from fl_oracle.experiments.demo.fronts import front_points
 from fl_oracle.experiments.loop import OracleLike, TrainResult
 from fl_oracle.experiments.runner import RunTask, run_all
 from selection.progress import ProgressFn, report
-from selection.selectors import information_of
+from selection.selectors import Spec, parse_spec
 
 __all__ = [
     "DEFAULT_SELECTORS",
@@ -55,7 +55,8 @@ class DemoSettings:
         rounds: training rounds per run.
         seeds: number of seeds (0..seeds-1); each seed is its own federation.
         k: clients selected per round.
-        selectors: selector specs; the first is the reference run for fronts and statistics.
+        selectors: selector specs; the first is the reference run for fronts and statistics
+            (each parsed once, here: :meth:`spec`).
         front_round: round whose statistics the fronts are swept on (default rounds // 2).
         front_delta: δ grid of the max-min sweep, percentage points.
         stats_mode: the information model of every run (:mod:`selection.information`);
@@ -82,6 +83,14 @@ class DemoSettings:
             raise ValueError(f"duplicate selector in {', '.join(self.selectors)}")
         if self.front_round is not None and not 0 <= self.front_round < self.rounds:
             raise ValueError(f"front_round={self.front_round} must lie in 0..{self.rounds - 1}")
+        specs = {text: parse_spec(text) for text in self.selectors}
+        if self.stats_mode is not None:  # one information model for every run
+            specs = {t: replace(p, stats_mode=self.stats_mode) for t, p in specs.items()}
+        object.__setattr__(self, "_specs", specs)  # not a field: settings compare by their text
+
+    def spec(self, selector: str) -> Spec:
+        """The parsed spec of one of ``selectors``, its information model the run's."""
+        return self._specs[selector]
 
     @property
     def chosen_round(self) -> int:
@@ -172,16 +181,16 @@ def run_demo(
     ref = s.selectors[0]
     tasks = [
         RunTask(
-            spec,
+            s.spec(text),
             seed,
             s.rounds,
             s.k,
-            s.stats_mode or information_of(spec),
-            s.chosen_round if (spec == ref and seed == 0) else None,
-            truth=spec == ref,  # the reference's statistics draw the fronts
+            name=text,  # the history names a run by its spec as written
+            snapshot_round=s.chosen_round if (text == ref and seed == 0) else None,
+            truth=text == ref,  # the reference's statistics draw the fronts
         )
         for seed in range(s.seeds)
-        for spec in s.selectors
+        for text in s.selectors
     ]
     runs: dict[tuple[str, int], TrainResult] = {}
     snapshot, setup = None, {}
@@ -196,7 +205,7 @@ def run_demo(
     cache: dict = {}
     done = run_all(make_oracle, make_selector, tasks, workers=workers, cache=cache, tick=tick)
     for task, (res, snap, fed) in done:
-        runs[(task.spec, task.seed)] = res
+        runs[(task.name, task.seed)] = res
         snapshot = snap if snap is not None else snapshot
         setup = setup or fed
     report(progress, done_rounds, total, f"demo runs: fronts at round {s.chosen_round}")
@@ -204,7 +213,7 @@ def run_demo(
     oracle.load_state_dict(snapshot)
     fronts = front_points(oracle, s.k, s.front_delta)
     tick("demo runs: done")
-    history = pd.concat([runs[(t.spec, t.seed)].history for t in tasks], ignore_index=True)
+    history = pd.concat([runs[(t.name, t.seed)].history for t in tasks], ignore_index=True)
     stats = pd.concat(
         [runs[(ref, seed)].stats.assign(seed=seed) for seed in range(s.seeds)], ignore_index=True
     )

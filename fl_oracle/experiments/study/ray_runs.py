@@ -73,12 +73,12 @@ def run_all_ray(
                     cause = exc.cause if exc.cause is not None else exc
                     text = str(cause).strip().splitlines()
                     raise RuntimeError(
-                        f"run {task.spec} (seed {task.seed}) failed: {type(cause).__name__}: "
+                        f"run {task.label} (seed {task.seed}) failed: {type(cause).__name__}: "
                         f"{text[0] if text else ''}"
                     ) from None
                 except ray.exceptions.WorkerCrashedError:
                     raise RuntimeError(
-                        f"run {task.spec} (seed {task.seed}): its worker died {max_retries + 1} "
+                        f"run {task.label} (seed {task.seed}): its worker died {max_retries + 1} "
                         "times; the finished runs are kept"
                     ) from None
                 if tick is not None:

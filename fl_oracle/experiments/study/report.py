@@ -27,7 +27,6 @@ from fl_oracle.experiments.study.runs import (
     is_baseline,
     load_history,
     missing_runs,
-    parse_entry,
     reference_stats,
 )
 from fl_oracle.experiments.study.stats import (
@@ -40,7 +39,7 @@ from fl_oracle.experiments.study.stats import (
 )
 from selection.atomic import write_table_atomic, write_text_atomic
 from selection.html_page import page
-from selection.selectors import parse_spec
+from selection.selectors import Spec
 
 __all__ = [
     "StudyResult",
@@ -87,17 +86,16 @@ class StudyResult:
     cost: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def family(entry: str) -> str:
-    """The formulation an entry belongs to: ``eps:5@stale`` -> ``eps@stale``; baselines: itself."""
-    parsed = parse_spec(entry)
-    if is_baseline(entry) or parsed.name == "all":
-        return entry
-    return parsed.name + ("@" + "+".join(parsed.modifiers) if parsed.modifiers else "")
+def family(spec: Spec) -> str:
+    """The formulation an entry belongs to: ``eps:5@stale`` -> ``eps@stale``; a baseline rule
+    and ``all``: the entry itself (canonical)."""
+    if spec.is_rule:
+        return spec.canonical
+    return spec.name + ("@" + "+".join(spec.modifiers) if spec.modifiers else "")
 
 
-def _param(entry: str) -> str:
-    parsed = parse_spec(entry)
-    name, arg = parsed.name, parsed.arg
+def _param(spec: Spec) -> str:
+    name, arg = spec.name, spec.arg
     sym = {"eps": "ε", "maxmin": "δ", "eps-rel": "α", "weighted": "w", "fisher-fair": "δ"}.get(
         name, name
     )
@@ -378,8 +376,8 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     paired = paired_differences(
         metrics, settings.reference, entries=order, resamples=settings.bootstrap, seed=0
     )
-    baselines = [e for e in order if is_baseline(e)]
-    candidates = [e for e in order if not is_baseline(e) and parse_entry(e)[0] != "all"]
+    baselines = [e for e in order if is_baseline(settings.spec(e))]
+    candidates = [e for e in order if not settings.spec(e).is_rule]
     doms = {
         plane: (
             dominance(metrics, candidates, baselines, resamples=settings.bootstrap, seed=0, on=on)
@@ -448,7 +446,7 @@ def _colors(settings: StudySettings) -> dict[str, str]:
     from plotly.colors import qualitative
 
     palette = [*_PALETTE, *(c for c in qualitative.Dark24 if c.lower() not in _PALETTE)]
-    fams = list(dict.fromkeys(family(e) for e in settings.selectors))
+    fams = list(dict.fromkeys(family(settings.spec(e)) for e in settings.selectors))
     return {f: palette[i % len(palette)] for i, f in enumerate(fams)}
 
 
@@ -495,7 +493,7 @@ def _plane_figure(res: StudyResult, zoom: bool = False) -> dict:
     colors = _colors(res.settings)
     traces = []
     m = res.metrics
-    fam_of = {e: family(e) for e in res.settings.selectors}
+    fam_of = {e: family(res.settings.spec(e)) for e in res.settings.selectors}
     labelled: list[tuple[float, float, str, str]] = []
     means: list[tuple[float, float, float, float, str, str]] = []  # x, y, hx, hy, label, color
     xs_all, ys_all = list(m["final_avg"]), list(m["final_worst"])
@@ -517,7 +515,7 @@ def _plane_figure(res: StudyResult, zoom: bool = False) -> dict:
             mx, hx = _mean_ci(g["final_avg"])
             my, hy = _mean_ci(g["final_worst"])
             xs.append(mx), ys.append(my), ex.append(hx), ey.append(hy)
-            labels.append(_param(e) if len(entries) > 1 else e)
+            labels.append(_param(res.settings.spec(e)) if len(entries) > 1 else e)
         if not xs:
             continue
         if len(xs) > 1:  # a lone entry is named by the legend and on hover
@@ -596,7 +594,7 @@ def _curves_figure(res: StudyResult, column: str, title: str) -> dict:
         mean, sd, n = by.mean(), by.std(ddof=1).fillna(0.0), by.size()
         half = 1.96 * sd / np.sqrt(n.clip(lower=1))
         r = (mean.index + 1).tolist()
-        c = colors[family(e)]
+        c = colors[family(res.settings.spec(e))]
         vis = True if e in shown else "legendonly"
         traces.append(
             {"type": "scatter", "x": r + r[::-1],
@@ -695,7 +693,9 @@ def render_html(res: StudyResult) -> str:
         "fronts": _fronts_figure(res),
     }
     if not res.cost.empty:
-        colors = {e: _colors(res.settings)[family(e)] for e in res.settings.selectors}
+        colors = {
+            e: _colors(res.settings)[family(res.settings.spec(e))] for e in res.settings.selectors
+        }
         figs["compute"] = compute_figure(res.history, res.settings.selectors, colors)
     s = res.settings
     summary = res.summary[

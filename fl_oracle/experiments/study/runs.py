@@ -9,7 +9,10 @@ A study entry is a selector spec (:func:`selection.selectors.make_selector`), op
 an information model (``@stale``, ``@probe``, ``@pool:10``, ``@predicted``; a formulation
 without one is ``fresh``, the oracle's upper bound; :mod:`selection.information`). Each
 formulation is swept over its parameter (ε grid, δ grid, weight pairs, α grid), so it draws a
-realized (average, worst-domain) front of its own.
+realized (average, worst-domain) front of its own. Entries are text in ``study.toml`` and run
+folders; :class:`StudySettings` parses each once into a typed
+:class:`~selection.selectors.Spec` (:meth:`StudySettings.spec`), which the runs and the report
+read.
 
 The study folder:
 
@@ -40,14 +43,13 @@ from selection.atomic import write_table_atomic, write_text_atomic
 from selection.baselines import baselines
 from selection.errors import SelectionError
 from selection.progress import ProgressFn, report
-from selection.selectors import parse_spec
+from selection.selectors import Spec, parse_spec
 from selection.toml_text import toml_value
 
 __all__ = [
     "DEFAULT_SELECTORS",
     "STUDY_ORACLE",
     "StudySettings",
-    "parse_entry",
     "is_baseline",
     "entry_slug",
     "run_study",
@@ -83,22 +85,21 @@ DEFAULT_SELECTORS: tuple[str, ...] = (
 STUDY_ORACLE: dict[str, Any] = dict(DEMO_ORACLE)
 
 
-def parse_entry(entry: str) -> tuple[str, str]:
-    """``"eps:5@stale+ensemble"`` -> ("eps:5@ensemble", "stale"): the selector's spec and the
-    information model the run uses (:attr:`selection.selectors.Spec.information`: ``fresh``
-    for a formulation without one, ``rule`` for a baseline rule without one)."""
+def _parse_entry(entry: str | Spec) -> tuple[str, Spec]:
+    """A study entry's text and its parsed spec (ValueError naming the entry if bad); a
+    :class:`~selection.selectors.Spec` is written in its canonical form."""
+    if isinstance(entry, Spec):
+        return entry.canonical, entry
     try:
-        parsed = parse_spec(str(entry))
+        return entry, parse_spec(str(entry))
     except SelectionError as exc:
         raise ValueError(f"study entry {entry!r}: {exc}") from None
-    return parsed.selector_spec, parsed.information
 
 
-def is_baseline(entry: str) -> bool:
+def is_baseline(spec: Spec) -> bool:
     """A baseline rule (any parameter, fresh or stale), not a formulation; ``all`` is neither:
     it is the full-participation reference."""
-    spec, _ = parse_entry(entry)
-    rule = baselines().get(spec.partition(":")[0].partition("@")[0])
+    rule = baselines().get(spec.name)
     return rule is not None and rule.is_baseline
 
 
@@ -117,8 +118,10 @@ class StudySettings:
         first_seed: the first of them (default 0; another start gives held-out seeds for a
             confirmation study).
         rounds: training rounds per run.
-        k: clients selected per round (``all`` takes every client).
-        selectors: study entries, ``SPEC`` or ``SPEC@INFORMATION`` (``eps:5@probe``).
+        k: clients selected per round (``all`` takes every client); the runs' K, checked
+            here against the federation's clients (the oracle's configuration holds none).
+        selectors: study entries, ``SPEC`` or ``SPEC@INFORMATION`` (``eps:5@probe``); a
+            :class:`~selection.selectors.Spec` given here is kept as its canonical text.
         reference: the entry every other is compared with (paired differences).
         target_worst: worst-domain test accuracy (%) whose first reach is timed.
         front_rounds: rounds of the reference run (seed 0) whose exact predicted front is
@@ -146,12 +149,13 @@ class StudySettings:
         v = self.first_seed
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"study: first_seed={v!r} must be an integer >= 0")
-        for name, kind in (("selectors", str), ("front_rounds", int)):
+        for name, kind in (("selectors", (str, Spec)), ("front_rounds", int)):
             v = getattr(self, name)
             if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
                 raise ValueError(f"study: {name} = {v!r} must be a list")
             if any(isinstance(x, bool) or not isinstance(x, kind) for x in v):
-                raise ValueError(f"study: {name} = {v!r} must list {kind.__name__}s")
+                what = "str" if name == "selectors" else "int"
+                raise ValueError(f"study: {name} = {v!r} must list {what}s")
         t = self.target_worst
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 100:
             raise ValueError(f"study: target_worst = {t!r} must be a number in [0, 100] (%)")
@@ -167,24 +171,30 @@ class StudySettings:
             raise ValueError(f"study: [oracle]: {exc}") from None
         except ValueError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
-        object.__setattr__(self, "selectors", tuple(self.selectors))
+        parsed = [_parse_entry(e) for e in self.selectors]  # each entry parsed once
+        specs = dict(parsed)
+        object.__setattr__(self, "selectors", tuple(text for text, _ in parsed))
         object.__setattr__(self, "front_rounds", tuple(int(r) for r in self.front_rounds))
-        if not self.selectors or len(set(self.selectors)) != len(self.selectors):
+        if not self.selectors or len(specs) != len(self.selectors):
             raise ValueError("study: selectors must be a non-empty list without repeats")
         seen: dict[str, str] = {}
         for entry in self.selectors:
-            parse_entry(entry)
-            canon = parse_spec(entry).canonical
+            canon = specs[entry].canonical
             if canon in seen:
                 raise ValueError(
                     f"study: entries {seen[canon]!r} and {entry!r} are the same selector ({canon})"
                 )
             seen[canon] = entry
+        object.__setattr__(self, "_specs", specs)  # not a field: settings compare by their text
         if self.reference not in self.selectors:
             raise ValueError(f"study: reference {self.reference!r} is not among the selectors")
         bad = [r for r in self.front_rounds if not 0 <= r < self.rounds]
         if bad:
             raise ValueError(f"study: front_rounds {bad} outside 0..{self.rounds - 1}")
+
+    def spec(self, entry: str) -> Spec:
+        """The parsed spec of one of the entries (its information model the run's)."""
+        return self._specs[entry]
 
     @property
     def seed_list(self) -> range:
@@ -269,9 +279,8 @@ def _tasks(settings: StudySettings) -> list[tuple[str, RunTask]]:
     out = []
     for seed in settings.seed_list:  # seed-major: every selector of a seed, then the next
         for entry in settings.selectors:
-            spec, mode = parse_entry(entry)
             truth = entry == settings.reference and seed == settings.first_seed  # its stats kept
-            task = RunTask(spec, seed, settings.rounds, settings.k, mode, truth=truth)
+            task = RunTask(settings.spec(entry), seed, settings.rounds, settings.k, truth=truth)
             out.append((entry, task))
     return out
 
@@ -300,8 +309,9 @@ def run_study(
     Args:
         settings: the study; must equal the folder's ``study.toml`` when there is one.
         out: the study folder.
-        make_oracle: picklable ``seed -> Oracle`` (``k`` set to ``settings.k``).
-        make_selector: :func:`selection.selectors.make_selector` (picklable).
+        make_oracle: picklable ``seed -> Oracle`` (K is the runs': ``settings.k``).
+        make_selector: :func:`selection.selectors.make_selector` (picklable; called with each
+            entry's parsed spec).
         workers: run processes (1 = in this process).
         progress: ``(rounds done, rounds total, label)`` callback.
         on_run: called with (entry, seed) after each finished run is written.
@@ -347,7 +357,7 @@ def run_study(
         done += 1
         report(progress, done, total, label)
 
-    by_task = {(t.spec, t.stats_mode, t.seed): e for e, t in todo}
+    by_task = {(t.spec, t.seed): e for e, t in todo}
     tasks = [t for _, t in todo]
     if executor == "ray":
         from fl_oracle.experiments.study.ray_runs import run_all_ray
@@ -358,7 +368,7 @@ def run_study(
     else:
         raise ValueError(f"executor {executor!r} must be 'local' or 'ray'")
     for task, (res, _snap, _setup) in runs:
-        entry = by_task[(task.spec, task.stats_mode, task.seed)]
+        entry = by_task[(task.spec, task.seed)]
         hist = res.history.assign(entry=entry)
         if entry == settings.reference and task.seed == settings.first_seed:
             stats_path = run_path(out, entry, task.seed).with_suffix(".stats.parquet")

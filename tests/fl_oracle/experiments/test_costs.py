@@ -29,7 +29,7 @@ def _run(spec: str, rounds: int = 3, k: int = 3, **changes):
     parsed = parse_spec(spec)
     res = run_training(
         o,
-        make_selector(parsed.selector_spec, seed=0),
+        make_selector(parsed, seed=0),
         rounds=rounds,
         k=k,
         name=spec,

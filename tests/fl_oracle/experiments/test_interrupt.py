@@ -29,7 +29,7 @@ _SCRIPT = textwrap.dedent(
     from fl_oracle.cli import main
     from fl_oracle.experiments.runner import OracleFactory
     data = fake.tiny_data()
-    cli_study.study_factory = lambda o: OracleFactory({**fake.tiny_overrides(), "k": o["k"]}, data)
+    cli_study.study_factory = lambda o: OracleFactory(fake.tiny_overrides(), data)
     main(["study", "--out", sys.argv[1], "--selectors", "proportional,random,stratified",
           "--seeds", "2", "--rounds", sys.argv[2], "--k", "3", "--workers", "2"])
     """

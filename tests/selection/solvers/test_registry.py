@@ -12,7 +12,7 @@ import pytest
 from fl_oracle.cli import main
 from selection.compare import compare_methods, methods
 from selection.problem import SelectionProblem
-from selection.selectors import make_selector, split_specs
+from selection.selectors import make_selector, parse_spec, split_specs
 from selection.solvers.base import Solver
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import SOLVERS, register, solvers
@@ -181,7 +181,7 @@ def test_a_toy_baseline_is_a_selector_a_study_baseline_and_listed(toy_baseline, 
     assert sorted(pick(table, 3)) == sorted(problem.ids[np.argsort(problem.B, kind="stable")[:3]])
     with pytest.raises(ValueError, match="lowest-b needs a value, e.g. lowest-b:0"):
         make_selector("lowest-b")
-    assert is_baseline("lowest-b:0@stale") and not is_baseline("all")
+    assert is_baseline(parse_spec("lowest-b:0@stale")) and not is_baseline(parse_spec("all"))
     code, out, _ = _run(["methods"], capsys)
     assert code == 0 and "lowest-b:m" in out and "the K smallest label divergences B" in out
     from selection.selectors import selector_help

@@ -19,13 +19,15 @@ from fl_oracle.experiments.demo.report import (
     write_outputs,
 )
 from fl_oracle.experiments.demo.run import DemoResult, DemoSettings, run_demo, summarize
+from selection.selectors import Spec
 
 from helpers import fake_oracle as fake
 
 
-def simple_selector(spec: str, *, seed: int = 0):
+def simple_selector(spec: Spec | str, *, seed: int = 0):
     """A stand-in factory: ``top`` (highest U), ``rand`` (seeded uniform), ``low`` (lowest U)."""
     rng = np.random.default_rng(seed)
+    spec = spec if isinstance(spec, str) else spec.name  # the runs hand it the parsed spec
 
     def select(df: pd.DataFrame, k: int) -> list[str]:
         if spec == "rand":

@@ -19,11 +19,10 @@ from fl_oracle.experiments.study.runs import (
     StudySettings,
     entry_slug,
     grown,
-    parse_entry,
     run_study,
 )
 from fl_oracle.experiments.study.stats import holm, paired_differences, run_metrics
-from selection.selectors import make_selector
+from selection.selectors import make_selector, parse_spec
 
 from helpers import PYTHONPATH, ROOT
 from helpers import fake_oracle as fake
@@ -70,11 +69,23 @@ def test_bad_settings_are_one_clear_error(toml, match):
 
 
 def test_entries_and_families():
-    assert parse_entry("eps:5@stale") == ("eps:5", "stale")
-    assert parse_entry("weighted:1,0") == ("weighted:1,0", "fresh")
+    s = StudySettings(**{**SMALL, "selectors": ("proportional", "eps:5@stale", "weighted:1,0")})
+    stale, weighted = s.spec("eps:5@stale"), s.spec("weighted:1,0")
+    assert (stale.selector_spec, stale.information) == ("eps:5", "stale")
+    assert (weighted.selector_spec, weighted.information) == ("weighted:1,0", "fresh")
+    assert s.spec("proportional").information == "rule"
     assert entry_slug("weighted:0.5,0.5@stale") == "weighted_0.5_0.5@stale"
-    assert family("eps:5@stale") == "eps@stale" and family("maxmin:2") == "maxmin"
-    assert family("proportional") == "proportional" and family("qffl:1") == "qffl:1"
+    assert family(stale) == "eps@stale" and family(parse_spec("maxmin:2")) == "maxmin"
+    assert family(parse_spec("proportional")) == "proportional"
+    assert family(parse_spec("qffl:1")) == "qffl:1" and family(parse_spec("all")) == "all"
+
+
+def test_a_parsed_spec_is_an_entry_in_its_canonical_text():
+    spec = parse_spec("eps:5.0@probe").with_surrogate("weighted")
+    s = StudySettings(**{**SMALL, "selectors": ("proportional", spec)})
+    assert s.selectors == ("proportional", "eps:5@probe+weighted")
+    assert s.spec("eps:5@probe+weighted") is spec
+    assert StudySettings.from_toml(s.to_toml()) == s  # the text reads back to the same study
 
 
 # ---------------------------------------------------------------- statistics
@@ -261,7 +272,7 @@ def test_cli_study_on_tiny_data(monkeypatch, tmp_path, capsys):
     data = fake.tiny_data()
     monkeypatch.setattr(
         cli_study, "study_factory",
-        lambda overrides: OracleFactory({**fake.tiny_overrides(), "k": overrides["k"]}, data),
+        lambda overrides: OracleFactory(fake.tiny_overrides(), data),  # K is the runs' alone
     )  # fmt: skip
     cfg = tmp_path / "study.toml"
     cfg.write_text('seeds = 2\nrounds = 2\nselectors = ["proportional", "eps-rel:0.5"]\n')
@@ -405,9 +416,9 @@ def test_baselines_are_recognized_by_rule_whatever_their_parameter():
     from fl_oracle.experiments.study.runs import is_baseline
 
     for e in ("proportional", "power-of-choice:15", "qffl:2", "fisher-topk@stale", "random"):
-        assert is_baseline(e), e
+        assert is_baseline(parse_spec(e)), e
     for e in ("all", "eps:5", "fisher-fair:2", "maxmin:2@stale", "weighted:0,1"):
-        assert not is_baseline(e), e
+        assert not is_baseline(parse_spec(e)), e
 
 
 def test_the_verdict_opens_with_a_takeaway_and_a_table(tmp_path):
@@ -462,7 +473,7 @@ def test_a_study_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path, 
     data = fake.tiny_data()
     monkeypatch.setattr(
         cli_study, "study_factory",
-        lambda o: OracleFactory({**fake.tiny_overrides(), "k": o["k"], "model": o["model"]}, data),
+        lambda o: OracleFactory({**fake.tiny_overrides(), "model": o["model"]}, data),
     )  # fmt: skip
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from fl_oracle.experiments.study.runs import StudySettings, run_study
-from selection.selectors import make_selector
+from selection.selectors import Spec, make_selector
 
 from helpers import fake_oracle as fake
 
@@ -37,8 +37,8 @@ class DiesOnce:
     def __init__(self, marker: str) -> None:
         self.marker = marker
 
-    def __call__(self, spec: str, seed: int = 0):
-        if spec == "maxmin:2" and seed == 1 and not os.path.exists(self.marker):
+    def __call__(self, spec: Spec, seed: int = 0):
+        if spec.canonical == "maxmin:2" and seed == 1 and not os.path.exists(self.marker):
             Path(self.marker).write_text(str(os.getpid()))
             os._exit(1)  # the worker process dies mid-run, as a killed node would
         return make_selector(spec, seed=seed)
