@@ -328,11 +328,12 @@ class Selector:
         if not result.ok:
             t0 = time.perf_counter()
             eps = getattr(self, "_eps", 0.0) or 0.0
-            point = min_gap_point(problem, eps)
+            # only an infeasible ε proves that every selection's gap exceeds it
+            point = min_gap_point(problem, eps if result.status == Status.INFEASIBLE else 0.0)
             self.fallback = (
                 f"{self.label}: {result.status} ({result.message or 'no selection'}); fell back to "
                 f"the smallest-gap point (gap {point.objectives['gap']:.4f} pp, "
-                f"U {point.objectives['utility']:.2f}%)"
+                f"U {point.objectives['utility']:.2f}%; {point.message})"
             )
             seconds = result.seconds + time.perf_counter() - t0
             result = replace(point, seconds=seconds, message=self.fallback)
