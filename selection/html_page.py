@@ -1,16 +1,30 @@
-"""The one HTML page every report is written on: doctype, charset, title, shared style.
+"""The one HTML page every report is written on, its tables and its colours.
 
 Reports (``fedsel sweep/compare``, ``analyze``, ``demo``, ``study``) add only what is their own:
-extra CSS rules and the body. :data:`BASE_CSS` holds the rules they share (page width and
-font, tables with right-aligned numbers and a left-aligned first column, notes, takeaways,
-client-id cells, horizontally scrolling blocks).
+extra CSS rules, the body and how their cells read. :data:`BASE_CSS` holds the rules they share
+(page width and font, tables with right-aligned numbers and a left-aligned first column, notes,
+takeaways, client-id cells, horizontally scrolling blocks); :func:`html_table` is the one table
+renderer (a report passes how a cell reads); :data:`PALETTE` and :func:`palette_colors` the one
+categorical palette (the demo's plotly palette and the study's long one are named here too).
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-__all__ = ["BASE_CSS", "page"]
+import pandas as pd
+
+__all__ = [
+    "BASE_CSS",
+    "PALETTE",
+    "page",
+    "html_table",
+    "palette_colors",
+    "long_palette",
+    "plotly_palette",
+]
 
 BASE_CSS = (
     "body{font-family:system-ui,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;"
@@ -42,3 +56,65 @@ def page(
         f"<title>{html.escape(title)}</title>{head}<style>{BASE_CSS}{css}</style></head>"
         f"<body>{top}{body}</body></html>"
     )
+
+
+#: ``(column, value, record) -> (attributes, html)`` of one table cell: the attributes are
+#: written inside ``<td...>`` as given (e.g. `` class='n'``), the html between the tags
+Cell = Callable[[str, Any, dict], tuple[str, str]]
+
+
+def _escaped(column: str, value: Any, record: dict) -> tuple[str, str]:
+    return "", html.escape(str(value))
+
+
+def html_table(
+    df: pd.DataFrame, cell: Cell = _escaped, *, scroll: bool = False, sections: bool = False
+) -> str:
+    """``df`` as one HTML table: a header row of its columns, then one row per record.
+
+    Args:
+        df: the table (its columns are the header, escaped).
+        cell: how one cell reads (:data:`Cell`); default: the value as text, escaped.
+        scroll: inside ``<div class='scroll'>`` (a wide table scrolls, the page does not).
+        sections: the header row in ``<thead>``, the rows in ``<tbody>``.
+    """
+    head = "<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns) + "</tr>"
+    rows = []
+    for record in df.to_dict("records"):  # Python scalars (a numpy float is a float)
+        cells = (cell(str(c), v, record) for c, v in record.items())
+        rows.append("<tr>" + "".join(f"<td{a}>{t}</td>" for a, t in cells) + "</tr>")
+    body = "".join(rows)
+    table = (
+        f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+        if sections
+        else f"<table>{head}{body}</table>"
+    )
+    return f"<div class='scroll'>{table}</div>" if scroll else table
+
+
+#: fedsel's categorical colours: the fronts and compare pages cycle through the first seven,
+#: the study through all ten, then :func:`long_palette`'s
+PALETTE: tuple[str, ...] = (
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f",
+)  # fmt: skip
+
+
+def palette_colors(names: Iterable[str], palette: Sequence[str] = PALETTE) -> dict[str, str]:
+    """One colour per name, in order, cycling through ``palette``."""
+    return {n: palette[i % len(palette)] for i, n in enumerate(names)}
+
+
+def long_palette() -> list[str]:
+    """:data:`PALETTE`, then plotly's Dark24 without those: 34 distinct colours (the study's
+    formulation families)."""
+    from plotly.colors import qualitative
+
+    return [*PALETTE, *(c for c in qualitative.Dark24 if c.lower() not in PALETTE)]
+
+
+def plotly_palette() -> list[str]:
+    """plotly's D3 then Set2 colours (the demo's selectors)."""
+    from plotly.colors import qualitative
+
+    return qualitative.D3 + qualitative.Set2

@@ -19,7 +19,7 @@ import html
 import numpy as np
 import pandas as pd
 
-from selection.html_page import page
+from selection.html_page import PALETTE, html_table, page, palette_colors
 from selection.objectives import OBJECTIVES
 from selection.solvers.result import point_rows
 
@@ -36,7 +36,7 @@ __all__ = [
 
 PLOT_COLUMNS = ("method", "param", "utility", "gap", "worst", "selected", "hover")
 AXIS_LABELS = {name: o.axis or o.label for name, o in OBJECTIVES.items()}  # from the table
-_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
+_PALETTE = PALETTE[:7]  # one colour per method, as many as open marker symbols
 # open symbols, largest first: coinciding points of several methods show as nested rings
 _SYMBOLS = ("circle-open", "square-open", "diamond-open", "triangle-up-open", "cross-thin-open",
             "x-thin-open", "star-open")  # fmt: skip
@@ -285,18 +285,21 @@ def _page(title: str, body: str) -> str:
 def _points_table(data: pd.DataFrame, columns: list[str]) -> str:
     """The plotted points as an HTML table: method, parameter, objectives, selected ids."""
     data = data[data["method"] != "reference front"]
-    head = "".join(
-        f"<th>{html.escape(c)}</th>" for c in ["method", "parameter", *columns, "selected"]
+    shown = pd.DataFrame(
+        {
+            "method": data["method"].astype(str),
+            "parameter": [param_label(v) for v in data["param"]],
+            **{c: data[c] for c in columns},
+            "selected": data["selected"].astype(str).str.replace(";", ", "),
+        }
     )
-    rows = []
-    for r in data.to_dict("records"):
-        cells = [html.escape(str(r["method"])), html.escape(param_label(r["param"]))]
-        cells += [f"{float(r[c]):.3f}" for c in columns]
-        ids = html.escape(str(r["selected"]).replace(";", ", "))
-        rows.append(
-            "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td class='ids'>{ids}</td></tr>"
-        )
-    return f"<div class='scroll'><table><tr>{head}</tr>{''.join(rows)}</table></div>"
+
+    def cell(column: str, value, record: dict) -> tuple[str, str]:
+        if column in columns:
+            return "", f"{float(value):.3f}"
+        return (" class='ids'" if column == "selected" else ""), html.escape(value)
+
+    return html_table(shown, cell, scroll=True)
 
 
 def _plane_note(x: str, y: str) -> str:
@@ -327,7 +330,7 @@ def _label_points(fig, data: pd.DataFrame, x: str, y: str) -> bool:
     pad_y = 0.08 * (hi_y - lo_y) or 1.0
     xr, yr = (lo_x - pad_x, hi_x + pad_x), (lo_y - pad_y, hi_y + pad_y)
     methods = list(dict.fromkeys(data["method"]))
-    colors = {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(methods)}
+    colors = palette_colors(methods, _PALETTE)
     seen: set[tuple[float, float]] = set()
     points = []
     for r in data.to_dict("records"):

@@ -9,11 +9,10 @@ import html
 
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from selection.analysis import scatter_figure
-from selection.html_page import page
+from selection.html_page import html_table, page, palette_colors, plotly_palette
 
 __all__ = ["render_html"]
 
@@ -36,8 +35,7 @@ _MARKED = ("avg_mean", "worst_mean", "gap_mean", "std_mean")
 
 
 def _colors(names: list[str]) -> dict[str, str]:
-    pal = qualitative.D3 + qualitative.Set2
-    return {n: pal[i % len(pal)] for i, n in enumerate(names)}
+    return palette_colors(names, plotly_palette())
 
 
 def _table(
@@ -48,18 +46,14 @@ def _table(
 ) -> str:
     """An HTML table; ``best`` marks cells, ``ids`` columns hold ';'-joined client ids (shown
     comma-separated on one line)."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    body = []
-    for rec in df.to_dict("records"):
-        cells = []
-        for c, v in rec.items():
-            cls = ' class="best"' if best and c in best and rec.get(key) in best[c] else ""
-            if c in ids:
-                cls, v = ' class="ids"', str(v).replace(";", ", ")
-            txt = f"{v:.3f}" if isinstance(v, float) else html.escape(str(v))
-            cells.append(f"<td{cls}>{txt}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<div class='scroll'><table><tr>{head}</tr>{''.join(body)}</table></div>"
+
+    def cell(c: str, v, rec: dict) -> tuple[str, str]:
+        cls = ' class="best"' if best and c in best and rec.get(key) in best[c] else ""
+        if c in ids:
+            cls, v = ' class="ids"', str(v).replace(";", ", ")
+        return cls, f"{v:.3f}" if isinstance(v, float) else html.escape(str(v))
+
+    return html_table(df, cell, scroll=True)
 
 
 def front_rows(fronts: pd.DataFrame) -> pd.DataFrame:
