@@ -101,7 +101,7 @@ def study(
     """Paired multi-seed comparison of selectors in live training; writes report.html."""
     from fl_oracle.cli.train import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
-    from fl_oracle.experiments.study.report import finish_study
+    from fl_oracle.experiments.study.assembly import finish_study
     from fl_oracle.experiments.study.runs import StudySettings, grown, run_study
     from selection.progress import rich_progress
     from selection.selectors import make_selector, parse_spec, split_specs

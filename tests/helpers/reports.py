@@ -67,7 +67,7 @@ def build_demo(out: Path, seeds: int = 3, rounds: int = 5) -> Path:
 
 
 def build_study(out: Path, seeds: int = 3, rounds: int = 5) -> Path:
-    from fl_oracle.experiments.study.report import finish_study
+    from fl_oracle.experiments.study.assembly import finish_study
     from fl_oracle.experiments.study.runs import StudySettings, run_study
     from selection.selectors import make_selector
 

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from fl_oracle.experiments.study.report import family, finish_study
+from fl_oracle.experiments.study.assembly import finish_study
+from fl_oracle.experiments.study.figures import family
 from fl_oracle.experiments.study.runs import (
     StudySettings,
     entry_slug,
@@ -369,7 +370,8 @@ def test_held_out_seeds_start_where_first_seed_says(tmp_path):
 
 
 def test_training_mix_and_levelling_down_from_a_hand_made_history():
-    from fl_oracle.experiments.study.report import _holm_floor, levelling_down, training_mix
+    from fl_oracle.experiments.study.assembly import training_mix
+    from fl_oracle.experiments.study.verdict import _holm_floor, levelling_down
 
     rows = []
     for seed in (0, 1):
@@ -422,7 +424,7 @@ def test_baselines_are_recognized_by_rule_whatever_their_parameter():
 
 
 def test_the_verdict_opens_with_a_takeaway_and_a_table(tmp_path):
-    from fl_oracle.experiments.study.report import verdict_summary, verdict_table
+    from fl_oracle.experiments.study.verdict import verdict_summary, verdict_table
 
     s = StudySettings(**SMALL)
     run_study(s, tmp_path, make_oracle=_fake_oracle, make_selector=make_selector)

@@ -1,0 +1,48 @@
+"""The study page: its sections in order, each figure placed once and drawn once."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fl_oracle.experiments.study.assembly import finish_study
+from fl_oracle.experiments.study.page import SECTIONS, render_html
+from fl_oracle.experiments.study.runs import StudySettings, run_study
+from selection.selectors import make_selector
+
+from helpers import fake_oracle as fake
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("study")
+    s = StudySettings(seeds=2, rounds=3, k=3, bootstrap=200, target_worst=50.0,
+                      selectors=("proportional", "random", "eps:5", "eps:10"))  # fmt: skip
+    run_study(s, out, make_oracle=lambda seed: fake.FakeOracle(seed, clients_per_domain=2),
+              make_selector=make_selector)  # fmt: skip
+    return finish_study(s, out)
+
+
+def test_the_sections_come_in_their_numbered_order(result):
+    text = render_html(result)
+    numbers = [int(n) for n in re.findall(r"<h2>(\d)\. ", text)]
+    assert numbers == sorted(numbers) and numbers[0] == 1 and numbers[-1] == 9
+    assert text.index("<h1>fedsel study: 4 selectors") < text.index("<h2>Verdict</h2>")
+    assert len(SECTIONS) == 11
+
+
+def test_every_placed_figure_is_drawn_once_in_page_order(result):
+    text = render_html(result)
+    placed = re.findall(r'<div id="(\w+)"></div>', text)
+    drawn = re.findall(r"Plotly\.newPlot\('(\w+)'", text)
+    assert drawn == placed and len(set(drawn)) == len(drawn)
+    assert drawn[:4] == ["plane", "plane_zoom", "forest_worst", "forest_avg"]
+
+
+def test_an_empty_section_keeps_the_numbering(result):
+    sections = [make(result) for make in SECTIONS]
+    cost = sections[9]
+    assert (cost.html == "") == result.cost.empty
+    if result.cost.empty:
+        assert "<h2>8." not in render_html(result) and "<h2>9. Settings" in render_html(result)
