@@ -31,6 +31,7 @@ from fl_oracle.experiments.flower.digits import (
     client_update,
     settings_from_run_config,
 )
+from fl_oracle.experiments.flower.guard import model_fingerprint
 
 __all__ = ["make_client_app", "app"]
 
@@ -67,17 +68,18 @@ def _probe(settings: DigitsSettings, message: Message, context: Context) -> Mess
     cfg = message.content["config"]
     pid = _partition(context)
     g = message.content["fedsel-gd"]["g"].numpy()
+    w = _model(message)
     info = client_first_order(
         settings,
         pid,
-        _model(message),
+        w,
         g,
         lr=cfg.get("lr"),
         local_epochs=cfg.get("local-epochs"),
         own=_own(context),
     )
     metrics = {**_statistics(pid, info), "x": info["x"], "cos-g": info["cos_g"]}
-    return _reply(message, info, metrics)
+    return _reply(message, info, metrics, w)
 
 
 def _statistics(pid: int, info: dict) -> dict:
@@ -93,11 +95,18 @@ def _statistics(pid: int, info: dict) -> dict:
     }
 
 
-def _reply(message: Message, info: dict, metrics: dict, delta=None) -> Message:
-    """The reply: the update (when it trained), its metrics and the node's domain and id."""
+def _reply(message: Message, info: dict, metrics: dict, w: np.ndarray, delta=None) -> Message:
+    """The reply: the update (when it trained), its metrics, the node's domain and id, and
+    ``model-sha``, the model ``w`` the statistics are for (the server checks it)."""
     records = {} if delta is None else {"delta": ArrayRecord({"delta": Array(delta)})}
     records["metrics"] = MetricRecord(metrics)
-    records["fedsel"] = ConfigRecord({"domain": info["domain"], "client-id": info["client_id"]})
+    records["fedsel"] = ConfigRecord(
+        {
+            "domain": info["domain"],
+            "client-id": info["client_id"],
+            "model-sha": model_fingerprint(w),
+        }
+    )
     return Message(RecordDict(records), reply_to=message)
 
 
@@ -107,10 +116,11 @@ def _train(settings: DigitsSettings, message: Message, context: Context) -> Mess
         return _probe(settings, message, context)
     pid = _partition(context)
     extra = {k: cfg[k] for k in ("lr", "gamma", "local-epochs") if k in cfg}
+    w = _model(message)
     delta, info = client_update(
         settings,
         pid,
-        _model(message),
+        w,
         round_=int(cfg.get("fedsel-round", int(cfg.get("server-round", 1)) - 1)),
         mu=float(cfg.get("proximal-mu", 0.0)),
         lr=extra.get("lr"),
@@ -125,7 +135,7 @@ def _train(settings: DigitsSettings, message: Message, context: Context) -> Mess
     }
     if "U_local" in info:
         metrics["U_local"] = info["U_local"]
-    return _reply(message, info, metrics, delta)
+    return _reply(message, info, metrics, w, delta)
 
 
 def _evaluate(settings: DigitsSettings, message: Message, context: Context) -> Message:

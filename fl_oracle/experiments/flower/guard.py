@@ -18,6 +18,22 @@ returns a scaled update, would take the model. Nothing here is taken on trust:
   (norm bounding, the defence of Sun et al., 2019, "Can you really backdoor federated
   learning?").
 
+* **statistics against the update**: a node's ``F`` is the mean squared per-sample gradient
+  norm at the model it was sent, w_t. Its update is ``steps`` SGD steps of size ``lr`` from
+  w_t (the server sent ``lr``; FedProx's proximal term only pulls back towards w_t), so
+  ‖Δ‖ ≤ lr · Σ_s ‖g_s‖, and at w_t each mini-batch gradient has ‖g‖² ≤ the batch's mean
+  squared per-sample norm (Jensen), whose expectation is F. The ratio
+  ρ = ‖Δ‖ / (lr · steps · √F) is therefore about 1 or below while the path's gradients stay
+  near w_t's; honest fedsel clients measure ρ ≤ 0.5 (tiny and default Digits-4 federations,
+  ``RHO_MAX``'s comment). A reply with ρ > ``RHO_MAX`` reports an F for a model it did not train
+  at (or an update it did not compute from w_t) and is refused with the numbers. Where the
+  deployment declares the step plan (``max_steps``), a ``steps`` claim beyond it is refused
+  too, so that no node explains a large update by steps it did not take. Nodes that do not
+  report ``steps`` (stock apps, whose optimiser the server does not know) are not judged here.
+* **the model the statistics are for**: fedsel's ClientApp and ``fedsel_stats_mod`` echo
+  ``model-sha``, :func:`model_fingerprint` of the weights they computed F and the loss at;
+  a fingerprint other than this round's w_t (a replayed or cached reply) is refused.
+
 Who was capped or clipped, and why, is returned per client: the strategy names them once per
 round in the history (``suspects``) and in the statistics table the selector reads (``suspect``),
 so nothing a node claimed beyond the bounds reaches the selector or the aggregate unflagged.
@@ -27,15 +43,54 @@ by the strategy itself.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["FLOOR", "Z_MAX", "ClaimGuard", "upper_fence"]
+__all__ = [
+    "FLOOR",
+    "RHO_MAX",
+    "Z_MAX",
+    "ClaimGuard",
+    "contradiction",
+    "model_fingerprint",
+    "upper_fence",
+]
 
 Z_MAX = 3.5  # robust z-score above which a claim is an outlier (Iglewicz & Hoaglin's 3.5)
 FLOOR = math.log(10.0) / Z_MAX  # the smallest spread assumed: the fence is >= 10x the median
+# ρ above which F contradicts the update: 4x the largest honest ρ measured (0.5; benchmarks/
+# flower_consistency.py -> results/benchmarks/flower_consistency.md), far below what a scaled
+# update gives (x100: ρ ~ 30)
+RHO_MAX = 2.0
+
+
+def model_fingerprint(flat: np.ndarray) -> str:
+    """The first 16 hex digits of the SHA-256 of a model's float32 weights, flattened."""
+    data = np.ascontiguousarray(np.asarray(flat, dtype=np.float32).ravel())
+    return hashlib.sha256(data.tobytes()).hexdigest()[:16]
+
+
+def contradiction(
+    norm: float, F: float, steps: int, lr: float, max_steps: int | None = None
+) -> str | None:
+    """Why an update of norm ``norm`` after ``steps`` SGD steps at ``lr`` cannot come from a
+    model whose Fisher trace is ``F`` (module text), or None when they agree."""
+    if max_steps is not None and steps > max_steps:
+        return f"claimed {steps:,} local steps, the plan allows {max_steps:,}"
+    if norm == 0.0:
+        return None
+    if steps < 1:
+        return f"an update of norm {norm:.3g} after {steps} local steps"
+    rho = norm / (lr * steps * math.sqrt(F)) if F > 0 else math.inf
+    if rho > RHO_MAX:
+        return (
+            f"F={F:.3g} contradicts its update: norm {norm:.3g} after {steps} steps at lr "
+            f"{lr:g} needs gradients {rho:.3g}x sqrt(F) (at most {RHO_MAX:g})"
+        )
+    return None
 
 
 def upper_fence(values) -> float | None:

@@ -22,7 +22,8 @@ After the user's train function has run, the mod adds to the reply's ``MetricRec
 - ``label-hist``: class counts of the client's training labels;
 
 and a ``ConfigRecord`` ``"fedsel"`` with the client's ``domain`` (the ``domain`` argument, or
-``node_config["domain"]``). Evaluate and query messages pass through untouched.
+``node_config["domain"]``) and ``model-sha``, the fingerprint of the model F and the loss are
+for (the server refuses statistics for another). Evaluate and query messages pass through untouched.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from typing import Any
 import numpy as np
 import torch
 from flwr.app import ConfigRecord, Context, Message, MessageType, MetricRecord
+
+from fl_oracle.experiments.flower.guard import model_fingerprint
 
 __all__ = ["fedsel_stats_mod", "quickstart_data"]
 
@@ -164,8 +167,11 @@ def fedsel_stats_mod(
         metrics["label-hist"] = stats["label-hist"]
         d = domain(ctx) if callable(domain) else domain
         d = d if d is not None else ctx.node_config.get("domain")
+        flat = [np.asarray(a.numpy(), dtype=np.float32).ravel() for a in arrays.values()]
+        info = ConfigRecord({"model-sha": model_fingerprint(np.concatenate(flat))})
         if d is not None:
-            reply.content["fedsel"] = ConfigRecord({"domain": str(d)})
+            info["domain"] = str(d)
+        reply.content["fedsel"] = info
         return reply
 
     return mod

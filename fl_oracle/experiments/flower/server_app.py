@@ -27,6 +27,7 @@ from fl_oracle.experiments.flower.digits import (
     strategy_run_config,
 )
 from fl_oracle.experiments.flower.strategy import FedselStrategy
+from fl_oracle.sim.local import plan_steps
 
 __all__ = ["FlowerRun", "FlowerResult", "make_server_app", "write_run", "app"]
 
@@ -115,6 +116,8 @@ def run_strategy(grid: Grid, run: FlowerRun) -> FlowerResult:
         train_config={"lr": cfg.lr, "gamma": cfg.gamma},
         on_round=on_round,
         clip_updates=run.clip_updates,
+        # a node's steps are the plan of its (accepted) size: a bigger claim is refused
+        max_steps=lambda cid, n: plan_steps(n, cfg.batch_size, cfg.budget(cid))[1],
     )
     arrays = ArrayRecord({"w": Array(server.initial_params())})
     strategy.start(grid=grid, initial_arrays=arrays, num_rounds=run.rounds, timeout=run.timeout)

@@ -80,7 +80,7 @@ from flwr.app import (
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedProx
 
-from fl_oracle.experiments.flower.guard import ClaimGuard
+from fl_oracle.experiments.flower.guard import ClaimGuard, contradiction, model_fingerprint
 from fl_oracle.experiments.loop import (
     GLOBAL_KEYS,
     choose_round,
@@ -175,6 +175,7 @@ class _Reply:
     metrics: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     missing: set[str] = field(default_factory=set)  # what a stock client does not report
+    model_sha: str | None = None  # the model its statistics are for (ConfigRecord "fedsel")
     content: Any = None  # the reply's RecordDict (its own metrics are aggregated as FedAvg's)
 
 
@@ -324,6 +325,7 @@ class FedselStrategy(FedProx):
         evaluate_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
         declared_sizes: Mapping[str, int] | None = None,
         clip_updates: bool = False,
+        max_steps: Callable[[str, int], int] | None = None,
     ) -> None:
         from selection.selectors import make_selector
 
@@ -394,6 +396,8 @@ class FedselStrategy(FedProx):
         self._cost = _Cost()  # what the round's train exchanges carried
         self._measured: dict[str, _Reply] = {}  # fresh: this round's measured replies
         self._guard = ClaimGuard(declared_sizes, clip=clip_updates)
+        self.max_steps = max_steps
+        self._sha = ""  # model_fingerprint(w_t) of the round's train messages
         self._suspects: dict[str, str] = {}  # client id -> why its claims were bounded (round)
 
     # ------------------------------------------------------------------ Flower API
@@ -428,6 +432,7 @@ class FedselStrategy(FedProx):
         t = int(server_round) - 1
         nodes = self._connected(grid)
         w_t = flatten(arrays)
+        self._sha = model_fingerprint(w_t)
         failures: dict[str, str] = {}
         self._cost, self._measured, self._suspects = _Cost(), {}, {}
         inputs = None
@@ -726,6 +731,10 @@ class FedselStrategy(FedProx):
             return {}, f"malformed ({type(exc).__name__}: {str(exc).splitlines()[0]})"
         if dom not in domains:
             return {}, f"domain {dom!r} is not one of {', '.join(domains)}"
+        info = msg.content.config_records.get("fedsel")
+        stale = self._stale_model(None if info is None else info.get("model-sha"))
+        if stale:
+            return {}, f"refused: {stale}"
         values = [row[c] for c in ("loss", "F", "cos_g", *(f"x_{d}" for d in domains))]
         if not np.isfinite(values).all() or row["n_samples"] < 1:
             return {}, "non-finite statistics or num-examples < 1"
@@ -844,8 +853,41 @@ class FedselStrategy(FedProx):
             if node not in seen:
                 who = self._client_of.get(node, f"node-{node}")
                 failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
+        out = self._refuse_contradictions(out, failures)
         self._bound_claims(out)
         return sorted(out, key=_order_key)
+
+    def _refuse_contradictions(self, replies: list[_Reply], failures: dict[str, str]):
+        """The replies whose statistics agree with their update and with this round's model
+        (:func:`.guard.contradiction`, ``model-sha``); the others go to ``failures``."""
+        claims = {r.client_id: r.n for r in replies}
+        known = {c: int(row["n_samples"]) for c, row in self._rows.items() if c not in claims}
+        caps = self._guard.sizes(claims, known)  # a step plan follows the accepted size
+        keep = []
+        for r in replies:
+            why = self._stale_model(r.model_sha)
+            lr = self.train_config.get("lr")
+            judged = lr is not None and r.delta is not None and "steps" in r.metrics
+            if not why and judged and "F" in r.metrics:
+                steps = r.metrics["steps"]
+                if isinstance(steps, bool) or not isinstance(steps, int | float) or steps < 0:
+                    why = f"steps={steps!r} is not a count"
+                else:
+                    n = caps.get(r.client_id, (r.n, ""))[0]
+                    plan = None if self.max_steps is None else self.max_steps(r.client_id, n)
+                    norm = float(np.linalg.norm(r.delta))
+                    why = contradiction(norm, float(r.metrics["F"]), int(steps), float(lr), plan)
+            if why:
+                failures[r.client_id] = f"refused: {why}"
+            else:
+                keep.append(r)
+        return keep
+
+    def _stale_model(self, sha: Any) -> str | None:
+        """Why statistics echoing ``model-sha`` are not for this round's model, or None."""
+        if sha is None or sha == self._sha:
+            return None
+        return f"statistics for model {str(sha)[:16]!r}, this round sent {self._sha}"
 
     def _bound_claims(self, replies: list[_Reply]) -> None:
         """Cap outlying sizes and name (and with ``clip_updates`` clip) outlying updates
@@ -1137,6 +1179,7 @@ def _parse(msg: Message, w_t: np.ndarray, client_ids: list[str] | None) -> _Repl
         return r
     if domain is None:
         r.missing.add("domain")
+    r.model_sha = None if info is None else info.get("model-sha")
     r.domain = domain or ""
     n = m["num-examples"]
     if isinstance(n, bool) or not isinstance(n, int | float) or n < 1:

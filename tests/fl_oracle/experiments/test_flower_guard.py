@@ -8,13 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from flwr.app import ArrayRecord, MetricRecord, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from fl_oracle.experiments.flower.guard import FLOOR, Z_MAX, ClaimGuard, upper_fence
 from fl_oracle.experiments.flower.local_grid import LocalGrid
 from fl_oracle.experiments.flower.mod import fedsel_stats_mod
 from fl_oracle.experiments.flower.strategy import FedselStrategy, flatten
 
+from .test_flower import _config
 from .test_flower_stock import DOMAINS, N_NODES, Net, evaluate_candidates, load_data, make_app
 
 DIGITS = [600] * 5 + [72] * 5 + [732] * 5 + [100] * 5
@@ -234,3 +235,95 @@ def test_fedsel_flower_completes_beside_a_foreign_superlinks_ports(tmp_path):
             s.close()
     assert r.returncode == 0, r.stderr[-2000:]
     assert (out / "history.csv").is_file() and "1 rounds" in r.stdout + r.stderr
+
+
+# ------------------------------------------- statistics that contradict the update or the model
+
+
+def test_contradiction_is_the_sgd_bound_on_the_update():
+    from fl_oracle.experiments.flower.guard import RHO_MAX, contradiction
+
+    # 10 steps at lr 0.1 with sqrt(F) = 2: an update of norm 2 * rho
+    assert contradiction(0.5 * 2.0, 4.0, 10, 0.1) is None  # rho 0.5: an honest client's
+    assert contradiction(RHO_MAX * 2.0 * 0.999, 4.0, 10, 0.1) is None
+    why = contradiction(100 * 0.5 * 2.0, 4.0, 10, 0.1)  # the same update, 100x
+    assert why is not None and "F=4 contradicts its update" in why and "50x sqrt(F)" in why
+    assert contradiction(0.0, 0.0, 0, 0.1) is None  # no update, nothing claimed
+    assert "after 0 local steps" in contradiction(1.0, 4.0, 0, 0.1)
+    assert "at most" in contradiction(1.0, 0.0, 10, 0.1)  # F = 0 moves nothing
+    assert contradiction(1.0, 4.0, 10**6, 0.1, max_steps=40) == (
+        "claimed 1,000,000 local steps, the plan allows 40"
+    )
+
+
+def test_the_model_fingerprint_names_the_weights():
+    from fl_oracle.experiments.flower.guard import model_fingerprint
+
+    w = np.linspace(-1, 1, 1000, dtype=np.float32)
+    assert model_fingerprint(w) == model_fingerprint(w.astype(np.float64))  # float32 weights
+    assert len(model_fingerprint(w)) == 16
+    v = w.copy()
+    v[500] = np.nextafter(v[500], np.float32(2))  # one weight, one ulp
+    assert model_fingerprint(v) != model_fingerprint(w)
+
+
+STEPS_LIAR, SCALER, REPLAYER = 3, 8, 13  # partition ids of the digits liars below
+
+
+def _digits_liars(settings):
+    """The Digits ClientApp, where three nodes lie about their statistics: ``SCALER`` returns
+    100x its update with its honest F, ``STEPS_LIAR`` the same but claims 10^4x its steps to
+    explain it, ``REPLAYER`` replays its round-0 statistics (F, loss and model-sha of w_0)
+    with every later update."""
+    from fl_oracle.experiments.flower.client_app import make_client_app
+
+    inner, first = make_client_app(settings), {}
+
+    def app(message: Message, context) -> Message:
+        reply = inner(message, context)
+        pid = int(context.node_config["partition-id"])
+        if pid not in (STEPS_LIAR, SCALER, REPLAYER) or "delta" not in reply.content:
+            return reply
+        metrics = dict(reply.content["metrics"])
+        info = dict(reply.content["fedsel"])
+        delta = reply.content["delta"]["delta"].numpy()
+        if pid in (SCALER, STEPS_LIAR):
+            delta = 100.0 * delta
+        if pid == STEPS_LIAR:
+            metrics["steps"] = int(metrics["steps"]) * 10**4
+        if pid == REPLAYER:
+            first.setdefault(pid, ({k: metrics[k] for k in ("F", "loss")}, info["model-sha"]))
+            metrics.update(first[pid][0])
+            info["model-sha"] = first[pid][1]
+        out = RecordDict({"delta": ArrayRecord({"delta": Array(delta)}),
+                          "metrics": MetricRecord(metrics), "fedsel": ConfigRecord(info)})  # fmt: skip
+        return Message(out, reply_to=message)
+
+    return app
+
+
+def test_statistics_that_contradict_the_update_or_the_model_are_refused(tmp_path):
+    from fl_oracle.experiments.flower.digits import DigitsSettings, save_data
+    from fl_oracle.experiments.flower.server_app import FlowerRun, run_strategy
+
+    from helpers.oracle import tiny_data
+
+    path = save_data(tiny_data(n_train=400), tmp_path / "tiny.pt")
+    run = FlowerRun(DigitsSettings.of(_config(), path), "fisher-topk", 5, 3)
+    run_strategy(LocalGrid(_digits_liars(run.settings), 20), run)
+    hist, stats = run.result.frames()
+    ids = {p: run.result.server.client_ids[p] for p in (STEPS_LIAR, SCALER, REPLAYER)}
+    assert len(hist) == 3  # the run completes
+    for t, row in hist.iterrows():
+        failures = dict(part.split(": ", 1) for part in row["failures"].split(" | ") if part)
+        liars = {ids[SCALER], ids[STEPS_LIAR]} | ({ids[REPLAYER]} if t > 0 else set())
+        assert set(row["failed"].split(";")) == liars, row["failures"]
+        assert "contradicts its update" in failures[ids[SCALER]]
+        assert "local steps, the plan allows" in failures[ids[STEPS_LIAR]]
+        if t > 0:  # w_0's statistics with w_t's update
+            assert "statistics for model" in failures[ids[REPLAYER]]
+        chosen = set(row["selected"].split(";"))
+        assert not chosen & liars and len(chosen) == 5
+        # nothing of theirs reached the selector: the round's table holds no row measured now
+        table = stats[stats["round"] == t].set_index("client_id")
+        assert not (table.reindex(list(liars))["measured_round"] == t).any()
