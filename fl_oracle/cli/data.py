@@ -7,10 +7,11 @@ Nothing heavy (torch, numpy, matplotlib) is imported at module level.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
+from fl_oracle.cli.options import federation_options
 
 __all__ = ["data_app", "register"]
 
@@ -23,14 +24,14 @@ data_app = typer.Typer(
 
 
 @data_app.command("preview")
+@federation_options("data_root", "data")
 def preview(
     out: Path = typer.Option(
         Path("runs/data-preview.png"), "--out", "-o", help="PNG file to write (folders made)."
     ),
     n: int = typer.Option(10, "--n", min=1, max=50, help="Images per domain."),
     seed: int = typer.Option(0, "--seed", min=0, help="Generator / subsample seed."),
-    data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real data."),
-    data: str = typer.Option("auto", "--data", help=DATA_HELP),
+    federation: dict[str, Any] | None = None,
     split: str = typer.Option("train", "--split", help="train | test."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Generated-data cache."),
 ) -> None:
@@ -41,10 +42,7 @@ def preview(
 
     if out.suffix.lower() != ".png":
         raise typer.BadParameter(f"--out {out} must end in .png")
-    if data not in DATA_MODES:
-        raise typer.BadParameter(
-            f"--data {data!r} must be {', '.join(DATA_MODES[:-1])} or {DATA_MODES[-1]}"
-        )
+    data_root, data = federation.get("data_root"), federation.get("data_mode", "auto")
     check_real(DOMAINS, data_root, data, [split])
     from selection.progress import rich_progress
 

@@ -17,12 +17,7 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import (
-    dataset_option,
-    model_option,
-    resolution_option,
-)
-from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
+from fl_oracle.cli.options import federation_options
 from selection.selectors import selector_help
 
 __all__ = ["register", "make_settings", "flower"]
@@ -79,6 +74,12 @@ def flower_selector_help() -> str:
     )
 
 
+@federation_options(
+    "mu", "gamma", "lr", "local_epochs", "data_root", "data", "threads", "dataset", "resolution",
+    "model",
+    threads={"help": "torch threads of every node and the server (default: this process's, as "
+             "fedsel train; other counts round differently).", "show_default": False},
+)  # fmt: skip
 def flower(
     selector: str = typer.Option(
         ...,
@@ -105,16 +106,7 @@ def flower(
         "others keep the statistics of their last training reply) | probe, predicted (a "
         "probe message without training to every node; the K chosen train).",
     ),
-    mu: float | None = typer.Option(None, "--mu", min=0.0, help="FedProx proximal μ."),
-    gamma: float | None = typer.Option(None, "--gamma", min=0.0, help="γ-inexactness."),
-    lr: float | None = typer.Option(None, "--lr", min=0.0, help="Local SGD step size."),
-    local_epochs: float | None = typer.Option(
-        None, "--local-epochs", min=0.0, help="Local epoch budget per round."
-    ),
-    data_root: Path | None = typer.Option(
-        None, "--data-root", help="Folder with the real digit datasets."
-    ),
-    data: str | None = typer.Option(None, "--data", help=DATA_HELP),
+    federation: dict[str, Any] | None = None,
     engine: str = typer.Option(
         "ray",
         "--engine",
@@ -132,19 +124,9 @@ def flower(
         min=0.01,
         help="CPUs reserved per ClientApp actor (default: --threads, so actors never share).",
     ),
-    threads: int | None = typer.Option(
-        None,
-        "--threads",
-        min=1,
-        help="torch threads of every node and the server (default: this process's, as "
-        "fedsel train; other counts round differently).",
-    ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
-    dataset: Path | None = dataset_option(),
-    resolution: int | None = resolution_option(),
-    model: str | None = model_option(),
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
     from fl_oracle.experiments.flower.strategy import check_flower_selector, check_stats
@@ -155,7 +137,6 @@ def flower(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--stats") from None
     _check_choice("--engine", engine, _ENGINES)
-    _check_choice("--data", data, DATA_MODES)
     # an unknown spec, or one Flower cannot serve, fails here, before anything starts
     check_flower_selector(make_selector(selector, seed=seed), selector)
     if k > num_supernodes:
@@ -169,7 +150,7 @@ def flower(
         import flwr  # noqa: F401
         import ray  # noqa: F401 - the simulation engine
 
-        from fl_oracle.experiments.flower.digits import federation
+        from fl_oracle.experiments.flower.digits import federation as load_federation
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("flwr", "ray"):
             raise ValueError(
@@ -177,20 +158,7 @@ def flower(
                 "pip install 'fedsel[flower]'"
             ) from exc
         raise
-    config = _config(
-        seed,
-        num_supernodes,
-        data_root=None if data_root is None else str(data_root),
-        data_mode=data,
-        mu=mu,
-        gamma=gamma,
-        lr=lr,
-        local_epochs=local_epochs,
-        threads=threads,
-        dataset=None if dataset is None else str(dataset),
-        resolution=resolution,
-        model=model,
-    )
+    config = _config(seed, num_supernodes, **federation)
     if config.threads is None:  # every node computes with this process's torch threads, as
         import torch  # fedsel train would: kernels round differently with other thread counts
 
@@ -202,7 +170,7 @@ def flower(
     from fl_oracle.experiments.runfolder import claim_run_folder
 
     if overwrite:  # the data are checked before the old run is deleted
-        federation(settings)
+        load_federation(settings)
     # one run per folder: locked, another run refused, nothing left behind by a failed start
     with claim_run_folder(
         out, "flower", overwrite=overwrite, committed="history.csv", resumable=False

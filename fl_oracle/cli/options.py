@@ -1,16 +1,39 @@
-"""Help texts of the options several commands share (one wording, one place)."""
+"""The options several commands share, declared once: help texts, the federation's flags and
+``--no-progress``.
+
+:data:`FEDERATION` declares every flag that describes the federation and its training (where
+the data come from, how it is split among clients, the model, local training, evaluation): its
+option, its type and the :class:`~fl_oracle.sim.config.OracleConfig` field it sets. A command
+takes the ones it offers with :func:`federation_options` and receives the flags the user gave
+as one mapping of configuration fields (:func:`fl_oracle.cli.train.make_config` reads it).
+Nothing heavy is imported here: ``fedsel --help`` lists the commands without numpy or torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
 
 from fl_oracle.sim.architectures import model_help
+from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
+from selection.cli.options import NO_PROGRESS
 
 __all__ = [
     "MODEL_HELP",
     "DATASET_HELP",
     "SPLIT_HELP",
     "SIZES_HELP",
+    "NO_PROGRESS",
+    "FederationFlag",
+    "FEDERATION",
+    "federation_options",
     "parse_sizes",
-    "dataset_option",
-    "resolution_option",
-    "model_option",
 ]
 
 MODEL_HELP = model_help()
@@ -23,12 +46,14 @@ SIZES_HELP = (
     "Training samples per client: one number for every domain or domain=n pairs "
     "(e.g. mnist=600,usps=72)."
 )
+SIZE_SIGMA_HELP = (
+    "Log-normal spread σ of the client sizes (each domain's --samples-per-client is the mean; "
+    "0: every client that size)."
+)
 
 
 def parse_sizes(text: str | None) -> int | dict[str, int] | None:
     """``--samples-per-client``: None, one integer, or ``domain=n`` pairs (typer error if bad)."""
-    import typer
-
     if text is None:
         return None
     bad = typer.BadParameter(
@@ -50,38 +75,141 @@ def parse_sizes(text: str | None) -> int | dict[str, int] | None:
     return out
 
 
-def dataset_option():
-    """``--dataset DIR`` (unset by default), as every command that builds a federation has it."""
-    import typer
-
-    return typer.Option(None, "--dataset", help=DATASET_HELP)
-
-
-def resolution_option():
-    """``--resolution`` (unset: the configuration's 32)."""
-    import typer
-
-    return typer.Option(
-        None, "--resolution", min=4, help="Side --dataset images are resized to.", show_default="32"
-    )
+def _data_mode(value: str) -> str:
+    if value not in DATA_MODES:
+        raise typer.BadParameter(
+            f"{value!r} is not one of {', '.join(DATA_MODES)}", param_hint="--data"
+        )
+    return value
 
 
-def model_option():
-    """``--model`` (unset: the configuration's ``cnn``)."""
-    import typer
+@dataclass(frozen=True)
+class FederationFlag:
+    """One federation flag.
 
-    return typer.Option(None, "--model", help=MODEL_HELP, show_default="cnn")
+    Attributes:
+        field: the :class:`~fl_oracle.sim.config.OracleConfig` field it sets.
+        annotation: the command parameter's type (always optional: unset leaves the field to
+            the configuration's default, or to what the command starts from).
+        flag: the option's name on the command line.
+        help: the help text.
+        option: further ``typer.Option`` keywords (bounds, the default shown).
+        convert: the given value -> the field's (a path as text, sizes parsed, a check).
+    """
+
+    field: str
+    annotation: Any
+    flag: str
+    help: str
+    option: Mapping[str, Any]
+    convert: Callable[[Any], Any]
+
+    def make(self, **own: Any) -> Any:
+        """A new ``typer.Option`` for one command (``own`` keywords replace the shared ones:
+        a command's own help text)."""
+        return typer.Option(None, self.flag, **{"help": self.help, **self.option, **own})
 
 
-SIZE_SIGMA_HELP = (
-    "Log-normal spread σ of the client sizes (each domain's --samples-per-client is the mean; "
-    "0: every client that size)."
-)
+def _same(value: Any) -> Any:
+    return value
 
 
-def size_sigma_option():
-    """``--size-sigma`` (unset: the configuration's 0, equal client sizes)."""
-    import typer
+def _flag(field: str, annotation: Any, flag: str, help: str, *,
+          convert: Callable[[Any], Any] = _same, **option: Any) -> FederationFlag:  # fmt: skip
+    return FederationFlag(field, annotation, flag, help, option, convert)
 
-    return typer.Option(None, "--size-sigma", min=0.0, max=3.0, help=SIZE_SIGMA_HELP,
-                        show_default="0")  # fmt: skip
+
+#: every federation flag, by the command parameter that takes it
+FEDERATION: dict[str, FederationFlag] = {
+    "data_root": _flag("data_root", Path | None, "--data-root",
+                       "Folder with the real digit datasets.", convert=str),
+    "data": _flag("data_mode", str | None, "--data", DATA_HELP, convert=_data_mode,
+                  show_default="auto"),
+    "dataset": _flag("dataset", Path | None, "--dataset", DATASET_HELP, convert=str),
+    "resolution": _flag("resolution", int | None, "--resolution",
+                        "Side --dataset images are resized to.", min=4, show_default="32"),
+    "split_file": _flag("split_file", Path | None, "--split-file", SPLIT_HELP, convert=str),
+    "clients_per_domain": _flag("clients_per_domain", int | None, "--clients-per-domain",
+                                "Clients of each domain.", min=1, show_default="5"),
+    "samples_per_client": _flag("samples_per_client", str | None, "--samples-per-client",
+                                SIZES_HELP, convert=parse_sizes,
+                                show_default="1% of each Digits-4 set"),
+    "dirichlet_alpha": _flag("dirichlet_alpha", float | None, "--dirichlet-alpha",
+                             "Label skew.", show_default="none"),
+    "size_sigma": _flag("size_sigma", float | None, "--size-sigma", SIZE_SIGMA_HELP, min=0.0,
+                        max=3.0, show_default="0"),
+    "val_per_domain": _flag("val_per_domain", int | None, "--val-per-domain",
+                            "Validation images per domain (the U readings).", min=1,
+                            show_default="500; with --dataset 15% of its smallest domain, at "
+                            "most 500"),
+    "test_per_domain": _flag("test_per_domain", int | None, "--test-per-domain",
+                             "Test images per domain (realized accuracy).", min=1,
+                             show_default="the whole test split"),
+    "model": _flag("model", str | None, "--model", MODEL_HELP, show_default="cnn"),
+    "lr": _flag("lr", float | None, "--lr", "Local SGD step size.", min=0.0,
+                show_default="0.05"),
+    "batch_size": _flag("batch_size", int | None, "--batch-size", "Local minibatch size.",
+                        min=1, show_default="32"),
+    "local_epochs": _flag("local_epochs", float | None, "--local-epochs",
+                          "Local epoch budget per round.", min=0.0, show_default="1"),
+    "mu": _flag("mu", float | None, "--mu", "FedProx proximal coefficient μ (0 = FedAvg).",
+                min=0.0, show_default="0"),
+    "gamma": _flag("gamma", float | None, "--gamma",
+                   "γ-inexactness of local solving (0 = off).", min=0.0, show_default="0"),
+    "aggregation": _flag("aggregation", str | None, "--aggregation", "samples | uniform.",
+                         show_default="samples"),
+    # 0 reaches the configuration as None: every sample probed
+    "fisher_samples": _flag("fisher_samples", int | None, "--fisher-samples",
+                            "Probe samples per client for F, loss and gradients (0 = all).",
+                            convert=lambda v: v or None, min=0, show_default="64"),
+    "device": _flag("device", str | None, "--device", "auto | cpu | cuda.",
+                    show_default="auto"),
+    "threads": _flag("threads", int | None, "--threads", "torch threads.", min=1,
+                     show_default="torch's default"),
+}  # fmt: skip
+
+
+def federation_options(*names: str, **own: Mapping[str, Any]):
+    """Give a command these :data:`FEDERATION` flags.
+
+    The command declares one parameter ``federation`` where the flags stand in its ``--help``
+    and receives, through it, the flags the user gave: configuration field -> converted value
+    (a flag left out is absent; ``--fisher-samples 0`` is present as None).
+
+    Args:
+        names: keys of :data:`FEDERATION`, in the order ``--help`` lists them.
+        own: a command's own ``typer.Option`` keywords for some of them, by name (the help of
+            ``--threads`` for Flower's nodes).
+    """
+    unknown = [n for n in (*names, *own) if n not in FEDERATION]
+    if unknown:
+        raise ValueError(f"no federation flag {unknown[0]!r} (known: {', '.join(FEDERATION)})")
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(command, eval_str=True)
+        if "federation" not in sig.parameters:
+            raise TypeError(f"{command.__name__} declares no 'federation' parameter")
+        params: list[inspect.Parameter] = []
+        for p in sig.parameters.values():
+            if p.name != "federation":
+                params.append(p)
+                continue
+            for n in names:
+                flag = FEDERATION[n]
+                params.append(inspect.Parameter(n, p.kind, default=flag.make(**own.get(n, {})),
+                                                annotation=flag.annotation))  # fmt: skip
+
+        @functools.wraps(command)
+        def with_federation(**kw: Any) -> Any:
+            given = {}
+            for n in names:
+                value = kw.pop(n)
+                if value is not None:
+                    given[FEDERATION[n].field] = FEDERATION[n].convert(value)
+            return command(**kw, federation=given)
+
+        with_federation.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        with_federation.__annotations__ = {p.name: p.annotation for p in params}
+        return with_federation
+
+    return decorate

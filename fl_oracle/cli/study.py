@@ -15,12 +15,7 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import (
-    dataset_option,
-    model_option,
-    resolution_option,
-)
-from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
+from fl_oracle.cli.options import NO_PROGRESS, federation_options
 
 __all__ = ["register", "study_factory"]
 
@@ -32,6 +27,7 @@ def study_factory(overrides: dict[str, Any]):
     return OracleFactory(overrides)
 
 
+@federation_options("data_root", "data", "device", "dataset", "resolution", "model")
 def study(
     out: Path | None = typer.Option(None, "--out", "-o", help="Study folder (resumable)."),
     config: Path | None = typer.Option(None, "--config", "-c", help="Settings (TOML)."),
@@ -67,12 +63,7 @@ def study(
     workers: int | None = typer.Option(
         None, "--workers", "-w", min=1, help="Run processes.", show_default="CPU count, at most 8"
     ),
-    data_root: Path | None = typer.Option(None, "--data-root", help="Folder with real datasets."),
-    data: str | None = typer.Option(None, "--data", help=DATA_HELP),
-    device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
-    dataset: Path | None = dataset_option(),
-    resolution: int | None = resolution_option(),
-    model: str | None = model_option(),
+    federation: dict[str, Any] | None = None,
     executor: str = typer.Option(
         "local",
         "--executor",
@@ -97,6 +88,7 @@ def study(
     show_defaults: bool = typer.Option(
         False, "--show-defaults", help="Print the default settings as TOML and exit."
     ),
+    no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Paired multi-seed comparison of selectors in live training; writes report.html."""
     from fl_oracle.cli.train import make_config
@@ -117,10 +109,7 @@ def study(
         raise typer.BadParameter("needs --executor ray", param_hint="--address")
     if not report_only:
         check_address(address)
-    if data is not None and data not in DATA_MODES:
-        raise typer.BadParameter(
-            f"{data!r} is not one of {', '.join(DATA_MODES)}", param_hint="--data"
-        )
+    dataset = federation.pop("dataset", None)  # the folder's domains and sizes: read below
     text = ""
     if config is not None:
         if not config.is_file():
@@ -149,7 +138,7 @@ def study(
         text = stored.read_text(encoding="utf-8")
     settings = StudySettings.from_toml(
         text,
-        dataset=None if dataset is None else str(dataset),
+        dataset=dataset,
         seeds=seeds,
         first_seed=first_seed,
         rounds=rounds,
@@ -169,17 +158,15 @@ def study(
         bigger = grown(settings, split_specs(add))
         added = list(bigger.selectors[len(settings.selectors) :])
         settings = bigger
-    if any(v is not None for v in (data, data_root, device, dataset, resolution, model)):
-        extra = {"data_mode": data, "data_root": None if data_root is None else str(data_root),
-                 "device": device, "resolution": resolution, "model": model}  # fmt: skip
-        oracle = {**settings.oracle, **{a: v for a, v in extra.items() if v is not None}}
+    if federation or dataset is not None:
+        oracle = {**settings.oracle, **federation}
         if dataset is not None:  # the folder's domains and sizes, fixed in study.toml
             from fl_oracle.sim.config import dataset_fields
 
             if "val_per_domain" not in text:  # the Digits-4 default need not fit the folder
                 oracle.pop("val_per_domain", None)
             oracle.pop("dataset", None)  # already read against the folder (from_toml)
-            oracle = dataset_fields(str(dataset), **oracle)
+            oracle = dataset_fields(dataset, **oracle)
         settings = StudySettings.from_toml(settings.to_toml(), oracle=oracle)
     for entry in settings.selectors:
         make_selector(settings.spec(entry), seed=0)  # bad spec -> one line before any work
@@ -190,14 +177,14 @@ def study(
             runs = settings.seeds * len(settings.selectors)
             n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
             factory = study_factory(overrides)
-            _record_sources(factory, out, added=added)
+            _record_sources(factory, out, added=added, progress=not no_progress)
             from fl_oracle.cli import interrupt_hint
 
             interrupt_hint(
                 f"the finished runs are kept in {out / 'runs'}; run the same command again to "
                 "continue (only unfinished runs are redone)"
             )
-            with rich_progress(transient=False) as progress:
+            with rich_progress(enabled=not no_progress, transient=False) as progress:
                 run_study(
                     settings,
                     out,
@@ -245,7 +232,9 @@ def check_address(address: str | None, timeout: float = 5.0) -> None:
         ) from None
 
 
-def _record_sources(factory, out: Path, added: list[str] | None = None) -> None:
+def _record_sources(
+    factory, out: Path, added: list[str] | None = None, progress: bool = True
+) -> None:
     """Load the data once (before the workers) and record where it came from.
 
     A continued study keeps its first record (and refuses other data); a study grown with
@@ -257,8 +246,8 @@ def _record_sources(factory, out: Path, added: list[str] | None = None) -> None:
     from selection.atomic import write_text_atomic
     from selection.progress import rich_progress
 
-    with rich_progress() as progress:
-        data = factory.load(progress=progress)
+    with rich_progress(enabled=progress) as bar:
+        data = factory.load(progress=bar)
     _check_model(factory.config(0).model, data)  # a failing factory: before anything is written
     prov = data_provenance(data)
     for line in provenance_lines(prov):

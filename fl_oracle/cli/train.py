@@ -9,23 +9,15 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import (
-    SIZES_HELP,
-    SPLIT_HELP,
-    dataset_option,
-    model_option,
-    parse_sizes,
-    resolution_option,
-    size_sigma_option,
-)
+from fl_oracle.cli.options import NO_PROGRESS, federation_options
 from fl_oracle.experiments.demo.run import DemoSettings
 from fl_oracle.experiments.runner import DEMO_ORACLE
-from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
 from selection.selectors import selector_help
 
 _D = DemoSettings()  # the demo's defaults, shown in --help
@@ -33,12 +25,14 @@ _D = DemoSettings()  # the demo's defaults, shown in --help
 __all__ = ["register", "make_config", "make_oracle", "demo_factory", "DEMO_ORACLE"]
 
 
-def make_config(seed: int, **overrides: Any):
-    """An :class:`fl_oracle.sim.config.OracleConfig` for ``seed`` with the given non-None
-    overrides; with ``dataset`` its domains and sizes are filled in from the folder."""
+def make_config(seed: int, federation: Mapping[str, Any] | None = None, **overrides: Any):
+    """An :class:`fl_oracle.sim.config.OracleConfig` for ``seed``: the federation flags the
+    user gave (:func:`fl_oracle.cli.options.federation_options`; None kept, e.g. every sample
+    probed), then the non-None ``overrides``; with ``dataset`` its domains and sizes are
+    filled in from the folder."""
     from fl_oracle.sim.config import OracleConfig, dataset_fields
 
-    given = {k: v for k, v in overrides.items() if v is not None}
+    given = {**(federation or {}), **{k: v for k, v in overrides.items() if v is not None}}
     if given.get("dataset") is not None:
         given = dataset_fields(given.pop("dataset"), **given)
     if isinstance(given.get("samples_per_client"), int):  # one size for every domain
@@ -90,11 +84,12 @@ def _information(parsed, stats: str | None, check) -> str:
     return stats
 
 
-def _check_choice(name: str, value: str | None, choices: tuple[str, ...]) -> None:
-    if value is not None and value not in choices:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}", param_hint=name)
-
-
+@federation_options(
+    "data_root", "data", "mu", "gamma", "device", "lr", "local_epochs", "model", "dataset",
+    "clients_per_domain", "samples_per_client", "resolution", "split_file", "batch_size",
+    "dirichlet_alpha", "size_sigma", "aggregation", "val_per_domain", "test_per_domain",
+    "fisher_samples", "threads",
+)  # fmt: skip
 def train(
     selector: str = typer.Option(
         ...,
@@ -122,14 +117,7 @@ def train(
     out: Path = typer.Option(
         ..., "--out", "-o", help="Output folder: history.csv, stats.parquet, config.toml."
     ),
-    data_root: Path | None = typer.Option(
-        None, "--data-root", help="Folder with the real digit datasets."
-    ),
-    data: str | None = typer.Option(None, "--data", help=DATA_HELP),
-    mu: float | None = typer.Option(None, "--mu", min=0.0, help="FedProx proximal coefficient μ."),
-    gamma: float | None = typer.Option(
-        None, "--gamma", min=0.0, help="γ-inexactness of local solving."
-    ),
+    federation: dict[str, Any] | None = None,
     stats: str | None = typer.Option(
         None,
         "--stats",
@@ -138,82 +126,21 @@ def train(
         "spec. Default: fresh for a formulation; a baseline rule reads what it reads.",
         show_default=False,
     ),
-    device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
-    lr: float | None = typer.Option(
-        None, "--lr", min=0.0, help="Local SGD step size.", show_default="0.05"
-    ),
-    local_epochs: float | None = typer.Option(
-        None, "--local-epochs", min=0.0, help="Local epoch budget per round.", show_default="1"
-    ),
-    model: str | None = model_option(),
-    dataset: Path | None = dataset_option(),
-    clients_per_domain: int | None = typer.Option(
-        None, "--clients-per-domain", min=1, help="Clients of each domain.", show_default="5"
-    ),
-    samples_per_client: str | None = typer.Option(
-        None, "--samples-per-client", help=SIZES_HELP, show_default="1% of each Digits-4 set"
-    ),
-    resolution: int | None = resolution_option(),
-    split_file: Path | None = typer.Option(None, "--split-file", help=SPLIT_HELP),
-    batch_size: int | None = typer.Option(
-        None, "--batch-size", min=1, help="Local minibatch size.", show_default="32"
-    ),
-    dirichlet_alpha: float | None = typer.Option(
-        None, "--dirichlet-alpha", help="Label skew.", show_default="none"
-    ),
-    size_sigma: float | None = size_sigma_option(),
-    aggregation: str | None = typer.Option(
-        None, "--aggregation", help="samples | uniform.", show_default="samples"
-    ),
-    val_per_domain: int | None = typer.Option(
-        None, "--val-per-domain", min=1, help="Validation samples per domain.", show_default="500"
-    ),
-    test_per_domain: int | None = typer.Option(
-        None, "--test-per-domain", min=1, help="Test samples per domain.", show_default="all"
-    ),
-    fisher_samples: int | None = typer.Option(
-        None, "--fisher-samples", min=1, help="Fisher probe cap.", show_default="64"
-    ),
-    threads: int | None = typer.Option(None, "--threads", min=1, help="torch threads."),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
+    no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Train with a selector choosing the K clients of every round."""
     from fl_oracle.experiments.loop import check_information, run_training
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
-    from selection.progress import rich_progress
+    from selection.progress import report, rich_progress
     from selection.selectors import make_selector, parse_spec
 
     spec = parse_spec(selector)  # the one parse: typed from here on
     stats = _information(spec, stats, check_information)
-    _check_choice("--data", data, DATA_MODES)
-    config = make_config(
-        seed,
-        k=k,
-        data_root=None if data_root is None else str(data_root),
-        data_mode=data,
-        mu=mu,
-        gamma=gamma,
-        device=device,
-        lr=lr,
-        local_epochs=local_epochs,
-        model=model,
-        dataset=None if dataset is None else str(dataset),
-        clients_per_domain=clients_per_domain,
-        samples_per_client=parse_sizes(samples_per_client),
-        resolution=resolution,
-        split_file=None if split_file is None else str(split_file),
-        batch_size=batch_size,
-        dirichlet_alpha=dirichlet_alpha,
-        size_sigma=size_sigma,
-        aggregation=aggregation,
-        val_per_domain=val_per_domain,
-        test_per_domain=test_per_domain,
-        fisher_samples=fisher_samples,
-        threads=threads,
-    )
+    config = make_config(seed, federation, k=k)
     if surrogate is not None:  # --surrogate sets the field; the run is named canonically
         spec = spec.with_surrogate(surrogate)
         selector = spec.canonical
@@ -227,7 +154,7 @@ def train(
         oracle = oracle if oracle is not None else make_oracle(config)
         write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
         rows, tables = [], []
-        with rich_progress(transient=False) as progress:
+        with rich_progress(enabled=not no_progress, transient=False) as progress:
 
             def on_round(row, table):
                 import pandas as pd
@@ -235,7 +162,8 @@ def train(
                 rows.append(row)
                 tables.append(table)
                 _write_run(out, pd.DataFrame(rows), pd.concat(tables, ignore_index=True))
-                progress(
+                report(
+                    progress,
                     len(rows),
                     rounds,
                     (
@@ -279,6 +207,7 @@ def demo_factory(overrides: dict[str, Any]):
     return OracleFactory(overrides)
 
 
+@federation_options("data_root", "data", "device")
 def demo(
     out: Path = typer.Option(
         Path("runs/demo"),
@@ -304,10 +233,7 @@ def demo(
         help="Comma-separated selector specs, the first is the reference run.",
         show_default=", ".join(_D.selectors),
     ),
-    data_root: Path | None = typer.Option(
-        None, "--data-root", help="Folder with the real digit datasets."
-    ),
-    data: str | None = typer.Option(None, "--data", help=DATA_HELP),
+    federation: dict[str, Any] | None = None,
     front_round: int | None = typer.Option(
         None, "--front-round", min=0, help="Round of the fronts.", show_default="rounds // 2"
     ),
@@ -318,7 +244,7 @@ def demo(
         help="Parallel run processes.",
         show_default="CPU count, at most 8",
     ),
-    device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda."),
+    no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Compare selectors on the same federation over several seeds; write report.html and tables."""
     from fl_oracle.experiments.demo.report import write_outputs
@@ -326,16 +252,13 @@ def demo(
     from selection.progress import rich_progress
     from selection.selectors import make_selector, split_specs
 
-    _check_choice("--data", data, DATA_MODES)
     kw: dict[str, Any] = {"rounds": rounds, "seeds": seeds, "k": k, "front_round": front_round}
     if selectors is not None:
         kw["selectors"] = tuple(split_specs(selectors))
     settings = DemoSettings(**{a: v for a, v in kw.items() if v is not None})
     for text in settings.selectors:
         make_selector(settings.spec(text), seed=0)  # bad spec -> one line before any training
-    overrides = {**DEMO_ORACLE, "data_mode": data, "device": device}
-    overrides["data_root"] = None if data_root is None else str(data_root)
-    overrides = {a: v for a, v in overrides.items() if v is not None}
+    overrides = {**DEMO_ORACLE, **federation}
     # bad value, or K beyond the clients -> one line before any process starts (K is the runs':
     # settings.k; the oracle's configuration holds none)
     make_config(0, k=settings.k, **overrides)
@@ -353,7 +276,7 @@ def demo(
         out, "demo", overwrite=overwrite, committed="summary.csv", resumable=False
     ):
         t0 = time.perf_counter()
-        with rich_progress(transient=False) as progress:
+        with rich_progress(enabled=not no_progress, transient=False) as progress:
             factory.load(progress=progress)  # the data once, before the workers
             result = run_demo(
                 factory, make_selector, settings, workers=n_workers, progress=progress

@@ -13,6 +13,7 @@ from selection.cli.options import (
     BACKEND,
     GRID,
     LOGITS,
+    NO_PROGRESS,
     ROUND,
     SEED,
     STATS,
@@ -59,6 +60,7 @@ def compare(
     logits: Path | None = LOGITS,
     grid: list[str] | None = GRID,
     verbose: bool = VERBOSE,
+    no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Every formulation on the same round: points, exact-front hits, hypervolume, IGD, time."""
     from rich.console import Console
@@ -78,7 +80,7 @@ def compare(
     if len(objs) != 2:
         raise SelectionError(f"--objectives {objectives!r}: compare judges in two objectives")
     problem = load_problem(stats, k, round_, surrogate, logits)
-    with rich_progress() as progress:
+    with rich_progress(enabled=not no_progress) as progress:
         c = compare_methods(
             problem,
             eps=eps_grid,

@@ -22,6 +22,7 @@ __all__ = [
     "SEED",
     "BACKEND",
     "VERBOSE",
+    "NO_PROGRESS",
     "TOL",
     "TL",
     "FMIN",
@@ -72,6 +73,8 @@ BACKEND = typer.Option("auto", "--backend", help=backend_help())
 VERBOSE = typer.Option(
     False, "--verbose", "-v", help="Say which route solved the points and why (stderr)."
 )
+#: every long-running command's switch (fedsel's own commands and fl_oracle's alike)
+NO_PROGRESS = typer.Option(False, "--no-progress", help="Draw no progress bar.")
 TOL = typer.Option(
     0.0,
     "--tolerance",

@@ -17,6 +17,7 @@ from selection.cli.options import (
     GRID,
     LOGITS,
     METHOD_HELP,
+    NO_PROGRESS,
     OBJS,
     ROUND,
     SEED,
@@ -94,6 +95,7 @@ def sweep(
         "from; drawn beside the predicted points, realized_* columns in front.csv.",
     ),
     verbose: bool = VERBOSE,
+    no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Sweep one formulation; write DIR/front.csv and DIR/front.html (plot and points)."""
     import pandas as pd
@@ -148,7 +150,7 @@ def sweep(
             load_problem(table, k, r, surrogate, logits) for r in parse_rounds(rounds, available)
         ]
     fronts = []
-    with rich_progress() as progress:
+    with rich_progress(enabled=not no_progress) as progress:
         for problem in problems:
             front = run_method(
                 problem,

@@ -211,7 +211,9 @@ def tiny_cli(tmp_path_factory):
     mp.setattr(
         cli_train,
         "make_config",
-        lambda seed, **kw: _tiny_config(seed, **{a: kw.get(a) for a in keep}),
+        lambda seed, federation=None, **kw: _tiny_config(
+            seed, **{a: {**(federation or {}), **kw}.get(a) for a in keep}
+        ),
     )
     mp.setattr(cli_train, "make_oracle", lambda config, data_=None: Oracle(config, data=data))
 
