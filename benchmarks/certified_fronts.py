@@ -4,8 +4,9 @@ For every family of ``benchmarks/exact_peers.py`` (synthetic, near-tied, cross-p
 utilities rounded to 2 decimals) and N, one round with K = N/10:
 
 * ``exact`` — ``sweep_eps(complete=True)`` on ``auto``, stopped by ``--cap`` (the front
-  exact_peers.py compares with the peers); ``exact, U cap`` the same with the previous point's
-  bound as a cap on U (``sweeps.CAP_FROM_LAST``, off by default), to measure what it does;
+  exact_peers.py compares with the peers); the committed table's ``exact, U cap`` rows measured
+  the previous point's bound as a cap on U, a switch since removed (the script of commit
+  c58d540 made them);
 * ``τ = <tol>, <route>`` — the same sweep with ``tolerance=<tol>`` on ``auto`` and on each
   route: every point within ``tol`` pp of its max U (the solvers' absolute MIP gap) and the ε
   stepped by ``tol`` below each gap. Its front is certified: every exact front point
@@ -39,22 +40,15 @@ from exact_peers import FAMILIES  # noqa: E402
 
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers import sweeps  # noqa: E402
 from selection.solvers.milp.exact import domain_share  # noqa: E402
 from selection.solvers.sweeps import sweep_eps  # noqa: E402
 
 ROUTES = ("auto", "cbc", "scip", "highs")
 
 
-def run_sweep(
-    p: SelectionProblem, cap: float, backend: str, tolerance: float, u_cap: bool = False
-) -> dict:
-    sweeps.CAP_FROM_LAST = u_cap
+def run_sweep(p: SelectionProblem, cap: float, backend: str, tolerance: float) -> dict:
     t0 = time.perf_counter()
-    try:
-        f = sweep_eps(p, complete=True, backend=backend, tolerance=tolerance, max_seconds=cap)
-    finally:
-        sweeps.CAP_FROM_LAST = False
+    f = sweep_eps(p, complete=True, backend=backend, tolerance=tolerance, max_seconds=cap)
     secs = time.perf_counter() - t0
     ok = f[f["selected"] != ""]
     return {
@@ -78,7 +72,7 @@ def covers(approx: np.ndarray, exact: np.ndarray, off: float, tol: float) -> boo
     return bool((u_ok & g_ok).any(axis=1).all())
 
 
-def run(fams, sizes, cap: float, tol: float, routes, ablation: bool = True) -> pd.DataFrame:
+def run(fams, sizes, cap: float, tol: float, routes) -> pd.DataFrame:
     rows = []
     for fam in fams:
         for n in sizes:
@@ -87,8 +81,6 @@ def run(fams, sizes, cap: float, tol: float, routes, ablation: bool = True) -> p
             share = domain_share(p)
             exact = run_sweep(p, cap, "auto", 0.0)
             runs = [("exact", "auto", exact)]
-            if ablation:  # the same sweep with the previous point's bound as a cap on U
-                runs.append(("exact, U cap", "auto", run_sweep(p, cap, "auto", 0.0, True)))
             runs += [(f"τ = {tol:g}", r, run_sweep(p, cap, r, tol)) for r in routes]
             for method, route, r in runs:
                 done = exact["status"] == "complete" and r["status"] == "complete"
@@ -182,8 +174,6 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--cap", type=float, default=120.0, help="seconds per sweep")
     ap.add_argument("--tolerance", type=float, default=0.1, help="pp")
     ap.add_argument("--routes", default=",".join(ROUTES))
-    ap.add_argument("--no-ablation", action="store_true", help="skip the exact sweep with "
-                    "the previous point's cap on U")  # fmt: skip
     ap.add_argument("--out", default=str(ROOT / "results" / "benchmarks"))
     args = ap.parse_args(argv)
     given = " ".join(argv if argv is not None else sys.argv[1:])
@@ -196,7 +186,6 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         args.cap,
         args.tolerance,
         args.routes.split(","),
-        ablation=not args.no_ablation,
     )
     text = render(df, command, time.perf_counter() - t0, load, args.cap, args.tolerance)
     out = Path(args.out)

@@ -26,10 +26,11 @@ __all__ = ["DEMO_ORACLE", "OracleFactory", "RunTask", "cached_oracle", "run_one"
 # The oracle settings of live-training runs (the demo and the study start from them).
 # Oracle settings of the demo's embedded default: the Digits-4 federation (5 clients per domain,
 # 1% of each training set) with smaller evaluation sets and Fisher probes, one torch thread per
-# run process, so that `make demo` fits in 15 minutes on 2 CPU cores. Local step size 0.1 and
-# two local epochs: with the oracle's 0.05 / 1 epoch the model is still near 35 % mean accuracy
-# after 8 rounds of K=5 (measured: proportional selection, seed 0), too early for the selectors
-# to differ; with 0.1 / 2 it reaches ~73 % (worst domain ~66 %) at ~1.3x the time per round.
+# run process, so that `make demo` fits in 15 minutes on 2 CPU cores (results/demo/record.toml).
+# Local step size 0.1 and two local epochs: with the oracle's 0.05 / 1 epoch the model is still
+# far from trained after 8 rounds of K=5 (proportional selection, seed 0; measured once, not
+# committed), too early for the selectors to differ; with 0.1 / 2 they do
+# (results/demo/summary.csv), at a somewhat longer round.
 DEMO_ORACLE: dict[str, Any] = {
     "lr": 0.1,
     "local_epochs": 2.0,

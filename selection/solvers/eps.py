@@ -123,11 +123,6 @@ class EpsSolver(ExactSolver):
     # weakly dominated (same U, a larger gap than needed); the sweep's next point, just below
     # its gap, then finds the same U and replaces it. Enumeration stays lexicographic.
     first_stage_only = False
-    # Set by the complete sweep per point: a proven upper bound on max U at this ε (the
-    # previous point's bound: max U cannot grow as ε shrinks), put on the row ``ucap`` of the
-    # first-stage-only model; None = no cap. Not on CP-SAT (its rows are rounded data).
-    u_cap: float | None = None
-    cap_row = False  # whether the model has the row (sweeps.CAP_FROM_LAST)
 
     def _set_param(self, value: float | None) -> None:
         self.eps = check_nonneg("eps", value)
@@ -147,7 +142,6 @@ class EpsSolver(ExactSolver):
             pairwise=pairwise,
             second_stage=not self.first_stage_only,
             groups=self.groups(problem),
-            cap_row=self.first_stage_only and self.cap_row and not self.integer_route(problem),
             descent_step=self.quantum(problem) if self.gap_descent else 0.0,
         )
 
@@ -172,12 +166,6 @@ class EpsSolver(ExactSolver):
         pairs = [r for r in model.spec.row_index if r.startswith("pair")]
         for name in pairs or ["gap"]:
             model.set_row_bounds(name, -INF, up)
-        if "ucap" in model.spec.row_index:
-            cap = INF
-            if self.u_cap is not None and np.isfinite(self.u_cap):
-                top = problem.k * self.u_cap  # sum units; a tie within the sweep's tolerance fits
-                cap = top + 1e-6 + 1e-9 * abs(top)
-            model.set_row_bounds("ucap", -INF, cap)
 
     def _solve_enum(self, problem: SelectionProblem) -> RawResult:
         return self._enum_raw(

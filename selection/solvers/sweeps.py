@@ -161,7 +161,6 @@ def sweep_eps(
         max_seconds = budget
     solver = make()
     solver.first_stage_only = True  # see _tied below
-    solver.cap_row = CAP_FROM_LAST
     if auto_step:  # half a value-grid step where the route's data are on one
         step = front_step(problem, solver.quantum(problem))
     enum_step = step  # the enumerated front labels its ε points with the exact step
@@ -175,8 +174,6 @@ def sweep_eps(
     advance = _Counter(progress, None, "complete ε sweep")
     while len(results) < max_points:
         point = solver.with_param(e)
-        if solver.cap_row and results and results[-1].ok and math.isfinite(results[-1].bound):
-            point.u_cap = results[-1].bound  # max U at a smaller ε is at most the last bound
         if max_seconds is not None:  # the whole sweep's budget also bounds each point
             left = max(1e-3, max_seconds - (time.perf_counter() - t0))
             point.time_limit = left if point.time_limit is None else min(point.time_limit, left)
@@ -228,21 +225,19 @@ def sweep_eps(
 
 # The complete sweep's enumeration switch (``backend="auto"``): above the per-point
 # enumeration limit and up to FRONT_ENUM_MAX selections, the MILP sweep first gets as long as
-# enumerating every selection is estimated to take (ENUM_SECONDS_PER_SELECTION, measured on
-# exhaustive.exact_front at C(50, 5) = 2.1M: ~0.7 µs idle, 1.3 µs on a loaded core); if it has
-# not proven the whole front by then, the front is enumerated. Time is then at most about
-# twice the better of the two, where a near-tied N = 50 front cost the MILP sweep ~25 s.
+# enumerating every selection is estimated to take (ENUM_SECONDS_PER_SELECTION: an upper
+# estimate of exhaustive.exact_front's time per selection, taken at C(50, 5) on an idle and a
+# loaded core; measured once, not committed); if it has not proven the whole front by then,
+# the front is enumerated. Time is then at most about twice the better of the two (the
+# near-tied N = 50 front is enumerated: results/benchmarks/exact_peers.md).
 # Which of the two finishes depends on the machine's speed: both fronts are exact (the same
 # (U, gap) points), but tied points may be represented by different selections; the rows'
 # backend and route_reason say which one ran. With a caller's ``max_seconds`` below twice the
 # estimate there is no switch (the budget would not hold both).
 FRONT_ENUM_MAX = 5_000_000
-# Whether each point of the complete sweep gets the previous point's bound as a cap on U
-# (EpsSolver.u_cap). Off: measured, it did not pay (benchmarks/certified_fronts.py, rows
-# "exact, U cap": synthetic N = 200 28.8 s with it, 8.6 s without; one instance of twelve
-# faster, synthetic N = 50, 0.15 s against 0.18 s) — a row parallel to the objective slows
-# CBC's search.
-CAP_FROM_LAST = False
+# No point of the complete sweep caps U by the previous point's bound (max U cannot grow as ε
+# shrinks): a row parallel to the objective slowed CBC's search on most instances
+# (results/benchmarks/certified_fronts.md, rows "exact, U cap").
 ENUM_SECONDS_PER_SELECTION = 1e-6
 
 

@@ -67,7 +67,6 @@ def eps_spec(
     pairwise: bool = False,
     second_stage: bool = True,
     groups: np.ndarray | None = None,
-    cap_row: bool = False,
     descent_step: float = 0.0,
 ) -> MilpSpec:
     """max sum U_i x_i, then min (hi - lo), s.t. sum x = K, lo <= sum_i U_id x_i <= hi ∀d.
@@ -81,8 +80,6 @@ def eps_spec(
     sum_i (U_ia − U_ib) x_i <= K·ε, pure-binary rows that carry ε instead of ``gap`` (the
     same feasible set; HiGHS solved an N=5000 point faster with them, CBC slower; measured
     once, not committed).
-    With ``cap_row`` the row ``ucap`` (sum U x <= cap, free until set) states what the
-    complete sweep knows from its previous point: max U cannot grow as ε shrinks.
     ``descent_step`` q > 0 (every U_id a whole multiple of q, so every hi − lo at a selection
     is one) lets the backend answer the second stage by gap descent on the row ``gap``
     (:meth:`.descent.GapDescent._descend`).
@@ -106,8 +103,6 @@ def eps_spec(
         rows.append(("fmin", np.r_[data["F_z"], 0.0, 0.0], float(f_min), INF))
     if b_max is not None:
         rows.append(("bmax", np.r_[data["B"], 0.0, 0.0], -INF, float(b_max)))
-    if cap_row:
-        rows.append(("ucap", np.r_[U, 0.0, 0.0], -INF, INF))
     objectives = [np.r_[U, 0.0, 0.0], np.r_[z, -1.0, 1.0]]
     values = [lambda x: float(x @ U), lambda x: -float(np.ptp(x @ Ud))]
     if not second_stage:
