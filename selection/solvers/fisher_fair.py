@@ -58,6 +58,8 @@ class FisherFairSolver(ExactSolver):
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
+    max_min = True  # auto: a max-min first stage (milp.exact.portfolio)
+
     name = "fisher-fair"
     summary = "max Σ F_z s.t. worst >= worst* − δ (Fisher within δ of the max-min point)"
     param = "delta"

@@ -41,6 +41,8 @@ class MaxminSolver(ExactSolver):
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
+    max_min = True  # auto: a max-min first stage (milp.exact.portfolio)
+
     name = "maxmin"
     summary = "max worst-domain utility s.t. U >= U* − δ, ties to higher U"
     param = "delta"

@@ -98,6 +98,13 @@ AUTO_MILP = "cbc"
 # branches on: its complete sweep certified within 0.1 pp at N = 100 far faster than CBC's
 # (results/benchmarks/certified_fronts.md).
 DOMAIN_SHARE_MIN = 0.9
+# A max-min stage (maxmin, fisher-fair) on rows with no value grid (predicted utilities: the
+# probe information model's continuous rows, every client near the same base accuracy) takes
+# HiGHS at every N above the enumeration limit: on two rounds of the cross-device study
+# (N = 200) CBC did not prove the stage-1 point in 60 s (nor, in the study, in 33 minutes)
+# where HiGHS proved both stages in 3-6 s; on the synthetic family, whose rows are floats
+# too, HiGHS was 2-4x slower than CBC but under 3 s (results/benchmarks/maxmin_routes.md).
+MAX_MIN_FLOAT_ROUTE = "highs"
 ALIGNED_TOL = 0.01  # points: 2-decimal data rounds U and U_d apart by up to 0.005 each
 PORTFOLIO_MIN_N = 500
 
@@ -168,14 +175,22 @@ def fixing_from(problem: SelectionProblem) -> int:
     return FIXING_FROM_ALIGNED if aligned(problem) else FIXING_FROM_MISALIGNED
 
 
-def portfolio(problem: SelectionProblem, small_n_scip: bool = False) -> tuple[str, str]:
+def portfolio(
+    problem: SelectionProblem, small_n_scip: bool = False, max_min: bool = False
+) -> tuple[str, str]:
     """(MILP route, why) ``auto`` takes above the enumeration limit.
 
     ``small_n_scip``: whether the formulation may take SCIP below PORTFOLIO_MIN_N (the ε
-    model, whose ε rows it keeps half a value-grid step from every attainable gap)."""
+    model, whose ε rows it keeps half a value-grid step from every attainable gap).
+    ``max_min``: whether its first stage maximizes the worst domain row (maxmin,
+    fisher-fair): on float rows that stage takes :data:`MAX_MIN_FLOAT_ROUTE`."""
     if problem.structure != "linear":
         return AUTO_MILP, f"the {problem.surrogate} surrogate's fractional stages: {AUTO_MILP}"
     n = problem.n
+    if max_min and value_quantum(problem.Ud) == 0:
+        return MAX_MIN_FLOAT_ROUTE, (
+            f"a max-min stage on rows with no value grid: {MAX_MIN_FLOAT_ROUTE}"
+        )
     if n < PORTFOLIO_MIN_N:
         share = domain_share(problem) if small_n_scip else 0.0
         # the ε model on a value grid only: there every ε row sits half a grid step from
@@ -309,11 +324,13 @@ class ExactSolver(Solver):
         # the portfolio reads the whole table (alignment, grid step): once per problem, shared
         # by the copies a sweep makes, as the models are
         if problem not in self._routes:
-            self._routes[problem] = portfolio(problem, self.small_n_scip)
+            self._routes[problem] = portfolio(problem, self.small_n_scip, self.max_min)
         return self._routes[problem]
 
     #: whether ``auto`` may take SCIP below :data:`PORTFOLIO_MIN_N` clients (:func:`portfolio`)
     small_n_scip = False
+    #: whether the first stage maximizes the worst domain row (:func:`portfolio`)
+    max_min = False
 
     def quantum(self, problem: SelectionProblem) -> float:
         """q where every U_d of the data this route solves is a whole multiple of q, else 0
