@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -282,6 +283,17 @@ class CbcBackend(LexBackend):
         return f"error:CBC status {pulp.LpStatus.get(prob.status, prob.status)}", None, obj
 
 
+def _with_parent(args: list[str]) -> list[str]:
+    """``args`` run so that the process dies with the thread that starts it: util-linux's
+    ``setpriv --pdeathsig KILL`` (Linux), where it is installed. Without it a Python process
+    killed mid-solve (a study's worker under SIGKILL or SIGTERM) left CBC running alone for as
+    long as its search took (half an hour and more on the cross-device study's max-min
+    rounds). The thread that starts CBC waits for it or kills it, so the signal only ever
+    comes after the Python process itself is gone."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--", *args] if setpriv else args
+
+
 def _run_cbc(cmd, prob, folder: Path, *, warm: bool, stop: threading.Event | None) -> bool:
     """PuLP's ``PULP_CBC_CMD.solve_CBC`` for a maximization, with a CBC process of our own:
     its files and log (``cbc.log``) in ``folder``, and killed once ``stop`` is set.
@@ -307,7 +319,9 @@ def _run_cbc(cmd, prob, folder: Path, *, warm: bool, stop: threading.Event | Non
         args += ["-solve", "-printingOptions", "all", "-solution", sol]
         with open(folder / "cbc.log", "w") as log:
             try:
-                proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+                proc = subprocess.Popen(
+                    _with_parent(args), stdout=log, stderr=log, stdin=subprocess.DEVNULL
+                )
             except OSError as exc:
                 raise pulp.PulpSolverError(f"cannot run CBC ({cmd.path}): {exc}") from exc
             try:
