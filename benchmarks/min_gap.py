@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     out = Path(args.out)
     write_table_atomic(df, out / f"{args.name}.csv")
-    text = render(df, argv, args.cap, time.perf_counter() - t0, load0, os.getloadavg())
+    given = sys.argv[1:] if argv is None else argv
+    text = render(df, given, args.cap, time.perf_counter() - t0, load0, os.getloadavg())
     write_text_atomic(text, out / f"{args.name}.md")
     print(text)
     return df
