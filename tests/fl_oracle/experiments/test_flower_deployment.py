@@ -9,12 +9,14 @@ steps are these commands.
 
 Beside the four honest nodes a fifth, authorised, lies (issue 40, "tested as an attack"): its
 ``flwr-clientapp`` (the process its SuperNode starts by name) is a wrapper that claims 10⁶ × its
-examples and returns 100 × its update every round, and in the last round claims partition 0's
-id. The run completes; the liar is named once in each round's ``suspects`` (capped and clipped)
-and refused under its own id the round it claims another's; its statistics row says
-``suspect``. Tolerance, stated: every round the global model moves no further than the round's
-largest honest update (the ``clipped to`` bound the history states: a sample-weighted mean of
-updates none longer than it), and less than ``MOVE_TOL`` × the liar's own honest update, where
+examples and returns 100 × its update every round. In round 0 it also reports 10⁴ × its F, so
+that F and the update agree: its size is capped and its update clipped, and it is named once in
+the round's ``suspects`` (its statistics row says ``suspect``). In round 1 it reports its honest
+F beside the 100-fold update: refused, since the F contradicts the update. In the last round it
+claims partition 0's id: refused under its own id. The run completes. Tolerance, stated: the
+round it is clipped, the global model moves no further than the round's largest honest update
+(the ``clipped to`` bound the history states: a sample-weighted mean of updates none longer
+than it); every round it moves less than ``MOVE_TOL`` × the liar's own honest update, where
 unguarded its 10⁶-fold weight would carry its 100-fold update: about 100 × that. The liar's
 wrapper records the global model it is sent each round and its honest update's norm.
 Five nodes starting a ``flwr-clientapp`` process per message on two cores: ~2 min a round
@@ -48,7 +50,8 @@ PARTS = {0: "mnist-0", 2: "usps-0", 4: "svhn-0", 6: "syn-0"}
 CLIENTS = list(PARTS.values())
 LIAR_PID, LIAR = 5, "svhn-1"
 MOVE_TOL = 10.0  # the global step's norm, in units of the liar's own honest update's
-ROUNDS, SPOOF_FROM = 3, 2  # the liar claims partition 0's id in the last round
+# round 0: a consistent lie (F x 10^4); round 1: F contradicts the update; last: partition 0
+ROUNDS, CONTRADICT_AT, SPOOF_FROM = 3, 1, 2
 _LIAR = """#!{python}
 # flwr-clientapp as a lying node runs it: the digits ClientApp's reply, then the lies
 import json, os, sys
@@ -72,6 +75,8 @@ def _lying(self, message, context):
         fh.write(json.dumps({{"round": t, "norm": float(np.linalg.norm(delta))}}) + "\\n")
     metrics = dict(reply.content["metrics"])
     metrics["num-examples"] = int(metrics["num-examples"]) * 10**6
+    if t < {contradict_at}:
+        metrics["F"] = float(metrics["F"]) * 1e4
     if t >= {spoof_from}:
         metrics["partition-id"] = 0
     out = RecordDict({{"delta": ArrayRecord({{"delta": Array(100.0 * delta)}}),
@@ -91,7 +96,8 @@ def _liar_bin(tmp_path: Path, spoof_from: int) -> Path:
     folder.mkdir()
     log.mkdir()
     script = folder / "flwr-clientapp"
-    script.write_text(_LIAR.format(python=sys.executable, log=str(log), spoof_from=spoof_from))
+    script.write_text(_LIAR.format(python=sys.executable, log=str(log), spoof_from=spoof_from,
+                                   contradict_at=CONTRADICT_AT))  # fmt: skip
     script.chmod(0o755)
     return folder
 
@@ -262,15 +268,16 @@ def test_a_deployment_admits_only_its_nodes_and_survives_a_killed_one(tmp_path):
 
 
 def _check_the_liar(hist: pd.DataFrame, stats: pd.DataFrame, log: Path) -> None:
-    """Named once a round, bounded before the selector and the aggregate read it, refused
-    under its own id the round it claims partition 0, and the global model moved as an honest
-    one: within MOVE_TOL x its own honest update every round."""
+    """Named once a round: bounded before the selector and the aggregate read it while its
+    lies agree, refused when its F contradicts its update and under its own id the round it
+    claims partition 0; the global model moved as an honest one: within MOVE_TOL x its own
+    honest update every round."""
     import numpy as np
 
     for _, row in hist.iterrows():
         t = int(row["round"])
         named = [part.split(":")[0] for part in row["suspects"].split(" | ") if part]
-        if t < SPOOF_FROM:
+        if t < CONTRADICT_AT:
             assert named == [LIAR], row["suspects"]  # once, and no honest node
             assert "examples, beyond the others'" in row["suspects"], row["suspects"]
             assert "clipped to" in row["suspects"], row["suspects"]
@@ -279,6 +286,10 @@ def _check_the_liar(hist: pd.DataFrame, stats: pd.DataFrame, log: Path) -> None:
             assert table.loc[LIAR, "n_samples"] <= honest_max  # the capped size, not 10^6x
             assert table.loc[LIAR, "suspect"] != ""
             assert LIAR not in row["failed"].split(";")
+        elif t < SPOOF_FROM:  # its honest F beside a 100x update
+            assert named == [], row["suspects"]
+            assert "contradicts its update" in row["failures"], row
+            assert LIAR not in row["selected"].split(";")
         else:  # claims partition 0: refused under its own id, so nothing of it is used
             assert named == [], row["suspects"]
             assert f"echoed partition of {CLIENTS[0]}, was {LIAR}" in row["failures"], row
@@ -291,9 +302,10 @@ def _check_the_liar(hist: pd.DataFrame, stats: pd.DataFrame, log: Path) -> None:
     for t in range(SPOOF_FROM):
         w_t, w_next = np.load(log / f"w{t}.npy"), np.load(log / f"w{t + 1}.npy")
         moved = float(np.linalg.norm(w_next - w_t))
-        suspects = hist.loc[hist["round"] == t, "suspects"].iloc[0]
-        bound = float(re.search(r"clipped to ([0-9.e+-]+)", suspects).group(1))
-        print(f"round {t}: the global model moved {moved:.4g}; the largest honest update "
-              f"{bound:.3g}, the liar's own {norms[t]:.4g} (unguarded about 100x that)")  # fmt: skip
-        assert 0 < moved <= bound * 1.01, (t, moved, bound)  # 3 significant digits printed
-        assert moved < MOVE_TOL * norms[t], (t, moved, norms[t])
+        print(f"round {t}: the global model moved {moved:.4g}; the liar's own update "
+              f"{norms[t]:.4g} (unguarded about 100x that)")  # fmt: skip
+        if t < CONTRADICT_AT:  # clipped: no further than the largest honest update
+            suspects = hist.loc[hist["round"] == t, "suspects"].iloc[0]
+            bound = float(re.search(r"clipped to ([0-9.e+-]+)", suspects).group(1))
+            assert 0 < moved <= bound * 1.01, (t, moved, bound)  # 3 significant digits printed
+        assert 0 < moved < MOVE_TOL * norms[t], (t, moved, norms[t])
