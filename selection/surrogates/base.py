@@ -27,7 +27,15 @@ from selection.errors import SelectionError
 if TYPE_CHECKING:
     from selection.problem import SelectionProblem
 
-__all__ = ["STRUCTURES", "SURROGATES", "Surrogate", "register", "surrogates", "get_surrogate"]
+__all__ = [
+    "STRUCTURES",
+    "SURROGATES",
+    "Surrogate",
+    "Swaps",
+    "register",
+    "surrogates",
+    "get_surrogate",
+]
 
 STRUCTURES = ("linear", "linear-fractional", "black-box")
 SURROGATES: dict[str, type[Surrogate]] = {}
@@ -89,6 +97,54 @@ class Surrogate(ABC):
             u, ud = self.block(problem, r[None, :])
             U[m], Ud[m] = u[0], ud[0]
         return U, Ud
+
+    def swaps(self, problem: SelectionProblem, selected) -> Swaps:
+        """The values of the selections one swap away from ``selected`` (:class:`Swaps`):
+        what a local search asks. Default: each neighbour scored through :meth:`block`."""
+        return Swaps(self, problem, selected)
+
+    def value_bounds(self, problem: SelectionProblem) -> tuple[np.ndarray, np.ndarray] | None:
+        """Proven (lower, upper) bounds on U_d(S) over every K-selection, shape (D,) each, %;
+        None where the surrogate knows none beyond [0, 100]."""
+        return None
+
+    def domain_shares(self, problem: SelectionProblem) -> np.ndarray | None:
+        """w (D,) with U(S) = Σ_d w_d U_d(S) for every selection, where the surrogate's U is
+        such a mix of its domain values; None where it is not."""
+        return None
+
+
+class Swaps:
+    """A selection S and the values of its one-swap neighbours S − {i} + {j}.
+
+    Args:
+        surrogate: the surrogate that scores them.
+        problem: the round's problem.
+        selected: the K indices of S.
+    """
+
+    def __init__(self, surrogate: Surrogate, problem: SelectionProblem, selected) -> None:
+        self.surrogate, self.problem = surrogate, problem
+        self.move_to(selected)
+
+    def move_to(self, selected) -> None:
+        """Make ``selected`` (K indices) the current selection."""
+        self.selected = np.sort(np.asarray(selected, dtype=np.int64))
+
+    def current(self) -> tuple[float, np.ndarray]:
+        """(U, U_d (D,)) of the current selection."""
+        U, Ud = self.surrogate.block(self.problem, self.selected[None, :])
+        return float(U[0]), Ud[0]
+
+    def values(self, out: int, ins: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(U (M,), U_d (M, D), score (M,)) of S − {out} + {j} for each j of ``ins`` (M,); j =
+        ``out`` is S itself. ``score`` is a smooth measure of how near each selection is to a
+        better value, comparable within one call (ties of a step-valued surrogate are broken
+        by it); zeros here."""
+        keep = self.selected[self.selected != out]
+        idx = np.column_stack([np.tile(keep, (len(ins), 1)), np.asarray(ins, dtype=np.int64)])
+        U, Ud = self.surrogate.block(self.problem, idx)
+        return U, Ud, np.zeros(len(idx))
 
 
 def register(cls: type[Surrogate]) -> type[Surrogate]:
