@@ -148,6 +148,8 @@ def solve(
         and cls.bound_objective
     ):
         why = "stopped at the time limit" if r.status == "time_limit" else "within --tolerance"
+        if r.backend == "search":  # a heuristic's answer: the bound is all that is proven
+            why = "a local search's answer"
         print(
             f"fedsel: {why}; proven: {cls.bound_objective} <= {r.bound:.6g} "
             f"(this selection: {r.objectives[cls.bound_objective]:.6g})",

@@ -28,6 +28,7 @@ import pandas as pd
 from selection.objectives import gap as gap_of
 from selection.problem import SelectionProblem
 from selection.solvers.base import SweepOptions
+from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps, eps_rule
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -216,6 +217,17 @@ class EpsSolver(ExactSolver):
             **self._frac_options(problem),
         )
         return raw_of(sel, status, msg, route, self._param())
+
+    def _solve_search(self, problem: SelectionProblem) -> RawResult:
+        rows = [] if self.eps is None or np.isinf(self.eps) else [("gap", -INF, self.eps + 1e-9)]
+        if self.f_min is not None:
+            rows.append(("sum_Fz", self.f_min - 1e-9, INF))
+        if self.b_max is not None:
+            rows.append(("sum_B", -INF, self.b_max + 1e-9))
+        goal = Goal((("utility", 1.0), ("gap", -1.0)), tuple(rows))
+        out = search(problem, goal, seed=self.seed, time_limit=self.time_limit)
+        bound = first_bound(problem, "utility", self.eps)
+        return answer(out, self._param(), bound, "the ε row (and the Σ F_z / Σ B rows)")
 
     def _rule(self, problem: SelectionProblem):
         return eps_rule(self.eps, f_min=self.f_min, b_max=self.b_max)

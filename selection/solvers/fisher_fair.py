@@ -22,12 +22,15 @@ answers the same question, ties compared at 1e-9.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 
 import numpy as np
 
+from selection.objectives import evaluate
 from selection.problem import SelectionProblem
+from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import (
     DEFAULT_MAX_COUNT,
     best_fisher_fair,
@@ -177,6 +180,23 @@ class FisherFairSolver(ExactSolver):
             **self._frac_options(problem),
         )
         return raw_of(sel, status, msg, route, self._param())
+
+    def _solve_search(self, problem: SelectionProblem) -> RawResult:
+        floor, note = -INF, ""
+        if self.delta != INF:  # worst*: the search's best worst stands in for it
+            top = self._maxmin._solve_search(problem)
+            if not top.selected:
+                return dataclasses.replace(top, param=self._param())
+            w_hat = float(evaluate(problem, top.selected)["worst"])
+            floor = w_hat - self.delta - 1e-9
+            note = (
+                f"; worst* taken as {w_hat:.4g} % (the search's best; proven worst* <= "
+                f"{first_bound(problem, 'worst'):.4g} %)"
+            )
+        goal = Goal((("sum_Fz", 1.0), ("utility", 1.0)), (("worst", floor, INF),))
+        out = search(problem, goal, seed=self.seed, time_limit=self.time_limit)
+        raw = answer(out, self._param(), first_bound(problem, "sum_Fz"), "worst >= worst* − δ")
+        return dataclasses.replace(raw, message=raw.message + note)
 
     def _rule(self, problem: SelectionProblem):
         star = worst_star_of(problem, self.delta)

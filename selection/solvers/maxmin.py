@@ -13,11 +13,14 @@ vocabulary is the same as ``eps``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
 from selection.problem import SelectionProblem
 from selection.solvers.base import SweepOptions
+from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta, delta_rule, u_star_of
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
@@ -158,6 +161,27 @@ class MaxminSolver(ExactSolver):
             **self._frac_options(problem),
         )
         return raw_of(sel, status, msg, route, self._param())
+
+    def _solve_search(self, problem: SelectionProblem) -> RawResult:
+        floor, note = -INF, ""
+        if self.delta != INF:  # U*: the search's best U stands in for it
+            top = search(
+                problem, Goal((("utility", 1.0),)), seed=self.seed, time_limit=self._half()
+            )
+            u_hat = -top.rank[1]
+            floor = u_hat - self.delta - 1e-9
+            note = (
+                f"; U* taken as {u_hat:.4g} % (the search's best; proven U* <= "
+                f"{first_bound(problem, 'utility'):.4g} %)"
+            )
+        goal = Goal((("worst", 1.0), ("utility", 1.0)), (("utility", floor, INF),))
+        out = search(problem, goal, seed=self.seed, time_limit=self._half())
+        raw = answer(out, self._param(), first_bound(problem, "worst"), "U >= U* − δ")
+        return dataclasses.replace(raw, message=raw.message + note)
+
+    def _half(self) -> float | None:
+        """Half the time limit: the search for U*, then the formulation's own."""
+        return None if self.time_limit is None else self.time_limit / 2
 
     def _rule(self, problem: SelectionProblem):
         return delta_rule(u_star_of(problem), self.delta)

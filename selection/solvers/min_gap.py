@@ -29,6 +29,7 @@ smallest gap lies between the bound and the gap returned.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -37,6 +38,7 @@ from selection.errors import SelectionError
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver
+from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import top_selections
 from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, route_refusal, value_quantum
 from selection.solvers.milp.highs import HighsBackend
@@ -109,8 +111,9 @@ class MinGapSolver(Solver):
         b_max: require Σ_{i∈S} B_i <= b_max (nats), optional.
         lower: a gap every selection is known to exceed (an infeasible ε), percentage points;
             reported as a bound when the MILP's is lower.
-        backend: ``auto`` (enumeration when C(N, K) <= enum_limit, else the bounded route),
-            ``enum``, or any MILP backend name (the bounded route: HiGHS).
+        backend: ``auto`` (enumeration when C(N, K) <= enum_limit, else the bounded route;
+            on a black-box surrogate the ``search`` route of :mod:`.black_box`, whose bound is
+            the surrogate's), ``enum``, or any MILP backend name (the bounded route: HiGHS).
         enum_limit: largest C(N, K) that ``auto`` enumerates.
         seed: seeds the local search's kicks and HiGHS.
         threads: HiGHS threads (default 1: deterministic).
@@ -152,9 +155,13 @@ class MinGapSolver(Solver):
         self.highest_u = bool(highest_u)
 
     def route(self, problem: SelectionProblem) -> str:
-        """``enum`` or ``highs``: the route this solver takes on ``problem``."""
+        """``enum``, ``highs``, or ``search`` (``auto`` on a black-box surrogate above the
+        enumeration limit: :mod:`.black_box`): the route this solver takes on ``problem``."""
         small = math.comb(problem.n, problem.k) <= self.enum_limit
-        return "enum" if self.backend == "enum" or (self.backend == "auto" and small) else "highs"
+        if self.backend == "enum" or (self.backend == "auto" and small):
+            return "enum"
+        black_box = problem.structure == "black-box"
+        return "search" if black_box and self.backend == "auto" else "highs"
 
     def _solve(self, problem: SelectionProblem) -> RawResult:
         problem = problem.linear_view()
@@ -167,10 +174,28 @@ class MinGapSolver(Solver):
             msg = "smallest gap by enumeration"
             gap = float(evaluate(problem, top[0])["gap"])
             return RawResult(top[0], Status.OPTIMAL, "enum", msg, bound=gap)
+        if self.route(problem) == "search":
+            return self._search(problem)
         refusal = route_refusal("highs", problem, fractional=True)
         if refusal:
             raise SelectionError(refusal)
         return _Bounded(self, problem).run()
+
+    def _search(self, problem: SelectionProblem) -> RawResult:
+        rows = []
+        if self.f_min is not None:
+            rows.append(("sum_Fz", self.f_min - 1e-9, INF))
+        if self.b_max is not None:
+            rows.append(("sum_B", -INF, self.b_max + 1e-9))
+        goal = Goal((("gap", -1.0), ("utility", 1.0)), tuple(rows))
+        out = search(problem, goal, seed=self.seed, time_limit=self.time_limit)
+        raw = answer(out, "", math.nan, "the Σ F_z / Σ B rows")
+        if not raw.selected:
+            return raw
+        gap = out.rank[1]
+        lower = max(first_bound(problem, "gap"), self.lower if self.lower < gap else 0.0)
+        msg = f"smallest gap in [{lower:.6g}, {gap:.6g}] pp; {raw.message}"
+        return dataclasses.replace(raw, message=msg, bound=lower)
 
 
 class _Bounded:

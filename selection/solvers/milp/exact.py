@@ -2,10 +2,11 @@
 
 An :class:`ExactSolver` picks its route per problem (``auto``: enumeration when C(N, K) is at
 most ``enum_limit``, else the measured :func:`portfolio`: CBC, except SCIP below 500 clients
-where the clients' own domains determine the domain rows), records why (``route_reason`` in
-front tables), keeps one persistent backend model per problem (weakly keyed, shared by the copies
-:meth:`ExactSolver.with_param` makes for the points of a sweep) and only changes row bounds
-between points.
+where the clients' own domains determine the domain rows; for a black-box surrogate the swap
+local search of :mod:`selection.solvers.black_box`, route ``search``), records why
+(``route_reason`` in front tables), keeps one persistent backend model per problem (weakly
+keyed, shared by the copies :meth:`ExactSolver.with_param` makes for the points of a sweep) and
+only changes row bounds between points.
 """
 
 from __future__ import annotations
@@ -227,7 +228,7 @@ def route_refusal(route: str, problem: SelectionProblem, *, fractional: bool = F
     """Why the MILP ``route`` cannot take the problem's surrogate ("" when it can).
 
     The MILP models are written for the ``linear`` surrogate (``mean``); a ``black-box`` one
-    (``ensemble``) is answered by enumeration or NSGA-II only.
+    (``ensemble``) is answered by enumeration, the ``search`` route or NSGA-II.
     """
     from selection.surrogates import get_surrogate
 
@@ -238,7 +239,8 @@ def route_refusal(route: str, problem: SelectionProblem, *, fractional: bool = F
         return ""
     return (
         f"the {sur.name} surrogate is {sur.structure}: the {route} MILP route cannot take it; "
-        f"use --backend enum (C(N, K) = {math.comb(problem.n, problem.k):,}) or --method nsga2"
+        f"use --backend auto (enumeration, above its limit a swap local search), --backend enum "
+        f"(C(N, K) = {math.comb(problem.n, problem.k):,}) or --method nsga2"
     )
 
 
@@ -321,6 +323,11 @@ class ExactSolver(Solver):
         count = math.comb(problem.n, problem.k)
         if count <= self.enum_limit:
             return "enum", f"C(N, K) = {count:,} <= enum_limit {self.enum_limit:,}: enumeration"
+        if problem.structure == "black-box":  # no MILP takes it: selection.solvers.black_box
+            return "search", (
+                f"C(N, K) = {count:,} > enum_limit {self.enum_limit:,} and the "
+                f"{problem.surrogate} surrogate is black-box: swap local search"
+            )
         # the portfolio reads the whole table (alignment, grid step): once per problem, shared
         # by the copies a sweep makes, as the models are
         if problem not in self._routes:
@@ -407,13 +414,15 @@ class ExactSolver(Solver):
         # a linear surrogate: the mean problem over its per-client values (same objectives)
         problem = problem.linear_view()
         route, why = self.route_choice(problem)
-        exact = not integer_data(route) or self.exact_on_cpsat(problem)
+        exact = route != "search" and (not integer_data(route) or self.exact_on_cpsat(problem))
         return dataclasses.replace(self._solve_route(problem, route), reason=why, exact=exact)
 
     def _solve_route(self, problem: SelectionProblem, route: str) -> RawResult:
         t0 = time.perf_counter()
         if route == "enum":
             return self._solve_enum(problem)
+        if route == "search":
+            return self._solve_search(problem)
         refusal = route_refusal(route, problem, fractional=self.fractional)
         if not refusal and self.tolerance > 0 and integer_data(route):
             if not self.exact_on_cpsat(problem):
@@ -491,6 +500,11 @@ class ExactSolver(Solver):
     def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> RawResult:
         """The formulation on a linear-fractional surrogate (:mod:`.fractional`)."""
         raise NotImplementedError
+
+    def _solve_search(self, problem: SelectionProblem) -> RawResult:
+        """The formulation on a black-box surrogate above the enumeration limit
+        (:mod:`selection.solvers.black_box`)."""
+        raise SelectionError(f"{self.name}: no search route for the {problem.surrogate} surrogate")
 
     def _rule(self, problem: SelectionProblem):
         """The formulation's question on the enumeration table (:mod:`..exhaustive` rules)."""
