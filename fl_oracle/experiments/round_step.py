@@ -1,0 +1,259 @@
+"""The round step every round cycle runs: the in-process loop (:mod:`.loop`) and the Flower
+strategy (:class:`~fl_oracle.experiments.flower.strategy.FedselStrategy`) alike.
+
+:func:`choose_round` turns one round's statistics table into the committed choice: the problem
+judged by the selector's surrogate (logits where given), the selector's answer (the smallest-gap
+point where it finds none), the one check of that answer, its predicted objectives and q-FFL's
+aggregation weights. :func:`history_row` writes the columns every cycle records first;
+:func:`domain_metrics` the accuracies of the new model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from selection.errors import InfeasibleError, SelectionError
+from selection.objectives import evaluate as evaluate_objectives
+from selection.problem import SelectionProblem
+from selection.selectors import Selector
+
+__all__ = [
+    "GLOBAL_KEYS",
+    "SelectorLike",
+    "RoundChoice",
+    "choose_round",
+    "run_selector",
+    "check_selection",
+    "fallback_selection",
+    "qffl_weights",
+    "history_row",
+    "domain_metrics",
+]
+
+# Global statistics of the new model copied from ``oracle.step`` into the history when present.
+GLOBAL_KEYS = ("global_loss", "B_dissimilarity", "mu")
+#: what a round cycle calls: a :class:`~selection.selectors.Selector` (its typed spec says the
+#: surrogate and verified picks), or any callable ``(round_stats, k) -> ids`` (a fake, the
+#: oracle's sampler), which reads the mean surrogate
+SelectorLike = Selector | Callable[[pd.DataFrame, int], list[str]]
+
+
+def domain_metrics(metrics: Mapping[str, Any], domains: Sequence[str]) -> dict[str, float]:
+    """Per-domain accuracies and their mean, minimum and spread from an oracle metrics dict.
+
+    Args:
+        metrics: the oracle's result with ``acc_<domain>`` keys (accuracy, %).
+        domains: the D domains, in report order.
+
+    Returns:
+        ``acc_<domain>`` for each domain, ``acc_avg`` (mean), ``acc_worst`` (min),
+        ``acc_gap`` (max - min) and ``acc_std`` (population std over domains), all in %.
+    """
+    missing = [d for d in domains if f"acc_{d}" not in metrics]
+    if missing:
+        raise ValueError(
+            f"oracle metrics lack acc_{missing[0]} (keys: {', '.join(sorted(metrics))})"
+        )
+    acc = np.array([float(metrics[f"acc_{d}"]) for d in domains])
+    out = {f"acc_{d}": float(a) for d, a in zip(domains, acc, strict=True)}
+    out.update(
+        acc_avg=float(acc.mean()),
+        acc_worst=float(acc.min()),
+        acc_gap=float(acc.max() - acc.min()),
+        acc_std=float(acc.std()),
+    )
+    return out
+
+
+def qffl_weights(stats: pd.DataFrame, selected: Sequence[str], q: float) -> dict[str, float]:
+    """q-FFL aggregation weights w_i ∝ n_i · loss_i^q over the selected clients (sum 1).
+
+    Args:
+        stats: the round's statistics with ``client_id``, ``n_samples`` and ``loss`` columns.
+        selected: the selected client ids.
+        q: fairness exponent q >= 0 (0 = sample-weighted FedAvg).
+    """
+    if q < 0 or not np.isfinite(q):
+        raise ValueError(f"qffl: q={q!r} must be a finite number >= 0")
+    if "loss" not in stats.columns:
+        raise ValueError("qffl: the round statistics have no column loss")
+    part = stats.set_index("client_id").loc[list(selected)]
+    loss = part["loss"].to_numpy(dtype=float)
+    if not np.all(np.isfinite(loss)) or np.any(loss <= 0):
+        pos = int(np.flatnonzero(~np.isfinite(loss) | (loss <= 0))[0])
+        raise ValueError(
+            f"qffl: column loss of client {selected[pos]} is {loss[pos]!r}, must be > 0"
+        )
+    w = part["n_samples"].to_numpy(dtype=float) * np.exp(q * np.log(loss))
+    w = w / w.sum()
+    return {str(c): float(v) for c, v in zip(selected, w, strict=True)}
+
+
+def fallback_selection(problem: SelectionProblem) -> tuple[list[str], str]:
+    """The best feasible point when a selector fails: the smallest-gap selection.
+
+    The same rule as :class:`selection.selectors.Selector`'s own fallback: an infeasible ε
+    (below the smallest achievable gap) is relaxed to that smallest gap, and among the
+    selections reaching it the one of highest U is taken.
+
+    Returns:
+        The selected ids and a description of the point that was taken.
+    """
+    from selection.solvers.eps import min_gap_point
+
+    point = min_gap_point(problem)
+    obj = point.objectives
+    return list(
+        point.ids
+    ), f"the smallest-gap point (gap {obj['gap']:.4f} pp, U {obj['utility']:.2f}%)"
+
+
+def _last_solve_info(selector: Any) -> tuple[float | None, str]:
+    """(solve seconds, fallback message) of the selector's last call, where it exposes them.
+
+    :class:`selection.selectors.Selector` keeps ``last`` (a SolveResult with ``seconds``) and
+    ``fallback`` (a message, "" when the solve succeeded).
+    """
+    last = getattr(selector, "last", None)
+    seconds = getattr(last, "seconds", None)
+    message = getattr(selector, "fallback", "")
+    seconds = float(seconds) if isinstance(seconds, (int, float, np.floating)) else None
+    return seconds, message if isinstance(message, str) else ""
+
+
+def history_row(
+    *,
+    t: int,
+    name: str,
+    seed: int,
+    stats_mode: str,
+    k: int,
+    ids: list[str],
+    accuracies: Mapping[str, float],
+    pred: Mapping[str, float] | None,
+    surrogate: str,
+    solve_seconds: float,
+    fallback: str,
+    clocks: tuple[float, float],
+    route: str = "",
+) -> dict:
+    """The columns every round cycle writes first (in-process, training-only, Flower), in the
+    contract's order; each cycle appends its own (global statistics, engine, failures)."""
+    nan = float("nan")
+    pred = pred or {}
+    return {
+        "round": t,
+        "selector": name,
+        "seed": int(seed),
+        "stats_mode": stats_mode,
+        "k": int(k),
+        "selected": ";".join(ids),
+        **accuracies,
+        "pred_utility": pred.get("utility", nan),
+        "pred_gap": pred.get("gap", nan),
+        "pred_worst": pred.get("worst", nan),
+        "surrogate": surrogate,
+        "solve_seconds": float(solve_seconds),
+        "route": route,
+        "fallback": fallback,
+        "round_seconds": time.perf_counter() - clocks[0],
+        "round_cpu_seconds": time.process_time() - clocks[1],
+    }
+
+
+def check_selection(
+    ids: list[str], known, k: int, name: str, where: str, error: type[Exception] = SelectionError
+) -> None:
+    """The one check of a selector's answer, in every round cycle (in-process and Flower):
+    K distinct known client ids (or all of them, for full participation)."""
+    known = list(known)
+    unknown = sorted(set(ids) - set(known))
+    if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, len(known)):
+        raise error(
+            f"selector {name} returned {len(ids)} ids, {len(set(ids))} distinct (unknown: "
+            f"{', '.join(unknown) or 'none'}) for k={k} in {where}"
+        )
+
+
+def run_selector(
+    selector: SelectorLike, table: pd.DataFrame, problem: SelectionProblem
+) -> tuple[list[str], float, str]:
+    """Run the selector; if it raises InfeasibleError fall back to the best feasible point.
+
+    A :class:`selection.selectors.Selector` is handed the built problem (``choose``); any other
+    callable gets ``(table, k)``.
+    """
+    t0 = time.perf_counter()
+    try:
+        if isinstance(selector, Selector):
+            raw = selector.choose(problem)
+        else:
+            raw = selector(table, problem.k)
+        ids = [str(c) for c in raw]
+        seconds, message = _last_solve_info(selector)
+        return ids, (time.perf_counter() - t0) if seconds is None else seconds, message
+    except InfeasibleError as exc:
+        ids, what = fallback_selection(problem)
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return ids, time.perf_counter() - t0, f"selector failed ({reason}); fell back to {what}"
+
+
+@dataclass(frozen=True)
+class RoundChoice:
+    """One round's choice, as both round cycles record it (the in-process loop here and
+    :class:`~fl_oracle.experiments.flower.strategy.FedselStrategy`).
+
+    Attributes:
+        problem: the round's problem, judged by the selector's surrogate (logits where given).
+        ids: the K chosen client ids.
+        solve_seconds: the selector's solve time.
+        fallback: "" or why the committed point is not the selector's own answer.
+        pred: the chosen selection's predicted objectives (``pred_*`` in the history).
+        weights: aggregation weights by client id (q-FFL), or None for the sample weights.
+        route: the backend that answered the problem (``enum``, ``highs``, ``cbc``, ...; what
+            ``auto`` chose), "" for a rule that solves nothing.
+    """
+
+    problem: SelectionProblem
+    ids: list[str]
+    solve_seconds: float
+    fallback: str
+    pred: dict[str, float]
+    weights: dict[str, float] | None
+    route: str = ""
+
+
+def choose_round(
+    selector: SelectorLike,
+    table: pd.DataFrame,
+    k: int,
+    *,
+    name: str,
+    where: str,
+    surrogate: str = "mean",
+    logits: Any = None,
+    q: float | None = None,
+    weights_table: pd.DataFrame | None = None,
+    error: type[Exception] = SelectionError,
+) -> RoundChoice:
+    """The one round step both cycles run: the problem of ``table`` (validated once, judged by
+    ``surrogate``), the selector's choice (the smallest-gap point where it finds none), the
+    check of its answer, the predicted objectives and q-FFL's weights (``q``; read from
+    ``weights_table`` where the selector saw filled-in values).
+    """
+    problem = SelectionProblem.from_stats(table, k, surrogate=surrogate, logits=logits)
+    ids, solve_seconds, fallback = run_selector(selector, table, problem)
+    check_selection(ids, problem.ids, k, name, where, error)
+    source = table if weights_table is None else weights_table
+    weights = qffl_weights(source, ids, float(q)) if q is not None else None
+    pos = {c: i for i, c in enumerate(problem.ids)}
+    pred = evaluate_objectives(problem, [pos[c] for c in ids])
+    last = getattr(selector, "last", None)
+    route = str(getattr(last, "backend", "") or "")
+    return RoundChoice(problem, ids, solve_seconds, fallback, pred, weights, route)
