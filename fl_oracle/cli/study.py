@@ -1,4 +1,4 @@
-"""``fedsel study``: thin wrapper over :mod:`fl_oracle.experiments.study.runs` and its report.
+"""``fedsel study``: thin wrapper over :mod:`fl_oracle.experiments.study` (settings, runs, assembly).
 
 Settings come from built-in defaults, then ``--config FILE`` (TOML), then the flags; a folder
 that already holds a study and no settings flag means that study's stored settings. The folder
@@ -94,7 +94,8 @@ def study(
     from fl_oracle.cli.train import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.assembly import finish_study
-    from fl_oracle.experiments.study.runs import StudySettings, grown, run_study
+    from fl_oracle.experiments.study.runs import grown, run_study
+    from fl_oracle.experiments.study.settings import StudySettings
     from selection.progress import rich_progress
     from selection.selectors import make_selector, parse_spec, split_specs
 

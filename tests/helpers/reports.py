@@ -68,7 +68,8 @@ def build_demo(out: Path, seeds: int = 3, rounds: int = 5) -> Path:
 
 def build_study(out: Path, seeds: int = 3, rounds: int = 5) -> Path:
     from fl_oracle.experiments.study.assembly import finish_study
-    from fl_oracle.experiments.study.runs import StudySettings, run_study
+    from fl_oracle.experiments.study.runs import run_study
+    from fl_oracle.experiments.study.settings import StudySettings
     from selection.selectors import make_selector
 
     s = StudySettings(

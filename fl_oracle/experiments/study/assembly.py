@@ -15,13 +15,8 @@ import pandas as pd
 
 from fl_oracle.experiments.study.cost import cost_table, goal_lines, matched_cost
 from fl_oracle.experiments.study.page import render_html
-from fl_oracle.experiments.study.runs import (
-    StudySettings,
-    is_baseline,
-    load_history,
-    missing_runs,
-    reference_stats,
-)
+from fl_oracle.experiments.study.runs import load_history, missing_runs, reference_stats
+from fl_oracle.experiments.study.settings import StudySettings, is_baseline
 from fl_oracle.experiments.study.stats import (
     dominance,
     paired_differences,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fl_oracle.experiments.study.runs import StudySettings
+from fl_oracle.experiments.study.settings import StudySettings
 from fl_oracle.experiments.study.stats import METRICS
 from selection.html_page import long_palette, palette_colors
 from selection.selectors import Spec

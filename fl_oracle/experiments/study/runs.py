@@ -10,9 +10,9 @@ an information model (``@stale``, ``@probe``, ``@pool:10``, ``@predicted``; a fo
 without one is ``fresh``, the oracle's upper bound; :mod:`selection.information`). Each
 formulation is swept over its parameter (ε grid, δ grid, weight pairs, α grid), so it draws a
 realized (average, worst-domain) front of its own. Entries are text in ``study.toml`` and run
-folders; :class:`StudySettings` parses each once into a typed
-:class:`~selection.selectors.Spec` (:meth:`StudySettings.spec`), which the runs and the report
-read.
+folders; the settings (:mod:`.settings`) parse each once into a typed
+:class:`~selection.selectors.Spec` (:meth:`~.settings.StudySettings.spec`), which the runs and
+the report read.
 
 The study folder:
 
@@ -29,246 +29,34 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from fl_oracle.experiments.runner import DEMO_ORACLE, RunTask, run_all
+from fl_oracle.experiments.runner import RunTask, run_all
+from fl_oracle.experiments.study.settings import StudySettings
 from selection.atomic import write_table_atomic, write_text_atomic
-from selection.baselines import baselines
-from selection.errors import SelectionError
 from selection.progress import ProgressFn, report
-from selection.selectors import Spec, parse_spec
-from selection.toml_text import toml_value
 
 __all__ = [
-    "DEFAULT_SELECTORS",
-    "STUDY_ORACLE",
-    "StudySettings",
-    "is_baseline",
     "entry_slug",
+    "run_path",
     "run_study",
     "grown",
+    "run_file_problem",
     "load_history",
+    "missing_runs",
+    "reference_stats",
 ]
-
-BASELINES: tuple[str, ...] = tuple(  # the registered rules' study entries, in their order
-    b.study_entry for b in baselines().values() if b.study_entry
-)
-DEFAULT_SELECTORS: tuple[str, ...] = (
-    *BASELINES,
-    "eps:2",
-    "eps:5",
-    "eps:10",
-    "eps:20",
-    "eps-rel:0.25",
-    "eps-rel:0.5",
-    "eps-rel:0.75",
-    "maxmin:0",
-    "maxmin:2",
-    "maxmin:5",
-    "maxmin:10",
-    "weighted:1,0",
-    "weighted:0.5,0.5",
-    "weighted:0,1",
-    "eps:5@stale",
-    "eps-rel:0.5@stale",
-    "maxmin:2@stale",
-)
-# Oracle settings of the study's embedded default: the demo's (20 clients, local step 0.1 for
-# two epochs, small evaluation sets, 32 Fisher probes, one torch thread per run process).
-STUDY_ORACLE: dict[str, Any] = dict(DEMO_ORACLE)
-
-
-def _parse_entry(entry: str | Spec) -> tuple[str, Spec]:
-    """A study entry's text and its parsed spec (ValueError naming the entry if bad); a
-    :class:`~selection.selectors.Spec` is written in its canonical form."""
-    if isinstance(entry, Spec):
-        return entry.canonical, entry
-    try:
-        return entry, parse_spec(str(entry))
-    except SelectionError as exc:
-        raise ValueError(f"study entry {entry!r}: {exc}") from None
-
-
-def is_baseline(spec: Spec) -> bool:
-    """A baseline rule (any parameter, fresh or stale), not a formulation; ``all`` is neither:
-    it is the full-participation reference."""
-    rule = baselines().get(spec.name)
-    return rule is not None and rule.is_baseline
 
 
 def entry_slug(entry: str) -> str:
     """A folder name for an entry: ``eps:5@stale`` -> ``eps_5@stale``."""
     return re.sub(r"[^A-Za-z0-9.@-]+", "_", entry)
-
-
-@dataclass(frozen=True, kw_only=True)
-class StudySettings:
-    """What a study runs (all of it recorded in ``study.toml``).
-
-    Attributes:
-        seeds: number of seeds, first_seed .. first_seed + seeds - 1 (each its own federation
-            and initial model).
-        first_seed: the first of them (default 0; another start gives held-out seeds for a
-            confirmation study).
-        rounds: training rounds per run.
-        k: clients selected per round (``all`` takes every client); the runs' K, checked
-            here against the federation's clients (the oracle's configuration holds none).
-        selectors: study entries, ``SPEC`` or ``SPEC@INFORMATION`` (``eps:5@probe``); a
-            :class:`~selection.selectors.Spec` given here is kept as its canonical text.
-        reference: the entry every other is compared with (paired differences).
-        target_worst: worst-domain test accuracy (%) whose first reach is timed.
-        front_rounds: rounds of the reference run (seed 0) whose exact predicted front is
-            drawn; empty = five rounds spread over the run.
-        bootstrap: bootstrap resamples of the paired intervals.
-        oracle: :class:`fl_oracle.sim.config.OracleConfig` fields besides ``seed`` and ``k``.
-    """
-
-    seeds: int = 10
-    first_seed: int = 0
-    rounds: int = 40
-    k: int = 5
-    selectors: tuple[str, ...] = DEFAULT_SELECTORS
-    reference: str = "proportional"
-    target_worst: float = 60.0
-    front_rounds: tuple[int, ...] = ()
-    bootstrap: int = 10_000
-    oracle: dict[str, Any] = field(default_factory=lambda: dict(STUDY_ORACLE))
-
-    def __post_init__(self) -> None:
-        for name in ("seeds", "rounds", "k", "bootstrap"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"study: {name}={v!r} must be an integer >= 1")
-        v = self.first_seed
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"study: first_seed={v!r} must be an integer >= 0")
-        for name, kind in (("selectors", (str, Spec)), ("front_rounds", int)):
-            v = getattr(self, name)
-            if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
-                raise ValueError(f"study: {name} = {v!r} must be a list")
-            if any(isinstance(x, bool) or not isinstance(x, kind) for x in v):
-                what = "str" if name == "selectors" else "int"
-                raise ValueError(f"study: {name} = {v!r} must list {what}s")
-        t = self.target_worst
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 100:
-            raise ValueError(f"study: target_worst = {t!r} must be a number in [0, 100] (%)")
-        if not isinstance(self.reference, str):
-            raise ValueError(f"study: reference = {self.reference!r} must be an entry's spec")
-        if not isinstance(self.oracle, dict):
-            raise ValueError("study: oracle must be a table of oracle settings")
-        from fl_oracle.sim.config import OracleConfig
-
-        try:  # every oracle value checked now, not after the runs
-            OracleConfig(seed=0, k=self.k, **self.oracle)
-        except TypeError as exc:
-            raise ValueError(f"study: [oracle]: {exc}") from None
-        except ValueError as exc:
-            raise ValueError(f"study: [oracle]: {exc}") from None
-        parsed = [_parse_entry(e) for e in self.selectors]  # each entry parsed once
-        specs = dict(parsed)
-        object.__setattr__(self, "selectors", tuple(text for text, _ in parsed))
-        object.__setattr__(self, "front_rounds", tuple(int(r) for r in self.front_rounds))
-        if not self.selectors or len(specs) != len(self.selectors):
-            raise ValueError("study: selectors must be a non-empty list without repeats")
-        seen: dict[str, str] = {}
-        for entry in self.selectors:
-            canon = specs[entry].canonical
-            if canon in seen:
-                raise ValueError(
-                    f"study: entries {seen[canon]!r} and {entry!r} are the same selector ({canon})"
-                )
-            seen[canon] = entry
-        object.__setattr__(self, "_specs", specs)  # not a field: settings compare by their text
-        if self.reference not in self.selectors:
-            raise ValueError(f"study: reference {self.reference!r} is not among the selectors")
-        bad = [r for r in self.front_rounds if not 0 <= r < self.rounds]
-        if bad:
-            raise ValueError(f"study: front_rounds {bad} outside 0..{self.rounds - 1}")
-
-    def spec(self, entry: str) -> Spec:
-        """The parsed spec of one of the entries (its information model the run's)."""
-        return self._specs[entry]
-
-    @property
-    def seed_list(self) -> range:
-        """The study's seeds."""
-        return range(self.first_seed, self.first_seed + self.seeds)
-
-    @property
-    def fronts_at(self) -> tuple[int, ...]:
-        """Rounds whose predicted front is drawn."""
-        if self.front_rounds:
-            return self.front_rounds
-        r = self.rounds
-        return tuple(sorted({0, r // 4, r // 2, (3 * r) // 4, r - 1}))
-
-    @classmethod
-    def from_toml(cls, text: str, *, dataset: str | None = None, **overrides: Any) -> StudySettings:
-        """Settings from a TOML text (unknown keys are an error), then non-None overrides.
-
-        ``dataset``: an image-folder dataset the ``[oracle]`` table describes (its domains and
-        sizes are the folder's, :func:`fl_oracle.sim.config.dataset_fields`), so that settings
-        naming the folder's domains are read against them, not the Digits-4 default."""
-        try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"study config is not valid TOML: {exc}") from None
-        known = {f.name for f in fields(cls)}
-        for key in sorted(set(raw) - known):
-            raise ValueError(f"study config: unknown key {key!r}{_did_you_mean(key, known)}")
-        if "oracle" in raw and not isinstance(raw["oracle"], dict):
-            raise ValueError("study config: [oracle] must be a table")
-        oracle_known = _oracle_keys()
-        for key in sorted(set(raw.get("oracle", {})) - oracle_known):
-            why = (
-                "is set per run by the study (seeds, k)"
-                if key in ("seed", "k")
-                else f"is not an oracle setting{_did_you_mean(key, oracle_known)}"
-            )
-            raise ValueError(f"study config: [oracle] key {key!r} {why}")
-        merged = {**raw, **{k: v for k, v in overrides.items() if v is not None}}
-        if "oracle" in merged:
-            merged["oracle"] = {**STUDY_ORACLE, **merged["oracle"]}
-        if dataset is not None:
-            from fl_oracle.sim.config import dataset_fields
-
-            oracle = dict(merged.get("oracle", STUDY_ORACLE))
-            if "val_per_domain" not in raw.get("oracle", {}):  # the Digits-4 default's
-                oracle.pop("val_per_domain", None)
-            merged["oracle"] = dataset_fields(str(dataset), **oracle)
-        return cls(**merged)
-
-    def to_toml(self) -> str:
-        """The settings as TOML (read back by :meth:`from_toml` to equal settings)."""
-        d = asdict(self)
-        oracle = d.pop("oracle")
-        lines = [f"{k} = {_toml_value(v)}" for k, v in d.items()]
-        lines += ["", "[oracle]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(oracle.items())]
-        return "\n".join(lines) + "\n"
-
-
-def _did_you_mean(key: str, known) -> str:
-    import difflib
-
-    near = difflib.get_close_matches(key, sorted(known), n=1)
-    return f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(sorted(known))}"
-
-
-def _oracle_keys() -> set[str]:
-    from fl_oracle.sim.config import OracleConfig
-
-    return {f.name for f in fields(OracleConfig) if not f.name.startswith("_")} - {"seed", "k"}
-
-
-def _toml_value(v: Any) -> str:
-    return toml_value(v)
 
 
 def run_path(out: Path, entry: str, seed: int) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fl_oracle.experiments.study.runs import StudySettings
+from fl_oracle.experiments.study.settings import StudySettings
 from fl_oracle.experiments.study.stats import METRICS
 
 __all__ = ["PLANES", "levelling_down", "verdict", "verdict_summary", "verdict_table"]

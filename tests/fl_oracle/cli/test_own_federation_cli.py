@@ -83,7 +83,7 @@ def test_bad_dataset_or_model_is_one_line_exit_2(folder, tmp_path, args, match):
 
 
 def test_a_study_on_a_dataset_fixes_its_domains_in_study_toml(folder, tmp_path):
-    from fl_oracle.experiments.study.runs import StudySettings
+    from fl_oracle.experiments.study.settings import StudySettings
 
     out = tmp_path / "study"
     code, err = run_cli(["study", "-o", out, "--dataset", folder, "--resolution", "16",

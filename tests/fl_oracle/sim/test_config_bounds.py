@@ -36,7 +36,7 @@ def test_duplicate_domain_sizes_are_refused():
 def test_one_sample_count_serves_every_domain_as_on_the_command_line():
     """`[oracle] samples_per_client = 20` in a study TOML means what `--samples-per-client 20`
     means (it was refused with "must map domain -> int")."""
-    from fl_oracle.experiments.study.runs import StudySettings
+    from fl_oracle.experiments.study.settings import StudySettings
 
     cfg = OracleConfig(samples_per_client=20)
     assert cfg.samples_per_client == {d: 20 for d in cfg.domains}

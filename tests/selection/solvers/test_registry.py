@@ -173,7 +173,7 @@ def toy_baseline():
 
 
 def test_a_toy_baseline_is_a_selector_a_study_baseline_and_listed(toy_baseline, stats_file, capsys):
-    from fl_oracle.experiments.study.runs import is_baseline
+    from fl_oracle.experiments.study.settings import is_baseline
 
     table = pd.read_csv(stats_file)
     problem = SelectionProblem.from_stats(table, 3)

@@ -7,7 +7,8 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fl_oracle.experiments.study.runs import StudySettings, run_file_problem
+from fl_oracle.experiments.study.runs import run_file_problem
+from fl_oracle.experiments.study.settings import StudySettings
 
 CLEAN = StudySettings(seeds=2, rounds=3, selectors=("proportional", "eps:5"))
 TEXT = CLEAN.to_toml()

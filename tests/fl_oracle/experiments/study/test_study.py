@@ -16,12 +16,8 @@ from scipy import stats as sps
 
 from fl_oracle.experiments.study.assembly import finish_study
 from fl_oracle.experiments.study.figures import family
-from fl_oracle.experiments.study.runs import (
-    StudySettings,
-    entry_slug,
-    grown,
-    run_study,
-)
+from fl_oracle.experiments.study.runs import entry_slug, grown, run_study
+from fl_oracle.experiments.study.settings import StudySettings
 from fl_oracle.experiments.study.stats import holm, paired_differences, run_metrics
 from selection.selectors import make_selector, parse_spec
 
@@ -214,7 +210,8 @@ def test_a_grown_study_runs_only_the_new_entries_and_pairs_like_one_run(tmp_path
 _KILL_SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from fl_oracle.experiments.study.runs import StudySettings, run_study
+    from fl_oracle.experiments.study.runs import run_study
+    from fl_oracle.experiments.study.settings import StudySettings
     from selection.selectors import make_selector
     from helpers import fake_oracle as fake
     s = StudySettings(**{small!r})
@@ -415,7 +412,7 @@ def test_training_mix_and_levelling_down_from_a_hand_made_history():
 
 
 def test_baselines_are_recognized_by_rule_whatever_their_parameter():
-    from fl_oracle.experiments.study.runs import is_baseline
+    from fl_oracle.experiments.study.settings import is_baseline
 
     for e in ("proportional", "power-of-choice:15", "qffl:2", "fisher-topk@stale", "random"):
         assert is_baseline(parse_spec(e)), e
@@ -502,7 +499,7 @@ def test_a_study_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path, 
 
 def test_a_study_toml_is_read_against_the_datasets_own_domains(tmp_path):
     """[oracle] samples_per_client naming the folder's domains is valid input with --dataset."""
-    from fl_oracle.experiments.study.runs import StudySettings
+    from fl_oracle.experiments.study.settings import StudySettings
     from fl_oracle.sim.data.shapes import write_shapes
 
     root = write_shapes(tmp_path / "shapes", per_class=8, size=16, classes=("circle", "star"))

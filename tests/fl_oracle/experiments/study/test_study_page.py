@@ -8,7 +8,8 @@ import pytest
 
 from fl_oracle.experiments.study.assembly import finish_study
 from fl_oracle.experiments.study.page import SECTIONS, render_html
-from fl_oracle.experiments.study.runs import StudySettings, run_study
+from fl_oracle.experiments.study.runs import run_study
+from fl_oracle.experiments.study.settings import StudySettings
 from selection.selectors import make_selector
 
 from helpers import fake_oracle as fake

@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fl_oracle.experiments.study.runs import StudySettings, run_study
+from fl_oracle.experiments.study.runs import run_study
+from fl_oracle.experiments.study.settings import StudySettings
 from selection.selectors import Spec, make_selector
 
 from helpers import fake_oracle as fake

@@ -64,7 +64,7 @@ def test_damaged_run_files_are_named_and_never_counted(tmp_path):
 def test_study_settings_are_checked_before_any_run():
     import pytest
 
-    from fl_oracle.experiments.study.runs import StudySettings
+    from fl_oracle.experiments.study.settings import StudySettings
 
     cases = {
         "seeds = 2\n[oracle]\nlrr = 0.1\n": "did you mean 'lr'?",
