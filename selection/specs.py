@@ -1,0 +1,267 @@
+"""Selector specs as typed objects: ``name[:arg][@modifier+modifier...]`` parsed once.
+
+A spec string exists only at the edge (a command line, a study's TOML); :func:`parse_spec` turns
+it into a frozen :class:`Spec` (name, argument, information model, surrogate, verified picks)
+that the selectors, the training drivers, the studies and their reports read. The grammar and
+what each name means: :mod:`selection.selectors`. :func:`spec_forms`, :func:`selector_help` and
+:func:`split_specs` serve the command lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from selection.errors import SelectionError
+from selection.verify import DEFAULT_VERIFY
+
+__all__ = [
+    "Spec",
+    "parse_spec",
+    "bad_spec",
+    "spec_number",
+    "spec_forms",
+    "selector_help",
+    "split_specs",
+]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A selector spec taken apart: ``name[:arg][@modifier+modifier...]``.
+
+    Attributes:
+        name: selector (formulation or baseline) name.
+        arg: the text after ``:`` (None without one).
+        stats_mode: the information model (:mod:`selection.information`, canonical, e.g.
+            ``pool:10``); None when the spec names none (:func:`information_of`).
+        surrogate: the surrogate of U(S), U_d(S) (default ``mean``).
+        verify: verified picks: candidates measured per round (0 = off).
+    """
+
+    name: str
+    arg: str | None = None
+    stats_mode: str | None = None
+    surrogate: str = "mean"
+    verify: int = 0
+
+    @property
+    def base(self) -> str:
+        """``name[:arg]`` without modifiers, numbers in one spelling (``5.0``, ``5``, ``5e0``
+        -> ``5``)."""
+        if self.arg is None:
+            return self.name
+        return f"{self.name}:{','.join(_canonical_number(t) for t in self.arg.split(','))}"
+
+    @property
+    def modifiers(self) -> tuple[str, ...]:
+        mods = []
+        if self.stats_mode is not None and not (
+            self.stats_mode == "fresh" and not _is_rule(self.name)
+        ):
+            mods.append(self.stats_mode)
+        if self.surrogate != "mean":
+            mods.append(self.surrogate)
+        if self.verify:
+            mods.append("verify" if self.verify == DEFAULT_VERIFY else f"verify={self.verify}")
+        return tuple(mods)
+
+    @property
+    def selector_spec(self) -> str:
+        """The spec without the information model (what the selector itself reads)."""
+        mods = [m for m in self.modifiers if m != self.stats_mode]
+        return self.base + ("@" + "+".join(mods) if mods else "")
+
+    @property
+    def information(self) -> str:
+        """The information model a driver runs: the spec's, else ``fresh`` for a formulation
+        and ``rule`` for a baseline rule (the simulator computes the probe pass, the run is
+        charged for what the rule reads)."""
+        if self.stats_mode is not None:
+            return self.stats_mode
+        return "rule" if _is_rule(self.name) else "fresh"
+
+    @property
+    def canonical(self) -> str:
+        """The one spelling of this spec: defaults dropped, modifiers in a fixed order."""
+        return self.base + ("@" + "+".join(self.modifiers) if self.modifiers else "")
+
+    @property
+    def is_rule(self) -> bool:
+        """A registered baseline rule (``all`` included), which reads no surrogate."""
+        return _is_rule(self.name)
+
+    def with_surrogate(self, surrogate: str | None) -> Spec:
+        """This spec judged by ``surrogate`` (None: unchanged), as ``--surrogate`` sets it;
+        SelectionError if the surrogate is unknown or the spec names another one already."""
+        if surrogate is None:
+            return self
+        from selection.surrogates import get_surrogate
+
+        get_surrogate(surrogate)
+        if self.surrogate not in ("mean", surrogate):
+            raise bad_spec(
+                self.canonical, f"it names the {self.surrogate} surrogate, --surrogate {surrogate}"
+            )
+        judged = replace(self, surrogate=surrogate)
+        _check_information(judged.canonical, judged)  # e.g. probe supplies no logits
+        return judged
+
+
+def _is_rule(name: str) -> bool:
+    from selection.baselines import baselines
+
+    return name in baselines()
+
+
+def _canonical_number(text: str) -> str:
+    t = text.strip()
+    try:
+        v = float(t)
+    except ValueError:
+        return t
+    return format(v, ".15g") if np.isfinite(v) else t
+
+
+def parse_spec(text: str) -> Spec:
+    """Split a spec into name, argument and modifiers (SelectionError on a bad modifier)."""
+    from selection.information import information_models, parse_information
+    from selection.surrogates import surrogates
+
+    if not isinstance(text, str) or not text.strip():
+        raise bad_spec(str(text), "empty")
+    text = text.strip()
+    head, at, tail = text.partition("@")
+    name, colon, arg = head.strip().partition(":")
+    out = {"name": name.strip(), "arg": arg.strip() if colon else None}
+    if colon and "_" in arg:  # float("0_1") is 1.0 in Python: refuse rather than misread
+        raise bad_spec(text, f"{arg.strip()!r}: write numbers without '_'")
+    seen: set[str] = set()
+    infos = information_models()
+    for mod in (m.strip() for m in tail.split("+")) if at else ():
+        key, eq, val = mod.partition("=")
+        kind = (
+            "stats_mode"
+            if key.partition(":")[0].strip() in infos
+            else "surrogate"
+            if key in surrogates()
+            else "verify"
+            if key == "verify"
+            else None
+        )
+        if kind is None:
+            raise bad_spec(
+                text,
+                f"unknown modifier {mod!r} (an information model: "
+                f"{', '.join(c.spec_form() for c in infos.values())}; verify, verify=M; or a "
+                f"surrogate: {', '.join(surrogates())})",
+            )
+        if kind in seen:
+            raise bad_spec(text, f"two {kind.replace('_', ' ')} modifiers")
+        seen.add(kind)
+        if kind == "verify":
+            m = DEFAULT_VERIFY if not eq else int(spec_number(text, val, integer=True))
+            if m < 1:
+                raise bad_spec(text, "verify=M needs M >= 1")
+            out["verify"] = m
+        elif eq:
+            raise bad_spec(text, f"modifier {key!r} takes no value")
+        elif kind == "stats_mode":
+            try:
+                out[kind] = parse_information(key)
+            except SelectionError as exc:
+                raise bad_spec(text, str(exc)) from None
+        else:
+            out[kind] = key
+    spec = Spec(**out)
+    _check_information(text, spec)
+    return spec
+
+
+def _check_information(text: str, spec: Spec) -> None:
+    """Refuse a surrogate whose inputs the information model does not supply."""
+    from selection.information import get_information
+    from selection.surrogates import get_surrogate
+
+    if spec.stats_mode is None:
+        return
+    info = get_information(spec.stats_mode.partition(":")[0])
+    if spec.verify and (not info.logits or info.remembers):
+        raise bad_spec(
+            text,
+            f"verified picks evaluate the true aggregate of candidates trained at w_t, which "
+            f"{spec.stats_mode} does not train (fresh and pool do)",
+        )
+    if get_surrogate(spec.surrogate).needs_logits and not info.logits:
+        raise bad_spec(
+            text,
+            f"the {spec.surrogate} surrogate needs the trained clients' validation logits, "
+            f"which {spec.stats_mode} does not supply (fresh, stale and pool do)",
+        )
+
+
+def bad_spec(spec: str, why: str) -> SelectionError:
+    return SelectionError(
+        f"bad selector spec {spec!r}: {why}; valid forms: {', '.join(spec_forms())}"
+    )
+
+
+def spec_number(spec: str, text: str, *, integer: bool = False) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise bad_spec(spec, f"{text!r} is not a number") from None
+    if not np.isfinite(v) or v < 0 or (integer and v != int(v)):
+        raise bad_spec(spec, f"{text!r} must be a finite {'integer' if integer else 'number'} >= 0")
+    return v
+
+
+def spec_forms() -> tuple[str, ...]:
+    """Every valid spec form: the registered solvers' ``spec_form`` plus the baselines."""
+    from selection.baselines import baselines
+    from selection.solvers.registry import solvers
+
+    forms = [cls.spec_form or name for name, cls in solvers().items()]
+    return (*forms, "composite:alpha,beta,gamma", *(b.spec_form() for b in baselines().values()))
+
+
+def selector_help() -> str:
+    """The ``--selector`` help text, from the registries: every spec name and the modifiers."""
+    from selection.information import information_models
+    from selection.surrogates import surrogates
+
+    names = ", ".join(f.split(":")[0].split("[")[0] for f in spec_forms())
+    infos = ", ".join(c.spec_form() for c in information_models().values())
+    mods = ", ".join(n for n in surrogates() if n != "mean")
+    return (
+        f"Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any; NAME one of {names} (ARGS: "
+        f"fedsel methods); modifiers joined by +: a surrogate ({mods}), an information model "
+        f"({infos}), verify or verify=M; e.g. eps:5, maxmin:2@probe."
+    )
+
+
+def split_specs(text: str) -> list[str]:
+    """A comma-separated list of selector specs, where specs may hold commas themselves.
+
+    ``"weighted:1,0,0,eps:5,random"`` -> ``["weighted:1,0,0", "eps:5", "random"]``: a piece
+    that is a plain number continues the previous spec's argument list; anything else starts
+    a new spec.
+    """
+    out: list[str] = []
+    for piece in (t.strip() for t in str(text).split(",")):
+        if not piece:
+            continue
+        if out and ":" in out[-1] and _is_number(piece):
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
