@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from selection.analysis import ANALYSED_U, SEED, bootstrap_correlations, write_analysis
+from selection.analysis import ANALYSED_U, SEED, bootstrap_correlations
+from selection.analysis_report import write_analysis
 from selection.atomic import write_table_atomic
 from selection.schema import read_stats
 

@@ -18,7 +18,8 @@ def analyze(
 ) -> None:
     """Per round and U reading: Spearman rho(F,U), rho(F,U|B), rho(F,B) with bootstrap 95%
     intervals; the pooled value beside its warning; the seed's numbers; figures per round."""
-    from selection.analysis import POOLED_WARNING, write_analysis
+    from selection.analysis import POOLED_WARNING
+    from selection.analysis_report import write_analysis
     from selection.schema import read_stats
 
     result = write_analysis(read_stats(stats), out, n_boot=boot, seed=boot_seed)

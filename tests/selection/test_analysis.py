@@ -15,9 +15,8 @@ from selection.analysis import (
     partial_spearman,
     sample_weights,
     scatter_data,
-    scatter_figure,
-    write_analysis,
 )
+from selection.analysis_report import scatter_figure, write_analysis
 from selection.errors import StatsError
 from selection.synthetic import synthetic_stats
 
@@ -107,7 +106,7 @@ def test_analysis_at_any_length_writes_one_set(tmp_path):
 def test_the_analysis_page_opens_with_the_within_round_takeaway():
     import pandas as pd
 
-    from selection.analysis import analysis_takeaway
+    from selection.analysis_report import analysis_takeaway
 
     per = pd.DataFrame({
         "round": ["0", "1", "2", "pooled"], "reading": "U",

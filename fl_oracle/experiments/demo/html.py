@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from selection.analysis import scatter_figure
+from selection.analysis_report import scatter_figure
 from selection.html_page import html_table, page, palette_colors, plotly_palette
 
 __all__ = ["render_html"]
