@@ -10,6 +10,13 @@ Usage::
 Randomness is a pure function of (seed, round, client): the partition and probe sets of
 ``config.seed``, the initial model of ``config.seed`` and each client's mini-batch stream of
 ``(seed, round, client)``. A state dict (model, round, mu state) therefore resumes exactly.
+
+Why one module past 450 lines: :class:`Oracle` is one object whose methods (measure, probe,
+evaluate, commit, checkpoint) all read and write the same federation state (w_t, the round,
+the client images, probe sets, the measured updates and their logits, the bit-for-bit
+invariants the tests hold); the computations it delegates already live beside it (local
+training in :mod:`.local`, statistics in :mod:`.stats`, models in :mod:`.model`, client data in
+:mod:`.store`). Splitting the class would spread that state, not a concept.
 """
 
 from __future__ import annotations
