@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-__all__ = ["record_surrogate", "realize_front", "say_routes", "certificate"]
+__all__ = ["record_surrogate", "realize_front", "say_routes", "certificate", "certified_within"]
 
 
 def record_surrogate(front, problem):
@@ -81,5 +81,19 @@ def certificate(
         text += (
             f"; every exact front point (U*, gap*) has a point here with U >= U* - {off:.4g} pp "
             f"and gap <= gap* + {max(slack, tolerance):.4g} pp"
+        )
+    return text
+
+
+def certified_within(c: float, tolerance: float, finished: bool) -> str:
+    """The bi-objective search's certificate (``attrs["certified"]``, the largest over the
+    fronts): how far the true front may lie from the returned one, in both objectives."""
+    text = (
+        f"fedsel: certified: every exact front point (U*, gap*) has a point here with "
+        f"U >= U* - {c:.4g} pp and gap <= gap* + {c:.4g} pp (front.csv: bound = U + {c:.4g})"
+    )
+    if not finished:
+        text += "; the search stopped at --time-limit" + (
+            f" before --tolerance {tolerance:g}" if tolerance > 0 else ""
         )
     return text

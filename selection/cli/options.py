@@ -86,7 +86,8 @@ TOL = typer.Option(
 TL = typer.Option(
     None,
     "--time-limit",
-    help="Seconds per MILP solve (keeps the incumbent, status time_limit); inf for none.",
+    help="Seconds per MILP solve (keeps the incumbent, status time_limit); inf for none. "
+    "With --backend bb: seconds for the whole front (it keeps the certificate it reached).",
     show_default="none; 60 per point in the complete ε sweep",
 )
 FMIN = typer.Option(

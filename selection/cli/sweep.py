@@ -9,7 +9,13 @@ from pathlib import Path
 
 import typer
 
-from selection.cli.fronts import certificate, realize_front, record_surrogate, say_routes
+from selection.cli.fronts import (
+    certificate,
+    certified_within,
+    realize_front,
+    record_surrogate,
+    say_routes,
+)
 from selection.cli.options import (
     BACKEND,
     BMAX,
@@ -209,7 +215,11 @@ def sweep(
             + "; raise --time-limit (inf for none) to prove them",
             file=sys.stderr,
         )
-    if n_tl or (tolerance and cls.bound_objective):
+    within = [float(f.attrs["certified"]) for f in fronts if "certified" in f.attrs]
+    if within:  # the bi-objective search (--backend bb): its own certificate
+        if max(within) > 0 or not finished:
+            print(certified_within(max(within), tolerance, finished), file=sys.stderr)
+    elif n_tl or (tolerance and cls.bound_objective):
         print(certificate(front, cls, whole, tolerance, finished, slack), file=sys.stderr)
     if method == "eps" and eps_grid is not None and n_ok < len(front):
         # the first round with an infeasible ε tells the reachable range there

@@ -87,7 +87,9 @@ def sweep_eps(
         complete: sweep ε downwards from the unconstrained optimum until infeasible.
         backend: ``auto``, ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip`` (see EpsSolver),
             or, for a complete sweep only, ``bb``: the whole front in one bi-objective
-            branch-and-bound (:mod:`selection.solvers.bb`; linear surrogates); with ``auto``,
+            branch-and-bound (:mod:`selection.solvers.bb`; linear surrogates; ``time_limit``
+            and ``max_seconds`` are its seconds for the whole front, a stopped search keeps
+            the certificate it reached: ``attrs["certified"]``); with ``auto``,
             a complete sweep of 200k–5M selections may switch to enumeration
             (:data:`FRONT_ENUM_MAX`; the rows' ``route_reason`` says so).
         n_jobs: threads for grid points (ignored by the complete sweep).
@@ -126,6 +128,7 @@ def sweep_eps(
     if not complete and eps is None:
         raise ValueError("sweep_eps: give an eps grid or complete=True")
     n_jobs = check_int("n_jobs", n_jobs)
+    whole_limit = time_limit  # the bi-objective search's: seconds for the whole front
     if complete and time_limit is None:
         time_limit = COMPLETE_POINT_BUDGET
     elif time_limit is not None and np.isinf(time_limit) and time_limit > 0:
@@ -136,7 +139,20 @@ def sweep_eps(
         raise ValueError(f"step={step!r} must be > 0")
     tolerance = check_nonneg("tolerance", tolerance, allow_none=False)
     if backend == "bb":
-        return _bb_sweep(problem, complete, f_min, b_max, step, tolerance, max_seconds)
+        limits = [v for v in (whole_limit, max_seconds) if v is not None and v < math.inf]
+        if not complete:
+            raise ValueError(
+                "backend bb computes the complete front only (--complete, complete=True)"
+            )
+        return _bb_sweep(
+            problem,
+            f_min,
+            b_max,
+            None if auto_step else step,
+            tolerance,
+            min(limits) if limits else None,
+            progress,
+        )
 
     def make():
         return make_solver(
@@ -299,16 +315,23 @@ def _enumerated_front(problem, step: float, spent: float, budget: float) -> pd.D
     return front
 
 
-def _bb_sweep(problem, complete, f_min, b_max, step, tolerance, max_seconds) -> pd.DataFrame:
-    """The complete sweep by the bi-objective branch-and-bound (:mod:`selection.solvers.bb`)."""
+def _bb_sweep(problem, f_min, b_max, step, tolerance, seconds, progress) -> pd.DataFrame:
+    """The complete sweep by the bi-objective branch-and-bound (:mod:`selection.solvers.bb`):
+    ``seconds`` for the whole front, within ``tolerance`` points in both objectives (its
+    certificate in ``attrs["certified"]``, also where ``seconds`` stopped it)."""
     from selection.solvers.bb import bb_front
 
-    if not complete:
-        raise ValueError("backend bb computes the complete front only (--complete, complete=True)")
-    if f_min is not None or b_max is not None or tolerance > 0:
-        raise ValueError("backend bb takes no f_min, b_max or tolerance; use backend auto")
+    if f_min is not None or b_max is not None:
+        raise ValueError("backend bb takes no f_min or b_max; use backend auto")
     step = front_step(problem) if step is None else step
-    return bb_front(problem, time_limit=max_seconds, method="eps", step=step)
+    return bb_front(
+        problem,
+        time_limit=seconds,
+        method="eps",
+        step=step,
+        tolerance=tolerance,
+        progress=progress,
+    )
 
 
 def _merged_bound(a: float, b: float) -> float:

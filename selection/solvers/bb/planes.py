@@ -46,6 +46,14 @@ class Plane:
             return float(S.max() - S.min())
         return float(-S.min())
 
+    def g_floor(self, Ud: np.ndarray, k: int) -> float:
+        """No K-selection's g lies below this (sum units): 0 for the gap; for −min_d S_d,
+        −min_d of the K largest Ud[:, d] summed (min_d S_d is at most any domain's best)."""
+        if self.name == "gap":
+            return 0.0
+        top = -np.sort(-np.asarray(Ud, dtype=float), axis=0)[:k].sum(axis=0)
+        return float(-top.min())
+
     def project(self, c: np.ndarray) -> np.ndarray:
         """c moved onto the plane's dual cone (the bound is valid for every c there)."""
         if self.name == "gap":

@@ -118,9 +118,12 @@ class Relaxation:
         c = sum(y[r] for r in self._dom_rows)
         return float(h.getInfo().objective_function_value), np.asarray(c, dtype=float)
 
-    def mip(self, t: float, floor: float, time_limit: float | None) -> np.ndarray | None | bool:
+    def mip(
+        self, t: float, floor: float, time_limit: float | None, abs_gap: float = 0.0
+    ) -> np.ndarray | None | bool:
         """max U·x s.t. Σ x = K, g(S) <= t, U·x >= ``floor``, x binary: a fresh HiGHS MIP
-        (cuts, its own search) for a box whose tree grew past the search's budget.
+        (cuts, its own search) for a box whose tree grew past the search's budget; with
+        ``abs_gap`` (sum units) a selection within it of the max is enough.
 
         Returns:
             The 0/1 selection vector, shape (N,); None when proven infeasible; False when
@@ -134,7 +137,8 @@ class Relaxation:
         h = new_highs()
         h.setOptionValue("threads", 1)
         h.setOptionValue("mip_rel_gap", 0.0)
-        h.setOptionValue("mip_abs_gap", 1e-9)
+        # HiGHS stops at its own gap <= abs_gap: a hair less keeps the answer within it
+        h.setOptionValue("mip_abs_gap", max(1e-9, 0.999 * float(abs_gap)))
         h.setOptionValue("mip_feasibility_tolerance", 1e-9)
         h.setOptionValue("primal_feasibility_tolerance", 1e-9)
         if time_limit is not None:

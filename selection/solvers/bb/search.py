@@ -18,16 +18,24 @@ the value grid where the data do). Where a direction leaves too many completions
 (:data:`BUDGET` nodes), the next branches re-solve the LP with their fixings (the clients
 skipped so far out, the chosen ones in): a tighter direction, or an infeasible LP that closes
 the branch.
+
+**Within a tolerance τ** (sum units, rounded down onto the value grids) the search asks each
+box shifted by τ in both objectives, {g <= t − τ, U >= u + τ}: what lies outside every shifted
+box is within τ of an incumbent. **Anytime**: after every box the certificate of
+:mod:`.certificate` (how far the true front may lie from the incumbents, in both objectives)
+is recorded and handed to ``on_certificate``; a stopped search keeps the last one.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from selection.solvers.bb.certificate import Snapshot, certified_gap
 from selection.solvers.bb.planes import Plane
 from selection.solvers.bb.relax import Relaxation
 from selection.solvers.bb.staircase import Proven, Staircase
@@ -71,6 +79,9 @@ class SearchOutcome:
             ``inf`` when some open box has no LP bound yet).
         boxes, lps, nodes, mips: boxes searched, LPs solved, enumeration nodes, boxes
             finished by a MIP.
+        certified: the certificate c (:func:`.certificate.certified_gap`): every point of the
+            true front is within c of ``points`` in both objectives (0: exact).
+        history: (seconds, points, c) each time the certificate or the front changed.
     """
 
     points: list[tuple[float, float, tuple[int, ...]]]
@@ -80,6 +91,13 @@ class SearchOutcome:
     lps: int
     nodes: int
     mips: int = 0
+    certified: float = math.inf
+    history: tuple[tuple[float, int, float], ...] = ()
+
+
+def on_grid(tau: float, q: float) -> float:
+    """τ rounded down to a whole number of value-grid steps q (τ itself off the grid)."""
+    return q * math.floor(tau / q + 1e-9) if q > 0 else float(tau)
 
 
 class BoxSearch:
@@ -94,6 +112,9 @@ class BoxSearch:
             selection with g <= t and U >= floor (None: proven none; False: stopped), for the
             boxes whose tree outgrew its budget; default the HiGHS MIP of
             :meth:`.relax.Relaxation.mip`.
+        tolerance: τ, sum units (0: the exact front).
+        on_certificate: called with a :class:`.certificate.Snapshot` whenever the certificate
+            or the front changed.
     """
 
     def __init__(
@@ -107,6 +128,8 @@ class BoxSearch:
         qg: float = 0.0,
         deadline: float | None = None,
         box_solver=None,
+        tolerance: float = 0.0,
+        on_certificate: Callable[[Snapshot], None] | None = None,
     ) -> None:
         self.U = np.asarray(U, dtype=float)
         self.Ud = np.asarray(Ud, dtype=float)
@@ -124,9 +147,17 @@ class BoxSearch:
         self.mips = 0
         self.box_solver = box_solver or self._highs_mip
         self.boxes = 0
+        # the boxes' shift: τ on each grid, so that a shifted box holds exactly the values
+        # more than τ better than its corner's
+        self.tg, self.tu = on_grid(tolerance, qg), on_grid(tolerance, qu)
+        self.g_floor = plane.g_floor(self.Ud, self.k)
+        self.on_certificate = on_certificate
+        self._history: list[tuple[float, int, float]] = []
+        self._seen: tuple[float, int] | None = None
         self._next_check = _CHECK_EVERY
-        # the running box: its t, its u, and what it still asks (best U with g <= t + du)
-        self._t = math.inf
+        # the running box: its t, its u, and what it still asks (best U with g <= t + du,
+        # + τ), among the selections with g <= its threshold t − τ
+        self._t = self._ts = math.inf
         self._u0 = -math.inf
         self.ureq = -math.inf
 
@@ -140,45 +171,75 @@ class BoxSearch:
             self._update_req()
 
     def _update_req(self) -> None:
-        self.ureq = max(self._u0, self.front.best_u(self._t) + self.front.du)
+        self.ureq = max(self._u0, self.front.best_u(self._t) + self.front.du) + self.tu
+
+    def _certify(self) -> float:
+        """The certificate now; recorded (and handed on) when it or the front changed."""
+        c = certified_gap(self.front, self.proven, g_floor=self.g_floor)
+        if self._seen != (c, self.front.version):
+            self._seen = (c, self.front.version)
+            now = time.perf_counter() - self._start
+            self._history.append((now, len(self.front), c))
+            if self.on_certificate is not None:
+                pts = tuple(zip(self.front.g, self.front.u, strict=True))
+                self.on_certificate(Snapshot(now, pts, c, self.boxes))
+        return c
+
+    def _open(self, box: tuple[float, float]) -> bool:
+        """Whether no proof covers the box shifted by τ."""
+        return not self.proven.covers(box[0] - self.tg, box[1] + self.tu)
 
     # -- the search --------------------------------------------------------------------------
 
     def run(self) -> SearchOutcome:
+        self._start = time.perf_counter()
         top = np.argsort(-self.U, kind="stable")[: self.k]
         self._leaf(top.tolist())  # max U: the first incumbent
+        self._certify()
         complete = True
         try:
             while True:
-                box = next((b for b in self.front.boxes() if not self.proven.covers(*b)), None)
+                box = next((b for b in self.front.boxes() if self._open(b)), None)
                 if box is None:
                     break
                 self._search_box(*box)
+                self._certify()
         except _Timeout:
             complete = False
+        certified = self._certify()
         open_u = -math.inf
         if not complete:
-            open_boxes = [b for b in self.front.boxes() if not self.proven.covers(*b)]
-            open_u = math.inf if open_boxes else -math.inf
+            open_u = math.inf if any(self._open(b) for b in self.front.boxes()) else -math.inf
         pts = list(zip(self.front.g, self.front.u, self.front.sel, strict=True))
         return SearchOutcome(
-            pts, complete, open_u, self.boxes, self.relax.solves, self.nodes, self.mips
+            pts,
+            complete,
+            open_u,
+            self.boxes,
+            self.relax.solves,
+            self.nodes,
+            self.mips,
+            certified,
+            tuple(self._history),
         )
 
     def _search_box(self, t: float, u: float) -> None:
-        self.boxes += 1
-        self._t, self._u0 = t, u
+        self._t, self._u0, self._ts = t, u, t - self.tg
         self._update_req()
-        self.relax.set_threshold(t)
+        if self._ts < self.g_floor - self.front.eg:  # shifted past every selection
+            self.proven.add(self._ts, -math.inf)
+            return
+        self.boxes += 1
+        self.relax.set_threshold(self._ts)
         self._box_lps = self.relax.solves + self.box_lps
         self._box_nodes = self.nodes + self.box_nodes
         try:
             self._context([], np.arange(self.n), self.k)
         except _Handoff:
-            self._mip_box(t)
-        # no selection has g <= t and U >= ureq; the part left of the best point found is an
-        # open box of the front's own
-        self.proven.add(t, self.ureq)
+            self._mip_box(self._ts)
+        # no selection has g <= t − τ and U >= ureq; the part left of the best point found
+        # is an open box of the front's own
+        self.proven.add(self._ts, self.ureq)
 
     def _mip_box(self, t: float) -> None:
         """Finish the box by one MIP: max U with g <= t and U >= what the box still asks."""
@@ -193,13 +254,13 @@ class BoxSearch:
             self._leaf(list(sel))
 
     def _highs_mip(self, t: float, floor: float, left: float | None):
-        x = self.relax.mip(t, floor, left)
+        x = self.relax.mip(t, floor, left, abs_gap=self.tu)
         if x is None or x is False:
             return x
         return np.flatnonzero(x > 0.5).tolist()
 
     def _direction(self, inc: list[int], free: np.ndarray, r: int):
-        """The LP at the current t with ``inc`` in and only ``free`` open: (v, s·t) of the
+        """The LP at the running threshold with ``inc`` in and only ``free`` open: (v, s·t) of the
         better-signed direction, or None when the branch holds no selection of the box."""
         lo = np.zeros(self.n)
         up = np.zeros(self.n)
@@ -216,11 +277,11 @@ class BoxSearch:
         if lp < self.ureq - 1e-9 * (1.0 + abs(lp)):
             return None
         best = None
-        cands = (np.zeros_like(c),) if not math.isfinite(self._t) else (c, -c)
+        cands = (np.zeros_like(c),) if not math.isfinite(self._ts) else (c, -c)
         for cc in cands:
             cc = self.plane.project(cc)
             v = self.U - self.Ud @ cc
-            st = self.plane.slope(cc) * self._t if math.isfinite(self._t) else 0.0
+            st = self.plane.slope(cc) * self._ts if math.isfinite(self._ts) else 0.0
             vf = v[free]
             bound = float(v[inc].sum() + np.sort(vf)[::-1][:r].sum() + st) if r else 0.0
             if best is None or bound < best[0]:

@@ -94,3 +94,7 @@ class Proven:
     def covers(self, t: float, u: float) -> bool:
         i = bisect.bisect_left(self._t, t)
         return i < len(self._t) and self._u[i] <= u
+
+    def entries(self) -> tuple[list[float], list[float]]:
+        """The kept (t, u), t ascending (u ascends with it): copies."""
+        return list(self._t), list(self._u)

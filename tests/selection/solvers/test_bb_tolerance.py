@@ -1,0 +1,156 @@
+"""The bi-objective branch-and-bound within a tolerance, and its anytime certificate: every
+point of the exact front (enumeration) lies within the certificate of the returned front."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fl_oracle.cli import main
+from selection.problem import SelectionProblem
+from selection.solvers.bb import bb_front
+from selection.solvers.bb.certificate import certified_gap
+from selection.solvers.bb.front import bb_search
+from selection.solvers.bb.planes import PLANES
+from selection.solvers.bb.staircase import Proven, Staircase
+from selection.solvers.exhaustive import exact_front
+from selection.solvers.sweeps import sweep_eps
+from selection.synthetic import FAMILIES
+
+OBJECTIVES = [("utility", "gap"), ("utility", "worst")]
+
+
+def _problem(family: str, n: int, k: int, seed: int) -> SelectionProblem:
+    return SelectionProblem.from_stats(FAMILIES[family](n, seed=seed), k)
+
+
+def _g(points: np.ndarray, column: str) -> np.ndarray:
+    """(U, second objective) rows -> (U, g) with g minimized (worst negated)."""
+    return np.column_stack([points[:, 0], PLANES[column].sign * points[:, 1]])
+
+
+def _distance(exact: np.ndarray, got: np.ndarray) -> float:
+    """How far the farthest exact point (U, g) lies from ``got``: min over got of the larger
+    of its shortfall in U and its excess in g (0 where one dominates it)."""
+    d = [np.maximum(u - got[:, 0], got[:, 1] - g).clip(min=0).min() for u, g in exact]
+    return float(max(d))
+
+
+@pytest.mark.parametrize("family", [*FAMILIES, "float"])
+@pytest.mark.parametrize("objectives", OBJECTIVES)
+@pytest.mark.parametrize("tau", [0.3, 2.0])
+def test_a_tolerant_front_is_within_its_certificate(make_problem, family, objectives, tau):
+    if family == "float":  # no value grid: within the float tolerance
+        p = make_problem(22, 4, seed=3, kind="random")
+    else:
+        p = _problem(family, 22, 4, seed=3)
+    col = objectives[1]
+    exact = _g(exact_front(p, objectives)[list(objectives)].to_numpy(float), col)
+    front = bb_front(p, objectives, tolerance=tau)
+    got = _g(front[list(objectives)].to_numpy(float), col)
+    c = front.attrs["certified"]
+    assert front.attrs["complete"] and front.attrs["tolerance"] == tau
+    assert 0 <= c <= tau + 1e-9
+    assert _distance(exact, got) <= c + 1e-6
+    # every returned point is a real selection: none beats the exact front
+    for u, g in got:
+        assert u <= exact[exact[:, 1] <= g + 1e-9, 0].max() + 1e-6
+    np.testing.assert_allclose(front["bound"], front["utility"] + c)
+    assert front.attrs["max_off"] == c == front.attrs["gap_slack"]
+    assert set(front["status"]) == {"optimal" if c == 0 else "feasible"}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("plane", PLANES)
+def test_the_certificate_holds_at_every_moment_and_never_grows(family, plane):
+    """Each snapshot the search hands on (the front then, its certificate then) is valid
+    against enumeration, and the certificates only shrink, down to 0 at the exact front."""
+    p = _problem(family, 26, 5, seed=2)
+    objectives = ("utility", PLANES[plane].column)
+    exact = _g(exact_front(p, objectives)[list(objectives)].to_numpy(float), plane) * p.k
+    snaps = []
+    out = bb_search(p, plane, on_certificate=snaps.append)
+    assert len(snaps) >= 3 and out.complete and out.certified == 0
+    certs = [s.certified for s in snaps]
+    assert certs == sorted(certs, reverse=True) and certs[-1] == 0 and certs[0] > 0
+    for s in snaps:
+        got = np.array([(u, g) for g, u in s.points])
+        assert _distance(exact, got) <= s.certified + 1e-6
+    seconds = [h[0] for h in out.history]
+    assert seconds == sorted(seconds) and [h[2] for h in out.history] == certs
+
+
+@pytest.mark.parametrize("objectives", OBJECTIVES)
+def test_a_stopped_search_keeps_a_valid_certificate(objectives):
+    p = _problem("near-tied", 26, 5, seed=4)
+    front = bb_front(p, objectives, time_limit=0.0)
+    c = front.attrs["certified"]
+    assert not front.attrs["complete"] and 0 < c < math.inf
+    col = objectives[1]
+    exact = _g(exact_front(p, objectives)[list(objectives)].to_numpy(float), col)
+    got = _g(front[list(objectives)].to_numpy(float), col)
+    assert _distance(exact, got) <= c + 1e-6
+    assert (front["status"] == "feasible").all() and "stopped" in front["message"].iloc[0]
+
+
+def test_the_sweep_rows_state_their_bound_at_their_eps():
+    """sweep_eps(complete, backend="bb", tolerance): at each row's ε the exact front's max U
+    is at most the row's bound, and the progress line says the certificate."""
+    p = _problem("cross-penalty", 24, 4, seed=1)
+    exact = exact_front(p)
+    said = []
+    front = sweep_eps(
+        p, complete=True, backend="bb", tolerance=0.5, progress=lambda *a: said.append(a)
+    )
+    assert front.attrs["certified"] <= 0.5 and (front["backend"] == "bb").all()
+    for param, bound in zip(front["param"], front["bound"], strict=True):
+        eps = float(param.split("=")[1])
+        assert exact.loc[exact["gap"] <= eps + 1e-9, "utility"].max() <= bound + 1e-6
+    assert said and said[-1][2].startswith("bb front: within ")
+    stopped = sweep_eps(p, complete=True, backend="bb", tolerance=0.5, time_limit=0.0)
+    assert not stopped.attrs["complete"]
+
+
+def test_certified_gap_by_hand():
+    """Two incumbents (g, U) = (2, 5), (6, 9) on a grid of 1, no selection has g < 0."""
+    s = Staircase(0.5, 0.5, 0.99, 0.99)
+    s.insert(2.0, 5.0, (0,))
+    s.insert(6.0, 9.0, (1,))
+    pr = Proven()
+    # nothing proven: a selection may sit at (0, 9): 4 from (2, 5), 6 from (6, 9)
+    assert certified_gap(s, pr, g_floor=0.0) == pytest.approx(4.0)
+    pr.add(5.01, 7.99)  # none with g <= 5 and U >= 8: the worst is (0, 7), 2 from (2, 5)
+    assert certified_gap(s, pr, g_floor=0.0) == pytest.approx(2.0)
+    pr.add(1.01, -math.inf)  # none with g <= 1: (2, 7) is still 2 from (2, 5)
+    assert certified_gap(s, pr, g_floor=0.0) == pytest.approx(2.0)
+    pr.add(5.01, 5.99)  # none with g <= 5 and U >= 6: the incumbents are the front
+    assert certified_gap(s, pr, g_floor=0.0) == 0.0
+
+
+def _run(argv, capsys):
+    try:
+        main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    return code, *capsys.readouterr()
+
+
+def test_cli_sweep_complete_backend_bb_tolerance(tmp_path, capsys):
+    stats = tmp_path / "stats.csv"
+    FAMILIES["near-tied"](30, seed=2).to_csv(stats, index=False)
+    out = tmp_path / "f"
+    base = ["sweep", "-s", stats, "-k", 3, "-m", "eps", "-o", out, "--complete", "--backend", "bb"]
+    code, _, err = _run([*base, "--tolerance", 0.5, "--no-progress"], capsys)
+    assert code == 0, err
+    front = pd.read_csv(out / "front.csv")
+    c = float((front["bound"] - front["utility"]).max())
+    assert 0 <= c <= 0.5 and (front["backend"] == "bb").all()
+    assert f"U >= U* - {c:.4g} pp and gap <= gap* + {c:.4g} pp" in err
+    assert "stopped" not in err
+    code, _, err = _run([*base, "--time-limit", 0, "--no-progress"], capsys)
+    assert code == 0, err
+    assert "every exact front point (U*, gap*)" in err and "stopped at --time-limit" in err
