@@ -89,7 +89,10 @@ def sweep_eps(
             or, for a complete sweep only, ``bb``: the whole front in one bi-objective
             branch-and-bound (:mod:`selection.solvers.bb`; linear surrogates; ``time_limit``
             and ``max_seconds`` are its seconds for the whole front, a stopped search keeps
-            the certificate it reached: ``attrs["certified"]``); with ``auto``,
+            the certificate it reached: ``attrs["certified"]``); ``auto`` takes ``bb`` for a
+            complete sweep within a ``tolerance`` from :data:`BB_TOLERANCE_MIN_N` clients on
+            (linear surrogates, no ``f_min``/``b_max``; its ``time_limit`` then bounds the
+            whole front; the rows' ``route_reason`` says so), and otherwise,
             a complete sweep of 200k–5M selections may switch to enumeration
             (:data:`FRONT_ENUM_MAX`; the rows' ``route_reason`` says so).
         n_jobs: threads for grid points (ignored by the complete sweep).
@@ -138,13 +141,14 @@ def sweep_eps(
     if step <= 0:
         raise ValueError(f"step={step!r} must be > 0")
     tolerance = check_nonneg("tolerance", tolerance, allow_none=False)
-    if backend == "bb":
+    by_bb = backend == "auto" and complete and _bb_tolerant(problem, f_min, b_max, tolerance)
+    if backend == "bb" or by_bb:
         limits = [v for v in (whole_limit, max_seconds) if v is not None and v < math.inf]
         if not complete:
             raise ValueError(
                 "backend bb computes the complete front only (--complete, complete=True)"
             )
-        return _bb_sweep(
+        front = _bb_sweep(
             problem,
             f_min,
             b_max,
@@ -153,6 +157,12 @@ def sweep_eps(
             min(limits) if limits else None,
             progress,
         )
+        if by_bb:
+            front["route_reason"] = (
+                f"auto: a complete front within --tolerance at N = {problem.n} >= "
+                f"{BB_TOLERANCE_MIN_N}: the bi-objective branch-and-bound (bb)"
+            )
+        return front
 
     def make():
         return make_solver(
@@ -255,6 +265,25 @@ FRONT_ENUM_MAX = 5_000_000
 # shrinks): a row parallel to the objective slowed CBC's search on most instances
 # (results/benchmarks/certified_fronts.md, rows "exact, U cap").
 ENUM_SECONDS_PER_SELECTION = 1e-6
+
+
+# ``auto``'s complete sweep within a tolerance takes the bi-objective branch-and-bound from
+# this N on (linear surrogates, no f_min / b_max): in the measured run it finished first on
+# 9 of the 10 instances at N = 200 and 500 (where the ε loop was capped on two), behind it on
+# one; at N = 50-100 it was behind on four of 10 (results/benchmarks/biobj_tolerance.md,
+# benchmarks/biobj_tolerance.py)
+BB_TOLERANCE_MIN_N = 200
+
+
+def _bb_tolerant(problem, f_min, b_max, tolerance: float) -> bool:
+    """Whether ``auto``'s complete sweep takes ``bb`` (see :data:`BB_TOLERANCE_MIN_N`)."""
+    return (
+        tolerance > 0
+        and f_min is None
+        and b_max is None
+        and problem.structure == "linear"
+        and problem.n >= BB_TOLERANCE_MIN_N
+    )
 
 
 def front_step(problem: SelectionProblem, quantum: float | None = None) -> float:

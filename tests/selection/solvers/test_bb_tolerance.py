@@ -63,6 +63,23 @@ def test_a_tolerant_front_is_within_its_certificate(make_problem, family, object
     assert set(front["status"]) == {"optimal" if c == 0 else "feasible"}
 
 
+@pytest.mark.parametrize("objectives", OBJECTIVES)
+def test_boxes_handed_to_a_tolerant_mip_stay_within_the_certificate(monkeypatch, objectives):
+    """No LP budget: every box goes to its MIP (the ε route's CBC with the tolerance on the gap
+    plane, C(30, 6) above the enumeration limit; HiGHS with an absolute gap on the worst)."""
+    from selection.solvers.bb import search
+
+    monkeypatch.setattr(search, "BOX_LPS", 0)
+    p = _problem("cross-penalty", 30, 6, seed=1)
+    col = objectives[1]
+    exact = _g(exact_front(p, objectives)[list(objectives)].to_numpy(float), col)
+    front = bb_front(p, objectives, tolerance=0.5)
+    assert front.attrs["mips"] > 0 and front.attrs["complete"]
+    assert front.attrs["certified"] <= 0.5 + 1e-9
+    got = _g(front[list(objectives)].to_numpy(float), col)
+    assert _distance(exact, got) <= front.attrs["certified"] + 1e-6
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("plane", PLANES)
 def test_the_certificate_holds_at_every_moment_and_never_grows(family, plane):
@@ -112,6 +129,21 @@ def test_the_sweep_rows_state_their_bound_at_their_eps():
     assert said and said[-1][2].startswith("bb front: within ")
     stopped = sweep_eps(p, complete=True, backend="bb", tolerance=0.5, time_limit=0.0)
     assert not stopped.attrs["complete"]
+
+
+def test_auto_takes_bb_for_a_tolerant_complete_sweep_from_its_n(monkeypatch):
+    from selection.solvers import sweeps
+
+    p = _problem("cross-penalty", 24, 4, seed=1)
+    assert p.n < sweeps.BB_TOLERANCE_MIN_N  # below it: the ε loop
+    assert (sweep_eps(p, complete=True, tolerance=0.5)["backend"] != "bb").all()
+    monkeypatch.setattr(sweeps, "BB_TOLERANCE_MIN_N", 20)
+    got = sweep_eps(p, complete=True, tolerance=0.5)
+    assert (got["backend"] == "bb").all() and got.attrs["certified"] <= 0.5
+    assert got["route_reason"].iloc[0].startswith("auto: a complete front within --tolerance")
+    # not without a tolerance, nor with rows bb does not take
+    assert (sweep_eps(p, complete=True)["backend"] != "bb").all()
+    assert (sweep_eps(p, complete=True, tolerance=0.5, f_min=0.0)["backend"] != "bb").all()
 
 
 def test_certified_gap_by_hand():
