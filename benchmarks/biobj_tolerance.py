@@ -10,7 +10,8 @@ certified within τ by
   took before this benchmark set the rule;
 * ``bb`` — ``sweep_eps(complete=True, backend="bb", tolerance=τ)`` (:mod:`selection.solvers.bb`).
 
-Both are capped at ``--cap`` seconds (``max_seconds``). ``certified`` is what the route
+Both are capped at ``--cap`` seconds (``max_seconds``; so bb takes its boxes in the anytime
+order, :data:`selection.solvers.bb.search.ORDERS`). ``certified`` is what the route
 proves about the whole front: every exact point (U*, g*) has a returned point with
 U >= U* − c and gap <= g* + c (loop: the larger of its max_off and its gap slack, only where
 it finished; bb: its certificate, also where the cap stopped it). ``bb at 1 s`` is the

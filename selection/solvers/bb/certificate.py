@@ -27,7 +27,7 @@ import numpy as np
 
 from selection.solvers.bb.staircase import Proven, Staircase
 
-__all__ = ["Snapshot", "certified_gap"]
+__all__ = ["Snapshot", "certified_gap", "worst_corner"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,13 @@ def certified_gap(front: Staircase, proven: Proven, *, g_floor: float) -> float:
     Returns:
         c >= 0 (0: the incumbents are the exact front); ``inf`` with no incumbent.
     """
+    return worst_corner(front, proven, g_floor=g_floor)[0]
+
+
+def worst_corner(front: Staircase, proven: Proven, *, g_floor: float) -> tuple[float, float, float]:
+    """(c, g, U): the certificate (:func:`certified_gap`) and the corner that sets it."""
     if not len(front):
-        return math.inf
+        return math.inf, g_floor, math.inf
     g = np.asarray(front.g, dtype=float)
     u = np.asarray(front.u, dtype=float)
     top = float(u[-1]) + front.du  # no selection has U >= top
@@ -74,7 +79,7 @@ def certified_gap(front: Staircase, proven: Proven, *, g_floor: float) -> float:
         corners_g.append(gc)
         corners_u.append(ub - front.du)
     if not corners_g:
-        return 0.0
+        return 0.0, g_floor, -math.inf
     a = np.asarray(corners_u)
     b = np.asarray(corners_g)
     # max(a − U_p, g_p − b) is smallest where the two terms cross: g_p + U_p >= a + b
@@ -82,5 +87,6 @@ def certified_gap(front: Staircase, proven: Proven, *, g_floor: float) -> float:
     lo = np.clip(i - 1, 0, len(g) - 1)
     hi = np.clip(i, 0, len(g) - 1)
     d = np.minimum(np.maximum(a - u[lo], g[lo] - b), np.maximum(a - u[hi], g[hi] - b))
-    worst = float(d.max())
-    return worst if worst > 1e-9 else 0.0
+    j = int(np.argmax(d))
+    worst = float(d[j])
+    return (worst if worst > 1e-9 else 0.0), float(b[j]), float(a[j])

@@ -47,6 +47,8 @@ def bb_search(
     Args:
         tolerance: τ, points (>= 0): stop once the true front is within τ of the incumbents
             in both objectives (K·τ in the search's sum units).
+        time_limit: seconds for the whole search (None: none); with one, the boxes are taken
+            in the ``anytime`` order (:data:`.search.ORDERS`).
         on_certificate: see :class:`.search.BoxSearch` (sum units).
 
     Raises:
@@ -77,6 +79,7 @@ def bb_search(
         deadline=deadline,
         box_solver=_eps_point(problem, on_grid(tau, qu) / view.k) if plane == "gap" else None,
         tolerance=tau,
+        order="sweep" if time_limit is None else "anytime",
         on_certificate=on_certificate,
     )
     return search.run()

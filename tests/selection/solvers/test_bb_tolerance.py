@@ -41,15 +41,17 @@ def _distance(exact: np.ndarray, got: np.ndarray) -> float:
 
 @pytest.mark.parametrize("family", [*FAMILIES, "float"])
 @pytest.mark.parametrize("objectives", OBJECTIVES)
-@pytest.mark.parametrize("tau", [0.3, 2.0])
-def test_a_tolerant_front_is_within_its_certificate(make_problem, family, objectives, tau):
+@pytest.mark.parametrize("tau,time_limit", [(0.3, None), (2.0, None), (0.3, 60.0)])
+def test_a_tolerant_front_is_within_its_certificate(
+    make_problem, family, objectives, tau, time_limit
+):
     if family == "float":  # no value grid: within the float tolerance
         p = make_problem(22, 4, seed=3, kind="random")
     else:
         p = _problem(family, 22, 4, seed=3)
     col = objectives[1]
     exact = _g(exact_front(p, objectives)[list(objectives)].to_numpy(float), col)
-    front = bb_front(p, objectives, tolerance=tau)
+    front = bb_front(p, objectives, tolerance=tau, time_limit=time_limit)
     got = _g(front[list(objectives)].to_numpy(float), col)
     c = front.attrs["certified"]
     assert front.attrs["complete"] and front.attrs["tolerance"] == tau
@@ -82,14 +84,16 @@ def test_boxes_handed_to_a_tolerant_mip_stay_within_the_certificate(monkeypatch,
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("plane", PLANES)
-def test_the_certificate_holds_at_every_moment_and_never_grows(family, plane):
+@pytest.mark.parametrize("time_limit", [None, 60.0])
+def test_the_certificate_holds_at_every_moment_and_never_grows(family, plane, time_limit):
     """Each snapshot the search hands on (the front then, its certificate then) is valid
-    against enumeration, and the certificates only shrink, down to 0 at the exact front."""
+    against enumeration, and the certificates only shrink, down to 0 at the exact front; in
+    both orders of the boxes (a time limit takes the anytime order)."""
     p = _problem(family, 26, 5, seed=2)
     objectives = ("utility", PLANES[plane].column)
     exact = _g(exact_front(p, objectives)[list(objectives)].to_numpy(float), plane) * p.k
     snaps = []
-    out = bb_search(p, plane, on_certificate=snaps.append)
+    out = bb_search(p, plane, time_limit=time_limit, on_certificate=snaps.append)
     assert len(snaps) >= 3 and out.complete and out.certified == 0
     certs = [s.certified for s in snaps]
     assert certs == sorted(certs, reverse=True) and certs[-1] == 0 and certs[0] > 0
