@@ -12,7 +12,7 @@ import pytest
 from fl_oracle.cli import main
 from selection.problem import SelectionProblem
 from selection.solvers.bb import bb_front
-from selection.solvers.bb.certificate import certified_gap
+from selection.solvers.bb.certificate import certified_gap, worst_corner
 from selection.solvers.bb.front import bb_search
 from selection.solvers.bb.planes import PLANES
 from selection.solvers.bb.staircase import Proven, Staircase
@@ -158,10 +158,11 @@ def test_certified_gap_by_hand():
     pr = Proven()
     # nothing proven: a selection may sit at (0, 9): 4 from (2, 5), 6 from (6, 9)
     assert certified_gap(s, pr, g_floor=0.0) == pytest.approx(4.0)
+    assert worst_corner(s, pr, g_floor=0.0) == pytest.approx((4.0, 0.0, 9.0))
     pr.add(5.01, 7.99)  # none with g <= 5 and U >= 8: the worst is (0, 7), 2 from (2, 5)
     assert certified_gap(s, pr, g_floor=0.0) == pytest.approx(2.0)
     pr.add(1.01, -math.inf)  # none with g <= 1: (2, 7) is still 2 from (2, 5)
-    assert certified_gap(s, pr, g_floor=0.0) == pytest.approx(2.0)
+    assert worst_corner(s, pr, g_floor=0.0) == pytest.approx((2.0, 2.0, 7.0))
     pr.add(5.01, 5.99)  # none with g <= 5 and U >= 6: the incumbents are the front
     assert certified_gap(s, pr, g_floor=0.0) == 0.0
 
