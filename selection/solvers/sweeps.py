@@ -268,9 +268,8 @@ ENUM_SECONDS_PER_SELECTION = 1e-6
 
 
 # ``auto``'s complete sweep within a tolerance takes the bi-objective branch-and-bound from
-# this N on (linear surrogates, no f_min / b_max): in the measured run it finished first on
-# 9 of the 10 instances at N = 200 and 500 (where the ε loop was capped on two), behind it on
-# one; at N = 50-100 it was behind on two of 10 (results/benchmarks/biobj_tolerance.md,
+# this N on (linear surrogates, no f_min / b_max): from here on it finished first on all but
+# one measured instance, below it not as often (results/benchmarks/biobj_tolerance.md,
 # benchmarks/biobj_tolerance.py)
 BB_TOLERANCE_MIN_N = 200
 

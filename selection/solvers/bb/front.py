@@ -40,6 +40,7 @@ def bb_search(
     *,
     time_limit: float | None = None,
     tolerance: float = 0.0,
+    order: str | None = None,
     on_certificate: Callable[[Snapshot], None] | None = None,
 ) -> SearchOutcome:
     """The search itself on ``problem`` (sum units; see :class:`.search.BoxSearch`).
@@ -47,8 +48,9 @@ def bb_search(
     Args:
         tolerance: τ, points (>= 0): stop once the true front is within τ of the incumbents
             in both objectives (K·τ in the search's sum units).
-        time_limit: seconds for the whole search (None: none); with one, the boxes are taken
-            in the ``anytime`` order (:data:`.search.ORDERS`).
+        time_limit: seconds for the whole search (None: none).
+        order: the order of the boxes (:data:`.search.ORDERS`); None: ``anytime`` with a
+            time limit, else ``sweep``.
         on_certificate: see :class:`.search.BoxSearch` (sum units).
 
     Raises:
@@ -79,7 +81,7 @@ def bb_search(
         deadline=deadline,
         box_solver=_eps_point(problem, on_grid(tau, qu) / view.k) if plane == "gap" else None,
         tolerance=tau,
-        order="sweep" if time_limit is None else "anytime",
+        order=order or ("sweep" if time_limit is None else "anytime"),
         on_certificate=on_certificate,
     )
     return search.run()
