@@ -59,10 +59,9 @@ nodes, or fewer than K connected after ``wait_for_nodes`` seconds, raise
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -80,8 +79,18 @@ from flwr.app import (
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedProx
 
+from fl_oracle.experiments.flower.codec import (
+    MessageCost,
+    Reply,
+    first_metrics,
+    flatten,
+    one_line,
+    parse_reply,
+    reply_order,
+    unflatten_like,
+)
 from fl_oracle.experiments.flower.guard import ClaimGuard, contradiction, model_fingerprint
-from fl_oracle.experiments.loop import (
+from fl_oracle.experiments.round_step import (
     GLOBAL_KEYS,
     choose_round,
     domain_metrics,
@@ -143,91 +152,6 @@ def check_stats(stats: str) -> tuple[str, int | None]:
 
 class FlowerRunError(RuntimeError):
     """A round cannot proceed (too few nodes, too few statistics); the message says why."""
-
-
-def flatten(arrays: ArrayRecord) -> np.ndarray:
-    """All arrays of a record as one float32 vector (record order)."""
-    parts = [np.asarray(a.numpy(), dtype=np.float32).ravel() for a in arrays.values()]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
-
-
-def unflatten_like(flat: np.ndarray, like: ArrayRecord) -> ArrayRecord:
-    """A record with the keys, shapes and dtypes of ``like`` holding ``flat``."""
-    out, i = {}, 0
-    for key, a in like.items():
-        ref = a.numpy()
-        n = int(ref.size)
-        out[key] = Array(np.asarray(flat[i : i + n], dtype=ref.dtype).reshape(ref.shape))
-        i += n
-    if i != len(flat):
-        raise ValueError(f"flat vector has {len(flat)} values, the record {i}")
-    return ArrayRecord(out)
-
-
-@dataclass
-class _Reply:
-    node: int
-    pid: int | None = None
-    client_id: str = ""
-    domain: str = ""
-    n: int = 0
-    delta: np.ndarray | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
-    error: str = ""
-    missing: set[str] = field(default_factory=set)  # what a stock client does not report
-    model_sha: str | None = None  # the model its statistics are for (ConfigRecord "fedsel")
-    content: Any = None  # the reply's RecordDict (its own metrics are aggregated as FedAvg's)
-
-
-@dataclass
-class _Cost:
-    """A round's deployment cost as it crossed (:mod:`fl_oracle.experiments.cost`): the
-    train-phase messages' arrays and statistics, the work the nodes report."""
-
-    down: int = 0
-    up: int = 0
-    train: float = 0.0
-    probe: float = 0.0
-    # the round's probe phase already charged each node's probe batch at w_t: a training
-    # reply's own probe of the same batch at the same model is that one, not another
-    probed: bool = False
-
-    def sent(self, n_nodes: int, arrays: ArrayRecord) -> None:
-        self.down += n_nodes * _nbytes(arrays)
-
-    def received(self, r: _Reply, content: Any) -> None:
-        arrays = sum(_nbytes(a) for a in content.array_records.values())
-        floats = sum(
-            len(v) if isinstance(v, list) else 1
-            for rec in content.metric_records.values()
-            for v in rec.values()
-        )
-        self.up += arrays + 4 * floats
-        self.train += float(r.metrics.get("train-samples", float("nan")))
-        if not self.probed:
-            self.probe += float(r.metrics.get("probe-samples", float("nan")))
-
-    def probe_reply(self, content: Any, metrics: Mapping[str, Any]) -> None:
-        """A probe reply: its statistics' bytes and its probe samples (no training)."""
-        floats = sum(
-            len(v) if isinstance(v, list) else 1
-            for rec in content.metric_records.values()
-            for v in rec.values()
-        )
-        self.up += 4 * floats
-        self.probe += float(metrics.get("probe-samples", float("nan")))
-
-    def columns(self) -> dict[str, float]:
-        return {
-            "cost_train_samples": self.train,
-            "cost_probe_samples": self.probe,
-            "cost_bytes_up": float(self.up),
-            "cost_bytes_down": float(self.down),
-        }
-
-
-def _nbytes(arrays: ArrayRecord) -> int:
-    return int(sum(np.asarray(a.numpy()).nbytes for a in arrays.values()))
 
 
 @dataclass
@@ -393,8 +317,8 @@ class FedselStrategy(FedProx):
         self._fallback = None if on_missing == "error" else make_selector(on_missing[9:], seed=seed)
         self._like: ArrayRecord | None = None
         self._domains: list[str] | None = None
-        self._cost = _Cost()  # what the round's train exchanges carried
-        self._measured: dict[str, _Reply] = {}  # fresh: this round's measured replies
+        self._cost = MessageCost()  # what the round's train exchanges carried
+        self._measured: dict[str, Reply] = {}  # fresh: this round's measured replies
         self._guard = ClaimGuard(declared_sizes, clip=clip_updates)
         self.max_steps = max_steps
         self._sha = ""  # model_fingerprint(w_t) of the round's train messages
@@ -434,7 +358,7 @@ class FedselStrategy(FedProx):
         w_t = flatten(arrays)
         self._sha = model_fingerprint(w_t)
         failures: dict[str, str] = {}
-        self._cost, self._measured, self._suspects = _Cost(), {}, {}
+        self._cost, self._measured, self._suspects = MessageCost(), {}, {}
         inputs = None
         if self._info is not None:
             measure = []
@@ -623,7 +547,7 @@ class FedselStrategy(FedProx):
         for msg in replies:
             if msg.has_error() or not msg.has_content():
                 continue
-            m = _first_metrics(msg.content)
+            m = first_metrics(msg.content)
             if m is None or "loss" not in m or "num-examples" not in m:
                 continue
             losses.append(float(m["loss"]))
@@ -769,7 +693,7 @@ class FedselStrategy(FedProx):
                     one_line(msg.error.reason) if msg.has_error() else "empty"
                 )
                 continue
-            m = _first_metrics(msg.content) or {}
+            m = first_metrics(msg.content) or {}
             self._cost.probe_reply(msg.content, m)
             row, why = self._probe_row(msg, m, domains)
             if why:
@@ -822,13 +746,13 @@ class FedselStrategy(FedProx):
         asked: Sequence[int],
         w_t: np.ndarray,
         failures: dict[str, str],
-    ) -> list[_Reply]:
+    ) -> list[Reply]:
         """Parse replies; failures (error, no statistics, no reply) go to ``failures``."""
         out, seen = [], set()
         for msg in replies:
             node = self._sender(msg)
             seen.add(node)
-            r = _parse(msg, w_t, self.client_ids)
+            r = parse_reply(msg, w_t, self.client_ids)
             r.node = node
             if msg.has_content():
                 self._cost.received(r, msg.content)
@@ -855,9 +779,9 @@ class FedselStrategy(FedProx):
                 failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
         out = self._refuse_contradictions(out, failures)
         self._bound_claims(out)
-        return sorted(out, key=_order_key)
+        return sorted(out, key=reply_order)
 
-    def _refuse_contradictions(self, replies: list[_Reply], failures: dict[str, str]):
+    def _refuse_contradictions(self, replies: list[Reply], failures: dict[str, str]):
         """The replies whose statistics agree with their update and with this round's model
         (:func:`.guard.contradiction`, ``model-sha``); the others go to ``failures``."""
         claims = {r.client_id: r.n for r in replies}
@@ -889,7 +813,7 @@ class FedselStrategy(FedProx):
             return None
         return f"statistics for model {str(sha)[:16]!r}, this round sent {self._sha}"
 
-    def _bound_claims(self, replies: list[_Reply]) -> None:
+    def _bound_claims(self, replies: list[Reply]) -> None:
         """Cap outlying sizes and name (and with ``clip_updates`` clip) outlying updates
         (:mod:`.guard`); the reasons go to this round's suspects."""
         if not replies:
@@ -917,7 +841,7 @@ class FedselStrategy(FedProx):
         elif why not in old:
             self._suspects[cid] = f"{old}; {why}"
 
-    def _ingest(self, replies: list[_Reply], w_t: np.ndarray, t: int) -> None:
+    def _ingest(self, replies: list[Reply], w_t: np.ndarray, t: int) -> None:
         """Statistics rows of measured nodes (server part computed here) at round t."""
         if not replies:
             return
@@ -964,7 +888,7 @@ class FedselStrategy(FedProx):
             if r.client_id in self._suspects:  # its claims were bounded (capped or clipped)
                 row["suspect"] = self._suspects[r.client_id]
             row["measured_round"] = t
-            row["_pid"] = _order_key(r)
+            row["_pid"] = reply_order(r)
             self._rows[r.client_id] = row
 
     def _table(self, nodes: Sequence[int], t: int) -> pd.DataFrame:
@@ -986,7 +910,7 @@ class FedselStrategy(FedProx):
         return table.assign(predicted=False)
 
     def _infer_domains(
-        self, replies: list[_Reply], server: Mapping[str, np.ndarray], w_t: np.ndarray
+        self, replies: list[Reply], server: Mapping[str, np.ndarray], w_t: np.ndarray
     ) -> None:
         """A node that reports no domain is given the domain its update lifts most over w_t on
         the server's per-domain validation data (guessed once: a node keeps its domain)."""
@@ -1070,7 +994,7 @@ class FedselStrategy(FedProx):
             self._reads[column] = picks[0] != picks[1]
         return self._reads[column]
 
-    def _alpha(self, ok: list[_Reply], weights: dict[str, float] | None) -> np.ndarray:
+    def _alpha(self, ok: list[Reply], weights: dict[str, float] | None) -> np.ndarray:
         if weights is not None:
             w = np.array([float(weights.get(r.client_id, 0.0)) for r in ok])
         elif self.aggregation == "uniform":
@@ -1102,104 +1026,3 @@ def _order(table: pd.DataFrame) -> pd.DataFrame:
     rest = [c for c in cols if c not in front and c != "measured_round"]
     tail = ["measured_round"] if "measured_round" in cols else []
     return table[front + rest + tail]
-
-
-def _order_key(r: _Reply) -> tuple[int, int]:
-    """Partition order; nodes without a partition id after them, by node id."""
-    return (0, r.pid) if r.pid is not None else (1, r.node)
-
-
-_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*")
-
-
-def one_line(reason: Any, limit: int = 300) -> str:
-    """A node's error reason as one line: the exception line of an embedded traceback (the
-    last ``SomeError: ...`` line), else its first line; Flower's ``<class 'X'>:<'...'>``
-    wrapping unwrapped. A history names every failed node by one such line."""
-    text = str(reason)
-    m = re.fullmatch(r"<class '([\w.]+)'>:<'(.*)'>", text.strip(), re.S)
-    if m:
-        cls, text = m[1].rsplit(".", 1)[-1], m[2]
-        if len([ln for ln in text.splitlines() if ln.strip()]) <= 1:
-            text = f"{cls}: {text.strip()}" if text.strip() else cls
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        return "no reason given"
-    found = [ln for ln in lines if _EXC_LINE.match(ln)]
-    line = found[-1] if found and len(lines) > 1 else lines[0]
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _first_metrics(content: RecordDict) -> dict | None:
-    recs = list(content.metric_records.values())
-    return dict(recs[0]) if recs else None
-
-
-def _parse(msg: Message, w_t: np.ndarray, client_ids: list[str] | None) -> _Reply:
-    """One train reply as a :class:`_Reply` (``error`` set when it cannot be used)."""
-    r = _Reply(node=int(msg.metadata.src_node_id))
-    if msg.has_error():
-        r.error = f"node error: {one_line(msg.error.reason)}"
-        return r
-    if not msg.has_content():
-        r.error = "empty reply"
-        return r
-    content = msg.content
-    m = _first_metrics(content)
-    if m is None:
-        r.error = "reported no statistics (no MetricRecord)"
-        return r
-    pid = m.get("partition-id")
-    if pid is None:  # a stock client: known by its node
-        r.client_id = f"node-{r.node}"
-        r.missing.add("partition-id")
-    elif isinstance(pid, bool) or not isinstance(pid, int | float) or int(pid) != pid or pid < 0:
-        r.error = f"partition-id={pid!r} is not an integer >= 0"
-        return r
-    else:
-        r.pid = int(pid)
-        if client_ids is not None:
-            if r.pid >= len(client_ids):
-                r.error = f"partition-id {r.pid} is not one of the {len(client_ids)} partitions"
-                return r
-            r.client_id = client_ids[r.pid]
-        else:
-            r.client_id = str(r.pid)
-    if "num-examples" not in m:
-        r.error = "reported no statistics (lacks num-examples)"
-        return r
-    if "F" not in m:
-        r.missing.add("F")
-    if "label-hist" not in m and "B" not in m:
-        r.missing.add("label-hist")
-    info = content.config_records.get("fedsel")
-    domain = None if info is None else info.get("domain")
-    if domain is not None and (not isinstance(domain, str) or not domain):
-        r.error = f"domain={domain!r} (ConfigRecord 'fedsel') is not a name"
-        return r
-    if domain is None:
-        r.missing.add("domain")
-    r.model_sha = None if info is None else info.get("model-sha")
-    r.domain = domain or ""
-    n = m["num-examples"]
-    if isinstance(n, bool) or not isinstance(n, int | float) or n < 1:
-        r.error = f"num-examples={n!r} must be >= 1"
-        return r
-    r.n = int(n)
-    if "delta" in content.array_records:
-        delta = flatten(content["delta"])
-    elif content.array_records:
-        delta = flatten(next(iter(content.array_records.values()))) - w_t
-    else:
-        r.error = "reported no update (no ArrayRecord)"
-        return r
-    if delta.shape != w_t.shape:
-        r.error = f"update has {delta.size} values, the model {w_t.size}"
-        return r
-    if not np.all(np.isfinite(delta)):
-        r.error = "update has non-finite values"
-        return r
-    r.delta = delta
-    r.metrics = m
-    r.content = content
-    return r

@@ -133,7 +133,7 @@ def test_a_node_claiming_another_partition_is_refused_by_its_own_id():
 
 
 def test_a_failed_node_is_one_line_however_long_its_error():
-    from fl_oracle.experiments.flower.strategy import one_line
+    from fl_oracle.experiments.flower.codec import one_line
 
     wrapped = (
         "<class 'flwr.supercore.exception.ClientAppException'>:<'\n"
