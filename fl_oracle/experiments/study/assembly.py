@@ -8,6 +8,7 @@ and writes the tables, ``verdict.md`` and ``report.html`` (:mod:`.page`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,14 +58,18 @@ class StudyResult:
 
 
 def fronts_over_rounds(settings: StudySettings, stats: pd.DataFrame | None) -> pd.DataFrame:
-    """Exact predicted fronts (max U, max worst) and (max U, min gap) of the reference run."""
+    """Exact predicted fronts (max U, max worst) and (max U, min gap) of the reference run,
+    by enumeration; none where C(N, K) is beyond it (a cross-device study's N = 200, K = 20:
+    the report then has no front figure rather than no report)."""
     from selection.problem import SelectionProblem
-    from selection.solvers.exhaustive import exact_front
+    from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, exact_front
 
     if stats is None:
         return pd.DataFrame()
     frames = []
     k = min(settings.k, int(stats.groupby("round").size().min()))
+    if math.comb(int(stats.groupby("round").size().max()), k) > DEFAULT_MAX_COUNT:
+        return pd.DataFrame()
     for r in settings.fronts_at:
         if r not in set(stats["round"]):
             continue
