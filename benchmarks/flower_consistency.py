@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +40,7 @@ SETTINGS = {
 }
 
 
-def measure(changes: dict, rounds: int, bar) -> pd.DataFrame:
+def measure(changes: dict, rounds: int, tick: Callable[[], None]) -> pd.DataFrame:
     """ρ of every client, every round, FedAvg over all clients (the configuration's mu)."""
     from fl_oracle.experiments.flower.digits import DigitsServer, DigitsSettings, client_update
     from fl_oracle.sim.config import OracleConfig
@@ -58,20 +59,10 @@ def measure(changes: dict, rounds: int, bar) -> pd.DataFrame:
                          "F": info["F"], "steps": info["steps"], "norm": norm, "rho": rho})  # fmt: skip
             deltas.append(d)
             sizes.append(info["n_samples"])
-            bar.update()
+            tick()
         n = np.asarray(sizes, dtype=float)
         w = w + (n[:, None] * np.stack(deltas)).sum(0) / n.sum()
     return pd.DataFrame(rows)
-
-
-class _Tick:
-    """``bar.update()`` on a rich progress task."""
-
-    def __init__(self, progress: Progress, task) -> None:
-        self.progress, self.task = progress, task
-
-    def update(self) -> None:
-        self.progress.advance(self.task)
 
 
 def main() -> None:
@@ -88,9 +79,10 @@ def main() -> None:
     frames = []
     with Progress(transient=True) as progress:
         task = progress.add_task("client updates", total=len(SETTINGS) * args.rounds * 20)
-        bar = _Tick(progress, task)
         for name, changes in SETTINGS.items():
-            frames.append(measure(changes, args.rounds, bar).assign(setting=name))
+            frames.append(
+                measure(changes, args.rounds, lambda: progress.advance(task)).assign(setting=name)
+            )
     df = pd.concat(frames, ignore_index=True)
     OUT.mkdir(parents=True, exist_ok=True)
     write_table_atomic(df, OUT / "flower_consistency.csv")

@@ -39,16 +39,6 @@ def instances():
             yield f"{fam} N={n}", make(n)
 
 
-class _Tick:
-    """``bar.update()`` on a rich progress task."""
-
-    def __init__(self, progress: Progress, task) -> None:
-        self.progress, self.task = progress, task
-
-    def update(self) -> None:
-        self.progress.advance(self.task)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=60.0)
@@ -64,7 +54,6 @@ def main() -> None:
     cases = list(instances())
     with Progress(transient=True) as progress:
         task = progress.add_task("maxmin solves", total=len(cases) * len(ROUTES))
-        bar = _Tick(progress, task)
         for name, stats in cases:
             p = SelectionProblem.from_stats(stats, k=len(stats) // 10)
             for route in ROUTES:
@@ -76,7 +65,7 @@ def main() -> None:
                              "seconds": round(time.perf_counter() - t, 3),
                              "worst": round(float(r.objectives.get("worst", float("nan"))), 6)
                              if hasattr(r, "objectives") else None})  # fmt: skip
-                bar.update()
+                progress.advance(task)
     df = pd.DataFrame(rows)
     OUT.mkdir(parents=True, exist_ok=True)
     write_table_atomic(df, OUT / "maxmin_routes.csv")

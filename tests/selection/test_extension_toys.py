@@ -93,7 +93,6 @@ import math
 import numpy as np
 import pytest
 
-from fl_oracle.cli import main
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 from selection.solvers.exhaustive import enumerate_table, exact_front
@@ -102,6 +101,8 @@ from selection.solvers.registry import make_solver
 from selection.solvers.sweeps import sweep_eps
 from selection.surrogates.base import _INSTANCES, SURROGATES
 from selection.synthetic import synthetic_stats
+
+from helpers.cli import run_fedsel
 
 # Importing this module registered both toys; the fixtures below register them per test
 # (other test modules see the built-in registries only).
@@ -155,21 +156,11 @@ def _same_front(front, exact) -> None:
     np.testing.assert_allclose(front["gap"], exact["gap"], atol=1e-6)
 
 
-def _run(argv, capsys) -> tuple[int, str, str]:
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 # -- the toy surrogate ------------------------------------------------------------------
 
 
 def test_fedsel_methods_lists_the_toy_surrogate(shrunk, capsys):
-    code, out, err = _run(["methods"], capsys)
+    code, out, err = run_fedsel(["methods"], capsys)
     assert code == 0, err
     line = next(s for s in out.splitlines() if s.split()[:1] == [shrunk])
     assert line.split()[1] == "linear" and ShrunkSurrogate.summary in line
@@ -255,7 +246,7 @@ def test_both_toys_through_fedsel_solve(shrunk, scipy_backend, tmp_path, capsys)
     eps = _eps_grid(p)[3]
     want = make_solver("eps", eps=eps, backend="enum").solve(p).objectives
     argv = ["solve", "-s", stats, "-k", 3, "-m", "eps", "--eps", eps, "--json"]
-    code, out, err = _run([*argv, "--surrogate", shrunk, "--backend", scipy_backend], capsys)
+    code, out, err = run_fedsel([*argv, "--surrogate", shrunk, "--backend", scipy_backend], capsys)
     assert code == 0, err
     res = json.loads(out)
     assert (res["surrogate"], res["backend"], res["status"]) == (shrunk, "scipy", "optimal")
@@ -284,7 +275,7 @@ def test_a_linear_surrogate_takes_the_linear_routes_by_its_structure(shrunk):
 
 
 def test_fedsel_methods_lists_the_toy_backend(scipy_backend, capsys):
-    code, out, _ = _run(["methods"], capsys)
+    code, out, _ = run_fedsel(["methods"], capsys)
     assert code == 0
     listed = out.split("MILP backends")[1]
     assert "scipy" in listed and "highs" in listed and "float data" in listed

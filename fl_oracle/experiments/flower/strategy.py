@@ -710,8 +710,7 @@ class FedselStrategy(FedProx):
         if not rows:
             raise FlowerRunError(f"round {t}: no node answered the probe")
         claims = {row["client_id"]: int(row["n_samples"]) for row in rows}
-        known = {c: int(r["n_samples"]) for c, r in self._rows.items() if c not in claims}
-        for cid, (n, why) in self._guard.sizes(claims, known).items():
+        for cid, (n, why) in self._size_caps(claims).items():
             self._suspect(cid, why)
             for row in rows:
                 if row["client_id"] == cid:
@@ -784,28 +783,35 @@ class FedselStrategy(FedProx):
     def _refuse_contradictions(self, replies: list[Reply], failures: dict[str, str]):
         """The replies whose statistics agree with their update and with this round's model
         (:func:`.guard.contradiction`, ``model-sha``); the others go to ``failures``."""
-        claims = {r.client_id: r.n for r in replies}
-        known = {c: int(row["n_samples"]) for c, row in self._rows.items() if c not in claims}
-        caps = self._guard.sizes(claims, known)  # a step plan follows the accepted size
+        caps = self._size_caps({r.client_id: r.n for r in replies})  # steps follow the cap
         keep = []
         for r in replies:
-            why = self._stale_model(r.model_sha)
-            lr = self.train_config.get("lr")
-            judged = lr is not None and r.delta is not None and "steps" in r.metrics
-            if not why and judged and "F" in r.metrics:
-                steps = r.metrics["steps"]
-                if isinstance(steps, bool) or not isinstance(steps, int | float) or steps < 0:
-                    why = f"steps={steps!r} is not a count"
-                else:
-                    n = caps.get(r.client_id, (r.n, ""))[0]
-                    plan = None if self.max_steps is None else self.max_steps(r.client_id, n)
-                    norm = float(np.linalg.norm(r.delta))
-                    why = contradiction(norm, float(r.metrics["F"]), int(steps), float(lr), plan)
+            why = self._stale_model(r.model_sha) or self._contradicts(r, caps)
             if why:
                 failures[r.client_id] = f"refused: {why}"
             else:
                 keep.append(r)
         return keep
+
+    def _contradicts(self, r: Reply, caps: Mapping[str, tuple[int, str]]) -> str | None:
+        """Why a reply's F and steps contradict its update (:func:`.guard.contradiction`), or
+        None; judged where the server sent ``lr`` and the node reports F and ``steps``."""
+        lr = self.train_config.get("lr")
+        if lr is None or r.delta is None or "steps" not in r.metrics or "F" not in r.metrics:
+            return None
+        steps = r.metrics["steps"]
+        if isinstance(steps, bool) or not isinstance(steps, int | float) or steps < 0:
+            return f"steps={steps!r} is not a count"
+        n = caps.get(r.client_id, (r.n, ""))[0]
+        plan = None if self.max_steps is None else self.max_steps(r.client_id, n)
+        norm = float(np.linalg.norm(r.delta))
+        return contradiction(norm, float(r.metrics["F"]), int(steps), float(lr), plan)
+
+    def _size_caps(self, claims: Mapping[str, int]) -> dict[str, tuple[int, str]]:
+        """:meth:`.guard.ClaimGuard.sizes` of this exchange's claims against the other
+        clients' latest accepted sizes."""
+        known = {c: int(row["n_samples"]) for c, row in self._rows.items() if c not in claims}
+        return self._guard.sizes(claims, known)
 
     def _stale_model(self, sha: Any) -> str | None:
         """Why statistics echoing ``model-sha`` are not for this round's model, or None."""
@@ -818,9 +824,7 @@ class FedselStrategy(FedProx):
         (:mod:`.guard`); the reasons go to this round's suspects."""
         if not replies:
             return
-        claims = {r.client_id: r.n for r in replies}
-        known = {c: int(row["n_samples"]) for c, row in self._rows.items() if c not in claims}
-        caps = self._guard.sizes(claims, known)
+        caps = self._size_caps({r.client_id: r.n for r in replies})
         outliers = self._guard.updates(
             {r.client_id: r.delta for r in replies if r.delta is not None}
         )

@@ -67,8 +67,9 @@ def fronts_over_rounds(settings: StudySettings, stats: pd.DataFrame | None) -> p
     if stats is None:
         return pd.DataFrame()
     frames = []
-    k = min(settings.k, int(stats.groupby("round").size().min()))
-    if math.comb(int(stats.groupby("round").size().max()), k) > DEFAULT_MAX_COUNT:
+    sizes = stats.groupby("round").size()
+    k = min(settings.k, int(sizes.min()))
+    if math.comb(int(sizes.max()), k) > DEFAULT_MAX_COUNT:
         return pd.DataFrame()
     for r in settings.fronts_at:
         if r not in set(stats["round"]):

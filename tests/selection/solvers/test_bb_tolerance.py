@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fl_oracle.cli import main
 from selection.problem import SelectionProblem
 from selection.solvers.bb import bb_front
 from selection.solvers.bb.certificate import certified_gap, worst_corner
@@ -19,6 +18,8 @@ from selection.solvers.bb.staircase import Proven, Staircase
 from selection.solvers.exhaustive import exact_front
 from selection.solvers.sweeps import sweep_eps
 from selection.synthetic import FAMILIES
+
+from helpers.cli import run_fedsel
 
 OBJECTIVES = [("utility", "gap"), ("utility", "worst")]
 
@@ -167,27 +168,18 @@ def test_certified_gap_by_hand():
     assert certified_gap(s, pr, g_floor=0.0) == 0.0
 
 
-def _run(argv, capsys):
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    return code, *capsys.readouterr()
-
-
 def test_cli_sweep_complete_backend_bb_tolerance(tmp_path, capsys):
     stats = tmp_path / "stats.csv"
     FAMILIES["near-tied"](30, seed=2).to_csv(stats, index=False)
     out = tmp_path / "f"
     base = ["sweep", "-s", stats, "-k", 3, "-m", "eps", "-o", out, "--complete", "--backend", "bb"]
-    code, _, err = _run([*base, "--tolerance", 0.5, "--no-progress"], capsys)
+    code, _, err = run_fedsel([*base, "--tolerance", 0.5, "--no-progress"], capsys)
     assert code == 0, err
     front = pd.read_csv(out / "front.csv")
     c = float((front["bound"] - front["utility"]).max())
     assert 0 <= c <= 0.5 and (front["backend"] == "bb").all()
     assert f"U >= U* - {c:.4g} pp and gap <= gap* + {c:.4g} pp" in err
     assert "stopped" not in err
-    code, _, err = _run([*base, "--time-limit", 0, "--no-progress"], capsys)
+    code, _, err = run_fedsel([*base, "--time-limit", 0, "--no-progress"], capsys)
     assert code == 0, err
     assert "every exact front point (U*, gap*)" in err and "stopped at --time-limit" in err

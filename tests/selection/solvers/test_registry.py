@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fl_oracle.cli import main
 from selection.compare import compare_methods, methods
 from selection.problem import SelectionProblem
 from selection.selectors import make_selector, parse_spec, split_specs
@@ -18,6 +17,8 @@ from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import SOLVERS, register, solvers
 from selection.solvers.result import RawResult, Status
 from selection.synthetic import synthetic_stats
+
+from helpers.cli import run_fedsel
 
 
 # --8<-- [start:toy-formulation]
@@ -58,16 +59,6 @@ def stats_file(tmp_path_factory) -> str:
     return str(path)
 
 
-def _run(argv, capsys) -> tuple[int, str, str]:
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_toy_is_in_the_registry_lists(toy):
     assert "toy" in solvers() and list(solvers())[-1] == "toy"  # order 100: after the built-ins
     assert methods()[-1] == "toy" and {"weighted", "eps", "maxmin", "nsga2", "exhaustive"} < set(
@@ -76,7 +67,7 @@ def test_toy_is_in_the_registry_lists(toy):
 
 
 def test_toy_sweep_through_the_cli(toy, stats_file, tmp_path, capsys):
-    code, _, err = _run(
+    code, _, err = run_fedsel(
         [
             "sweep",
             "--stats",
@@ -99,7 +90,7 @@ def test_toy_sweep_through_the_cli(toy, stats_file, tmp_path, capsys):
     top = sorted(problem.ids[np.argsort(-problem.U, kind="stable")[:3]])
     assert sorted(front["selected"].iloc[0].split(";")) == top  # δ = 0: the U* selection
     # options that do not apply to the toy are refused from its declaration, not a list
-    code, _, err = _run(
+    code, _, err = run_fedsel(
         [
             "sweep",
             "--stats",
@@ -124,7 +115,7 @@ def test_toy_in_compare_and_methods(toy, stats_file, capsys):
     row = c.table.set_index("method").loc["toy"]
     assert row["points"] >= 1 and 0.0 < row["hv_ratio"] <= 1.0 + 1e-9
     assert (c.fronts["method"] == "toy").sum() == len(ToySolver.default_grid)
-    code, out, _ = _run(["methods"], capsys)
+    code, out, _ = run_fedsel(["methods"], capsys)
     assert code == 0 and "toy:D" in out and "top-K by U − δ·B" in out
 
 
@@ -139,7 +130,7 @@ def test_toy_as_a_selector(toy, stats_file):
 
 def test_unregistered_toy_is_unknown(stats_file, tmp_path, capsys):
     assert "toy" not in solvers()
-    code, _, err = _run(
+    code, _, err = run_fedsel(
         ["sweep", "--stats", stats_file, "--k", 3, "--method", "toy", "--out", tmp_path], capsys
     )
     assert code == 2 and "unknown method 'toy'" in err
@@ -182,7 +173,7 @@ def test_a_toy_baseline_is_a_selector_a_study_baseline_and_listed(toy_baseline, 
     with pytest.raises(ValueError, match="lowest-b needs a value, e.g. lowest-b:0"):
         make_selector("lowest-b")
     assert is_baseline(parse_spec("lowest-b:0@stale")) and not is_baseline(parse_spec("all"))
-    code, out, _ = _run(["methods"], capsys)
+    code, out, _ = run_fedsel(["methods"], capsys)
     assert code == 0 and "lowest-b:m" in out and "the K smallest label divergences B" in out
     from selection.selectors import selector_help
 

@@ -47,3 +47,17 @@ def test_an_empty_section_keeps_the_numbering(result):
     assert (cost.html == "") == result.cost.empty
     if result.cost.empty:
         assert "<h2>8." not in render_html(result) and "<h2>9. Settings" in render_html(result)
+
+
+def test_predicted_fronts_are_drawn_where_enumeration_reaches_and_skipped_beyond():
+    """A cross-device study's reference run (N = 200, K = 20: C(N, K) ~ 1.6e27) is reported
+    without the front figure instead of refused; at N = 20 its exact fronts are there."""
+    from fl_oracle.experiments.study.assembly import fronts_over_rounds
+    from fl_oracle.experiments.study.settings import StudySettings
+    from selection.synthetic import synthetic_stats
+
+    small = synthetic_stats(20, seed=0).assign(round=0)
+    fronts = fronts_over_rounds(StudySettings(k=5, rounds=1), small)
+    assert set(fronts["plane"]) == {"utility,worst", "utility,gap"} and len(fronts) >= 2
+    big = synthetic_stats(200, seed=0).assign(round=0)
+    assert fronts_over_rounds(StudySettings(k=20, rounds=1), big).empty

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from fl_oracle.cli import main
 from selection.problem import SelectionProblem
 from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps, exact_front, worst_star_of
@@ -17,6 +16,8 @@ from selection.solvers.milp.exact import tolerance_gap
 from selection.solvers.milp.model import milp_backends
 from selection.solvers.sweeps import sweep_eps
 from selection.synthetic import FAMILIES
+
+from helpers.cli import run_fedsel
 
 TAU = 0.5
 
@@ -106,20 +107,11 @@ def test_tolerant_maxmin_and_fisher_fair():
     assert got.objectives["worst"] >= w_star - 1.0 - 1e-6
 
 
-def _run(argv, capsys):
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    return code, *capsys.readouterr()
-
-
 def test_cli_tolerance(tmp_path, capsys):
     stats = tmp_path / "stats.csv"
     FAMILIES["near-tied"](30, seed=2).to_csv(stats, index=False)
     out = tmp_path / "f"
-    code, _, err = _run(
+    code, _, err = run_fedsel(
         ["sweep", "-s", stats, "-k", 3, "-m", "eps", "-o", out, "--backend", "cbc",
          "--tolerance", TAU],
         capsys,
@@ -129,18 +121,18 @@ def test_cli_tolerance(tmp_path, capsys):
     assert f"gap <= gap* + {TAU:g} pp" in err
     page = (out / "front.html").read_text()
     assert "Points solved within a tolerance" in page and "Certified: the exact front" in page
-    code, js, err = _run(
+    code, js, err = run_fedsel(
         ["solve", "-s", stats, "-k", 3, "-m", "eps", "--eps", 10, "--backend", "cbc",
          "--tolerance", TAU],
         capsys,
     )  # fmt: skip
     assert code == 0, err
     assert '"status": "feasible"' in js and "within --tolerance; proven: utility <=" in err
-    code, _, err = _run(
+    code, _, err = run_fedsel(
         ["sweep", "-s", stats, "-k", 3, "-m", "nsga2", "-o", out, "--tolerance", TAU], capsys
     )
     assert code == 2 and "--tolerance does not apply to method 'nsga2'" in err
-    code, _, err = _run(
+    code, _, err = run_fedsel(
         ["solve", "-s", stats, "-k", 3, "-m", "eps", "--eps", 1, "--tolerance", -1], capsys
     )
     assert code == 2 and "tolerance" in err and "Traceback" not in err
