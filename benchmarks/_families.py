@@ -1,6 +1,6 @@
 """The benchmarks' instance families: the three generated ones and round-stats from oracle runs.
 
-* ``synthetic``, ``near-tied``, ``cross-penalty`` — :data:`selection.synthetic.FAMILIES`;
+* ``synthetic``, ``near-tied``, ``cross-penalty``, ``hetero6`` — :data:`selection.synthetic.FAMILIES`;
 * ``oracle`` — the last round of a real ``fedsel oracle`` run with N clients (⌈N/4⌉ per Digits-4
   domain on the generated stand-ins, Dirichlet(0.5) label skew, 40 samples per client, 200
   validation images per domain, 2 rounds training K = N/10): what users solve. Runs are cached

@@ -7,11 +7,7 @@ Writes results/benchmarks/biobj.{csv,md}: the complete exact (U, gap) front of e
 * ``pulp textbook`` — the ε-constraint loop that rebuilds a PuLP + CBC model per ε
   (``benchmarks/exact_peers.py``'s ``run_pulp_textbook``).
 
-Families: the four of ``benchmarks/exact_peers.py`` and ``hetero6``, generated here from a
-model of its own (not tuned on): six domains with Dirichlet(1) shares, log-normal client
-sizes, a client quality, an own-domain lift growing with log size, a ring distance penalty
-between domains, accuracies on 80 validation images per domain (multiples of 1.25 %: many
-ties), U the domain-share-weighted mean of the rows (not their plain mean), 2 decimals.
+Families: the five of ``benchmarks/exact_peers.py`` (``hetero6`` included).
 K = N/10. A route stopped by ``--cap`` is ``capped``; fronts are compared only between two
 finished routes. Single-threaded; run one at a time.
 Run: ``.venv/bin/python benchmarks/biobj.py``.
@@ -24,75 +20,18 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from exact_peers import FAMILIES as PEER_FAMILIES  # noqa: E402
-from exact_peers import identical, run_pulp_textbook  # noqa: E402
+from exact_peers import FAMILIES, identical, run_pulp_textbook, run_sweep  # noqa: E402
 
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.indicators import nondominated  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers.sweeps import sweep_eps  # noqa: E402
 
 OBJ = ("utility", "gap")
-
-
-def hetero6(n: int, seed: int = 0) -> pd.DataFrame:
-    """Six domains, heterogeneous shares and sizes, accuracies on 80 images (ties)."""
-    rng = np.random.default_rng(10_000 + seed)
-    d = 6
-    share = rng.dirichlet(np.ones(d))
-    dom = rng.choice(d, size=n, p=share)
-    size = np.maximum(5, np.rint(rng.lognormal(3.5, 1.0, n))).astype(int)
-    quality = rng.normal(0, 1, n)
-    base = rng.uniform(55, 85, d)
-    ring = np.abs(np.arange(d)[None, :] - dom[:, None])
-    ring = np.minimum(ring, d - ring)
-    acc = (
-        base[None, :]
-        + 4 * quality[:, None]
-        + 6 * (ring == 0) * np.log10(size)[:, None]
-        - 3 * ring
-        + rng.normal(0, 2, (n, d))
-    )
-    acc = np.clip(np.round(acc / 1.25) * 1.25, 0, 100)
-    U = np.round(acc @ share, 2)
-    return pd.DataFrame(
-        {
-            "round": 0,
-            "client_id": [f"h{i}" for i in range(n)],
-            "domain": [f"d{j}" for j in dom],
-            "n_samples": size,
-            "U": U,
-            "F": rng.lognormal(0, 0.5, n),
-            "B": rng.uniform(0, 0.3, n),
-            "cos_g": rng.uniform(-0.2, 0.9, n),
-            **{f"U_d{j}": acc[:, j] for j in range(d)},
-        }
-    )
-
-
-FAMILIES = {**PEER_FAMILIES, "hetero6": hetero6}
-
-
-def run_sweep(p: SelectionProblem, cap: float, backend: str) -> dict:
-    t0 = time.perf_counter()
-    f = sweep_eps(p, complete=True, backend=backend, max_seconds=cap)
-    secs = time.perf_counter() - t0
-    ok = f[f["selected"] != ""]
-    pts = nondominated(ok[list(OBJ)].to_numpy(), OBJ)
-    done = bool(f.attrs.get("complete")) and bool(f.attrs.get("exact", True))
-    detail = f"{len(f)} rows, backends {','.join(sorted(set(f['backend'])))}"
-    if backend == "bb":
-        a = f.attrs
-        detail = f"{a['boxes']} boxes, {a['lps']} LPs, {a['nodes']} nodes, {a['mips']} box MILPs"
-    return {"points": pts, "seconds": secs, "status": "complete" if done else "capped",
-            "detail": detail}  # fmt: skip
 
 
 def _ratio(num: dict, den: dict) -> str:

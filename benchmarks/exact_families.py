@@ -1,7 +1,7 @@
 """One ε point per instance family and route: the table ``auto``'s portfolio is read from.
 
-For every family (``benchmarks/_families.py``: synthetic, near-tied, cross-penalty, oracle) and
-N, one round with K = N/10 and two ε points: ``mid`` = half the gap g0 of the top-K-by-U
+For every family (``benchmarks/_families.py``: synthetic, near-tied, cross-penalty, hetero6,
+oracle) and N, one round with K = N/10 and two ε points: ``mid`` = half the gap g0 of the top-K-by-U
 selection, ``tail`` = a tenth of it (the front's hard end). Each point is solved by a fresh
 solver on every route — CBC, HiGHS, CP-SAT and SCIP, each with the per-domain count columns
 off and on (``counts``) — and by ``auto`` (the portfolio), each with a ``--time-limit``. A
@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _families import FAMILIES  # noqa: E402
 
+from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.objectives import evaluate  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.progress import plain_progress  # noqa: E402
@@ -170,8 +171,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tag = "" if sizes == [1000] else "_" + "_".join(map(str, sizes))
-    df.to_csv(out / f"exact_families{tag}.csv", index=False)
-    (out / f"exact_families{tag}.md").write_text(render(df, command.strip("`"), wall, load))
+    write_table_atomic(df, out / f"exact_families{tag}.csv")
+    write_text_atomic(render(df, command.strip("`"), wall, load), out / f"exact_families{tag}.md")
     print(render(df, command.strip("`"), wall, load))
     return df
 
