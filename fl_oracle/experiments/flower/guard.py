@@ -34,26 +34,33 @@ returns a scaled update, would take the model. Nothing here is taken on trust:
   ``model-sha``, :func:`model_fingerprint` of the weights they computed F and the loss at;
   a fingerprint other than this round's w_t (a replayed or cached reply) is refused.
 
-Who was capped or clipped, and why, is returned per client: the strategy names them once per
-round in the history (``suspects``) and in the statistics table the selector reads (``suspect``),
-so nothing a node claimed beyond the bounds reaches the selector or the aggregate unflagged.
-Identity claims (a partition id another node holds, or a node changing partitions) are refused
-by the strategy itself.
+:class:`ClaimGuard` bounds sizes and update norms; :class:`ReplyGuard` applies every check above
+to an exchange's replies for the strategy and keeps the round's suspects. Who was capped or
+clipped, and why, is returned per client: the strategy names them once per round in the history
+(``suspects``) and in the statistics table the selector reads (``suspect``), so nothing a node
+claimed beyond the bounds reaches the selector or the aggregate unflagged. Identity claims (a
+partition id another node holds, or a node changing partitions) are refused where the replies
+are parsed (:mod:`.probe`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from fl_oracle.experiments.flower.codec import Reply
 
 __all__ = [
     "FLOOR",
     "RHO_MAX",
     "Z_MAX",
     "ClaimGuard",
+    "ReplyGuard",
     "contradiction",
     "model_fingerprint",
     "upper_fence",
@@ -169,3 +176,105 @@ class ClaimGuard:
                     f"update norm {x:.3g}, beyond the round's (fence {fence:.3g}); {what}",
                 )
         return out
+
+
+class ReplyGuard:
+    """The strategy's checks of an exchange's replies (see the module text): refuses those whose
+    statistics contradict their update or answer another model than the round's, caps outlying
+    sizes and names (with ``clip`` clips) outlying updates; the reasons are the round's
+    ``suspects``.
+
+    Args:
+        claims: the bounds on sizes and update norms.
+        lr: the learning rate the server sends (None: F is not judged against the update).
+        max_steps: ``(client id, accepted size) -> the local steps its plan allows``, or None.
+    """
+
+    def __init__(
+        self,
+        claims: ClaimGuard,
+        *,
+        lr: float | None = None,
+        max_steps: Callable[[str, int], int] | None = None,
+    ) -> None:
+        self.claims = claims
+        self.lr = lr
+        self.max_steps = max_steps
+        self.sha = ""  # model_fingerprint(w_t) of the round's train messages
+        self.suspects: dict[str, str] = {}  # client id -> why its claims were bounded (round)
+
+    def start_round(self, w_t: np.ndarray) -> None:
+        """A new round at model ``w_t``: its fingerprint, no suspects yet."""
+        self.sha = model_fingerprint(w_t)
+        self.suspects = {}
+
+    def refuse_contradictions(
+        self, replies: list[Reply], failures: dict[str, str], sizes: Mapping[str, int]
+    ) -> list[Reply]:
+        """The replies whose statistics agree with their update and with this round's model
+        (:func:`contradiction`, ``model-sha``); the others go to ``failures``. ``sizes``: every
+        client's latest accepted size."""
+        caps = self.size_caps({r.client_id: r.n for r in replies}, sizes)  # steps follow the cap
+        keep = []
+        for r in replies:
+            why = self.stale_model(r.model_sha) or self.contradicts(r, caps)
+            if why:
+                failures[r.client_id] = f"refused: {why}"
+            else:
+                keep.append(r)
+        return keep
+
+    def contradicts(self, r: Reply, caps: Mapping[str, tuple[int, str]]) -> str | None:
+        """Why a reply's F and steps contradict its update (:func:`contradiction`), or None;
+        judged where the server sent ``lr`` and the node reports F and ``steps``."""
+        lr = self.lr
+        if lr is None or r.delta is None or "steps" not in r.metrics or "F" not in r.metrics:
+            return None
+        steps = r.metrics["steps"]
+        if isinstance(steps, bool) or not isinstance(steps, int | float) or steps < 0:
+            return f"steps={steps!r} is not a count"
+        n = caps.get(r.client_id, (r.n, ""))[0]
+        plan = None if self.max_steps is None else self.max_steps(r.client_id, n)
+        norm = float(np.linalg.norm(r.delta))
+        return contradiction(norm, float(r.metrics["F"]), int(steps), float(lr), plan)
+
+    def size_caps(
+        self, claims: Mapping[str, int], sizes: Mapping[str, int]
+    ) -> dict[str, tuple[int, str]]:
+        """:meth:`ClaimGuard.sizes` of this exchange's claims against the other clients' latest
+        accepted sizes (``sizes``: every client's)."""
+        known = {c: int(n) for c, n in sizes.items() if c not in claims}
+        return self.claims.sizes(claims, known)
+
+    def stale_model(self, sha: Any) -> str | None:
+        """Why statistics echoing ``model-sha`` are not for this round's model, or None."""
+        if sha is None or sha == self.sha:
+            return None
+        return f"statistics for model {str(sha)[:16]!r}, this round sent {self.sha}"
+
+    def bound_claims(self, replies: list[Reply], sizes: Mapping[str, int]) -> None:
+        """Cap outlying sizes and name (and with ``clip`` clip) outlying updates; the reasons go
+        to this round's suspects. ``sizes``: every client's latest accepted size."""
+        if not replies:
+            return
+        caps = self.size_caps({r.client_id: r.n for r in replies}, sizes)
+        outliers = self.claims.updates(
+            {r.client_id: r.delta for r in replies if r.delta is not None}
+        )
+        for r in replies:
+            if r.client_id in caps:
+                r.n, why = caps[r.client_id]
+                self.suspect(r.client_id, why)
+            if r.client_id in outliers:
+                scale, why = outliers[r.client_id]
+                if scale != 1.0:
+                    r.delta = (r.delta * scale).astype(r.delta.dtype, copy=False)
+                self.suspect(r.client_id, why)
+
+    def suspect(self, cid: str, why: str) -> None:
+        """Name ``cid`` among the round's suspects (each reason once)."""
+        old = self.suspects.get(cid)
+        if old is None:
+            self.suspects[cid] = why
+        elif why not in old:
+            self.suspects[cid] = f"{old}; {why}"

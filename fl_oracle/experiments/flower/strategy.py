@@ -1,5 +1,11 @@
 """``FedselStrategy``: Flower FedProx whose ``configure_train`` picks K nodes with a fedsel selector.
 
+Why this module is longer than the project's ~450 lines: about 110 of its lines are this text and
+the class's argument list, and the rest is Flower's hooks, the checks of a selector and a stats
+mode before a run, and the round state the hooks share (the statistics rows and table, the
+pending selection, the history); the stock-client inference (:mod:`.stock`), the reply checks
+(:mod:`.guard`) and the node exchanges with the probe phase (:mod:`.probe`) have their own modules.
+
 A drop-in strategy for a Flower ServerApp on the Message API (``flwr.serverapp``)::
 
     strategy = FedselStrategy("maxmin:2", k=5, proximal_mu=0.01,
@@ -43,8 +49,9 @@ trained model, Δ_i = it − w_t).
 A stock ClientApp that reports none of this (Flower's ``quickstart-pytorch``: its model and
 ``num-examples``) still joins: it is named ``node-<id>``, its domain is the one its update lifts
 most on the server's per-domain validation data, and F and B are filled in neutrally when the
-selector's choice does not read them, else ``on_missing`` decides (see the class);
-:func:`fl_oracle.experiments.flower.mod.fedsel_stats_mod` adds everything in one line.
+selector's choice does not read them, else ``on_missing`` decides (see the class and
+:mod:`.stock`); :func:`fl_oracle.experiments.flower.mod.fedsel_stats_mod` adds everything in one
+line.
 
 Failures never stop a round and never hang it: a reply carrying an error, a reply without the
 statistics, or no reply within ``timeout`` seconds leaves that node out (of the table, or of the
@@ -84,21 +91,19 @@ from fl_oracle.experiments.flower.codec import (
     Reply,
     first_metrics,
     flatten,
-    one_line,
-    parse_reply,
     reply_order,
     unflatten_like,
 )
-from fl_oracle.experiments.flower.guard import ClaimGuard, contradiction, model_fingerprint
+from fl_oracle.experiments.flower.guard import ClaimGuard, ReplyGuard
+from fl_oracle.experiments.flower.probe import Exchange, FlowerRunError
+from fl_oracle.experiments.flower.stock import BACK, StockClients
 from fl_oracle.experiments.round_step import (
     GLOBAL_KEYS,
     choose_round,
     domain_metrics,
     history_row,
-    run_selector,
 )
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
-from selection.problem import SelectionProblem
 from selection.schema import F_FLOOR
 
 __all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHASE_KEY"]
@@ -148,10 +153,6 @@ def check_stats(stats: str) -> tuple[str, int | None]:
     if name not in ("fresh", "stale", "pool", "probe", "predicted"):
         raise ValueError(f"stats mode {canon!r} is not a Flower message phase")
     return canon, (int(p) if p else None)
-
-
-class FlowerRunError(RuntimeError):
-    """A round cannot proceed (too few nodes, too few statistics); the message says why."""
 
 
 @dataclass
@@ -304,25 +305,37 @@ class FedselStrategy(FedProx):
         self.tables: list[pd.DataFrame] = []
         self._rows: dict[str, dict] = {}  # client id -> its latest statistics row
         self._hist: dict[str, np.ndarray] = {}  # client id -> label histogram
-        self._node_of: dict[str, int] = {}  # client id -> node id
-        self._client_of: dict[int, str] = {}  # node id -> client id
         self._pending: _Pending | None = None
-        self._sent: list[Message] = []  # the messages of the exchange in flight
         self._stock: dict[str, set[str]] = {}  # client id -> statistics it does not report
-        self._reads: dict[str, bool] = {}  # column -> whether the selector's choice reads it
-        self._guessed: dict[str, str] = {}  # client id -> the domain inferred for it
         if on_missing != "error" and not on_missing.startswith("fallback:"):
             raise ValueError(f"on_missing={on_missing!r} must be 'error' or 'fallback:<spec>'")
         self.on_missing = on_missing
-        self._fallback = None if on_missing == "error" else make_selector(on_missing[9:], seed=seed)
+        fallback = None if on_missing == "error" else make_selector(on_missing[9:], seed=seed)
+        # stock nodes: domains inferred, missing statistics filled in or a fallback (.stock)
+        self._stock_clients = StockClients(
+            self.selector,
+            name=self.name,
+            seed=self.seed,
+            k=self.k,
+            on_missing=on_missing,
+            fallback=fallback,
+            evaluate_candidates=evaluate_candidates,
+        )
         self._like: ArrayRecord | None = None
-        self._domains: list[str] | None = None
-        self._cost = MessageCost()  # what the round's train exchanges carried
         self._measured: dict[str, Reply] = {}  # fresh: this round's measured replies
-        self._guard = ClaimGuard(declared_sizes, clip=clip_updates)
         self.max_steps = max_steps
-        self._sha = ""  # model_fingerprint(w_t) of the round's train messages
-        self._suspects: dict[str, str] = {}  # client id -> why its claims were bounded (round)
+        # the replies' checks (.guard) and the exchanges with the nodes (.probe)
+        self._guard = ReplyGuard(
+            ClaimGuard(declared_sizes, clip=clip_updates),
+            lr=self.train_config.get("lr"),
+            max_steps=max_steps,
+        )
+        self._ex = Exchange(
+            self._construct_messages,
+            client_ids=self.client_ids,
+            timeout=self.timeout,
+            guard=self._guard,
+        )
 
     # ------------------------------------------------------------------ Flower API
     def summary(self) -> None:
@@ -356,9 +369,9 @@ class FedselStrategy(FedProx):
         t = int(server_round) - 1
         nodes = self._connected(grid)
         w_t = flatten(arrays)
-        self._sha = model_fingerprint(w_t)
+        self._guard.start_round(w_t)
         failures: dict[str, str] = {}
-        self._cost, self._measured, self._suspects = MessageCost(), {}, {}
+        self._ex.cost, self._measured = MessageCost(), {}
         inputs = None
         if self._info is not None:
             measure = []
@@ -368,11 +381,11 @@ class FedselStrategy(FedProx):
         elif self._pool is not None:
             measure = self._draw_pool(nodes, t)
         else:
-            measure = [n for n in nodes if n not in self._client_of]
+            measure = [n for n in nodes if n not in self._ex.client_of]
         if measure:
             msgs = self._messages(measure, arrays, config, "measure", t)
             replies = grid.send_and_receive(msgs, timeout=self.timeout)
-            got = self._collect(replies, measure, w_t, failures)
+            got = self._ex.collect(replies, measure, w_t, failures, self._sizes())
             self._ingest(got, w_t, t)
             self._measured = {r.client_id: r for r in got}
         table = self._table(nodes, t) if inputs is None else self._info.view(inputs)
@@ -383,7 +396,7 @@ class FedselStrategy(FedProx):
                 f"fewer than K={self.k} ({detail})"
             )
         # the selector sees the neutral fill-ins; the stored table keeps what was measured
-        solved, selector, note = self._complete(table, t)
+        solved, selector, note = self._stock_clients.complete(table)
         # the loop's own round step, judged by the selector's surrogate (no logits reach
         # Flower: check_flower_selector refuses surrogates that need them)
         choice = choose_round(
@@ -404,7 +417,7 @@ class FedselStrategy(FedProx):
         self._pending = _Pending(
             t,
             ids,
-            {c: self._node_of[c] for c in ids},
+            {c: self._ex.node_of[c] for c in ids},
             pred,
             solve_seconds,
             fallback,
@@ -423,7 +436,7 @@ class FedselStrategy(FedProx):
         if self._pending.reuse:  # the K measured updates are the commit: nobody trains again
             self._like = arrays
             return []
-        return self._messages([self._node_of[c] for c in ids], arrays, config, "commit", t)
+        return self._messages([self._ex.node_of[c] for c in ids], arrays, config, "commit", t)
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
@@ -435,7 +448,9 @@ class FedselStrategy(FedProx):
         if p.reuse:
             ok = [self._measured[c] for c in p.ids if c in self._measured]
         else:
-            got = self._collect(replies, list(p.nodes.values()), p.w_t, p.failures)
+            got = self._ex.collect(
+                replies, list(p.nodes.values()), p.w_t, p.failures, self._sizes()
+            )
             ok = [r for r in got if r.client_id in p.nodes]
         if self.stats_mode == "stale" and ok:
             self._ingest(ok, p.w_t, p.t)
@@ -455,7 +470,7 @@ class FedselStrategy(FedProx):
         accuracies: dict[str, float] = {}
         if self.evaluate_global is not None:
             metrics = dict(self.evaluate_global(new_w))
-            accuracies = domain_metrics(metrics, self._domain_list(metrics))
+            accuracies = domain_metrics(metrics, self._stock_clients.domain_list(metrics))
         row = history_row(
             t=p.t,
             name=self.name,
@@ -471,7 +486,7 @@ class FedselStrategy(FedProx):
             clocks=p.clocks,
             route=p.route,
         )
-        row.update(self._cost.columns())
+        row.update(self._ex.cost.columns())
         row.update(
             upper_bound=self.stats_mode == "fresh",
             mu=float(self.proximal_mu),
@@ -479,7 +494,7 @@ class FedselStrategy(FedProx):
             n_aggregated=len(ok),
             failed=";".join(p.failures),
             failures=" | ".join(f"{c}: {r}" for c, r in p.failures.items()),
-            suspects=" | ".join(f"{c}: {why}" for c, why in self._suspects.items()),
+            suspects=" | ".join(f"{c}: {why}" for c, why in self._guard.suspects.items()),
         )
         if not ok:
             row["fallback"] = (row["fallback"] + "; " if row["fallback"] else "") + (
@@ -597,7 +612,7 @@ class FedselStrategy(FedProx):
                 f"round {t}: pool:{self._pool} exceeds the {len(nodes)} connected nodes"
             )
         known = {
-            n: self._rows[c]["n_samples"] for n, c in self._client_of.items() if c in self._rows
+            n: self._rows[c]["n_samples"] for n, c in self._ex.client_of.items() if c in self._rows
         }
         mean = float(np.mean(list(known.values()))) if known else 1.0
         w = np.array([float(known.get(n, mean)) for n in nodes])
@@ -614,6 +629,8 @@ class FedselStrategy(FedProx):
         t: int,
         extra: Mapping[str, ArrayRecord] | None = None,
     ) -> list[Message]:
+        """The train messages of one exchange (``phase``, round ``t``), sent through
+        :meth:`.probe.Exchange.messages`."""
         self._like = arrays
         cfg = ConfigRecord(dict(config))
         for key, value in self.train_config.items():
@@ -625,44 +642,7 @@ class FedselStrategy(FedProx):
         record = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: cfg})
         for key, rec in (extra or {}).items():
             record[key] = rec
-        self._sent = list(self._construct_messages(record, list(nodes), MessageType.TRAIN))
-        self._cost.sent(len(self._sent), arrays)
-        for rec in (extra or {}).values():
-            self._cost.sent(len(self._sent), rec)
-        return self._sent
-
-    def _probe_row(
-        self, msg: Message, m: Mapping[str, Any], domains: Sequence[str]
-    ) -> tuple[dict, str]:
-        """A probe reply as a row, or the reason it cannot be one (a node's bad reply is a
-        failure of that node, never of the round)."""
-        need = ("partition-id", "num-examples", "loss", "F", "cos-g", "steps", "label-hist", "x")
-        lost = [c for c in need if c not in m]
-        if lost:
-            return {}, f"lacks {lost[0]}"
-        x = m["x"]
-        if not isinstance(x, list) or len(x) != len(domains):
-            return {}, f"x must hold {len(domains)} values, one per domain"
-        try:
-            pid = int(m["partition-id"])
-            cid = self.client_ids[pid] if self.client_ids is not None else str(pid)
-            dom = str(msg.content["fedsel"]["domain"]) if "fedsel" in msg.content else ""
-            row = {"client_id": cid, "domain": dom, "n_samples": int(m["num-examples"]),
-                   "loss": float(m["loss"]), "F": max(float(m["F"]), F_FLOOR),
-                   "cos_g": float(m["cos-g"]), "steps": int(m["steps"]), "_pid": pid}  # fmt: skip
-            row.update({f"x_{d}": float(v) for d, v in zip(domains, x, strict=True)})
-        except (ValueError, TypeError, IndexError, KeyError) as exc:
-            return {}, f"malformed ({type(exc).__name__}: {str(exc).splitlines()[0]})"
-        if dom not in domains:
-            return {}, f"domain {dom!r} is not one of {', '.join(domains)}"
-        info = msg.content.config_records.get("fedsel")
-        stale = self._stale_model(None if info is None else info.get("model-sha"))
-        if stale:
-            return {}, f"refused: {stale}"
-        values = [row[c] for c in ("loss", "F", "cos_g", *(f"x_{d}" for d in domains))]
-        if not np.isfinite(values).all() or row["n_samples"] < 1:
-            return {}, "non-finite statistics or num-examples < 1"
-        return row, ""
+        return self._ex.messages(record, nodes)
 
     def _probe_phase(
         self,
@@ -675,175 +655,28 @@ class FedselStrategy(FedProx):
         failures: dict[str, str],
     ):
         """``probe`` / ``predicted``: every node's probe pass against the server's per-domain
-        validation gradients (no training), as the model's :class:`RoundInputs`."""
-        from selection.information import RoundInputs
-
-        g, acc, sizes = self.validation_gradients(w_t)
-        domains = tuple(acc)
-        self._cost.probed = True
+        validation gradients (no training), as the model's :class:`RoundInputs`
+        (:meth:`.probe.Exchange.probe`)."""
+        g, acc, val_sizes = self.validation_gradients(w_t)
+        self._ex.cost.probed = True
         gd = {"fedsel-gd": ArrayRecord({"g": Array(np.asarray(g, dtype=np.float32))})}
         msgs = self._messages(nodes, arrays, config, "probe", t, extra=gd)
-        rows, seen = [], set()
-        for msg in grid.send_and_receive(msgs, timeout=self.timeout):
-            node = self._sender(msg)
-            seen.add(node)
-            who = self._client_of.get(node, f"node-{node}")
-            if msg.has_error() or not msg.has_content():
-                failures[who] = "probe: " + (
-                    one_line(msg.error.reason) if msg.has_error() else "empty"
-                )
-                continue
-            m = first_metrics(msg.content) or {}
-            self._cost.probe_reply(msg.content, m)
-            row, why = self._probe_row(msg, m, domains)
-            if why:
-                failures[who] = f"probe reply: {why}"
-                continue
-            cid = row["client_id"]
-            self._node_of[cid], self._client_of[node] = node, cid
-            self._hist[cid] = np.asarray(m["label-hist"], dtype=np.float64)
-            rows.append(row)
-        for node in nodes:
-            if node not in seen:
-                who = self._client_of.get(node, f"node-{node}")
-                failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
-        if not rows:
-            raise FlowerRunError(f"round {t}: no node answered the probe")
-        claims = {row["client_id"]: int(row["n_samples"]) for row in rows}
-        for cid, (n, why) in self._size_caps(claims).items():
-            self._suspect(cid, why)
-            for row in rows:
-                if row["client_id"] == cid:
-                    row["n_samples"], row["suspect"] = n, why
-        probe = pd.DataFrame(rows).sort_values("_pid", kind="stable").drop(columns="_pid")
-        glob = sum(self._hist.values())
-        probe["B"] = [js_divergence(self._hist[c], glob) for c in probe["client_id"]]
-        probe = probe.reset_index(drop=True)
-        return RoundInputs(
+        return self._ex.probe(
+            grid.send_and_receive(msgs, timeout=self.timeout),
+            nodes,
             t=t,
             k=self.k,
-            clients=probe[["client_id", "domain", "n_samples"]],
-            domains=domains,
-            probe=probe,
             base_acc=acc,
-            val_sizes=sizes,
+            val_sizes=val_sizes,
+            hist=self._hist,
+            sizes=self._sizes(),
+            failures=failures,
         )
 
-    def _sender(self, msg: Message) -> int:
-        """The node a reply answers for. A SuperLink writes the error reply of a node that
-        died with its own node id as the sender; the message it answers names the node."""
-        asked = {
-            m.metadata.message_id: int(m.metadata.dst_node_id)
-            for m in self._sent
-            if m.metadata.message_id
-        }
-        return asked.get(msg.metadata.reply_to_message_id, int(msg.metadata.src_node_id))
-
-    def _collect(
-        self,
-        replies: Iterable[Message],
-        asked: Sequence[int],
-        w_t: np.ndarray,
-        failures: dict[str, str],
-    ) -> list[Reply]:
-        """Parse replies; failures (error, no statistics, no reply) go to ``failures``."""
-        out, seen = [], set()
-        for msg in replies:
-            node = self._sender(msg)
-            seen.add(node)
-            r = parse_reply(msg, w_t, self.client_ids)
-            r.node = node
-            if msg.has_content():
-                self._cost.received(r, msg.content)
-            who = r.client_id or self._client_of.get(node) or f"node-{node}"
-            if r.error:
-                failures[who] = r.error
-                continue
-            # identity claims: named by what the node was before it claimed another partition
-            prev = self._client_of.get(node)
-            if prev is not None and prev != r.client_id:
-                failures[prev] = f"node {node} echoed partition of {r.client_id}, was {prev}"
-                continue
-            other = self._node_of.get(r.client_id)
-            if other is not None and other != node and other in asked:
-                who = self._client_of.get(node, f"node-{node}")
-                failures[who] = f"partition {r.pid} is claimed by nodes {other} and {node}"
-                continue
-            self._node_of[r.client_id] = node
-            self._client_of[node] = r.client_id
-            out.append(r)
-        for node in asked:
-            if node not in seen:
-                who = self._client_of.get(node, f"node-{node}")
-                failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
-        out = self._refuse_contradictions(out, failures)
-        self._bound_claims(out)
-        return sorted(out, key=reply_order)
-
-    def _refuse_contradictions(self, replies: list[Reply], failures: dict[str, str]):
-        """The replies whose statistics agree with their update and with this round's model
-        (:func:`.guard.contradiction`, ``model-sha``); the others go to ``failures``."""
-        caps = self._size_caps({r.client_id: r.n for r in replies})  # steps follow the cap
-        keep = []
-        for r in replies:
-            why = self._stale_model(r.model_sha) or self._contradicts(r, caps)
-            if why:
-                failures[r.client_id] = f"refused: {why}"
-            else:
-                keep.append(r)
-        return keep
-
-    def _contradicts(self, r: Reply, caps: Mapping[str, tuple[int, str]]) -> str | None:
-        """Why a reply's F and steps contradict its update (:func:`.guard.contradiction`), or
-        None; judged where the server sent ``lr`` and the node reports F and ``steps``."""
-        lr = self.train_config.get("lr")
-        if lr is None or r.delta is None or "steps" not in r.metrics or "F" not in r.metrics:
-            return None
-        steps = r.metrics["steps"]
-        if isinstance(steps, bool) or not isinstance(steps, int | float) or steps < 0:
-            return f"steps={steps!r} is not a count"
-        n = caps.get(r.client_id, (r.n, ""))[0]
-        plan = None if self.max_steps is None else self.max_steps(r.client_id, n)
-        norm = float(np.linalg.norm(r.delta))
-        return contradiction(norm, float(r.metrics["F"]), int(steps), float(lr), plan)
-
-    def _size_caps(self, claims: Mapping[str, int]) -> dict[str, tuple[int, str]]:
-        """:meth:`.guard.ClaimGuard.sizes` of this exchange's claims against the other
-        clients' latest accepted sizes."""
-        known = {c: int(row["n_samples"]) for c, row in self._rows.items() if c not in claims}
-        return self._guard.sizes(claims, known)
-
-    def _stale_model(self, sha: Any) -> str | None:
-        """Why statistics echoing ``model-sha`` are not for this round's model, or None."""
-        if sha is None or sha == self._sha:
-            return None
-        return f"statistics for model {str(sha)[:16]!r}, this round sent {self._sha}"
-
-    def _bound_claims(self, replies: list[Reply]) -> None:
-        """Cap outlying sizes and name (and with ``clip_updates`` clip) outlying updates
-        (:mod:`.guard`); the reasons go to this round's suspects."""
-        if not replies:
-            return
-        caps = self._size_caps({r.client_id: r.n for r in replies})
-        outliers = self._guard.updates(
-            {r.client_id: r.delta for r in replies if r.delta is not None}
-        )
-        for r in replies:
-            if r.client_id in caps:
-                r.n, why = caps[r.client_id]
-                self._suspect(r.client_id, why)
-            if r.client_id in outliers:
-                scale, why = outliers[r.client_id]
-                if scale != 1.0:
-                    r.delta = (r.delta * scale).astype(r.delta.dtype, copy=False)
-                self._suspect(r.client_id, why)
-
-    def _suspect(self, cid: str, why: str) -> None:
-        old = self._suspects.get(cid)
-        if old is None:
-            self._suspects[cid] = why
-        elif why not in old:
-            self._suspects[cid] = f"{old}; {why}"
+    def _sizes(self) -> dict[str, int]:
+        """Every client's latest accepted size (what :class:`.guard.ReplyGuard` bounds claims
+        against)."""
+        return {c: int(row["n_samples"]) for c, row in self._rows.items()}
 
     def _ingest(self, replies: list[Reply], w_t: np.ndarray, t: int) -> None:
         """Statistics rows of measured nodes (server part computed here) at round t."""
@@ -860,7 +693,7 @@ class FedselStrategy(FedProx):
             if "label-hist" in r.metrics:
                 self._hist[r.client_id] = np.asarray(r.metrics["label-hist"], dtype=np.float64)
         glob = sum(self._hist.values()) if self._hist else None
-        self._infer_domains(replies, server, w_t)
+        self._stock_clients.infer_domains(replies, server, w_t)
         for j, r in enumerate(replies):
             row: dict[str, Any] = {
                 "client_id": r.client_id,
@@ -889,8 +722,8 @@ class FedselStrategy(FedProx):
             row["cos_g"] = float(cos[j])
             if "gamma-achieved" in r.metrics:
                 row["gamma_achieved"] = float(r.metrics["gamma-achieved"])
-            if r.client_id in self._suspects:  # its claims were bounded (capped or clipped)
-                row["suspect"] = self._suspects[r.client_id]
+            if r.client_id in self._guard.suspects:  # its claims were bounded (capped or clipped)
+                row["suspect"] = self._guard.suspects[r.client_id]
             row["measured_round"] = t
             row["_pid"] = reply_order(r)
             self._rows[r.client_id] = row
@@ -899,7 +732,7 @@ class FedselStrategy(FedProx):
         """The round-stats table of the connected nodes that have statistics (partition order)."""
         rows = []
         for node in nodes:
-            cid = self._client_of.get(node)
+            cid = self._ex.client_of.get(node)
             row = self._rows.get(cid) if cid is not None else None
             if row is None or (self.stats_mode != "stale" and row["measured_round"] != t):
                 continue
@@ -913,91 +746,6 @@ class FedselStrategy(FedProx):
             table["age"] = t - table["measured_round"].astype(int)
         return table.assign(predicted=False)
 
-    def _infer_domains(
-        self, replies: list[Reply], server: Mapping[str, np.ndarray], w_t: np.ndarray
-    ) -> None:
-        """A node that reports no domain is given the domain its update lifts most over w_t on
-        the server's per-domain validation data (guessed once: a node keeps its domain)."""
-        blind = [j for j, r in enumerate(replies) if not r.domain]
-        if not blind:
-            return
-        doms = [c[2:] for c in server if c.startswith("U_") and c not in _BACK]
-        if not doms:
-            raise FlowerRunError(
-                f"{replies[blind[0]].client_id} reports no domain and the server has no "
-                "per-domain validation (evaluate_candidates) to infer it: add "
-                "fedsel_stats_mod(domain=...) to the ClientApp's mods"
-            )
-        todo = [j for j in blind if replies[j].client_id not in self._guessed]
-        if todo:
-            U = np.column_stack([np.asarray(server[f"U_{d}"], dtype=float) for d in doms])
-            # the lift over the model the update started from, w_t (a zero update)
-            base = self.evaluate_candidates(w_t, np.zeros((1, len(w_t)), dtype=np.float32))
-            lift = U - np.array([float(np.asarray(base[f"U_{d}"])[0]) for d in doms])[None, :]
-            for j in todo:  # a node keeps its first guess
-                self._guessed[replies[j].client_id] = doms[int(np.argmax(lift[j]))]
-        for j in blind:
-            replies[j].domain = self._guessed[replies[j].client_id]
-
-    def _complete(self, table: pd.DataFrame, t: int):
-        """(table, selector, note): statistics stock nodes lack filled in neutrally when the
-        selector does not read them; otherwise the ``on_missing`` rule."""
-        from logging import INFO, WARNING
-
-        from flwr.supercore import log
-
-        gaps = [c for c in ("F", "B") if c in table.columns and table[c].isna().any()]
-        if not gaps:
-            return table, self.selector, ""
-        neutral = table.fillna({"F": 1.0, "B": 0.0})
-        reads = [c for c in gaps if self._selector_reads(neutral, c)]
-        lack = table.loc[table[gaps].isna().any(axis=1), "client_id"].tolist()
-        if not reads:
-            if not self._reads.get("_said_neutral"):
-                self._reads["_said_neutral"] = True
-                log(INFO, "fedsel: %s does not read %s, which %d node(s) do not report; "
-                    "filled in neutrally", self.name, "/".join(gaps), len(lack))  # fmt: skip
-            return neutral, self.selector, ""
-        what = "/".join(reads)
-        line = (
-            f"fedsel: {self.name} reads {what}, which {len(lack)} of {len(table)} nodes do not "
-            f"report ({', '.join(lack[:5])}{', ...' if len(lack) > 5 else ''}): add "
-            "mods=[fedsel_stats_mod(...)] (fl_oracle.experiments.flower.mod) to their ClientApp"
-        )
-        if self._fallback is None:
-            raise FlowerRunError(line)
-        if not self._reads.get("_said_fallback"):
-            self._reads["_said_fallback"] = True
-            log(WARNING, "%s; until then rounds select by %s", line, self.on_missing[9:])
-        note = f"{len(lack)} node(s) lack {what}: selected by {self.on_missing[9:]}"
-        return neutral, self._fallback, note
-
-    def _selector_reads(self, neutral: pd.DataFrame, column: str) -> bool:
-        """Whether the selector's choice changes with ``column`` (decided once per column, on
-        copies of the selector, so its own random stream is untouched)."""
-        import copy
-
-        if column not in self._reads:
-            rng = np.random.default_rng([self.seed, 0x5EE])
-            probe = neutral.copy()
-            if column == "F":
-                probe["F"] = np.exp(rng.normal(0.0, 2.0, len(probe)))
-            else:
-                probe["B"] = rng.uniform(0.0, 0.69, len(probe))
-            if len(neutral) <= self.k:  # every node is chosen: nothing to tell, decide later
-                return False
-            picks = []
-            try:
-                for tab in (neutral, probe):
-                    problem = SelectionProblem.from_stats(tab, self.k)
-                    picks.append(
-                        sorted(run_selector(copy.deepcopy(self.selector), tab, problem)[0])
-                    )
-            except Exception:  # noqa: BLE001 - cannot be copied or probed: assume it reads
-                picks = [0, 1]
-            self._reads[column] = picks[0] != picks[1]
-        return self._reads[column]
-
     def _alpha(self, ok: list[Reply], weights: dict[str, float] | None) -> np.ndarray:
         if weights is not None:
             w = np.array([float(weights.get(r.client_id, 0.0)) for r in ok])
@@ -1009,24 +757,15 @@ class FedselStrategy(FedProx):
             w = np.ones(len(ok))
         return w / w.sum()
 
-    def _domain_list(self, metrics: Mapping[str, Any]) -> list[str]:
-        if self._domains is None:
-            self._domains = [
-                k[4:] for k in metrics if k.startswith("acc_") and k[4:] not in _ACC_SUMMARY
-            ]
-        return self._domains
 
-
-_ACC_SUMMARY = {"pooled", "avg", "worst", "gap", "std"}
 _FRONT = ("round", "client_id", "domain", "n_samples", "U")
-_BACK = ("U_own", "U_local", "dU", "F", "B", "cos_g", "loss", "steps", "gamma_achieved")
 
 
 def _order(table: pd.DataFrame) -> pd.DataFrame:
     """The oracle's column order: round, client_id, domain, n_samples, U, U_<d>..., rest."""
     cols = list(table.columns)
-    doms = [c for c in cols if c.startswith("U_") and c not in _BACK]
-    front = [c for c in _FRONT if c in cols] + doms + [c for c in _BACK if c in cols]
+    doms = [c for c in cols if c.startswith("U_") and c not in BACK]
+    front = [c for c in _FRONT if c in cols] + doms + [c for c in BACK if c in cols]
     rest = [c for c in cols if c not in front and c != "measured_round"]
     tail = ["measured_round"] if "measured_round" in cols else []
     return table[front + rest + tail]
