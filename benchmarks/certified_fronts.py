@@ -13,7 +13,7 @@ hetero6; utilities rounded to 2 decimals) and N, one round with K = N/10:
   (U*, g*) has a returned point with U >= U* − max_off and gap <= g* + tol.
 
 ``covers`` checks that statement against the exact front wherever the exact sweep finished.
-``domain share`` is :func:`selection.solvers.milp.exact.domain_share` (how much of the domain
+``domain share`` is :func:`selection.solvers.milp.portfolio.domain_share` (how much of the domain
 rows the clients' own domains explain), which the portfolio reads. Seconds include the model
 builds; ratios are only meaningful within one run.
 
@@ -41,7 +41,7 @@ from exact_peers import FAMILIES  # noqa: E402
 
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers.milp.exact import domain_share  # noqa: E402
+from selection.solvers.milp.portfolio import domain_share  # noqa: E402
 from selection.solvers.sweeps import sweep_eps  # noqa: E402
 
 ROUTES = ("auto", "bb", "cbc", "scip", "highs")

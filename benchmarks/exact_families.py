@@ -37,7 +37,7 @@ from selection.objectives import evaluate  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.progress import plain_progress  # noqa: E402
 from selection.solvers.eps import EpsSolver  # noqa: E402
-from selection.solvers.milp.exact import aligned  # noqa: E402
+from selection.solvers.milp.portfolio import aligned  # noqa: E402
 
 ROUTES = (
     ("cbc", "off"), ("cbc", "on"), ("highs", "off"), ("highs", "on"),

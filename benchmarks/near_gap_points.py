@@ -29,7 +29,7 @@ from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.solvers.eps import EpsSolver  # noqa: E402
 from selection.solvers.exhaustive import best_eps, exact_front  # noqa: E402
-from selection.solvers.milp.exact import value_quantum  # noqa: E402
+from selection.solvers.milp.portfolio import value_quantum  # noqa: E402
 from selection.synthetic import FAMILIES  # noqa: E402
 
 

@@ -23,6 +23,9 @@ Writes ``results/benchmarks/surrogates.csv`` (one row per surrogate and K) and
 
     .venv/bin/python benchmarks/surrogates.py             # 3 seeds x 40 rounds x 2 drivers x K=5,10
     .venv/bin/python benchmarks/surrogates.py --ks 10 --append   # add K=10 to the stored K=5 rows
+    .venv/bin/python benchmarks/surrogates.py --ks 50 --clients-per-domain 50 --append  # N = 200
+
+Beyond ``ENUM_LIMIT`` selections (K = 50 of 200) the enumeration cost is not measured (``—``).
 
 With ``--append`` the stored per-round rows of the K values not measured now are kept (and
 the command, machine and time of every part are listed in ``surrogates_runs.csv`` and the
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import platform
 import sys
 import time
@@ -54,6 +58,9 @@ from selection.selectors import make_selector  # noqa: E402
 from selection.surrogates import get_surrogate, surrogates  # noqa: E402
 
 OUT = Path("results/benchmarks")
+# scoring every selection is measured up to this many (C(20, 10) = 184,756 is); beyond it the
+# enumeration cost is left empty: no formulation enumerates there
+ENUM_LIMIT = 2_000_000
 
 
 def _rho(a: np.ndarray, b: np.ndarray) -> float:
@@ -62,15 +69,19 @@ def _rho(a: np.ndarray, b: np.ndarray) -> float:
     return float(spearmanr(a, b).statistic)
 
 
-def run(seeds, rounds, drivers, ks, n_random, progress=True) -> pd.DataFrame:
-    """One row per (seed, driver, K, round, surrogate) with the round's measures."""
+def run(seeds, rounds, drivers, ks, n_random, progress=True, clients_per_domain=None):
+    """One row per (seed, driver, K, round, surrogate) with the round's measures; the study's
+    federation, or ``clients_per_domain`` clients a domain (N = 4× that) where given."""
     data = None
     rows = []
     names = list(surrogates())
+    settings = dict(STUDY_ORACLE)
+    if clients_per_domain:
+        settings["clients_per_domain"] = clients_per_domain
     total = len(seeds) * len(drivers) * len(ks) * rounds
     done, t_start = 0, time.perf_counter()
     for seed, driver, k in itertools.product(seeds, drivers, ks):
-        config = OracleConfig(seed=seed, **STUDY_ORACLE)
+        config = OracleConfig(seed=seed, **settings)
         data = data or load_federation_data(config)
         oracle = Oracle(config, data=data)
         pick = make_selector(driver, seed=seed)
@@ -93,21 +104,22 @@ def run(seeds, rounds, drivers, ks, n_random, progress=True) -> pd.DataFrame:
             real = [oracle.evaluate_aggregate(base.ids_of(c)) for c in cands]
             t_eval = (time.perf_counter() - t1) / len(cands)
             Ud_real = np.array([r[1] for r in real])
-            everything = np.array(list(itertools.combinations(range(base.n), k)))
+            enumerable = math.comb(base.n, k) <= ENUM_LIMIT
             for name in names:
                 p = base.with_surrogate(name)
                 sur = get_surrogate(name)
                 _, Ud = sur.block(p, idx)
                 t2 = time.perf_counter()
-                for a in range(0, len(everything), 1 << 16):
-                    sur.block(p, everything[a : a + (1 << 16)])
-                t_all = time.perf_counter() - t2
+                for chunk in _chunks(itertools.combinations(range(base.n), k), enumerable):
+                    sur.block(p, chunk)
+                t_all = time.perf_counter() - t2 if enumerable else float("nan")
                 w_pred, w_real = Ud.min(1), Ud_real.min(1)
                 err = Ud - Ud_real
                 rows.append(
                     dict(
                         seed=seed,
                         driver=driver,
+                        n=base.n,
                         k=k,
                         round=t,
                         surrogate=name,
@@ -133,8 +145,19 @@ def run(seeds, rounds, drivers, ks, n_random, progress=True) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _chunks(combos, enumerable: bool, size: int = 1 << 16):
+    """Every K-subset in index blocks of ``size`` rows (none when not ``enumerable``)."""
+    while enumerable:
+        block = np.array(list(itertools.islice(combos, size)))
+        if not len(block):
+            return
+        yield block
+
+
 def summarize(per_round: pd.DataFrame) -> pd.DataFrame:
-    g = per_round.groupby(["k", "surrogate"], sort=False)
+    per_round = per_round.assign(n=per_round.get("n", pd.Series(20, index=per_round.index)))
+    per_round["n"] = per_round["n"].fillna(20).astype(int)  # rows stored before N was kept
+    g = per_round.groupby(["n", "k", "surrogate"], sort=False)
     out = g.agg(
         bias=("bias", "mean"),
         mae=("mae", "mean"),
@@ -153,6 +176,7 @@ def summarize(per_round: pd.DataFrame) -> pd.DataFrame:
 
 def markdown(summary: pd.DataFrame, parts: pd.DataFrame, n_random: int) -> str:
     cols = [
+        ("n", "N", "{}"),
         ("k", "K", "{}"),
         ("surrogate", "surrogate", "`{}`"),
         ("bias", "bias (pp)", "{:+.2f}"),
@@ -166,9 +190,9 @@ def markdown(summary: pd.DataFrame, parts: pd.DataFrame, n_random: int) -> str:
         ("cost_verify8", "verify=8 / round", "{:.3f}×"),
     ]
     head = "| " + " | ".join(c[1] for c in cols) + " |"
-    sep = "|" + "|".join("---:" if i > 1 else "---" for i in range(len(cols))) + "|"
+    sep = "|" + "|".join("---" if c == "surrogate" else "---:" for c, _, _ in cols) + "|"
     body = [
-        "| " + " | ".join(f.format(r[c]) for c, _, f in cols) + " |"
+        "| " + " | ".join("—" if r[c] != r[c] else f.format(r[c]) for c, _, f in cols) + " |"
         for r in summary.to_dict("records")
     ]
     best = summary.sort_values("mae").iloc[0]
@@ -216,6 +240,12 @@ def main() -> None:
     ap.add_argument("--drivers", default="proportional,eps:5")
     ap.add_argument("--ks", default="5,10")
     ap.add_argument("--random", type=int, default=15)
+    ap.add_argument(
+        "--clients-per-domain",
+        type=int,
+        default=None,
+        help="clients a domain (N = 4x; default: the study's 5, N = 20)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument(
         "--append",
@@ -227,6 +257,8 @@ def main() -> None:
     command = (
         f".venv/bin/python benchmarks/surrogates.py --seeds {args.seeds} --rounds {args.rounds} "
         f"--drivers {args.drivers} --ks {args.ks} --random {args.random}"
+        + (f" --clients-per-domain {args.clients_per_domain}" if args.clients_per_domain else "")
+        + (" --append" if args.append else "")
     )
     t0 = time.perf_counter()
     per_round = run(
@@ -235,6 +267,7 @@ def main() -> None:
         [d.strip() for d in args.drivers.split(",")],
         ks,
         args.random,
+        clients_per_domain=args.clients_per_domain,
     )
     part = pd.DataFrame(
         [

@@ -15,7 +15,7 @@ On the HiGHS route ε sits on the D·(D−1) pairwise rows Σ_i (U_ia − U_ib) 
 (same feasible set, faster there); the other routes use ``hi − lo <= K·ε``. HiGHS and CBC
 reduce each stage by exact LP reduced-cost fixing first (:mod:`.fixing`); above the
 enumeration limit ``auto`` takes the route of the measured portfolio
-(:func:`selection.solvers.milp.exact.portfolio`; results/benchmarks/exact_families*.md).
+(:func:`selection.solvers.milp.portfolio.portfolio`; results/benchmarks/exact_families*.md).
 
 An infeasible ε gives status ``infeasible`` (no exception).
 """
@@ -31,10 +31,12 @@ from selection.solvers.base import SweepOptions
 from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps, eps_rule
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
-from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
+from selection.solvers.milp.exact import ExactSolver
 from selection.solvers.milp.formulations import eps_spec
 from selection.solvers.milp.fractional import FracStage
 from selection.solvers.milp.model import INF, LexBackend, integer_data
+from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT
+from selection.solvers.milp.registry import milp_backend_class, milp_backends
 from selection.solvers.min_gap import MinGapSolver
 from selection.solvers.params import check_finite, check_nonneg, fmt_param
 from selection.solvers.registry import register
@@ -134,7 +136,8 @@ class EpsSolver(ExactSolver):
     objective_kinds = ("U", "Ud")
 
     def _spec(self, data, problem: SelectionProblem):
-        pairwise = self.route(problem) == "highs"
+        route = self.route(problem)
+        pairwise = route in milp_backends() and milp_backend_class(route).pairwise_eps
         return eps_spec(
             data,
             problem.k,

@@ -39,9 +39,10 @@ from selection.solvers.exhaustive import (
 )
 from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
-from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
+from selection.solvers.milp.exact import ExactSolver
 from selection.solvers.milp.formulations import fisher_fair_spec
 from selection.solvers.milp.model import INF, LexBackend, integer_data
+from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult
@@ -61,7 +62,7 @@ class FisherFairSolver(ExactSolver):
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
-    max_min = True  # auto: a max-min first stage (milp.exact.portfolio)
+    max_min = True  # auto: a max-min first stage (milp.portfolio.portfolio)
 
     name = "fisher-fair"
     summary = "max Σ F_z s.t. worst >= worst* − δ (Fisher within δ of the max-min point)"

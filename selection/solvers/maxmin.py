@@ -23,9 +23,10 @@ from selection.solvers.base import SweepOptions
 from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta, delta_rule, u_star_of
 from selection.solvers.milp.cpsat import DEFAULT_SCALE
-from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, ExactSolver
+from selection.solvers.milp.exact import ExactSolver
 from selection.solvers.milp.formulations import maxmin_spec, top_k_sum
 from selection.solvers.milp.model import INF, LexBackend, integer_data
+from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult, Status
@@ -44,7 +45,7 @@ class MaxminSolver(ExactSolver):
             :class:`selection.solvers.milp.exact.ExactSolver`.
     """
 
-    max_min = True  # auto: a max-min first stage (milp.exact.portfolio)
+    max_min = True  # auto: a max-min first stage (milp.portfolio.portfolio)
 
     name = "maxmin"
     summary = "max worst-domain utility s.t. U >= U* − δ, ties to higher U"

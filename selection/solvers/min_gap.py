@@ -40,8 +40,8 @@ from selection.problem import SelectionProblem
 from selection.solvers.base import Solver
 from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import top_selections
-from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT, route_refusal, value_quantum
 from selection.solvers.milp.highs import HighsBackend
+from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT, route_refusal, value_quantum
 from selection.solvers.milp.spec import INF, MilpSpec
 from selection.solvers.params import check_finite, check_int, check_nonneg, check_time_limit
 from selection.solvers.result import RawResult, Status

@@ -288,7 +288,7 @@ def _bb_tolerant(problem, f_min, b_max, tolerance: float) -> bool:
 def front_step(problem: SelectionProblem, quantum: float | None = None) -> float:
     """The complete ε sweep's default step (points of the mean).
 
-    Where every U_d is a whole multiple of q (:func:`~selection.solvers.milp.exact.value_quantum`:
+    Where every U_d is a whole multiple of q (:func:`~selection.solvers.milp.portfolio.value_quantum`:
     2-decimal data, accuracies on n validation images) every gap is a multiple of q/K, so no
     gap lies strictly between g − q/K and g: the next ε at g − q/(2K) misses no front point
     and stays far from the rows' tolerances (SCIP misjudged ε rows 1e-6 pp below an
@@ -296,7 +296,7 @@ def front_step(problem: SelectionProblem, quantum: float | None = None) -> float
     ``quantum``: q as the route sees it (:meth:`~selection.solvers.milp.exact.ExactSolver.
     quantum`; 0 off the grid); None: from the true rows.
     """
-    from selection.solvers.milp.exact import value_quantum
+    from selection.solvers.milp.portfolio import value_quantum
 
     if problem.structure != "linear" or problem.d == 0:
         return DEFAULT_STEP
@@ -306,7 +306,7 @@ def front_step(problem: SelectionProblem, quantum: float | None = None) -> float
 
 def _enumeration_budget(problem, backend, f_min, b_max) -> float | None:
     """The MILP sweep's budget before enumeration takes over, or None (no switch)."""
-    from selection.solvers.milp.exact import DEFAULT_ENUM_LIMIT
+    from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT
 
     if backend != "auto" or f_min is not None or b_max is not None:
         return None

@@ -7,6 +7,13 @@
 * :mod:`.local_grid` — a Grid that runs ClientApps in this process (tests, ``--engine local``).
 * :mod:`.run` — :func:`run_flower`: Flower's simulation engine (Ray) or the local grid.
 * :mod:`.mod` — ``fedsel_stats_mod``: one line in a stock ClientApp's mods adds the statistics.
-* :mod:`.guard` — bounds on what nodes claim (sizes, update norms), named per round.
+* :mod:`.guard` — bounds on what nodes claim (sizes, update norms, statistics that contradict
+  the update, another model's fingerprint), named per round (:class:`.guard.ReplyGuard`).
+* :mod:`.probe` — the strategy's message exchange: which node is which client, the replies
+  collected, the probe phase's rows and its cost.
+* :mod:`.stock` — what the strategy infers for stock clients that report no domain or
+  statistics.
+* :mod:`.codec` — what a train message carries and what it cost: models as flat vectors and
+  back, the replies parsed.
 * :mod:`.certs` — TLS certificates and SuperNode keys for an authenticated deployment.
 """

@@ -56,7 +56,7 @@ def bb_search(
     Raises:
         SelectionError: the surrogate is not linear, or ``plane`` is unknown.
     """
-    from selection.solvers.milp.exact import value_quantum
+    from selection.solvers.milp.portfolio import value_quantum
 
     if plane not in PLANES:
         raise SelectionError(f"bb: unknown plane {plane!r}; choose one of {', '.join(PLANES)}")

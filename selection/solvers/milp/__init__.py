@@ -17,8 +17,9 @@
 import importlib
 import pkgutil
 
-from selection.solvers.milp.exact import AUTO_MILP, DEFAULT_ENUM_LIMIT, ExactSolver, backends
+from selection.solvers.milp.exact import ExactSolver
 from selection.solvers.milp.model import LexBackend
+from selection.solvers.milp.portfolio import AUTO_MILP, DEFAULT_ENUM_LIMIT, backends
 from selection.solvers.milp.registry import make_backend, milp_backends, register_backend
 from selection.solvers.milp.spec import MilpSpec
 

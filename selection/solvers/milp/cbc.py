@@ -17,7 +17,7 @@ relaxation and first incumbent come from a HiGHS twin of the model (highspy, the
 build in the process; CBC itself runs as a subprocess), so CBC only has to prove optimality
 on the ~100 binaries left free (several times faster at N=5000 than CBC alone; see
 results/benchmarks/solvers.md). This is the
-``auto`` MILP route (:data:`.exact.AUTO_MILP`).
+``auto`` MILP route (:data:`.portfolio.AUTO_MILP`).
 
 CBC runs as a process of our own (:func:`_run_cbc`, PuLP's command line and solution
 reader), so that a race can end it: where the LP fixing runs, each question of the gap

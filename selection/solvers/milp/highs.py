@@ -94,6 +94,7 @@ class HighsBackend(LexBackend):
 
     order = 10
 
+    pairwise_eps = True
     use_core = True
 
     def _build(self) -> None:

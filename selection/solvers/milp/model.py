@@ -83,6 +83,9 @@ class LexBackend(GapDescent, ABC):
     integer_data = False
     # position in listings (``--backend`` choices, error messages); registration order breaks ties
     order = 100
+    # True: the ε model puts ε on the D·(D−1) pairwise rows (``eps_spec(pairwise=True)``)
+    # instead of on the hi/lo auxiliaries: HiGHS's dual simplex prefers them
+    pairwise_eps = False
     use_core = False  # True: exact LP reduced-cost fixing before stage 1 (milp.fixing)
     # ... from this many binaries on: below it the LP and the restricted MILP cost more than
     # the fixing saves (timed per N on one CBC ε point of synthetic_stats, K = N/10)

@@ -58,7 +58,7 @@ def test_cpsat_on_unscaled_data_within_scaling_error(make_problem):
 
 
 def test_auto_uses_enumeration_then_the_milp_fallback(make_problem):
-    from selection.solvers.milp.exact import AUTO_MILP
+    from selection.solvers.milp.portfolio import AUTO_MILP
 
     small = make_problem(10, 3)
     assert EpsSolver().route(small) == "enum"

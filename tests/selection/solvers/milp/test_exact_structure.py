@@ -14,7 +14,9 @@ from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps
 from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.cbc import _log_bound
-from selection.solvers.milp.exact import (
+from selection.solvers.milp.formulations import count_groups, eps_spec
+from selection.solvers.milp.model import milp_backends
+from selection.solvers.milp.portfolio import (
     aligned,
     domain_share,
     fixing_from,
@@ -22,8 +24,6 @@ from selection.solvers.milp.exact import (
     portfolio,
     tolerance_gap,
 )
-from selection.solvers.milp.formulations import count_groups, eps_spec
-from selection.solvers.milp.model import milp_backends
 from selection.solvers.sweeps import max_off, sweep_eps
 from selection.synthetic import FAMILIES, cross_penalty_stats, synthetic_stats
 
@@ -102,12 +102,17 @@ def _hard() -> tuple[SelectionProblem, float]:
 @pytest.mark.parametrize("backend", ["cbc", "highs", "cpsat", "scip"])
 def test_a_stopped_point_carries_a_valid_bound(backend):
     p, eps = _hard()
-    stopped = EpsSolver(eps=eps, backend=backend, time_limit=0.3, counts="off").solve(p)
     exact = EpsSolver(eps=eps, backend="cbc", counts="on").solve(p)
     assert str(exact.status) == "optimal"
-    if str(stopped.status) == "optimal":
-        pytest.skip(f"{backend} proved the point within 0.3 s on this machine")
-    assert str(stopped.status) == "time_limit"
+    # on a loaded machine a backend may spend a short limit before its first bound (CP-SAT's
+    # presolve): the limit grows until the stopped point has one or the point is proven
+    for limit in (0.3, 1.0, 3.0):
+        stopped = EpsSolver(eps=eps, backend=backend, time_limit=limit, counts="off").solve(p)
+        if str(stopped.status) == "optimal":
+            pytest.skip(f"{backend} proved the point within {limit} s on this machine")
+        assert str(stopped.status) == "time_limit"
+        if math.isfinite(stopped.bound):
+            break
     assert math.isfinite(stopped.bound), stopped.message
     # the exact optimum lies between the incumbent and the bound
     assert stopped.bound >= exact.objectives["utility"] - 1e-6
@@ -285,7 +290,7 @@ def test_the_complete_sweep_is_the_exact_front_on_every_backend(backend, family)
 
 
 def test_the_front_step_follows_the_value_grid():
-    from selection.solvers.milp.exact import value_quantum
+    from selection.solvers.milp.portfolio import value_quantum
     from selection.solvers.sweeps import DEFAULT_STEP, front_step
 
     p = _problem("near-tied", 26, 3, seed=5)  # 2 decimals

@@ -12,8 +12,8 @@ from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps, exact_front, worst_star_of
 from selection.solvers.fisher_fair import FisherFairSolver
 from selection.solvers.maxmin import MaxminSolver
-from selection.solvers.milp.exact import tolerance_gap
 from selection.solvers.milp.model import milp_backends
+from selection.solvers.milp.portfolio import tolerance_gap
 from selection.solvers.sweeps import sweep_eps
 from selection.synthetic import FAMILIES
 
