@@ -79,7 +79,14 @@ def cluster(tmp_path):
     cloudpickle.register_pickle_by_value(fake)
     port = _free_port()
     temp_dir = f"/tmp/fedsel-ray-{port}"  # short: Ray's socket paths must fit 107 bytes
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # the workers unpickle the fake oracle, which imports the tests' helper package by name:
+    # a folder holding only ``helpers`` goes on their path (``tests/`` itself would shadow the
+    # project's packages, see tests/conftest.py)
+    shim = tmp_path / "workers-path"
+    shim.mkdir()
+    (shim / "helpers").symlink_to(Path(fake.__file__).resolve().parent)
+    path = os.pathsep.join(filter(None, [str(shim), os.environ.get("PYTHONPATH", "")]))
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": path}
     common = ["--num-cpus", "1", "--disable-usage-stats", "--node-ip-address", "127.0.0.1"]
     try:
         subprocess.run([str(RAY), "start", "--head", "--port", str(port), "--temp-dir", temp_dir,
