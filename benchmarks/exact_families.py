@@ -2,7 +2,8 @@
 
 For every family (``benchmarks/_families.py``: synthetic, near-tied, cross-penalty, hetero6,
 oracle) and N, one round with K = N/10 and two ε points: ``mid`` = half the gap g0 of the top-K-by-U
-selection, ``tail`` = a tenth of it (the front's hard end). Each point is solved by a fresh
+selection, ``tail`` = a tenth of it (the front's hard end); ``--points`` names others (where g0/2
+lies below the smallest attainable gap: hetero6). Each point is solved by a fresh
 solver on every route — CBC, HiGHS, CP-SAT and SCIP, each with the per-domain count columns
 off and on (``counts``) — and by ``auto`` (the portfolio), each with a ``--time-limit``. A
 route that stops at the limit reports its proven bound; ``off`` = bound − incumbent (pp of U).
@@ -65,16 +66,16 @@ def solve_point(p: SelectionProblem, eps: float, route: str, counts: str, limit:
     }
 
 
-def run(families, sizes, limit, routes, progress=None) -> pd.DataFrame:
+def run(families, sizes, limit, routes, progress=None, points=POINTS) -> pd.DataFrame:
     rows = []
-    done, total = 0, len(families) * len(sizes) * len(POINTS) * len(routes)
+    done, total = 0, len(families) * len(sizes) * len(points) * len(routes)
     for fam in families:
         for n in sizes:
             table = FAMILIES[fam](n)
             p = SelectionProblem.from_stats(table, max(1, n // 10))
             top = tuple(np.argsort(-p.U, kind="stable")[: p.k])
             g0 = evaluate(p, top)["gap"]
-            for point, frac in POINTS.items():
+            for point, frac in points.items():
                 eps = g0 * frac
                 got = []
                 for route, counts in routes:
@@ -112,8 +113,16 @@ def render(df: pd.DataFrame, command: str, wall: float, load: tuple) -> str:
         f"{platform.python_version()}; every route single-threaded. Load average before: "
         f"{', '.join(f'{x:.2f}' for x in load)}. Whole run {wall:.0f} s.",
         "",
-        "K = N/10; `mid`: ε = g0/2, `tail`: ε = g0/10 (g0: the gap of the top-K-by-U "
-        "selection). `counts`: per-domain count columns off/on (`auto`: the portfolio's "
+        "K = N/10; "
+        + ", ".join(
+            f"`{pt}`: ε = {frac:g}·g0"
+            for pt, frac in (df["eps"] / df["g0"])
+            .round(4)
+            .groupby(df["point"], sort=False)
+            .first()
+            .items()
+        )
+        + " (g0: the gap of the top-K-by-U selection). `counts`: per-domain count columns off/on (`auto`: the portfolio's "
         "choice). `off`: proven bound − incumbent U (pp), 0 on a proven optimum. `agrees`: "
         "the same U as every other proven route. `aligned`: U is the mean of the domain rows.",
         "",
@@ -155,6 +164,12 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--sizes", default="1000")
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--routes", default=",".join(f"{r}/{c}" for r, c in ROUTES))
+    ap.add_argument(
+        "--points",
+        default=",".join(f"{k}={v:g}" for k, v in POINTS.items()),
+        help="name=fraction of g0 per ε point (default: mid=0.5,tail=0.1)",
+    )
+    ap.add_argument("--tag", default=None, help="file name suffix (default: from --sizes)")
     ap.add_argument("--out", default=str(ROOT / "results" / "benchmarks"))
     args = ap.parse_args(argv)
     fams = args.families.split(",")
@@ -166,11 +181,16 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     command = command.strip() + "`"
     load = os.getloadavg()
     t0 = time.perf_counter()
-    df = run(fams, sizes, args.time_limit, routes, progress=plain_progress())
+    points = {k: float(v) for k, v in (kv.split("=") for kv in args.points.split(","))}
+    df = run(fams, sizes, args.time_limit, routes, progress=plain_progress(), points=points)
     wall = time.perf_counter() - t0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tag = "" if sizes == [1000] else "_" + "_".join(map(str, sizes))
+    tag = (
+        args.tag
+        if args.tag is not None
+        else ("" if sizes == [1000] else "_" + "_".join(map(str, sizes)))
+    )
     write_table_atomic(df, out / f"exact_families{tag}.csv")
     write_text_atomic(render(df, command.strip("`"), wall, load), out / f"exact_families{tag}.md")
     print(render(df, command.strip("`"), wall, load))
