@@ -60,12 +60,15 @@ bench: $(STAMP)
 
 # the exact peers need their own environment (pyaugmecon's pins clash with the project's)
 bench-peers: $(STAMP) peers-env
-	$(BIN)/python benchmarks/exact_peers.py --sizes 20,50,100,200 --cap 120
+	$(BIN)/python benchmarks/exact_peers.py --sizes 20,50,100,200,500 --cap 120
 
-# the exact routes per instance family (about an hour on 2 cores)
+# the exact routes per instance family (about two hours on 2 cores)
 bench-exact: $(STAMP)
 	$(BIN)/python benchmarks/certified_fronts.py
+	$(BIN)/python benchmarks/certified_fronts.py --sizes 500 --routes auto,bb
 	$(BIN)/python benchmarks/exact_families.py --sizes 200,1000
+	$(BIN)/python benchmarks/exact_families.py --families hetero6 --sizes 1000,5000 \
+	  --points upper=0.9,high=0.75 --routes cbc/off,highs/off,cpsat/off,scip/on,auto/auto --tag _hetero6
 
 # the documentation site (mkdocs.yml, docs/), built strictly into the untracked site/
 docs: $(STAMP)
