@@ -1,10 +1,13 @@
-"""fedsel's complete exact (U, gap) front against two exact ε-constraint peers.
+"""fedsel's complete exact (U, gap) front, by its two routes, against two exact ε-constraint peers.
 
 Writes results/benchmarks/exact_peers.{csv,md}. The complete bi-objective front (max U(S),
-min gap(S), |S| = K) of the same instances by three routes:
+min gap(S), |S| = K) of the same instances by four routes:
 
-* ``fedsel`` — :func:`selection.solvers.sweeps.sweep_eps` with ``complete=True`` and the default
-  ``auto`` backend (what ``fedsel sweep --method eps --complete`` runs);
+* ``fedsel auto`` — :func:`selection.solvers.sweeps.sweep_eps` with ``complete=True`` and the
+  default ``auto`` backend (what ``fedsel sweep --method eps --complete`` runs: one exact ε-MILP
+  per point);
+* ``fedsel bb`` — the same with ``backend="bb"``: the bi-objective branch-and-bound, one tree
+  for the whole front (:mod:`selection.solvers.bb`);
 * ``pulp textbook`` — what a user writes first: the ε-constraint loop in PuLP + CBC that
   rebuilds the model for every ε (max U s.t. gap ≤ ε, Σx = K; next ε = the gap found − 1e-5;
   until infeasible), then a non-dominance filter over the points found;
