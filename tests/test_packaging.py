@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import run_fedsel
+
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 VERSION = PROJECT["version"]
@@ -187,18 +189,6 @@ def test_the_installed_console_script_runs_outside_the_checkout(installed):
 # ---- in this environment: the example command, the one version ------------------------------
 
 
-def _main(argv, capsys) -> tuple[int, str, str]:
-    from fl_oracle.cli import main
-
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_the_shipped_example_is_the_repositorys_example_table():
     from selection.cli.example import example_stats_bytes
     from selection.schema import read_stats
@@ -214,24 +204,24 @@ def test_the_shipped_example_is_the_repositorys_example_table():
 
 def test_example_writes_the_table_and_never_overwrites_silently(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    code, out, err = _main(["example"], capsys)
+    code, out, err = run_fedsel(["example"], capsys)
     assert code == 0 and out == ""
     assert (tmp_path / "example_stats.csv").read_bytes() == (ROOT / EXAMPLE).read_bytes()
     assert "fedsel solve --stats example_stats.csv" in err
 
     target = tmp_path / "mine.csv"
     target.write_text("keep me")
-    code, out, err = _main(["example", "-o", target], capsys)
+    code, out, err = run_fedsel(["example", "-o", target], capsys)
     assert code == 2 and err.splitlines() == [
         f"fedsel: error: {target} exists; pass --overwrite to replace it"
     ]
     assert target.read_text() == "keep me"
-    code, _, _ = _main(["example", "--out", target, "--overwrite"], capsys)
+    code, _, _ = run_fedsel(["example", "--out", target, "--overwrite"], capsys)
     assert code == 0 and target.read_bytes() == (ROOT / EXAMPLE).read_bytes()
 
-    code, _, err = _main(["example", "-o", tmp_path, "--overwrite"], capsys)
+    code, _, err = run_fedsel(["example", "-o", tmp_path, "--overwrite"], capsys)
     assert code == 2 and len(err.splitlines()) == 1 and "is a folder" in err
-    code, _, _ = _main(["example", "-o", tmp_path / "new" / "stats.csv"], capsys)
+    code, _, _ = run_fedsel(["example", "-o", tmp_path / "new" / "stats.csv"], capsys)
     assert code == 0 and (tmp_path / "new" / "stats.csv").is_file()
     assert not list(tmp_path.rglob("*.tmp")), "a temp file was left behind"
 
@@ -239,8 +229,8 @@ def test_example_writes_the_table_and_never_overwrites_silently(tmp_path, monkey
 def test_the_version_is_stated_once_and_read_from_the_metadata(capsys):
     from importlib.metadata import version
 
-    assert _main(["--version"], capsys)[1] == f"fedsel {version('fedsel')}\n"
-    assert _main(["version"], capsys)[1] == f"fedsel {version('fedsel')}\n"
+    assert run_fedsel(["--version"], capsys)[1] == f"fedsel {version('fedsel')}\n"
+    assert run_fedsel(["version"], capsys)[1] == f"fedsel {version('fedsel')}\n"
     quoted = re.compile(rf"""["']{re.escape(VERSION)}["']""")
     stated = [
         str(p.relative_to(ROOT))

@@ -9,21 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fl_oracle.cli import main
 from selection.synthetic import synthetic_stats
 
+from helpers.cli import run_fedsel as run
+
 K = 5
-
-
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    """Run ``fedsel argv``; return (exit code, stdout, stderr)."""
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

@@ -9,22 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fl_oracle.cli import main
 from selection.synthetic import synthetic_stats
 
 from helpers import ROOT
+from helpers.cli import run_fedsel as run
 
 EXAMPLE = ROOT / "results" / "examples" / "stats.csv"
-
-
-def run(argv: list, capsys) -> tuple[int, str, str]:
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
