@@ -26,7 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from exact_peers import FAMILIES, identical, run_pulp_textbook, run_sweep  # noqa: E402
+from exact_peers import (  # noqa: E402
+    FAMILIES,
+    bounded_ratio,
+    identical,
+    run_pulp_textbook,
+    run_sweep,
+)
 
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
@@ -34,16 +40,8 @@ from selection.problem import SelectionProblem  # noqa: E402
 OBJ = ("utility", "gap")
 
 
-def _ratio(num: dict, den: dict) -> str:
-    r = num["seconds"] / den["seconds"]
-    a, b = num["status"] == "complete", den["status"] == "complete"
-    if a and b:
-        return f"{r:.2f}"
-    if b:
-        return f"> {r:.2f}"
-    if a:
-        return f"< {r:.2f}"
-    return "n/a"
+def _over(num: dict, den: dict) -> str:
+    return bounded_ratio(num["seconds"], num["status"], den["seconds"], den["status"], digits=2)
 
 
 def main(argv: list[str] | None = None) -> pd.DataFrame:
@@ -85,8 +83,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                     "textbook_status": loop["status"],
                     "same_as_auto": both(bb, auto),
                     "same_as_textbook": both(bb, loop),
-                    "auto_over_bb": _ratio(auto, bb),
-                    "textbook_over_bb": _ratio(loop, bb),
+                    "auto_over_bb": _over(auto, bb),
+                    "textbook_over_bb": _over(loop, bb),
                     "bb_detail": bb["detail"],
                 }
             )

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from biobj import FAMILIES  # noqa: E402
+from exact_peers import bounded_ratio  # noqa: E402
 
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
@@ -144,17 +145,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in df.itertuples(index=False):
-        ratio = r.loop_seconds / r.bb_seconds
-        a, b = r.loop_status == "complete", r.bb_status == "complete"
-        rt = (
-            f"{ratio:.2f}"
-            if a and b
-            else f"> {ratio:.2f}"
-            if b
-            else f"< {ratio:.2f}"
-            if a
-            else "n/a"
-        )
+        rt = bounded_ratio(r.loop_seconds, r.loop_status, r.bb_seconds, r.bb_status, digits=2)
         lines.append(
             f"| {r.family} | {r.N} | {r.K} | {r.tau:g} | {cell(r, 'bb')} | {r.bb_points} | "
             f"{num(r.bb_certified)} | {num(r.bb_at1)} | {cell(r, 'sweep')} | "

@@ -239,18 +239,20 @@ BB = "fedsel bb (one tree, sweep_eps complete backend=bb)"
 TEXTBOOK = "pulp textbook (CBC, rebuild per ε)"
 
 
-def _ratio(secs: float, status: str, ref_secs: float, ref_status: str) -> str:
+def bounded_ratio(
+    secs: float, status: str, ref_secs: float, ref_status: str, digits: int = 1
+) -> str:
     """A route's seconds / a reference's seconds; a capped side makes it a bound (or unknown)."""
     if status == "skipped" or not np.isfinite(ref_secs):
         return "n/a"
-    r = secs / ref_secs
+    r = f"{secs / ref_secs:.{digits}f}"
     done, ref_done = status == "complete", ref_status == "complete"
     if done and ref_done:
-        return f"{r:.1f}"
+        return r
     if ref_done:
-        return f"> {r:.1f}"
+        return f"> {r}"
     if done:
-        return f"< {r:.1f}"
+        return f"< {r}"
     return "n/a"
 
 
@@ -318,9 +320,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                             ),
                             "status": r["status"],
                             "seconds": r["seconds"],
-                            "vs_auto": _ratio(r["seconds"], r["status"],
+                            "vs_auto": bounded_ratio(r["seconds"], r["status"],
                                               runs[AUTO]["seconds"], runs[AUTO]["status"]),
-                            "vs_bb": _ratio(r["seconds"], r["status"],
+                            "vs_bb": bounded_ratio(r["seconds"], r["status"],
                                             runs[BB]["seconds"], runs[BB]["status"]),
                             "detail": r["detail"],
                         }
