@@ -155,8 +155,9 @@ def _chunks(combos, enumerable: bool, size: int = 1 << 16):
 
 
 def summarize(per_round: pd.DataFrame) -> pd.DataFrame:
-    per_round = per_round.assign(n=per_round.get("n", pd.Series(20, index=per_round.index)))
-    per_round["n"] = per_round["n"].fillna(20).astype(int)  # rows stored before N was kept
+    # rows stored before N was kept are the study's federation, N = 20
+    n = per_round["n"].fillna(20) if "n" in per_round else 20
+    per_round = per_round.assign(n=n).astype({"n": int})
     g = per_round.groupby(["n", "k", "surrogate"], sort=False)
     out = g.agg(
         bias=("bias", "mean"),
