@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -145,6 +146,54 @@ class SelectionProblem:
             table=part,
             surrogate=surrogate,
             logits=logits,
+        )
+
+    @classmethod
+    def from_clients(
+        cls,
+        table: pd.DataFrame,
+        k: int,
+        domains: Sequence[str],
+        round: int = 0,  # noqa: A002 - the maths calls it the round
+    ) -> SelectionProblem:
+        """A round whose utilities nobody measured: the clients' ids, domains and sizes, and
+        the probe columns ``table`` holds (``F``, ``B``; ``loss`` stays in :attr:`table`).
+
+        What a baseline rule reading no utility chooses on when the driver computes only what
+        the rule reads (``run_training(records=())``): U, U_d and ``cos_g`` are NaN (and so
+        every predicted objective of a choice), F and B NaN unless given.
+
+        Args:
+            table: ``client_id, domain, n_samples`` and optionally ``F``, ``B``, ``loss``.
+            k: clients to choose, 1 <= k <= N.
+            domains: the D evaluation domains.
+            round: the round.
+        """
+        n = len(table)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+            raise SelectionError(f"k={k!r} must be an integer in 1..{n} (the round's clients)")
+        nan = np.full(n, np.nan)
+
+        def column(name: str) -> np.ndarray:
+            return table[name].to_numpy(dtype=float) if name in table.columns else nan
+
+        F = column("F")
+        logF = np.log(F)
+        sd = logF.std()
+        return cls(
+            ids=table["client_id"].to_numpy(dtype=str),
+            client_domains=table["domain"].to_numpy(dtype=str),
+            domains=tuple(domains),
+            U=nan,
+            Ud=np.full((n, len(domains)), np.nan),
+            F=F,
+            F_z=(logF - logF.mean()) / sd if sd > 0 else np.zeros(n),
+            B=column("B"),
+            cos_g=nan,
+            n_samples=table["n_samples"].to_numpy(dtype=np.int64),
+            k=int(k),
+            round=int(round),
+            table=table.reset_index(drop=True),
         )
 
     @property

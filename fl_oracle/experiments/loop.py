@@ -85,6 +85,7 @@ from selection.selectors import Selector
 
 __all__ = [
     "STATS_MODES",
+    "RECORDS",
     "TrainResult",
     "OracleLike",
     "run_training",
@@ -102,6 +103,8 @@ __all__ = [
 # the information models a run takes (``pool`` with its P: ``pool:10``), and ``rule``: a
 # baseline rule charged for what it reads (:attr:`selection.selectors.Spec.information`)
 STATS_MODES = (*information_models(), "rule")
+#: the simulator's own records a run may skip (``run_training(records=...)``)
+RECORDS = ("global", "predictions", "local")
 
 
 def check_information(text: str) -> str:
@@ -150,17 +153,23 @@ class _Information:
     rule reads.
     """
 
-    def __init__(self, oracle: Any, spec: str, seed: int, k: int, rule_view: str) -> None:
+    def __init__(
+        self, oracle: Any, spec: str, seed: int, k: int, rule_view: str, lean: str | None = None
+    ) -> None:
         self.oracle = oracle
         self.spec = spec
         self.rule = spec == "rule"
         if self.rule and not callable(getattr(oracle, "probe_table", None)):
             rule_view = "fresh"  # an oracle without the probe pass (test fakes)
+        #: what a rule reads (``Baseline.reads``) when only that is computed: no prediction of
+        #: its choice, no statistics of its picks (``run_training(records=())``); else None
+        self.lean = lean if self.rule and rule_view != "fresh" else None
         self.model = make_information(rule_view if self.rule else spec, seed=seed)
         self._clients: pd.DataFrame | None = getattr(oracle, "clients", None)
         if self._clients is not None:
             self.model.check_k(len(self._clients), k)
         self.logits = None  # ValidationLogits the selector sees (stale: of each row's round)
+        self.stats_kw: dict[str, Any] = {}  # round_stats' options (records skipped)
 
     def clients(self) -> pd.DataFrame:
         if self._clients is None:  # an oracle without a client table: its statistics name them
@@ -170,11 +179,15 @@ class _Information:
     def inputs(self, t: int, k: int, domains: Sequence[str]) -> RoundInputs:
         """Train who trains before the choice, run the probe pass where needed."""
         clients = self.clients()
+        if self.lean is not None:
+            return RoundInputs(t=t, k=k, clients=clients, domains=tuple(domains))
         before = self.model.trains_before(t, clients, k)
         measured = None
         if before is not None:
             every = len(before) == len(clients)
-            measured = self.oracle.round_stats(None if every else list(before)).copy()
+            measured = self.oracle.round_stats(
+                None if every else list(before), **self.stats_kw
+            ).copy()
         probe = acc = sizes = None
         if isinstance(self.model, Calibrated):
             probe, acc, sizes = self.oracle.probe_table()
@@ -188,6 +201,15 @@ class _Information:
             base_acc=acc,
             val_sizes=sizes,
         )
+
+    def lean_problem(self, inputs: RoundInputs) -> SelectionProblem:
+        """A lean rule's problem: the clients' sizes, and its probe pass where it reads one."""
+        table = inputs.clients.reset_index(drop=True)
+        if self.lean != "nothing":
+            probe = self.oracle.probe_pass()
+            table = table.merge(probe.drop(columns=["domain", "n_samples"]), on="client_id")
+        table.insert(0, "round", int(inputs.t))
+        return SelectionProblem.from_clients(table, inputs.k, inputs.domains, inputs.t)
 
     def view(self, inputs: RoundInputs) -> tuple[pd.DataFrame, Any]:
         table = self.model.view(inputs)
@@ -204,26 +226,34 @@ class _Information:
 
     def observe(self, t: int, inputs: RoundInputs, ids: list[str]) -> None:
         """The committed clients' true statistics (their updates train for the commit)."""
+        if self.lean is not None:
+            return  # a rule keeps nothing between rounds
         m = inputs.measured
         if m is not None and set(ids) <= set(m["client_id"]):
             rows = m[m["client_id"].isin(ids)]
         else:
-            rows = self.oracle.round_stats(list(ids))
+            rows = self.oracle.round_stats(list(ids), **self.stats_kw)
         self.model.observe(t, rows, inputs)
         get = getattr(self.oracle, "round_logits", None)
         if self.model.remembers and self.logits is not None and callable(get):
             self.logits = self.logits.replace_rows(get(list(ids)))
 
     def cost(
-        self, selector: Any, problem: SelectionProblem, inputs: RoundInputs, ids: list[str]
+        self,
+        selector: Any,
+        problem: SelectionProblem,
+        inputs: RoundInputs,
+        ids: list[str],
+        work: Mapping[str, int] | None = None,
     ) -> dict[str, float]:
         """The round's deployment cost (:mod:`fl_oracle.experiments.cost`); NaN where the
-        oracle does not report its work."""
+        oracle does not report its work. ``work``: the round's local work when the oracle has
+        already committed it (``oracle.last_work``), else read from the oracle now."""
         o = self.oracle
         work_of = getattr(o, "local_work", None)
         if not callable(work_of) or not callable(getattr(o, "probe_sizes", None)):
             return {c: float("nan") for c in COST_COLUMNS}
-        work = work_of()
+        work = work_of() if work is None else work
         before = [] if inputs.measured is None else list(inputs.measured["client_id"])
         all_ids = list(inputs.clients["client_id"])
         down = None
@@ -261,6 +291,7 @@ def run_training(
     keep_metrics: Sequence[str] = (),
     measure: Callable[[int], bool] | None = None,
     rule_view: str = "probe",
+    records: Sequence[str] | None = None,
 ) -> TrainResult:
     """Train ``rounds`` rounds, each committing exactly the selector's K clients.
 
@@ -288,11 +319,24 @@ def run_training(
             ``probe`` (what the rule reads, exactly) or ``fresh`` (every client's true
             statistics in the stats table, for fronts drawn from the run); the rule's
             choices and its charge are the same either way.
+        records: the simulator's own records to compute (:data:`RECORDS`), None = all of
+            them. ``global``: ``global_loss`` and ``B_dissimilarity`` of every new model (a
+            probe pass of every client that nothing else may need); ``predictions``: a
+            baseline rule's choice predicted by the probe model (``pred_*``: the probe pass,
+            the server's passes and the picks' statistics, where the rule may read only
+            sizes); ``local``: ``U_local`` of every measured client (a pass over its
+            hold-out; no selector reads it). What is skipped is absent from the row
+            (``global``), from the statistics (``U_local``) or NaN (``pred_*``); the choices,
+            accuracies and costs are the same.
 
     Returns:
         The history (R rows) and all statistics (R x N rows).
     """
     stats_mode = check_information(stats_mode)
+    records = RECORDS if records is None else tuple(records)
+    unknown = sorted(set(records) - set(RECORDS))
+    if unknown:
+        raise ValueError(f"records: {unknown[0]!r} is not one of {', '.join(RECORDS)}")
     if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
         raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
     if measure is not None and stats_mode not in ("fresh", "rule"):
@@ -302,7 +346,11 @@ def run_training(
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
     surrogate = selector.surrogate if isinstance(selector, Selector) else "mean"
-    info = _Information(oracle, stats_mode, seed, k, rule_view)
+    lean = None if "predictions" in records else getattr(selector, "reads", None)
+    info = _Information(oracle, stats_mode, seed, k, rule_view, lean)
+    if "local" not in records:
+        info.stats_kw = {"local": False}
+    step_kw = {} if "global" in records else {"global_stats": False}
     if isinstance(selector, Selector) and selector.verify:
         evaluate_aggregate = getattr(oracle, "evaluate_aggregate", None)
         if not callable(evaluate_aggregate):
@@ -324,15 +372,19 @@ def run_training(
                 on_round(row, table)
             continue
         inputs = info.inputs(t, k, domains)
-        table, logits = info.view(inputs)
+        lean = info.lean_problem(inputs) if info.lean is not None else None
+        table, logits = (lean.table, None) if lean is not None else info.view(inputs)
         choice = choose_round(selector, table, k, name=name, where=f"round {t}",
-                              surrogate=surrogate, logits=logits, q=q)  # fmt: skip
+                              surrogate=surrogate, logits=logits, q=q, problem=lean)  # fmt: skip
         problem, ids, weights, pred = choice.problem, choice.ids, choice.weights, choice.pred
         solve_seconds, fallback = choice.solve_seconds, choice.fallback
         info.observe(t, inputs, ids)
-        cost = info.cost(selector, problem, inputs, ids)
+        # a lean rule's picks train inside the step (nothing measured them before it)
+        cost = None if lean is not None else info.cost(selector, problem, inputs, ids)
         extra = dict(before_step()) if before_step is not None else {}
-        metrics = oracle.step(ids, weights=weights)
+        metrics = oracle.step(ids, weights=weights, **step_kw)
+        if cost is None:
+            cost = info.cost(selector, problem, inputs, ids, work=oracle.last_work)
         row = {
             **history_row(
                 t=t,

@@ -98,6 +98,8 @@ class RunTask:
         snapshot_round: the round whose oracle state the run returns (None: none).
         truth: a baseline rule's run measures every client (``run_training``'s
             ``rule_view="fresh"``), so its statistics can be kept.
+        records: the simulator's own records the run computes (``run_training``'s
+            ``records``; None = all of them).
     """
 
     spec: Spec
@@ -107,6 +109,7 @@ class RunTask:
     name: str = ""
     snapshot_round: int | None = None
     truth: bool = False
+    records: tuple[str, ...] | None = None
 
     @property
     def label(self) -> str:
@@ -164,6 +167,7 @@ def run_one(
         stats_mode=task.spec.information,
         on_round=on_round,
         rule_view="fresh" if task.truth else "probe",
+        records=task.records,
     )
     return res, snap.get("state"), describe_setup(oracle)
 

@@ -32,6 +32,7 @@ import torch
 
 from fl_oracle.errors import CheckpointError, ConfigError, OracleError, UnknownClientError
 from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.decoded import DecodedCache
 from fl_oracle.sim.local import MODEL_CHUNK, plan_steps, train_clients
 from fl_oracle.sim.model import forward_stacked, init_params, prepool, resolve_model, unflatten
 from fl_oracle.sim.partition import build_federation
@@ -62,6 +63,22 @@ def resolve_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise OracleError("device=cuda requested but no CUDA device is available")
     return torch.device(name)
+
+
+def _decoded(images: ClientImages) -> DecodedCache:
+    """Compact client images kept decoded for reuse (:mod:`fl_oracle.sim.decoded`); nothing
+    kept when the blocks live in a file."""
+    return DecodedCache(images, budget=0 if images.blocks.on_disk else None)
+
+
+def set_threads(n: int) -> None:
+    """Run this process's compute on ``n`` threads: torch's intra-op pool and the BLAS and
+    OpenMP pools numpy, scipy and scikit-learn use (threadpoolctl; a process-wide setting,
+    as torch's is)."""
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(int(n))
+    threadpool_limits(int(n))
 
 
 def accuracy_metrics(hits, sizes, domains: Sequence[str]) -> dict[str, float]:
@@ -226,7 +243,7 @@ class Oracle:
         self.config = config
         self.device = resolve_device(config.device)
         if config.threads is not None:
-            torch.set_num_threads(config.threads)
+            set_threads(config.threads)
         if data is None:
             data = load_federation_data(config, cache_dir=cache_dir, progress=progress)
         self._fed = build_federation(config, data, self.device)
@@ -260,8 +277,10 @@ class Oracle:
         pooled = lambda x: prepool(self.arch, x)  # noqa: E731
         # compact client images (a ClientImages sequence) are decoded and pooled on use;
         # float ones (an image-folder dataset) are pooled once here
+        # (kept decoded while they fit the process's budget, unless the blocks went to a
+        # file: a federation too large to hold compactly is not held decoded either)
         if isinstance(fed.xs, ClientImages):
-            self._xs = fed.xs.mapped(pooled)
+            self._xs = _decoded(fed.xs.mapped(pooled))
         else:
             self._xs = [pooled(x) for x in fed.xs]
         self._sets = {
@@ -269,7 +288,8 @@ class Oracle:
             "test": {d: (pooled(x), y) for d, (x, y) in fed.test.items()},
         }
         if isinstance(fed.local, Paired):
-            self._local_x, self._local_y = fed.local.xs.mapped(pooled), list(fed.local.ys)
+            self._local_x = _decoded(fed.local.xs.mapped(pooled))
+            self._local_y = list(fed.local.ys)
         else:
             self._local_x = [pooled(x) for x, _ in fed.local]
             self._local_y = [y for _, y in fed.local]
@@ -291,6 +311,7 @@ class Oracle:
         self._logits: dict[int, np.ndarray] = {}  # client -> (S, C) float16 val logits at w_t
         self._probe: ProbeStats | None = None
         self._val_grad: torch.Tensor | None = None  # (D, P) grad L_d(w_t) on validation
+        self._base_hits: tuple[np.ndarray, np.ndarray] | None = None  # w_t on validation
         #: seconds spent per phase since construction: fisher, local, eval, test
         self.timings: dict[str, float] = {"fisher": 0.0, "local": 0.0, "eval": 0.0, "test": 0.0}
 
@@ -350,7 +371,7 @@ class Oracle:
         if not missing:
             return
         fed, cfg = self._fed, self.config
-        g0 = self._probe_stats().grad.norm(dim=1)
+        g0 = self._probe_norms(missing)
         t0 = time.perf_counter()
         self._updates.update(
             train_clients(
@@ -371,6 +392,27 @@ class Oracle:
             )
         )
         self.timings["local"] += time.perf_counter() - t0
+
+    def _probe_norms(self, idx: list[int]) -> torch.Tensor:
+        """(N,) ||grad F_k(w_t)|| on the probe sets, exact for the clients ``idx``.
+
+        From the round's probe pass when it ran (or γ-inexact stops need it); otherwise from
+        a pass over these clients' probe batches alone (zero for the others): a round that
+        trains K clients and reads no probe pass (a rule reading only sizes) does not probe
+        all N for the ``gamma_achieved`` it reports."""
+        if self._probe is not None or self.config.gamma > 0:
+            return self._probe_stats().grad.norm(dim=1)
+        t0 = time.perf_counter()
+        rows = torch.isin(self._probe_seg, torch.as_tensor(idx, device=self._probe_seg.device))
+        seg = torch.searchsorted(
+            torch.as_tensor(sorted(idx), device=self._probe_seg.device), self._probe_seg[rows]
+        )
+        method = probe_stats if self.config.fisher_method == "layerwise" else probe_stats_vmap
+        part = method(self.arch, self._w, self._probe_x[rows], self._probe_y[rows], seg, len(idx))
+        g0 = torch.zeros(len(self._index), dtype=part.grad.dtype, device=part.grad.device)
+        g0[torch.as_tensor(sorted(idx), device=g0.device)] = part.grad.norm(dim=1)
+        self.timings["fisher"] += time.perf_counter() - t0
+        return g0
 
     def _stream_seed(self, i: int) -> int:
         return stream_seed(self.config.seed, self.round, i)
@@ -400,6 +442,13 @@ class Oracle:
                 logits.append(np.concatenate(parts_z))
         self.timings["eval" if split == "val" else "test"] += time.perf_counter() - t0
         return np.stack(hits, axis=1), np.array([len(sets[d][1]) for d in self.domains])
+
+    def _base_accuracies(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_accuracies` of w_t itself on validation, computed once per round (the
+        statistics and the probe table both read it)."""
+        if self._base_hits is None:
+            self._base_hits = self._accuracies(self._w.unsqueeze(0), "val")
+        return self._base_hits
 
     def _local_accuracy(self, idx: list[int], D: torch.Tensor) -> np.ndarray | None:
         """Accuracy (%) of w_t + Δ_i on client i's local hold-out; None if one has none.
@@ -451,6 +500,7 @@ class Oracle:
         clients: Sequence[str] | None = None,
         *,
         callback: Callable[[int, int], None] | None = None,
+        local: bool = True,
     ) -> pd.DataFrame:
         """Statistics of the given clients (default all) at w_t, one row each.
 
@@ -473,6 +523,8 @@ class Oracle:
         Args:
             clients: client ids; None = every client.
             callback: ``callback(done, total)`` over client-steps of local training (progress).
+            local: measure ``U_local`` (a forward pass of each candidate over its client's
+                hold-out); False leaves the column out, as when clients have no hold-out.
         """
         idx = self._resolve(clients)
         fed = self._fed
@@ -483,7 +535,7 @@ class Oracle:
         hits, sizes = self._accuracies(self._w.unsqueeze(0) + D, "val", logits=z)
         zz = np.concatenate(z, axis=1)  # (M, S, C): the domains' samples one after another
         self._logits.update({i: zz[r] for r, i in enumerate(idx)})
-        hits0, _ = self._accuracies(self._w.unsqueeze(0), "val")
+        hits0, _ = self._base_accuracies()
         util = candidate_utilities(hits, sizes, hits0[0], self.domains)
         U = util["U"]
         Ud = np.stack([util[f"U_{d}"] for d in self.domains], axis=1)
@@ -500,9 +552,9 @@ class Oracle:
             rows[f"U_{d}"] = Ud[:, j]
         own = [self.domains.index(fed.client_domain[i]) for i in idx]
         rows["U_own"] = Ud[np.arange(len(idx)), own]
-        local = self._local_accuracy(idx, D)
-        if local is not None:
-            rows["U_local"] = local
+        held = self._local_accuracy(idx, D) if local else None
+        if held is not None:
+            rows["U_local"] = held
         rows["dU"] = util["dU"]
         rows["F"] = np.maximum(probe.fisher[idx].cpu().numpy(), F_FLOOR)
         rows["B"] = self._B[idx]
@@ -568,9 +620,25 @@ class Oracle:
         )
         for j, d in enumerate(self.domains):
             table[f"x_{d}"] = x[:, j]
-        hits0, sizes = self._accuracies(self._w.unsqueeze(0), "val")
+        hits0, sizes = self._base_accuracies()
         acc = {d: float(100.0 * hits0[0][j] / sizes[j]) for j, d in enumerate(self.domains)}
         return table, acc, {d: int(s) for d, s in zip(self.domains, sizes, strict=True)}
+
+    def probe_pass(self) -> pd.DataFrame:
+        """Every client's probe pass at w_t alone, without the server's passes of
+        :meth:`probe_table`: ``client_id, domain, n_samples, loss, F, B`` (what a baseline
+        rule reading losses or Fisher traces reads). Trains nothing."""
+        fed, probe = self._fed, self._probe_stats()
+        return pd.DataFrame(
+            {
+                "client_id": list(fed.client_ids),
+                "domain": list(fed.client_domain),
+                "n_samples": fed.n_samples.astype(np.int64),
+                "loss": probe.loss.cpu().numpy(),
+                "F": np.maximum(probe.fisher.cpu().numpy(), F_FLOOR),
+                "B": self._B,
+            }
+        )
 
     def local_work(self) -> dict[str, int]:
         """Sample-gradient evaluations of local training of every client trained at w_t so
@@ -656,16 +724,30 @@ class Oracle:
         return self._metrics(self._aggregate(selection, weights), split)
 
     def step(
-        self, selection: Sequence[str], *, weights: Mapping[str, float] | None = None
+        self,
+        selection: Sequence[str],
+        *,
+        weights: Mapping[str, float] | None = None,
+        global_stats: bool = True,
     ) -> dict[str, float]:
         """Commit the aggregation of ``selection``; advance to round t+1.
 
+        Args:
+            selection: the committed client ids.
+            weights: aggregation weights by client id (default: the configured rule).
+            global_stats: also report ``global_loss`` and ``B_dissimilarity`` at w_{t+1}, the
+                simulator's own records: a probe pass of every client at w_{t+1}, which a
+                round that needs no probe pass (a rule reading only sizes) would not run.
+                Adaptive μ computes the losses it needs either way.
+
         Returns:
-            Test metrics of w_{t+1} (keys of :meth:`evaluate`) plus ``round`` (t+1),
-            ``global_loss`` and ``B_dissimilarity`` at w_{t+1} and ``mu`` for its local solves.
+            Test metrics of w_{t+1} (keys of :meth:`evaluate`) plus ``round`` (t+1), ``mu``
+            for its local solves and, with ``global_stats``, ``global_loss`` and
+            ``B_dissimilarity`` at w_{t+1}.
         """
         w_new = self._aggregate(selection, weights)
-        old_loss = self._global_loss()
+        adaptive = self.config.adaptive_mu
+        old_loss = self._global_loss() if adaptive else None
         self._w = w_new.detach()
         #: :meth:`local_work` of the round just committed (its clients' training)
         self.last_work = self.local_work()
@@ -674,16 +756,19 @@ class Oracle:
         self._logits.clear()
         self._probe = None
         self._val_grad = None
-        new_loss = self._global_loss()
-        if self.config.adaptive_mu:
-            if new_loss > old_loss:
+        self._base_hits = None
+        if adaptive:
+            if self._global_loss() > old_loss:
                 self._mu, self._drops = self._mu + 0.1, 0
             else:
                 self._drops += 1
                 if self._drops >= 5:
                     self._mu, self._drops = max(0.0, self._mu - 0.1), 0
         out = self.test_accuracy()
-        out.update(self.global_stats())
+        if global_stats:
+            out.update(self.global_stats())
+        else:
+            out.update(round=self.round, mu=self._mu)
         return out
 
     def _global_loss(self) -> float:
@@ -747,3 +832,4 @@ class Oracle:
         self._logits.clear()
         self._probe = None
         self._val_grad = None
+        self._base_hits = None

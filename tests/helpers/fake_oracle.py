@@ -54,7 +54,7 @@ class FakeOracle:
             return list(range(len(ids)))
         return [ids.index(c) for c in clients]
 
-    def round_stats(self, clients: Sequence[str] | None = None) -> pd.DataFrame:
+    def round_stats(self, clients: Sequence[str] | None = None, *, local=True) -> pd.DataFrame:
         idx = self._ids(clients)
         delta = self._delta()
         n = self.clients["n_samples"].to_numpy(dtype=float)
@@ -99,11 +99,14 @@ class FakeOracle:
             raise ValueError(f"split {split!r}")
         return self._metrics(self._aggregate(selection, weights), self.domains)
 
-    def step(self, selection, *, weights=None) -> dict:
+    def step(self, selection, *, weights=None, global_stats=True) -> dict:
         self.steps.append((list(selection), None if weights is None else dict(weights)))
         self._s = self._aggregate(selection, weights)
         self.round += 1
-        return {**self._metrics(self._s, self.domains), "global_loss": 1.0}
+        return {
+            **self._metrics(self._s, self.domains),
+            **({"global_loss": 1.0} if global_stats else {}),
+        }
 
     def test_accuracy(self) -> dict:
         return self._metrics(self._s, self.domains)

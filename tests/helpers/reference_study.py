@@ -40,8 +40,11 @@ TIMING = ("round_seconds", "round_cpu_seconds", "solve_seconds")
 PATH = Path(__file__).resolve().parents[1] / "fl_oracle/experiments/study/reference/history.csv"
 
 
-def reference_history() -> pd.DataFrame:
-    """The reference study's history (every run, in settings order), timing columns dropped."""
+def reference_history(records: tuple[str, ...] = ("global", "predictions")) -> pd.DataFrame:
+    """The reference study's history (every run, in settings order), timing columns dropped.
+
+    ``records``: the study's ``records`` (every record by default, as the code that wrote the
+    reference computed them all)."""
     from fl_oracle.experiments.runner import OracleFactory
     from fl_oracle.experiments.study.runs import run_study
     from fl_oracle.experiments.study.settings import StudySettings
@@ -50,7 +53,13 @@ def reference_history() -> pd.DataFrame:
     from helpers import fake_oracle as fake
 
     settings = StudySettings(
-        seeds=SEEDS, rounds=ROUNDS, k=K, selectors=ENTRIES, bootstrap=200, target_worst=50.0
+        seeds=SEEDS,
+        rounds=ROUNDS,
+        k=K,
+        selectors=ENTRIES,
+        bootstrap=200,
+        target_worst=50.0,
+        **({"records": records} if records else {}),
     )
     factory = OracleFactory(fake.tiny_overrides(), fake.tiny_data())
     with tempfile.TemporaryDirectory() as tmp:

@@ -68,7 +68,14 @@ def _tasks(settings: StudySettings) -> list[tuple[str, RunTask]]:
     for seed in settings.seed_list:  # seed-major: every selector of a seed, then the next
         for entry in settings.selectors:
             truth = entry == settings.reference and seed == settings.first_seed  # its stats kept
-            task = RunTask(settings.spec(entry), seed, settings.rounds, settings.k, truth=truth)
+            task = RunTask(
+                settings.spec(entry),
+                seed,
+                settings.rounds,
+                settings.k,
+                truth=truth,
+                records=settings.records,
+            )
             out.append((entry, task))
     return out
 

@@ -86,6 +86,10 @@ class StudySettings:
         front_rounds: rounds of the reference run (seed 0) whose exact predicted front is
             drawn; empty = five rounds spread over the run.
         bootstrap: bootstrap resamples of the paired intervals.
+        records: the simulator's own records the runs compute besides what the verdict and
+            the report read (:data:`fl_oracle.experiments.loop.RECORDS`: ``global``, the
+            global loss and B-dissimilarity of every new model; ``predictions``, the probe
+            model's prediction of a baseline rule's choice); default none.
         oracle: :class:`fl_oracle.sim.config.OracleConfig` fields besides ``seed`` and ``k``.
     """
 
@@ -98,6 +102,7 @@ class StudySettings:
     target_worst: float = 60.0
     front_rounds: tuple[int, ...] = ()
     bootstrap: int = 10_000
+    records: tuple[str, ...] = ()
     oracle: dict[str, Any] = field(default_factory=lambda: dict(STUDY_ORACLE))
 
     def __post_init__(self) -> None:
@@ -108,12 +113,12 @@ class StudySettings:
         v = self.first_seed
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"study: first_seed={v!r} must be an integer >= 0")
-        for name, kind in (("selectors", (str, Spec)), ("front_rounds", int)):
+        for name, kind in (("selectors", (str, Spec)), ("front_rounds", int), ("records", str)):
             v = getattr(self, name)
             if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
                 raise ValueError(f"study: {name} = {v!r} must be a list")
             if any(isinstance(x, bool) or not isinstance(x, kind) for x in v):
-                what = "str" if name == "selectors" else "int"
+                what = "int" if name == "front_rounds" else "str"
                 raise ValueError(f"study: {name} = {v!r} must list {what}s")
         t = self.target_worst
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 100:
@@ -125,15 +130,29 @@ class StudySettings:
         from fl_oracle.sim.config import OracleConfig
 
         try:  # every oracle value checked now, not after the runs
-            OracleConfig(seed=0, k=self.k, **self.oracle)
+            config = OracleConfig(seed=0, k=self.k, **self.oracle)
         except TypeError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
         except ValueError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
         parsed = [_parse_entry(e) for e in self.selectors]  # each entry parsed once
+        for text, spec in parsed:  # its information model against N and K, before any run
+            try:
+                spec.run_information(n=config.n_clients, k=self.k)
+            except SelectionError as exc:
+                raise ValueError(f"study entry {text!r}: {exc}") from None
         specs = dict(parsed)
         object.__setattr__(self, "selectors", tuple(text for text, _ in parsed))
         object.__setattr__(self, "front_rounds", tuple(int(r) for r in self.front_rounds))
+        from fl_oracle.experiments.loop import RECORDS
+
+        unknown = [r for r in self.records if r not in RECORDS]
+        if unknown:
+            raise ValueError(
+                f"study: records {unknown[0]!r} is not one of {', '.join(RECORDS)} "
+                "(the simulator's own records; the verdict needs none)"
+            )
+        object.__setattr__(self, "records", tuple(dict.fromkeys(self.records)))
         if not self.selectors or len(specs) != len(self.selectors):
             raise ValueError("study: selectors must be a non-empty list without repeats")
         seen: dict[str, str] = {}
@@ -201,6 +220,7 @@ class StudySettings:
             oracle = dict(merged.get("oracle", STUDY_ORACLE))
             if "val_per_domain" not in raw.get("oracle", {}):  # the Digits-4 default's
                 oracle.pop("val_per_domain", None)
+            oracle.pop("dataset", None)  # a stored study's: read again from the folder given
             merged["oracle"] = dataset_fields(str(dataset), **oracle)
         return cls(**merged)
 
