@@ -108,6 +108,59 @@ class Spec:
         _check_information(judged.canonical, judged)  # e.g. probe supplies no logits
         return judged
 
+    def run_information(
+        self, stats: str | None = None, *, n: int | None = None, k: int | None = None
+    ) -> str:
+        """The information model a run of this spec reads, checked for every driver (``fedsel
+        train``, ``study``, ``flower``, ``demo``) in this one place, by arithmetic on the
+        settings, before any data is loaded or generated.
+
+        Args:
+            stats: a driver's ``--stats`` (None: the spec's own model, else its default). It
+                must name a registered model (:mod:`selection.information`; the drivers'
+                internal ``rule`` is not one), agree with the spec's ``@MODEL`` and supply
+                what the spec's surrogate and verified picks read, as the spec
+                ``NAME@MODEL`` would.
+            n: the federation's clients N (clients per domain x domains); None skips the
+                federation checks.
+            k: clients committed per round K (with ``n``: 1 <= K <= N and the model's own
+                bounds, e.g. ``pool:P`` needs K <= P <= N).
+
+        Returns:
+            The canonical model (``pool:10``), or ``rule`` for a baseline rule without one.
+
+        Raises:
+            SelectionError: naming the spec, the model and the offending value.
+        """
+        from selection.information import get_information, parse_information
+
+        spec = self
+        if stats is not None:
+            try:
+                given = parse_information(stats)
+            except SelectionError as exc:
+                raise SelectionError(f"--stats {stats!r}: {exc}") from None
+            if self.stats_mode is not None and self.stats_mode != given:
+                raise SelectionError(
+                    f"--stats {given} contradicts the spec's @{self.stats_mode} "
+                    f"({self.canonical}); give the model once"
+                )
+            spec = replace(self, stats_mode=given)
+            _check_information(f"{self.canonical} with --stats {given}", spec)
+        info = spec.information
+        if n is None or k is None:
+            return info
+        if k > n:
+            raise SelectionError(f"k={k} exceeds the {n} clients of the federation")
+        if info != "rule":
+            name, _, arg = info.partition(":")
+            model = get_information(name)(int(arg) if arg else None)
+            try:
+                model.check_k(int(n), int(k))
+            except SelectionError as exc:
+                raise SelectionError(f"selector {spec.canonical}: {exc}") from None
+        return info
+
 
 def _is_rule(name: str) -> bool:
     from selection.baselines import baselines

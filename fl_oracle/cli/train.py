@@ -69,21 +69,6 @@ def _recorded_config(config, oracle) -> str:
     return config.to_toml() + "\n" + provenance_toml(prov) + "\n" + rec
 
 
-def _information(parsed, stats: str | None, check) -> str:
-    """The run's information model: ``--stats`` or the parsed spec's (they must agree)."""
-    if stats is None:
-        return parsed.information
-    try:
-        stats = check(stats)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--stats") from None
-    if parsed.stats_mode is not None and parsed.stats_mode != stats:
-        raise typer.BadParameter(
-            f"{stats} contradicts the spec's @{parsed.stats_mode}", param_hint="--stats"
-        )
-    return stats
-
-
 @federation_options(
     "data_root", "data", "mu", "gamma", "device", "lr", "local_epochs", "model", "dataset",
     "clients_per_domain", "samples_per_client", "resolution", "split_file", "batch_size",
@@ -132,18 +117,19 @@ def train(
     no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Train with a selector choosing the K clients of every round."""
-    from fl_oracle.experiments.loop import check_information, run_training
+    from fl_oracle.experiments.loop import run_training
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
     from selection.progress import report, rich_progress
     from selection.selectors import make_selector, parse_spec
 
     spec = parse_spec(selector)  # the one parse: typed from here on
-    stats = _information(spec, stats, check_information)
-    config = make_config(seed, federation, k=k)
     if surrogate is not None:  # --surrogate sets the field; the run is named canonically
         spec = spec.with_surrogate(surrogate)
         selector = spec.canonical
+    config = make_config(seed, federation, k=k)
+    # the information model (--stats or the spec's), against N and K: before any data
+    stats = spec.run_information(stats, n=config.n_clients, k=k)
     sel = make_selector(spec, seed=seed)
     # --overwrite: the data and model are checked (the oracle built) before the old run goes
     oracle = make_oracle(config) if overwrite else None
@@ -261,7 +247,9 @@ def demo(
     overrides = {**DEMO_ORACLE, **federation}
     # bad value, or K beyond the clients -> one line before any process starts (K is the runs':
     # settings.k; the oracle's configuration holds none)
-    make_config(0, k=settings.k, **overrides)
+    config = make_config(0, k=settings.k, **overrides)
+    for text in settings.selectors:  # each information model against N and K, before any data
+        settings.spec(text).run_information(n=config.n_clients, k=settings.k)
     runs = settings.seeds * len(settings.selectors)
     n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
     factory = demo_factory(overrides)

@@ -46,6 +46,11 @@ _AGGREGATIONS = ("samples", "uniform")
 # the largest image side a dataset is resized to: 512 x 512 x 3 float32 is 3 MiB an image
 MAX_RESOLUTION = 512
 FISHER_METHODS: tuple[str, ...] = ("layerwise", "vmap")
+# The most clients a simulated federation holds (clients per domain x domains): each client is
+# a row of every round's table and holds its own shard and hold-out images, so a million
+# already needs hundreds of GiB; beyond it a size is refused by arithmetic, before the
+# per-client tables (client_sizes, the partition) are built.
+MAX_CLIENTS = 10**6
 # Tables a run folder's config.toml may carry beside the configuration (data provenance and
 # the run record, see fl_oracle.sim.data.provenance and fl_oracle.experiments.run_record).
 RECORD_TABLES: tuple[str, ...] = ("sources", "run")
@@ -99,7 +104,10 @@ class OracleConfig:
         fisher_method: per-sample gradients from layer inputs and output gradients
             (``layerwise``, fast) or ``torch.func.vmap(grad)`` (``vmap``); equal values.
         device: ``auto`` (cuda when available) | ``cpu`` | ``cuda``.
-        threads: torch intra-op threads (None = leave torch's default).
+        threads: torch intra-op threads and the BLAS/OpenMP pools of numpy and scipy (the
+            predicted model's Gaussian process), None = leave their defaults. Two runs on two
+            cores with BLAS left at two threads each oversubscribe the cores
+            (results/benchmarks/study_round.md).
     """
 
     seed: int = 0
@@ -146,6 +154,13 @@ class OracleConfig:
             raise _err("domains", self.domains, "lists a domain twice")
         set_(self, "domains", doms)
         self._check_int("clients_per_domain", 1)
+        if self.clients_per_domain * len(doms) > MAX_CLIENTS:
+            raise _err(
+                "clients_per_domain",
+                self.clients_per_domain,
+                f"{len(doms)} domains x {self.clients_per_domain:,} clients exceed the "
+                f"{MAX_CLIENTS:,} clients a simulated federation holds",
+            )
         self._check_int("val_per_domain", 1)
         self._check_int("local_holdout", 0)
         self._check_int("batch_size", 1)
@@ -327,6 +342,11 @@ class OracleConfig:
 
     # ------------------------------------------------------------------ derived values
     @property
+    def n_clients(self) -> int:
+        """N, the federation's clients: clients per domain x domains (arithmetic)."""
+        return self.clients_per_domain * len(self.domains)
+
+    @property
     def client_ids(self) -> tuple[str, ...]:
         """Client ids ``<domain>-<i>`` in federation order (domain-major)."""
         return tuple(f"{d}-{i}" for d in self.domains for i in range(self.clients_per_domain))
@@ -443,8 +463,10 @@ def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:
     if val is None:
         val = max(1, min(500, int(0.15 * min(n_train.values()))))
     hold = int(out.get("local_holdout", 100))
-    sizes = out.pop("samples_per_client", None) or {}
-    sizes = {d: int(sizes) for d in domains} if isinstance(sizes, int) else dict(sizes)
+    sizes = out.pop("samples_per_client", None)
+    if sizes is None:  # 0 is a size given (and refused below), not "the dataset's share"
+        sizes = {}
+    sizes = {d: sizes for d in domains} if isinstance(sizes, int) else dict(sizes)
     extra = sorted(set(sizes) - set(domains))
     if extra:
         raise _err(
@@ -466,6 +488,6 @@ def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:
         dataset=str(dataset),
         domains=list(domains),
         val_per_domain=int(val),
-        samples_per_client={d: int(sizes[d]) for d in domains},
+        samples_per_client={d: sizes[d] for d in domains},  # checked by OracleConfig
     )
     return out
