@@ -8,13 +8,16 @@ Every command that writes a run folder (``fedsel oracle``, ``train``, ``flower``
   ``flock(LOCK_EX | LOCK_NB)`` for the run's lifetime; a second process on the same folder gets
   :class:`RunFolderError` naming the holder's pid. The kernel drops the lock when the holder
   exits, however it exits (``kill -9`` included), so a killed run never leaves a stale lock and
-  ``--resume`` works at once. The file itself stays (unlinking it would let two processes lock
-  two different files).
+  ``--resume`` works at once. The file itself stays beside a run; it is unlinked only while
+  held and beside no run file, and an opener checks after locking that the path still names
+  the file it locked, so two processes never hold two different files.
 * **Another run's folder is refused.** A folder holding a run (any of :data:`RUN_FILES`) is
   refused unless ``resume`` (continue a run of the same kind) or ``overwrite`` (delete the run's
   files, only those, then start afresh). The error names the run's kind and seed.
 * **No half run.** A fresh run that fails before its first committed round (bad data, a bad
-  option found late) has the files it wrote removed again, so the retry is not refused.
+  option found late) has the files it wrote removed again, so the retry is not refused; a
+  refusal that leaves no run files also removes the lock file (and the folder, when the claim
+  created it), so a refused command leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -97,29 +100,59 @@ def _remove_run_files(folder: Path) -> None:
             p.unlink()
 
 
+def _open_locked(path: Path, folder: Path) -> int:
+    """A descriptor of ``path`` holding its exclusive flock. The lock counts only while
+    ``path`` still names the locked file: a holder that unlinks it on a refusal (see
+    :func:`claim_run_folder`) may have left a waiting opener the old, unlinked file, so such
+    an opener tries again on the new one."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock (documented limitation)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise RunFolderError(
+                f"{folder} is in use by another fedsel process (pid {holder}); "
+                "wait for it to finish or choose another --out"
+            ) from None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)  # the file was unlinked after we opened it: lock the one there now
+
+
 @contextmanager
 def _lock(folder: Path) -> Iterator[None]:
     path = folder / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_locked(path, folder)
     try:
-        try:
-            import fcntl
-        except ImportError:  # not POSIX: no lock (documented limitation)
-            fcntl = None
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
-                raise RunFolderError(
-                    f"{folder} is in use by another fedsel process (pid {holder}); "
-                    "wait for it to finish or choose another --out"
-                ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+def _leave_nothing(folder: Path, created: bool) -> None:
+    """After a refusal that left no run files: the lock file goes (unlinked while still held,
+    so no other process holds it: :func:`_open_locked`), and the folder too when this claim
+    created it and nothing else is in it."""
+    if {p.name for p in folder.iterdir()} - {LOCK_NAME}:
+        return
+    (folder / LOCK_NAME).unlink(missing_ok=True)
+    if created:
+        try:
+            folder.rmdir()
+        except OSError:  # something appeared meanwhile: it stays
+            pass
 
 
 @contextmanager
@@ -152,6 +185,7 @@ def claim_run_folder(
     d = Path(folder)
     if d.exists() and not d.is_dir():
         raise RunFolderError(f"--out {d} is a file, not a folder")
+    created = not d.exists()
     d.mkdir(parents=True, exist_ok=True)
     with _lock(d):
         # temp files of a write that a kill interrupted (atomic_path: .<name>.<pid>.tmp); the
@@ -178,4 +212,5 @@ def claim_run_folder(
         except BaseException:
             if fresh and not (d / committed).exists():
                 _remove_run_files(d)
+            _leave_nothing(d, created)
             raise

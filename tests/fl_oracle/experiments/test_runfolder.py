@@ -119,6 +119,55 @@ def test_a_failed_fresh_start_leaves_nothing(tmp_path):
     assert raise_later and (folder / "config.toml").exists()
 
 
+@pytest.mark.parametrize("resume", [False, True])  # a train-like start, a study-like claim
+@pytest.mark.parametrize("exists", [False, True])
+def test_a_refusal_inside_a_claim_leaves_no_lock_behind(tmp_path, exists, resume):
+    """Issue 53: a refusal after the folder was claimed (an option found bad late) leaves
+    neither the lock file nor, when the claim made it, the folder; a folder the user made
+    stays, empty."""
+    folder = tmp_path / "run"
+    if exists:
+        folder.mkdir()
+    with pytest.raises(ValueError, match="refused late"):
+        with claim_run_folder(folder, "train", resume=resume):
+            assert (folder / LOCK_NAME).is_file()
+            raise ValueError("refused late")
+    assert folder.exists() == exists
+    if exists:
+        assert list(folder.iterdir()) == []
+    with claim_run_folder(folder, "train", resume=resume):  # the retry is not refused
+        (folder / "history.csv").write_text("round\n0\n")
+    assert sorted(p.name for p in folder.iterdir()) == [LOCK_NAME, "history.csv"]
+
+
+def test_a_lock_file_unlinked_by_its_holder_is_not_locked_twice(tmp_path, monkeypatch):
+    """An opener whose lock file is unlinked between its open and its flock (the holder's
+    refusal) locks the file the path names afterwards, never the unlinked one: two processes
+    never hold two different lock files."""
+    import fcntl
+
+    from fl_oracle.experiments.runfolder import _open_locked
+
+    path = tmp_path / LOCK_NAME
+    path.write_text("")
+    real, calls = fcntl.flock, []
+
+    def flock(fd, op):
+        calls.append(os.fstat(fd).st_ino)
+        if len(calls) == 1:  # the holder unlinks it, and another opener makes a new one
+            path.unlink()
+            path.write_text("")
+        return real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    fd = _open_locked(path, tmp_path)
+    try:
+        assert len(calls) == 2 and calls[0] != calls[1]  # it tried again on the new file
+        assert os.path.samestat(os.fstat(fd), os.stat(path))
+    finally:
+        os.close(fd)
+
+
 def test_a_failure_after_a_committed_round_keeps_the_run(tmp_path):
     folder = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
