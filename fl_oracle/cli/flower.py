@@ -98,13 +98,15 @@ def flower(
     out: Path = typer.Option(
         ..., "--out", "-o", help="Output folder: history.csv, stats.parquet, config.toml."
     ),
-    stats: str = typer.Option(
-        "fresh",
+    stats: str | None = typer.Option(
+        None,
         "--stats",
         help="fresh (every node measured each round; the K chosen commit their measured "
         "updates) | pool:P (P nodes drawn ∝ samples measured) | stale (only unseen nodes; "
         "others keep the statistics of their last training reply) | probe, predicted (a "
-        "probe message without training to every node; the K chosen train).",
+        "probe message without training to every node; the K chosen train); or @MODEL in "
+        "the spec.",
+        show_default="the spec's @MODEL, else fresh",
     ),
     federation: dict[str, Any] | None = None,
     engine: str = typer.Option(
@@ -129,18 +131,17 @@ def flower(
     ),
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
-    from fl_oracle.experiments.flower.strategy import check_flower_selector, check_stats
-    from selection.selectors import make_selector
+    from fl_oracle.experiments.flower.strategy import check_flower_selector, flower_information
+    from selection.selectors import make_selector, parse_spec
 
-    try:
-        stats = check_stats(stats)[0]
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--stats") from None
     _check_choice("--engine", engine, _ENGINES)
-    # an unknown spec, or one Flower cannot serve, fails here, before anything starts
-    check_flower_selector(make_selector(selector, seed=seed), selector)
     if k > num_supernodes:
         raise typer.BadParameter(f"K={k} exceeds the {num_supernodes} nodes", param_hint="--k")
+    # an unknown spec, or one Flower cannot serve, fails here, before anything starts; the
+    # information model (--stats or the spec's @MODEL) is checked against the nodes and K
+    spec = parse_spec(selector)
+    stats = flower_information(selector, stats, n=num_supernodes, k=k)
+    check_flower_selector(make_selector(spec, seed=seed), selector)
     if num_cpus is not None and client_cpus is not None and client_cpus > num_cpus:
         raise typer.BadParameter(
             f"{client_cpus:g} CPUs per client exceed the {num_cpus} of the simulation",

@@ -29,11 +29,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-__all__ = ["COST_COLUMNS", "TRAIN_FLOATS", "round_cost"]
+__all__ = ["COST_COLUMNS", "TRAIN_FLOATS", "upload_floats", "round_cost"]
 
 COST_COLUMNS = ("cost_train_samples", "cost_probe_samples", "cost_bytes_up", "cost_bytes_down")
 TRAIN_FLOATS = 2  # a trained client's sample count and loss beside its update
 FLOAT_BYTES = 4
+
+
+def upload_floats(*, trained: bool, probe_floats: int) -> int:
+    """Numbers one client uploads beside its update in a round: ``TRAIN_FLOATS`` when it
+    trained, and ``probe_floats`` (the information model's or the rule's) when it probed. The
+    one rule both drivers charge by (:func:`round_cost`; Flower's
+    :class:`~fl_oracle.experiments.flower.codec.MessageCost` per reply)."""
+    return (TRAIN_FLOATS if trained else 0) + int(probe_floats)
 
 
 def round_cost(
@@ -64,7 +72,11 @@ def round_cost(
         "cost_probe_samples": int(sum(probe_sizes[c] for c in probed)),
         "cost_bytes_up": int(
             model_bytes * len(trained)
-            + FLOAT_BYTES * (TRAIN_FLOATS * len(trained) + probe_floats * len(probed))
+            + FLOAT_BYTES
+            * sum(
+                upload_floats(trained=c in trained, probe_floats=probe_floats if c in probed else 0)
+                for c in set(trained) | probed
+            )
         ),
         "cost_bytes_down": int(model_bytes * down_messages),
     }

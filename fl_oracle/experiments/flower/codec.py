@@ -13,7 +13,7 @@ exchanges (:class:`fl_oracle.experiments.flower.strategy.FedselStrategy`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +70,13 @@ class Reply:
 @dataclass
 class MessageCost:
     """A round's deployment cost as it crossed (:mod:`fl_oracle.experiments.cost`): the
-    train-phase messages' arrays and statistics, the work the nodes report."""
+    train-phase messages' arrays as they crossed, the statistics each reply uploads as the run's
+    information model declares them (the rule ``fedsel train`` charges by, so that the two
+    drivers charge one round alike), and the work the nodes report.
+
+    A reply's bookkeeping (``partition-id``, ``steps``, ``train-samples``, ``probe-samples``,
+    ``gamma-achieved``, the ``fedsel`` record) serves the simulation and its checks, not the
+    selection: it is not charged, in either driver."""
 
     down: int = 0
     up: int = 0
@@ -79,30 +85,43 @@ class MessageCost:
     # the round's probe phase already charged each node's probe batch at w_t: a training
     # reply's own probe of the same batch at the same model is that one, not another
     probed: bool = False
+    #: numbers a probed client uploads, ``(n_classes, n_domains) -> count``: the information
+    #: model's :meth:`~selection.information.InformationModel.probe_floats` (default: the
+    #: base model's loss, F and label histogram)
+    probe_floats: Callable[[int, int], int] | None = None
 
     def sent(self, n_nodes: int, arrays: ArrayRecord) -> None:
         self.down += n_nodes * nbytes(arrays)
 
+    def _statistics(self, metrics: Mapping[str, Any], *, trained: bool, probed: bool) -> int:
+        """Bytes of the statistics one reply uploads (:func:`~fl_oracle.experiments.cost.
+        upload_floats`): its size and loss when it trained, its probe statistics when they
+        are this round's (their histogram's classes and its first-order utilities counted
+        from the reply)."""
+        from fl_oracle.experiments.cost import FLOAT_BYTES, upload_floats
+
+        n_classes = len(metrics.get("label-hist") or ())
+        n_domains = len(metrics.get("x") or ())
+        floats = 0
+        if probed:
+            count = self.probe_floats or (lambda c, d: 2 + int(c))
+            floats = int(count(n_classes, n_domains))
+        return FLOAT_BYTES * upload_floats(trained=trained, probe_floats=floats)
+
     def received(self, r: Reply, content: Any) -> None:
         arrays = sum(nbytes(a) for a in content.array_records.values())
-        floats = sum(
-            len(v) if isinstance(v, list) else 1
-            for rec in content.metric_records.values()
-            for v in rec.values()
-        )
-        self.up += arrays + 4 * floats
+        stats = 0
+        if content.metric_records:  # a reply without statistics uploaded none
+            stats = self._statistics(r.metrics, trained=True, probed=not self.probed)
+        self.up += arrays + stats
         self.train += float(r.metrics.get("train-samples", float("nan")))
         if not self.probed:
             self.probe += float(r.metrics.get("probe-samples", float("nan")))
 
     def probe_reply(self, content: Any, metrics: Mapping[str, Any]) -> None:
         """A probe reply: its statistics' bytes and its probe samples (no training)."""
-        floats = sum(
-            len(v) if isinstance(v, list) else 1
-            for rec in content.metric_records.values()
-            for v in rec.values()
-        )
-        self.up += 4 * floats
+        if content.metric_records:
+            self.up += self._statistics(metrics, trained=False, probed=True)
         self.probe += float(metrics.get("probe-samples", float("nan")))
 
     def columns(self) -> dict[str, float]:

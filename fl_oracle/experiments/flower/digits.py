@@ -421,7 +421,7 @@ RUN_CONFIG_STRATEGY: dict[str, tuple[type, Any, str]] = {
     "k": (int, 5, "nodes trained per round"),
     "num-server-rounds": (int, 3, "training rounds"),
     "num-partitions": (int, 0, "nodes, one per client (0: the connected nodes)"),
-    "stats": (str, "fresh", "fresh | stale | pool:P | probe | predicted"),
+    "stats": (str, "", "fresh | stale | pool:P | probe | predicted; '': the spec's, else fresh"),
     "timeout": (float, 600.0, "seconds to wait for one exchange's replies"),
     "out": (str, "runs/flower", "run folder, relative to where the SuperLink runs"),
     "overwrite": (bool, False, "replace the run the folder holds"),

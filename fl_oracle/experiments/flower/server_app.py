@@ -26,7 +26,7 @@ from fl_oracle.experiments.flower.digits import (
     settings_from_run_config,
     strategy_run_config,
 )
-from fl_oracle.experiments.flower.strategy import FedselStrategy
+from fl_oracle.experiments.flower.strategy import FedselStrategy, flower_information
 from fl_oracle.sim.local import plan_steps
 
 __all__ = ["FlowerRun", "FlowerResult", "make_server_app", "write_run", "app"]
@@ -55,7 +55,11 @@ class FlowerRun:
         selector: selector spec.
         k: nodes trained per round.
         rounds: rounds R.
-        stats: the information model (``fresh``, ``stale``, ``pool:P``, ``probe``, ``predicted``).
+        stats: the information model (``fresh``, ``stale``, ``pool:P``, ``probe``,
+            ``predicted``); None or "" (default): the selector spec's own ``@MODEL``, else
+            ``fresh``. Resolved and checked at construction
+            (:func:`~fl_oracle.experiments.flower.strategy.flower_information`): a contradiction
+            with the spec is refused.
         timeout: seconds to wait for one exchange's replies.
         wait_for_nodes: seconds to wait for K nodes to connect.
         out: folder for ``history.csv`` and ``stats.parquet`` after every round (None = none).
@@ -70,12 +74,15 @@ class FlowerRun:
     selector: str
     k: int
     rounds: int
-    stats: str = "fresh"
+    stats: str | None = None
     timeout: float = 600.0
     wait_for_nodes: float = 30.0
     out: Path | None = None
     clip_updates: bool = True
     result: FlowerResult = field(default_factory=FlowerResult)
+
+    def __post_init__(self) -> None:
+        self.stats = flower_information(self.selector, self.stats or None, k=int(self.k))
 
 
 def write_run(out: Path, history: pd.DataFrame, stats: pd.DataFrame) -> None:

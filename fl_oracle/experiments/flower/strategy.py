@@ -110,7 +110,6 @@ __all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHA
 
 PHASE_KEY = "fedsel-phase"
 ROUND_KEY = "fedsel-round"
-STATS_MODES = ("fresh", "stale", "pool:P", "probe", "predicted")
 # Reply metrics that are bookkeeping, not statistics columns.
 _INTERNAL = {
     "partition-id", "num-examples", "label-hist", "gamma-achieved", "train-samples",
@@ -139,19 +138,41 @@ def check_flower_selector(selector: Any, spec: Any) -> None:
         )
 
 
+def flower_information(
+    selector: Any, stats: str | None = None, *, n: int | None = None, k: int | None = None
+) -> str:
+    """The information model a Flower run reads: ``stats`` or the selector spec's own
+    ``@MODEL``, checked as every driver checks it
+    (:meth:`selection.specs.Spec.run_information`: a registered model, not contradicting the
+    spec, feeding its surrogate; with ``n`` nodes and ``k``, against them by arithmetic).
+    A baseline rule without a model, or a callable selector without ``stats``, reads the
+    statistics of every node (``fresh``), as the strategy has always measured them."""
+    from selection.specs import parse_spec
+
+    if isinstance(selector, str):
+        info = parse_spec(selector).run_information(stats, n=n, k=k)
+    else:
+        info = check_stats("fresh" if stats is None else stats)[0]
+    return "fresh" if info == "rule" else info
+
+
 def check_stats(stats: str) -> tuple[str, int | None]:
-    """The strategy's information model, canonical, and the pool's P (None when not a pool);
-    ValueError in one line for anything else."""
+    """The strategy's information model, canonical (a name of the registry of
+    :mod:`selection.information`), and the pool's P (None when not a pool); ValueError in one
+    line for anything else."""
     from selection.errors import SelectionError
-    from selection.information import parse_information
+    from selection.information import get_information, parse_information
 
     try:
         canon = parse_information(str(stats))
     except SelectionError as exc:
         raise ValueError(f"stats mode {stats!r}: {exc}") from None
     name, _, p = canon.partition(":")
-    if name not in ("fresh", "stale", "pool", "probe", "predicted"):
-        raise ValueError(f"stats mode {canon!r} is not a Flower message phase")
+    model = get_information(name)
+    # the strategy's message phases, by what the model declares: every node measured (the
+    # upper bound), unseen nodes (remembered rows), a drawn pool, or a probe message
+    if not (model.upper_bound or model.remembers or model.probes or p):
+        raise ValueError(f"stats mode {canon!r} has no Flower message phase")
     return canon, (int(p) if p else None)
 
 
@@ -182,7 +203,8 @@ class FedselStrategy(FedProx):
         k: nodes trained per round.
         seed: seed of the selector's own random stream.
         stats: ``fresh``, ``stale``, ``pool:P``, ``probe`` or ``predicted`` (module
-            docstring).
+            docstring); None (default): the selector spec's own ``@MODEL``, else ``fresh``.
+            One that contradicts the spec's is refused (:func:`flower_information`).
         proximal_mu: FedProx μ, sent in every train message's config.
         client_ids: fedsel client id of each partition id (default ``str(partition_id)``).
         evaluate_candidates: ``(w_t, deltas (M, P)) -> {column: (M,) values}`` giving at
@@ -230,7 +252,7 @@ class FedselStrategy(FedProx):
         k: int,
         *,
         seed: int = 0,
-        stats: str = "fresh",
+        stats: str | None = None,
         proximal_mu: float = 0.0,
         client_ids: Sequence[str] | None = None,
         evaluate_candidates: Callable[[np.ndarray, np.ndarray], Mapping[str, Any]] | None = None,
@@ -256,18 +278,22 @@ class FedselStrategy(FedProx):
 
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
-        stats, self._pool = check_stats(stats)
+        # the spec's own @MODEL unless stats names it again (a contradiction is refused)
+        stats, self._pool = check_stats(flower_information(selector, stats, k=int(k)))
         if self._pool is not None and self._pool < k:
             raise ValueError(f"stats mode {stats}: the pool must hold at least K={k} nodes")
+        from selection.information import make_information
+        from selection.information.probe import Calibrated
+
+        # what the model declares (the upper bound, what a client uploads)
+        self._declared = make_information(stats, seed=seed)
         self._info = None  # the probe phase's information model (probe, predicted)
-        if stats in ("probe", "predicted"):
+        if isinstance(self._declared, Calibrated):  # its view is the probe pass's, as the loop's
             if validation_gradients is None or evaluate_candidates is None:
                 raise ValueError(
                     f"stats mode {stats} needs the server's validation_gradients and "
                     "evaluate_candidates (the digits server supplies both)"
                 )
-            from selection.information import make_information
-
             self._info = make_information(stats, seed=seed)
         self.validation_gradients = validation_gradients
         if aggregation not in ("samples", "uniform"):
@@ -371,7 +397,8 @@ class FedselStrategy(FedProx):
         w_t = flatten(arrays)
         self._guard.start_round(w_t)
         failures: dict[str, str] = {}
-        self._ex.cost, self._measured = MessageCost(), {}
+        self._ex.cost = MessageCost(probe_floats=self._declared.probe_floats)
+        self._measured = {}
         inputs = None
         if self._info is not None:
             measure = []
@@ -488,7 +515,7 @@ class FedselStrategy(FedProx):
         )
         row.update(self._ex.cost.columns())
         row.update(
-            upper_bound=self.stats_mode == "fresh",
+            upper_bound=bool(self._declared.upper_bound),
             mu=float(self.proximal_mu),
             engine="flower",
             n_aggregated=len(ok),

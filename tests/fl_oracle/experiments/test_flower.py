@@ -194,6 +194,39 @@ def test_probe_phase_matches_the_in_process_loop(data_file, info):
         np.testing.assert_allclose(hist[f"acc_{d}"], r[f"acc_{d}"], atol=100 / N_TEST + 1e-9)
 
 
+@pytest.mark.parametrize("info", ["fresh", "stale", "probe", "predicted", "pool:4"])
+def test_a_flower_run_is_charged_exactly_as_fedsel_train(data_file, info):
+    """Issue 53: the same federation, seed and information model cost the same bytes a round
+    in both drivers (a Flower probe run was charged 216 B a round more: its replies' metric
+    records were counted whole, bookkeeping included, where fedsel train charges what the
+    model declares; both now charge by fl_oracle.experiments.cost.upload_floats)."""
+    data, path = data_file
+    config = _config(clients_per_domain=1)
+    run = FlowerRun(DigitsSettings.of(config, path), "maxmin:2", 2, 2, stats=info)
+    hist, _ = run_flower(run, 4, engine="local").frames()
+    ref = _oracle_run(config, data, "maxmin:2", 2, 2, stats=info).history
+    assert list(hist["stats_mode"]) == list(ref["stats_mode"]) == [info] * 2
+    for col in ("cost_bytes_up", "cost_bytes_down"):
+        assert hist[col].tolist() == ref[col].astype(float).tolist(), col
+    if not info.startswith("pool"):  # Flower draws its first pool uniformly (no sizes yet)
+        assert list(hist["selected"]) == list(ref["selected"])
+        for col in ("cost_train_samples", "cost_probe_samples"):
+            assert hist[col].tolist() == ref[col].astype(float).tolist(), col
+
+
+@pytest.mark.parametrize("model", ["probe", "predicted", "stale", "pool:8"])
+def test_the_strategy_runs_the_specs_own_information_model(model):
+    """A spec's @MODEL is the strategy's model; a stats naming another one is refused."""
+    kw = {"validation_gradients": lambda w: None, "evaluate_candidates": lambda w, d: {}}
+    s = FedselStrategy(f"maxmin:2@{model}", k=2, **kw)
+    assert s.stats_mode == model
+    assert FedselStrategy(f"maxmin:2@{model}", k=2, stats=model, **kw).stats_mode == model
+    other = "fresh"
+    with pytest.raises(ValueError, match=f"--stats {other} contradicts the spec's @{model}"):
+        FedselStrategy(f"maxmin:2@{model}", k=2, stats=other, **kw)
+    assert FedselStrategy("proportional", k=2).stats_mode == "fresh"  # as before: every node
+
+
 def test_a_bad_probe_reply_is_that_nodes_failure_not_the_rounds(data_file):
     _, path = data_file
     run = FlowerRun(DigitsSettings.of(_config(), path), "maxmin:2", 5, 1, stats="probe")
@@ -424,6 +457,26 @@ def test_fedsel_flower_on_the_simulation_engine_matches_fedsel_train(
     rec = tomllib.loads((tmp_path / "config.toml").read_text())
     assert rec["run"]["engine"] == "flower-ray" and rec["run"]["num_supernodes"] == 20
     assert rec["clients_per_domain"] == 5
+
+
+@pytest.mark.parametrize(
+    ("selector", "stats", "mode"),
+    [("maxmin:2@probe", None, "probe"), ("maxmin:2@pool:8", None, "pool:8"),
+     ("maxmin:2@predicted", None, "predicted"), ("maxmin:2@stale", "stale", "stale"),
+     ("maxmin:2", None, "fresh"), ("proportional", None, "fresh")],
+)  # fmt: skip
+def test_fedsel_flower_honours_the_specs_information_model(
+    flower_cli, tmp_path, selector, stats, mode
+):
+    """Issue 53: ``--selector maxmin:2@probe`` ran fresh (upper_bound True) on Flower."""
+    run, _ = flower_cli
+    extra = ["--stats", stats] if stats else []
+    run("--selector", selector, "--k", "4", "--rounds", "1", "--num-supernodes", "20",
+        "--engine", "local", *extra, out=tmp_path)  # fmt: skip
+    hist = pd.read_csv(tmp_path / "history.csv", keep_default_na=False)
+    assert list(hist["stats_mode"]) == [mode]
+    assert list(hist["upper_bound"]) == [mode == "fresh"]
+    assert tomllib.loads((tmp_path / "config.toml").read_text())["run"]["stats_mode"] == mode
 
 
 def test_fedsel_flower_local_engine_and_bad_input(flower_cli, tmp_path, capsys):
