@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fl_oracle.experiments.cost import COST_COLUMNS
 from fl_oracle.experiments.runner import RunTask, run_all
 from fl_oracle.experiments.study.settings import StudySettings
 from selection.atomic import write_table_atomic, write_text_atomic
@@ -195,6 +196,17 @@ def _check_growth(stored: StudySettings, settings: StudySettings, out: Path) -> 
 
 
 _NUMERIC = ("round", "seed", "acc_avg", "acc_worst", "acc_gap")
+# Further columns a run file records, checked where present: column -> (lowest value, whether
+# it counts, so is a whole number). A column a driver could not fill is empty throughout (NaN
+# is written as ""); one empty cell among filled ones is damage. The cost columns count samples
+# and bytes (fl_oracle.experiments.cost), k counts clients.
+_RECORDED: dict[str, tuple[float, bool]] = {
+    "k": (1, True),
+    "solve_seconds": (0, False),
+    "round_seconds": (0, False),
+    "round_cpu_seconds": (0, False),
+    **{c: (0, True) for c in COST_COLUMNS},
+}
 
 
 def _read_run(p: Path) -> pd.DataFrame:
@@ -205,7 +217,9 @@ def run_file_problem(p: Path, entry: str, seed: int, rounds: int) -> str:
     """Why the run file ``p`` is not a finished run of (entry, seed, rounds); "" when it is.
 
     A finished run has exactly the rounds 0..rounds-1 once each, in order, its ``entry`` and
-    ``seed`` columns equal to the file's entry and seed, and numeric accuracies.
+    ``seed`` columns equal to the file's entry and seed, numeric accuracies, and the columns of
+    :data:`_RECORDED` (K, the seconds, the deployment costs) finite and in range, whole numbers
+    where they count, or not recorded at all.
     """
     try:
         h = _read_run(p)
@@ -223,6 +237,10 @@ def run_file_problem(p: Path, entry: str, seed: int, rounds: int) -> str:
         if np.any(bad):
             pos = int(np.argmax(bad))
             return f"row {pos + 2}: column {c} is {v[pos]!r}, outside its range"
+    for c, (lo, counts) in _RECORDED.items():
+        why = _recorded_problem(h, c, lo, counts)
+        if why:
+            return why
     r = pd.to_numeric(h["round"]).astype(int).tolist()
     if r != list(range(rounds)):
         return f"holds rounds {r[:3]}{'...' if len(r) > 3 else ''} ({len(r)} rows), not 0..{rounds - 1}"
@@ -231,6 +249,33 @@ def run_file_problem(p: Path, entry: str, seed: int, rounds: int) -> str:
         return f"row {int(wrong.to_numpy().argmax()) + 2}: entry is {h['entry'].iloc[int(wrong.to_numpy().argmax())]!r}, not {entry!r}"
     if (pd.to_numeric(h["seed"]).astype(int) != int(seed)).any():
         return f"a row's seed is not {seed}"
+    return ""
+
+
+def _recorded_problem(h: pd.DataFrame, c: str, lo: float, counts: bool) -> str:
+    """Why column ``c`` of a run file cannot be read back as recorded ("" when it can): every
+    cell a finite number >= ``lo`` (a whole one where it ``counts``), or every cell empty (not
+    recorded). Rows are the file's lines (the header is line 1)."""
+    if c not in h.columns:
+        return ""
+    raw = h[c]
+    empty = (raw.isna() | (raw.astype(str).str.strip() == "")).to_numpy()
+    if empty.all():
+        return ""
+    v = pd.to_numeric(raw.where(~empty), errors="coerce").to_numpy(dtype=float)
+    for pos in range(len(v)):
+        cell = str(raw.iloc[pos]).strip()  # as the file has it (pandas may have parsed it)
+        if empty[pos]:
+            why = "is empty where the other rows are recorded"
+        elif not np.isfinite(v[pos]):
+            why = f"is {cell!r}, not a finite number"
+        elif v[pos] < lo:
+            why = f"is {cell!r}, below {lo:g}"
+        elif counts and v[pos] != np.floor(v[pos]):
+            why = f"is {cell!r}, not a whole count"
+        else:
+            continue
+        return f"row {pos + 2}: column {c} {why}"
     return ""
 
 
