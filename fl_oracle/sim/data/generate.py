@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -47,6 +48,16 @@ def n_workers(n: int) -> int:
     return min(8, cpus // 2) if cpus >= 4 and n >= PARALLEL_MIN else 1
 
 
+def _duration(elapsed: float, done: int, n: int) -> str:
+    """The time left at the rate so far, in words (``3 s``, ``4 min``, ``1.2 h``)."""
+    left = elapsed / max(done, 1) * (n - done)
+    if left < 90:
+        return f"{left:.0f} s"
+    if left < 5400:
+        return f"{left / 60:.0f} min"
+    return f"{left / 3600:.1f} h"
+
+
 def generate(
     domain: str,
     split: str,
@@ -76,13 +87,23 @@ def generate(
     # spawned workers import only the package's own domain modules
     workers = n_workers(n) if is_builtin(domain) else 1
     parts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    label = f"generating {domain} {split} stand-in"
+    base = f"generating {domain} {split} stand-in"
+    label = base
     done = 0
+    t0 = time.perf_counter()
+
+    def tell(done: int) -> None:
+        """Progress, with the time left said from the first chunk on (the rate so far)."""
+        nonlocal label
+        if done < n:
+            label = f"{base} ({n:,} images: about {_duration(time.perf_counter() - t0, done, n)} left; cached afterwards)"
+        report(progress, done, n, label)
+
     if workers == 1:
         for b, k in chunks:
             parts[b] = _one(domain, split, k, seed, b)
             done += k
-            report(progress, done, n, label)
+            tell(done)
     else:
         ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch
         with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=ctx) as pool:
@@ -90,7 +111,7 @@ def generate(
             for fut, (b, k) in futs.items():
                 parts[b] = fut.result()
                 done += k
-                report(progress, done, n, label)
+                tell(done)
     xs = [parts[b][0] for b, _ in chunks] or [np.empty((0, 32, 32, 3), np.uint8)]
     ys = [parts[b][1] for b, _ in chunks] or [np.empty(0, np.int64)]
     x, y = np.concatenate(xs), np.concatenate(ys)
