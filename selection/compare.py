@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from selection.errors import TooLargeError
+from selection.errors import SelectionError, TooLargeError
 from selection.indicators import (
     Normalization,
     hypervolume_ratio,
@@ -181,7 +181,16 @@ def compare_methods(
     Arguments as in :func:`run_method`.
     """
     from selection.objectives import check_objectives
+    from selection.solvers.params import FRONT_ROUTE, check_route_options
 
+    # every option checked before the first method runs, as each route checks it
+    if backend == FRONT_ROUTE:
+        raise SelectionError(
+            f"backend {FRONT_ROUTE} computes the complete ε front of one formulation (fedsel "
+            "sweep --method eps --complete); compare solves every formulation: use auto, enum "
+            "or a MILP backend"
+        )
+    check_route_options(backend=backend, time_limit=time_limit, seed=seed, n_jobs=n_jobs)
     objs = tuple(check_objectives(list(objectives), at_least=2))
     known = solvers()
     methods = globals()["methods"]() if methods is None else tuple(methods)

@@ -75,6 +75,20 @@ class SweepOptions:
     b_max: float | None = None
     tolerance: float = 0.0
 
+    def __post_init__(self) -> None:
+        """Every method's sweep refuses bad route options alike, before any point is solved
+        (:func:`~selection.solvers.params.check_route_options`; ``bb`` takes a whole front)."""
+        from selection.solvers.params import check_route_options
+
+        check_route_options(
+            backend=self.backend,
+            time_limit=self.time_limit,
+            tolerance=self.tolerance,
+            seed=self.seed,
+            n_jobs=self.n_jobs,
+            front=True,
+        )
+
 
 class _PerValue:
     """``with_param(v)`` for a solver without one: a fresh instance per grid value."""

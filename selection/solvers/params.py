@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "FRONT_ROUTE",
+    "check_route_options",
     "check_nonneg",
     "check_finite",
     "check_time_limit",
@@ -57,6 +59,48 @@ def check_time_limit(value: float | None) -> float | None:
     if v <= 0:
         raise ValueError(f"time_limit={value!r} must be > 0 seconds")
     return v
+
+
+#: the route that computes a complete ε front in one search (:mod:`selection.solvers.bb`):
+#: a backend of front sweeps, not of one point
+FRONT_ROUTE = "bb"
+
+
+def check_route_options(
+    *,
+    backend: str | None = None,
+    time_limit: float | None = None,
+    tolerance: float = 0.0,
+    seed: int = 0,
+    n_jobs: int = 1,
+    front: bool = False,
+) -> dict:
+    """The options every route takes, checked alike before any solver runs (one message style,
+    whichever route, command or library function receives them): a known ``backend``
+    (:data:`FRONT_ROUTE` only where a whole ``front`` is asked for), a time limit > 0 seconds
+    (``inf``: none), a finite ``tolerance`` >= 0, an integer ``seed`` >= 0 and ``n_jobs`` >= 1.
+
+    Returns:
+        The normalized values: ``time_limit`` (None for none), ``tolerance``, ``seed``,
+        ``n_jobs``.
+
+    Raises:
+        ValueError: naming the option and its value.
+    """
+    if backend is not None:
+        from selection.solvers.milp.portfolio import backends
+
+        allowed = (*backends(), FRONT_ROUTE) if front else backends()
+        if backend not in allowed:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(allowed)}")
+    limit = check_time_limit(time_limit)
+    tol = check_nonneg("tolerance", tolerance, allow_none=False)
+    if not math.isfinite(tol):
+        raise ValueError(f"tolerance={tolerance!r} must be finite")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed={seed!r} must be an integer >= 0")
+    return {"time_limit": limit, "tolerance": tol, "seed": int(seed),
+            "n_jobs": check_int("n_jobs", n_jobs)}  # fmt: skip
 
 
 def check_int(name: str, value: int | None, lo: int = 1) -> int | None:

@@ -33,7 +33,7 @@ import pandas as pd
 from selection.problem import SelectionProblem
 from selection.progress import ProgressFn
 from selection.solvers.grid import _Counter, _run_grid
-from selection.solvers.params import as_float_list, check_int, check_nonneg
+from selection.solvers.params import as_float_list, check_int, check_nonneg, check_route_options
 from selection.solvers.registry import make_solver
 from selection.solvers.result import (
     FRONT_COLUMNS,
@@ -130,7 +130,11 @@ def sweep_eps(
         raise ValueError("sweep_eps: give an eps grid or complete=True, not both")
     if not complete and eps is None:
         raise ValueError("sweep_eps: give an eps grid or complete=True")
-    n_jobs = check_int("n_jobs", n_jobs)
+    # the route options, checked as every route checks them (bb's whole-front limit too)
+    n_jobs = check_route_options(
+        backend=backend, time_limit=time_limit, tolerance=tolerance, seed=seed, n_jobs=n_jobs,
+        front=True,
+    )["n_jobs"]  # fmt: skip
     whole_limit = time_limit  # the bi-objective search's: seconds for the whole front
     if complete and time_limit is None:
         time_limit = COMPLETE_POINT_BUDGET

@@ -146,8 +146,12 @@ def bb_front(
         ``history`` ((seconds, points, c) as the front grew), search statistics.
     """
     from selection.objectives import evaluate
+    from selection.solvers.params import check_route_options
     from selection.solvers.result import SolveResult, Status, results_to_frame
 
+    # the route options as every route checks them (a limit for the whole front here)
+    opts = check_route_options(time_limit=time_limit, tolerance=tolerance)
+    time_limit, tolerance = opts["time_limit"], opts["tolerance"]
     objectives = tuple(objectives)
     planes = {("utility", p.column): name for name, p in PLANES.items()}
     if objectives not in planes:

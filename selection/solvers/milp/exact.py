@@ -40,7 +40,7 @@ from selection.solvers.milp.registry import (
     make_backend,
     milp_backend_class,
 )
-from selection.solvers.params import check_int, check_nonneg, check_time_limit
+from selection.solvers.params import check_int, check_nonneg, check_route_options
 from selection.solvers.result import RawResult, Status
 
 __all__ = ["ExactSolver"]
@@ -95,14 +95,14 @@ class ExactSolver(Solver):
         self.mip_gap = check_nonneg("mip_gap", mip_gap, allow_none=False)
         if self.mip_gap >= 1:
             raise ValueError(f"mip_gap={mip_gap!r} must be a relative gap in [0, 1)")
-        self.tolerance = check_nonneg("tolerance", tolerance, allow_none=False)
-        if not math.isfinite(self.tolerance):
-            raise ValueError(f"tolerance={tolerance!r} must be finite")
+        # the options every route takes, checked as every route checks them
+        opts = check_route_options(
+            backend=backend, time_limit=time_limit, tolerance=tolerance, seed=seed
+        )
         self.backend = check_backend(backend)
-        self.time_limit = check_time_limit(time_limit)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed={seed!r} must be an integer >= 0")
-        self.seed = int(seed)
+        self.tolerance = opts["tolerance"]
+        self.time_limit = opts["time_limit"]
+        self.seed = opts["seed"]
         self.threads = check_int("threads", threads)
         self.scale = check_int("scale", scale)
         self.enum_limit = check_int("enum_limit", enum_limit, lo=0)
