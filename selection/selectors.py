@@ -215,6 +215,7 @@ class _RuleSelector(Selector):
         #: what the rule reads of the clients (``Baseline.reads``) and uploads per probe
         self.reads = rule.reads
         self.probe_floats = rule.probe_floats
+        self.reports = rule.reports
 
     def probed_ids(self, problem: SelectionProblem) -> list[str]:
         """Ids of the clients whose probe pass the last choice read."""

@@ -57,9 +57,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 
 from fl_oracle.experiments.cost import COST_COLUMNS, round_cost
+from fl_oracle.experiments.privacy import RunAccountant, StatsPrivacy
 from fl_oracle.experiments.round_step import (
     GLOBAL_KEYS,
     RoundChoice,
@@ -103,6 +105,8 @@ __all__ = [
 # the information models a run takes (``pool`` with its P: ``pool:10``), and ``rule``: a
 # baseline rule charged for what it reads (:attr:`selection.selectors.Spec.information`)
 STATS_MODES = (*information_models(), "rule")
+#: what a probing client reports (:data:`fl_oracle.experiments.privacy.FIELDS`)
+PROBE_FIELDS = ("loss", "F", "B", "cos_g", "x")
 #: the simulator's own records a run may skip (``run_training(records=...)``)
 RECORDS = ("global", "predictions", "local")
 
@@ -154,10 +158,22 @@ class _Information:
     """
 
     def __init__(
-        self, oracle: Any, spec: str, seed: int, k: int, rule_view: str, lean: str | None = None
+        self,
+        oracle: Any,
+        spec: str,
+        seed: int,
+        k: int,
+        rule_view: str,
+        lean: str | None = None,
+        privacy: StatsPrivacy | None = None,
+        reports: tuple[str, ...] = PROBE_FIELDS,
     ) -> None:
         self.oracle = oracle
         self.spec = spec
+        self.seed = int(seed)
+        #: the privacy mode of what clients report (None: off) and the fields a rule reports
+        self.privacy = privacy
+        self.reports = reports
         self.rule = spec == "rule"
         if self.rule and not callable(getattr(oracle, "probe_table", None)):
             rule_view = "fresh"  # an oracle without the probe pass (test fakes)
@@ -168,6 +184,10 @@ class _Information:
         self._clients: pd.DataFrame | None = getattr(oracle, "clients", None)
         if self._clients is not None:
             self.model.check_k(len(self._clients), k)
+        if privacy is not None:
+            privacy.check_information(self.model.name if not self.rule else "rule")
+            if privacy.secure_aggregation and isinstance(self.model, Calibrated):
+                self.model.calibrate = False
         self.logits = None  # ValidationLogits the selector sees (stale: of each row's round)
         self.stats_kw: dict[str, Any] = {}  # round_stats' options (records skipped)
 
@@ -188,9 +208,11 @@ class _Information:
             measured = self.oracle.round_stats(
                 None if every else list(before), **self.stats_kw
             ).copy()
+            measured = self.private(measured, t, ("loss", "F", "B"), stream=1)
         probe = acc = sizes = None
         if isinstance(self.model, Calibrated):
             probe, acc, sizes = self.oracle.probe_table()
+            probe = self.private(probe, t, PROBE_FIELDS if not self.rule else self.reports)
         return RoundInputs(
             t=t,
             k=k,
@@ -202,11 +224,21 @@ class _Information:
             val_sizes=sizes,
         )
 
+    def private(
+        self, table: pd.DataFrame, t: int, fields: tuple[str, ...], stream: int = 0
+    ) -> pd.DataFrame:
+        """``table``'s reported ``fields`` as the privacy mode lets them leave the clients
+        (unchanged without one); the noise is drawn from the (seed, round, stream) stream."""
+        if self.privacy is None or not self.privacy.on:
+            return table
+        rng = np.random.default_rng([self.seed, int(t), 0x5EC, int(stream)])
+        return self.privacy.privatize(table, fields, rng)
+
     def lean_problem(self, inputs: RoundInputs) -> SelectionProblem:
         """A lean rule's problem: the clients' sizes, and its probe pass where it reads one."""
         table = inputs.clients.reset_index(drop=True)
         if self.lean != "nothing":
-            probe = self.oracle.probe_pass()
+            probe = self.private(self.oracle.probe_pass(), inputs.t, self.reports)
             table = table.merge(probe.drop(columns=["domain", "n_samples"]), on="client_id")
         table.insert(0, "round", int(inputs.t))
         return SelectionProblem.from_clients(table, inputs.k, inputs.domains, inputs.t)
@@ -232,7 +264,9 @@ class _Information:
         if m is not None and set(ids) <= set(m["client_id"]):
             rows = m[m["client_id"].isin(ids)]
         else:
-            rows = self.oracle.round_stats(list(ids), **self.stats_kw)
+            rows = self.private(
+                self.oracle.round_stats(list(ids), **self.stats_kw), t, ("loss", "F", "B"), 2
+            )
         self.model.observe(t, rows, inputs)
         get = getattr(self.oracle, "round_logits", None)
         if self.model.remembers and self.logits is not None and callable(get):
@@ -292,6 +326,7 @@ def run_training(
     measure: Callable[[int], bool] | None = None,
     rule_view: str = "probe",
     records: Sequence[str] | None = None,
+    privacy: StatsPrivacy | None = None,
 ) -> TrainResult:
     """Train ``rounds`` rounds, each committing exactly the selector's K clients.
 
@@ -328,6 +363,10 @@ def run_training(
             hold-out; no selector reads it). What is skipped is absent from the row
             (``global``), from the statistics (``U_local``) or NaN (``pred_*``); the choices,
             accuracies and costs are the same.
+        privacy: the privacy mode of what clients report (:mod:`.privacy`): their probe
+            fields clipped and noised, the run's ε spent so far in ``dp_epsilon`` (and the
+            noise multiplier in ``dp_z``); secure aggregation refuses the information models
+            that evaluate one client's update at the server. None: off, no columns.
 
     Returns:
         The history (R rows) and all statistics (R x N rows).
@@ -347,7 +386,9 @@ def run_training(
     tables: list[pd.DataFrame] = []
     surrogate = selector.surrogate if isinstance(selector, Selector) else "mean"
     lean = None if "predictions" in records else getattr(selector, "reads", None)
-    info = _Information(oracle, stats_mode, seed, k, rule_view, lean)
+    reports = tuple(getattr(selector, "reports", ("loss",)))
+    info = _Information(oracle, stats_mode, seed, k, rule_view, lean, privacy, reports)
+    accountant = RunAccountant(privacy) if privacy is not None else None
     if "local" not in records:
         info.stats_kw = {"local": False}
     step_kw = {} if "global" in records else {"global_stats": False}
@@ -407,6 +448,9 @@ def run_training(
             **extra,
             **{key: metrics[key] for key in keep_metrics},
         }
+        if accountant is not None:
+            row["dp_epsilon"] = accountant.step()
+            row["dp_z"] = float(privacy.z)
         if measure is not None:
             row["measured"] = True
         table = table.assign(chosen=table["client_id"].isin(ids))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fl_oracle.experiments.loop import OracleLike, TrainResult, run_training
+from fl_oracle.experiments.privacy import StatsPrivacy
 from selection.selectors import Spec
 
 __all__ = ["DEMO_ORACLE", "OracleFactory", "RunTask", "cached_oracle", "run_one", "run_all"]
@@ -100,6 +101,7 @@ class RunTask:
             ``rule_view="fresh"``), so its statistics can be kept.
         records: the simulator's own records the run computes (``run_training``'s
             ``records``; None = all of them).
+        privacy: the privacy mode of the clients' reports (``run_training``'s; None: off).
     """
 
     spec: Spec
@@ -110,6 +112,7 @@ class RunTask:
     snapshot_round: int | None = None
     truth: bool = False
     records: tuple[str, ...] | None = None
+    privacy: StatsPrivacy | None = None
 
     @property
     def label(self) -> str:
@@ -168,6 +171,7 @@ def run_one(
         on_round=on_round,
         rule_view="fresh" if task.truth else "probe",
         records=task.records,
+        privacy=task.privacy,
     )
     return res, snap.get("state"), describe_setup(oracle)
 

@@ -40,6 +40,8 @@ class Baseline(ABC):
             (sizes only), ``probe`` (a probe pass of every client: F or loss at w_t),
             ``probe-candidates`` (of the candidates it drew), ``probe-picks`` (of the picks).
         probe_floats: numbers each probed client uploads.
+        reports: the probe-pass fields those numbers are (``loss``, ``F``): what a privacy
+            mode clips and noises.
     """
 
     name: ClassVar[str] = ""
@@ -53,6 +55,7 @@ class Baseline(ABC):
     order: ClassVar[int] = 100
     reads: ClassVar[str] = "nothing"
     probe_floats: ClassVar[int] = 1
+    reports: ClassVar[tuple[str, ...]] = ("loss",)
 
     def __init__(self, spec: str, value: float | None = None) -> None:
         self.spec = spec

@@ -12,6 +12,7 @@ class FisherTopK(Baseline):
     study_entry = "fisher-topk"
     order = 50
     reads = "probe"
+    reports = ("F",)
 
     def pick(self, problem, rng):
         return np.argsort(-problem.F, kind="stable")[: problem.k]

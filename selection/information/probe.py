@@ -58,6 +58,10 @@ class Calibrated(InformationModel):
     def __init__(self, value=None, *, seed=0):
         super().__init__(value, seed=seed)
         self.pairs: deque[pd.DataFrame] = deque(maxlen=WINDOW)
+        #: calibrate on the committed clients' measured U_{i,d} (False under secure
+        #: aggregation, where no single client's update is evaluated: the first-order
+        #: prediction of round 0 is then served every round)
+        self.calibrate = True
 
     def down_messages(self, n_probed, n_trained, n_domains):
         """w_t and the D per-domain validation gradients to every probed client, then w_t
@@ -89,7 +93,9 @@ class Calibrated(InformationModel):
 
     def observe(self, t, trained, inputs=None):
         super().observe(t, trained, inputs)
-        if inputs is None or inputs.probe is None or inputs.base_acc is None:
+        if not self.calibrate or inputs is None or inputs.probe is None:
+            return
+        if inputs.base_acc is None:
             return
         long = self._long(inputs)
         ids = set(trained["client_id"].astype(str))

@@ -76,6 +76,7 @@ def _tasks(settings: StudySettings) -> list[tuple[str, RunTask]]:
                 settings.k,
                 truth=truth,
                 records=settings.records,
+                privacy=settings.privacy,
             )
             out.append((entry, task))
     return out

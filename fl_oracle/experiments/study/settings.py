@@ -9,6 +9,7 @@ the swept formulations (:data:`DEFAULT_SELECTORS`).
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -90,6 +91,11 @@ class StudySettings:
             the report read (:data:`fl_oracle.experiments.loop.RECORDS`: ``global``, the
             global loss and B-dissimilarity of every new model; ``predictions``, the probe
             model's prediction of a baseline rule's choice); default none.
+        dp_epsilon: the privacy mode of the clients' reported statistics: the ε each run
+            spends over its rounds (``inf``: off; :mod:`fl_oracle.experiments.privacy`).
+        dp_delta: its δ.
+        secure_aggregation: the server sees only the sum of the committed updates: entries
+            on ``fresh``, ``pool``, ``stale`` or ``predicted`` statistics are refused.
         oracle: :class:`fl_oracle.sim.config.OracleConfig` fields besides ``seed`` and ``k``.
     """
 
@@ -103,6 +109,9 @@ class StudySettings:
     front_rounds: tuple[int, ...] = ()
     bootstrap: int = 10_000
     records: tuple[str, ...] = ()
+    dp_epsilon: float = math.inf
+    dp_delta: float = 1e-5
+    secure_aggregation: bool = False
     oracle: dict[str, Any] = field(default_factory=lambda: dict(STUDY_ORACLE))
 
     def __post_init__(self) -> None:
@@ -153,6 +162,10 @@ class StudySettings:
                 "(the simulator's own records; the verdict needs none)"
             )
         object.__setattr__(self, "records", tuple(dict.fromkeys(self.records)))
+        if not isinstance(self.secure_aggregation, bool):
+            raise ValueError(
+                f"study: secure_aggregation = {self.secure_aggregation!r} must be true or false"
+            )
         if not self.selectors or len(specs) != len(self.selectors):
             raise ValueError("study: selectors must be a non-empty list without repeats")
         seen: dict[str, str] = {}
@@ -169,6 +182,32 @@ class StudySettings:
         bad = [r for r in self.front_rounds if not 0 <= r < self.rounds]
         if bad:
             raise ValueError(f"study: front_rounds {bad} outside 0..{self.rounds - 1}")
+        privacy = self.privacy  # the values checked now
+        if privacy is not None:
+            for text in self.selectors:
+                spec = self.spec(text)
+                if spec.information != "rule":
+                    try:
+                        privacy.check_information(spec.information.partition(":")[0])
+                    except ValueError as exc:
+                        raise ValueError(f"study entry {text!r}: {exc}") from None
+
+    @property
+    def privacy(self):
+        """The runs' :class:`~fl_oracle.experiments.privacy.StatsPrivacy` (None: off, and no
+        secure aggregation)."""
+        from fl_oracle.experiments.privacy import StatsPrivacy
+
+        try:
+            p = StatsPrivacy(
+                epsilon=self.dp_epsilon,
+                delta=self.dp_delta,
+                rounds=self.rounds,
+                secure_aggregation=self.secure_aggregation,
+            )
+        except ValueError as exc:
+            raise ValueError(f"study: {exc}") from None
+        return p if p.on or p.secure_aggregation else None
 
     def spec(self, entry: str) -> Spec:
         """The parsed spec of one of the entries (its information model the run's)."""

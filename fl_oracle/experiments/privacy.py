@@ -1,0 +1,185 @@
+"""Private statistics: what a client reports, clipped and noised, with the run's (ε, δ) tracked.
+
+A deployment that adopts fedsel sends more than FedAvg does: the ``probe`` and ``predicted``
+models have every client report its probe loss, Fisher trace F, label divergence B, gradient
+cosine and the D first-order utilities x_d each round; ``fisher-topk`` reports F,
+``power-of-choice`` and ``qffl`` the loss. Each is a signal about the client's data.
+
+The privacy mode (:class:`StatsPrivacy`) is the Gaussian mechanism on each client's report,
+per round, with client-level neighbours (one client's data changed arbitrarily):
+
+1. **Clip.** Every reported field is clipped to a fixed box (:data:`FIELDS`; F on the log
+   scale), then scaled to unit width: the report is a point of [0, 1]^m, so one client's
+   report moves by at most Δ = √m in L2 (its L2 sensitivity), whatever its data.
+2. **Noise.** Each coordinate gets N(0, (z·Δ)²): the Gaussian mechanism with noise multiplier
+   z, then the report is scaled back and clipped to its box again (post-processing, free).
+3. **Account.** z is calibrated so that the run's R rounds compose to the asked (ε, δ)
+   (Rényi-DP accounting of R Gaussian mechanisms at sampling rate 1, Opacus'
+   :class:`~opacus.accountants.RDPAccountant`, :func:`~opacus.accountants.utils.get_noise_multiplier`):
+   a client that reports every round spends the whole budget, one that reports less spends
+   less. Every history row records the ε spent so far (``dp_epsilon``) and z (``dp_z``).
+
+What it protects: the statistics. The model updates the committed clients send are FedAvg's
+and are not noised here (Flower's differential-privacy wrappers do that for the update);
+under **secure aggregation** (``secure_aggregation``) the server sees only their sum, so the
+information models that evaluate one client's update at the server — ``fresh`` and ``pool``
+(every candidate's), ``stale`` and ``predicted`` (each committed client's, for its report or
+its regression) — are refused with that reason, and ``probe`` runs uncalibrated (its
+calibration reads each committed client's measured U_{i,d}).
+
+ε = ∞ is the mode off: nothing is clipped or noised.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["FIELDS", "StatsPrivacy", "RunAccountant", "reported_fields", "SECURE_REFUSED"]
+
+#: reported field -> (low, high) box it is clipped to, in its own units (log F for F)
+FIELDS: dict[str, tuple[float, float]] = {
+    "loss": (0.0, 10.0),  # nats; ln 10 ≈ 2.3 at chance on 10 classes
+    "F": (-10.0, 10.0),  # log of the Fisher trace
+    "B": (0.0, math.log(2.0)),  # nats: the Jensen-Shannon divergence's range
+    "cos_g": (-1.0, 1.0),
+    "x": (-1.0, 1.0),  # nats: each first-order utility x_d
+}
+#: information model -> why secure aggregation makes it impossible
+SECURE_REFUSED: dict[str, str] = {
+    "fresh": "it evaluates every candidate's update at the server",
+    "pool": "it evaluates each pool candidate's update at the server",
+    "stale": "its reports are each committed client's update evaluated at the server",
+    "predicted": "its regression trains on each committed client's measured U_d, "
+    "an evaluation of that client's update at the server",
+}
+
+
+def reported_fields(table: pd.DataFrame, fields: tuple[str, ...]) -> list[str]:
+    """The columns of ``table`` a client reports among ``fields`` (``x`` = every ``x_<d>``)."""
+    cols = []
+    for f in fields:
+        if f == "x":
+            cols += [c for c in table.columns if c.startswith("x_")]
+        elif f in table.columns:
+            cols.append(f)
+    return cols
+
+
+def _box(col: str) -> tuple[float, float]:
+    return FIELDS["x"] if col.startswith("x_") else FIELDS[col]
+
+
+@dataclass(frozen=True)
+class StatsPrivacy:
+    """The privacy mode of a run's reported statistics (module docstring).
+
+    Attributes:
+        epsilon: the run's ε over its rounds (``inf``: off).
+        delta: the run's δ, in (0, 1).
+        rounds: the rounds the budget covers (the run's R).
+        secure_aggregation: the server sees only the sum of the committed updates.
+    """
+
+    epsilon: float = math.inf
+    delta: float = 1e-5
+    rounds: int = 1
+    secure_aggregation: bool = False
+
+    def __post_init__(self) -> None:
+        e, d = self.epsilon, self.delta
+        if isinstance(e, bool) or not isinstance(e, (int, float)) or math.isnan(e) or e <= 0:
+            raise ValueError(f"privacy: epsilon={e!r} must be a number > 0 (inf = off)")
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 < d < 1:
+            raise ValueError(f"privacy: delta={d!r} must be a number in (0, 1)")
+        r = self.rounds
+        if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+            raise ValueError(f"privacy: rounds={r!r} must be an integer >= 1")
+        _ = self.z  # calibrated now: a budget no noise can meet is refused here
+
+    @property
+    def on(self) -> bool:
+        """Reports are noised (a finite ε)."""
+        return math.isfinite(self.epsilon)
+
+    @cached_property
+    def z(self) -> float:
+        """The noise multiplier: R Gaussian mechanisms of z compose to (ε, δ) (0 when off)."""
+        if not self.on:
+            return 0.0
+        from opacus.accountants.utils import get_noise_multiplier
+
+        try:
+            return float(
+                get_noise_multiplier(
+                    target_epsilon=float(self.epsilon),
+                    target_delta=float(self.delta),
+                    sample_rate=1.0,
+                    steps=int(self.rounds),
+                    accountant="rdp",
+                    epsilon_tolerance=0.001,
+                )
+            )
+        except ValueError:
+            raise ValueError(
+                f"privacy: epsilon={self.epsilon!r} over {self.rounds} rounds at delta="
+                f"{self.delta!r} is too small for the accountant's largest noise"
+            ) from None
+
+    def check_information(self, name: str) -> None:
+        """Refuse an information model that secure aggregation makes impossible."""
+        if self.secure_aggregation and name in SECURE_REFUSED:
+            raise ValueError(
+                f"information model {name} is impossible under secure aggregation: "
+                f"{SECURE_REFUSED[name]}, and the server sees only the sum of the updates"
+            )
+
+    def privatize(
+        self, table: pd.DataFrame, fields: tuple[str, ...], rng: np.random.Generator
+    ) -> pd.DataFrame:
+        """``table`` with the columns of ``fields`` as the clients report them: clipped to
+        their boxes, noised (N(0, (zΔ)²) per unit-width coordinate, Δ = √m for m reported
+        columns), clipped again. F is noised on the log scale. Off: ``table`` unchanged."""
+        if not self.on:
+            return table
+        cols = reported_fields(table, fields)
+        if not cols:
+            return table
+        out = table.copy()
+        sigma = self.z * math.sqrt(len(cols))  # in unit widths
+        for c in cols:
+            lo, hi = _box(c)
+            v = out[c].to_numpy(dtype=float)
+            if c == "F":
+                v = np.log(np.maximum(v, 1e-300))
+            u = (np.clip(v, lo, hi) - lo) / (hi - lo)
+            u = np.clip(u + rng.normal(0.0, sigma, size=len(u)), 0.0, 1.0)
+            v = lo + u * (hi - lo)
+            out[c] = np.exp(v) if c == "F" else v
+        return out
+
+    def sigma_units(self, m: int) -> float:
+        """The noise's standard deviation in unit widths for a report of ``m`` fields."""
+        return self.z * math.sqrt(m)
+
+
+class RunAccountant:
+    """The run's spent (ε, δ): one Gaussian mechanism of z per round a client reported in
+    (the worst client: the one that reports every round)."""
+
+    def __init__(self, privacy: StatsPrivacy) -> None:
+        from opacus.accountants import RDPAccountant
+
+        self.privacy = privacy
+        self._acc = RDPAccountant()
+
+    def step(self) -> float:
+        """One more round of reports; the ε spent so far at the run's δ (inf when off)."""
+        if not self.privacy.on:
+            return math.inf
+        self._acc.step(noise_multiplier=self.privacy.z, sample_rate=1.0)
+        return float(self._acc.get_epsilon(self.privacy.delta))
