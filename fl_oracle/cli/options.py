@@ -25,6 +25,10 @@ from fl_oracle.sim.choices import DATA_HELP, DATA_MODES
 from selection.cli.options import NO_PROGRESS
 
 __all__ = [
+    "DP_EPSILON",
+    "DP_DELTA",
+    "SECURE_AGGREGATION",
+    "stats_privacy",
     "MODEL_HELP",
     "DATASET_HELP",
     "SPLIT_HELP",
@@ -35,6 +39,48 @@ __all__ = [
     "federation_options",
     "parse_sizes",
 ]
+
+# the privacy mode of the clients' reported statistics (fl_oracle.experiments.privacy)
+DP_EPSILON = typer.Option(
+    float("inf"),
+    "--dp-epsilon",
+    help="Private statistics: the run's epsilon over its rounds (every reported loss, F, B, "
+    "cosine and first-order utility clipped and noised; Opacus' RDP accountant). inf = off.",
+    show_default=False,
+)
+DP_DELTA = typer.Option(1e-5, "--dp-delta", help="The run's delta of --dp-epsilon.")
+SECURE_AGGREGATION = typer.Option(
+    False,
+    "--secure-aggregation",
+    help="The server sees only the sum of the updates: fresh, pool, stale and predicted "
+    "statistics are refused, probe runs uncalibrated.",
+)
+
+
+def stats_privacy(epsilon: float, delta: float, rounds: int, secure: bool, stats: str):
+    """The run's :class:`~fl_oracle.experiments.privacy.StatsPrivacy` from the flags (None
+    when off), checked against its information model: a bad value is one line, exit 2."""
+    import math
+
+    if not (isinstance(delta, float) and 0 < delta < 1):
+        raise typer.BadParameter(
+            f"delta={delta!r} must be a number in (0, 1)", param_hint="--dp-delta"
+        )
+    if math.isinf(epsilon) and epsilon > 0 and not secure:
+        return None
+    from fl_oracle.experiments.privacy import StatsPrivacy
+
+    try:
+        privacy = StatsPrivacy(
+            epsilon=epsilon, delta=delta, rounds=rounds, secure_aggregation=secure
+        )
+    except ValueError as exc:
+        why = str(exc).removeprefix("privacy: ")
+        hint = "--dp-delta" if why.startswith("delta") else "--dp-epsilon"
+        raise typer.BadParameter(why, param_hint=hint) from None
+    privacy.check_information(str(stats).partition(":")[0])
+    return privacy
+
 
 MODEL_HELP = model_help()
 DATASET_HELP = (

@@ -88,6 +88,22 @@ def study(
     show_defaults: bool = typer.Option(
         False, "--show-defaults", help="Print the default settings as TOML and exit."
     ),
+    dp_epsilon: float | None = typer.Option(
+        None,
+        "--dp-epsilon",
+        help="Private statistics: each run's epsilon over its rounds (the settings' "
+        "dp_epsilon; inf = off).",
+        show_default=False,
+    ),
+    dp_delta: float | None = typer.Option(
+        None, "--dp-delta", help="Each run's delta (dp_delta).", show_default=False
+    ),
+    secure_aggregation: bool | None = typer.Option(
+        None,
+        "--secure-aggregation/--no-secure-aggregation",
+        help="The server sees only the sum of the updates (secure_aggregation).",
+        show_default=False,
+    ),
     no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Paired multi-seed comparison of selectors in live training; writes report.html."""
@@ -128,7 +144,9 @@ def study(
             for e, s in zip(entries, specs, strict=True)
         )
     given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
-             ("--k", k), ("--selectors", selectors), ("--reference", reference)) if v is not None]  # fmt: skip
+             ("--k", k), ("--selectors", selectors), ("--reference", reference),
+             ("--dp-epsilon", dp_epsilon), ("--dp-delta", dp_delta),
+             ("--secure-aggregation", secure_aggregation)) if v is not None]  # fmt: skip
     stored = out / "study.toml"
     if add is not None:
         if given:
@@ -146,6 +164,9 @@ def study(
         k=k,
         selectors=entries,
         reference=reference,
+        dp_epsilon=dp_epsilon,
+        dp_delta=dp_delta,
+        secure_aggregation=secure_aggregation,
     )
     added = None
     if add is not None:

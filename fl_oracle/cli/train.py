@@ -15,7 +15,14 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import NO_PROGRESS, federation_options
+from fl_oracle.cli.options import (
+    DP_DELTA,
+    DP_EPSILON,
+    NO_PROGRESS,
+    SECURE_AGGREGATION,
+    federation_options,
+    stats_privacy,
+)
 from fl_oracle.experiments.demo.run import DemoSettings
 from fl_oracle.experiments.runner import DEMO_ORACLE
 from selection.selectors import selector_help
@@ -114,6 +121,9 @@ def train(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
+    dp_epsilon: float = DP_EPSILON,
+    dp_delta: float = DP_DELTA,
+    secure_aggregation: bool = SECURE_AGGREGATION,
     no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Train with a selector choosing the K clients of every round."""
@@ -130,6 +140,7 @@ def train(
     config = make_config(seed, federation, k=k)
     # the information model (--stats or the spec's), against N and K: before any data
     stats = spec.run_information(stats, n=config.n_clients, k=k)
+    privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats)
     sel = make_selector(spec, seed=seed)
     # --overwrite: the data and model are checked (the oracle built) before the old run goes
     oracle = make_oracle(config) if overwrite else None
@@ -176,6 +187,7 @@ def train(
                 stats_mode=stats,
                 on_round=on_round,
                 before_step=keep_logits,
+                privacy=privacy,
             )
         _write_run(out, res.history, res.stats)
     last = res.history.iloc[-1]
