@@ -28,7 +28,12 @@ from selection.solvers.milp.spec import MilpSpec
 __all__ = ["CpSatBackend", "round_data", "exact_at", "DEFAULT_SCALE"]
 
 DEFAULT_SCALE = 1000
-INT_LIMIT = 2.0**62  # CP-SAT's 64-bit integers, with headroom for its own sums
+# The scaled coefficients and bounds are computed in float64 and rounded to integers: beyond
+# 2^53 they are no longer the exact products (a Dinkelbach row D0·num − N0·den at 1e6 samples a
+# client lost its optimum: "stage 2 infeasible"), so the model would not be the problem.
+INT_LIMIT = 2.0**53
+# CP-SAT's own test of a linear expression: Σ |a_j| · max |v_j| must fit a signed 64-bit integer
+SUM_LIMIT = 2.0**63
 
 
 def round_data(a: np.ndarray, scale: int) -> np.ndarray:
@@ -100,27 +105,57 @@ class CpSatBackend(LexBackend):
         self._m = m
 
     def _check_range(self, s: int) -> None:
-        """CP-SAT takes 64-bit integers: refuse data whose scaled coefficients or bounds would
-        not fit, naming the backends that take it."""
+        """CP-SAT takes 64-bit integers: refuse data whose scaled coefficients, bounds or row
+        sums (Σ |a_j|·max|v_j|, which CP-SAT itself requires to fit) would not fit, naming the
+        backends that take it."""
         spec = self.spec
         A = spec.A
+        self._reach = self._column_reach(s)
         coef = np.abs(A.data * self._factor[A.indices]) if A.nnz else np.zeros(1)
+        sums = np.zeros(1)
+        if A.nnz:
+            terms = A.copy()
+            terms.data = np.abs(A.data * self._factor[A.indices]) * self._reach[A.indices]
+            sums = np.asarray(terms.sum(axis=1)).ravel()
         bounds = np.abs(np.concatenate([spec.row_lo, spec.row_up]) * s)
-        aux = np.arange(spec.n_x, spec.n_col)
-        f = np.where(spec.integer[aux], 1.0, float(s))
-        cb = np.abs(np.concatenate([spec.col_lo[aux] * f, spec.col_up[aux] * f]))
-        vals = np.concatenate([coef, bounds, cb])
+        self._refuse_beyond(np.concatenate([coef, bounds, self._reach]))
+        self._refuse_beyond(sums, limit=SUM_LIMIT)
+
+    def _column_reach(self, s: int) -> np.ndarray:
+        """The largest |value| each CP-SAT variable can take (binaries 1; an auxiliary column
+        its scaled bound, 2^50 where unbounded, as :meth:`_build` declares it)."""
+        spec = self.spec
+        reach = np.ones(spec.n_col)
+        for j in range(spec.n_x, spec.n_col):
+            f = 1 if spec.integer[j] else s
+            lo, up = float(spec.col_lo[j]), float(spec.col_up[j])
+            reach[j] = max(
+                2.0**50 if math.isinf(lo) else abs(lo * f),
+                2.0**50 if math.isinf(up) else abs(up * f),
+            )
+        return reach
+
+    def _refuse_beyond(self, values, limit: float = INT_LIMIT) -> None:
+        """SelectionError when any of ``values`` (scaled integers the model would hold, or a
+        row's reach) reaches ``limit``; a pybind cast error or an invalid model otherwise."""
+        vals = np.abs(np.asarray(values, dtype=float))
         vals = vals[np.isfinite(vals)]
         worst = float(vals.max()) if vals.size else 0.0
-        if worst >= INT_LIMIT:
+        what = (
+            "that CP-SAT's 64-bit sums hold"
+            if limit == SUM_LIMIT
+            else "up to which its integers are exact in the floats they are computed in"
+        )
+        if worst >= limit:
             raise SelectionError(
                 f"cpsat: the model's coefficients or bounds reach {worst:.3g} after scaling by "
-                f"{s}, beyond the {INT_LIMIT:.3g} that CP-SAT's 64-bit integers hold "
-                "(e.g. the weighted surrogate's n_samples); use --backend highs, cbc or scip"
+                f"{self.scale}, beyond the {limit:.3g} {what} (e.g. the weighted surrogate's "
+                "n_samples); use --backend highs, cbc or scip"
             )
 
     def _set_row_bounds(self, row: int, lo: float, up: float) -> None:
         cp, s = self._cp, self.scale
+        self._refuse_beyond([lo * s, up * s])  # a stage's optimum or an ε row, set later
         ilo = cp.INT_MIN if math.isinf(lo) else math.ceil(lo * s - 1e-6)
         iup = cp.INT_MAX if math.isinf(up) else math.floor(up * s + 1e-6)
         dom = self._cons[row].proto.linear.domain
@@ -131,6 +166,10 @@ class CpSatBackend(LexBackend):
         cp = self._cp
         m = self._m
         coefs = np.rint(np.asarray(c, dtype=float) * self._factor)
+        # the objective's coefficients and its reach (a Dinkelbach stage's are products of
+        # the data: D0·num − N0·den), checked as the rows are
+        self._refuse_beyond(coefs)
+        self._refuse_beyond([float(np.abs(coefs) @ self._reach)], limit=SUM_LIMIT)
         nz = np.flatnonzero(coefs)
         m.clear_objective()
         m.maximize(
@@ -157,6 +196,11 @@ class CpSatBackend(LexBackend):
         obj = solver.objective_value / self.scale if values is not None else float("nan")
         if st in (cp.OPTIMAL, cp.FEASIBLE):
             self.last_bound = float(solver.best_objective_bound) / self.scale
+        if st == cp.MODEL_INVALID:  # a range CP-SAT checks beyond ours: a refusal, not "none"
+            raise SelectionError(
+                f"cpsat: CP-SAT refuses the model ({m.validate().strip() or 'invalid'}); use "
+                "--backend highs, cbc or scip"
+            )
         if st == cp.OPTIMAL:
             return "optimal", values, obj
         if st == cp.INFEASIBLE:

@@ -22,6 +22,7 @@ the persistent one of the linear routes.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +48,11 @@ _TOL = 1e-7  # percentage points a later stage may lose on an earlier one (HiGHS
 # run to run (threads=1 restores the deterministic single worker).
 CPSAT_FRACTIONAL_WORKERS = 2
 _MAX_ITER = 60
+# The largest client weight (n_samples) the float routes' rows carry as it is: the rows' absolute
+# tolerances (1e-7 on a gap row; the backends' own 1e-7 to 1e-9) were set for counts of
+# Digits-4's size (72-732 a client), and a weighted complete sweep keeps its points at them;
+# larger counts are scaled into this range (weighted_data)
+WEIGHT_MAX = 2.0**13
 
 
 def weighted_data(problem: SelectionProblem, route: str, scale: int) -> dict[str, np.ndarray]:
@@ -57,6 +63,13 @@ def weighted_data(problem: SelectionProblem, route: str, scale: int) -> dict[str
 
     data = model_data(problem, route, scale)
     n = np.asarray(get_surrogate(problem.surrogate).client_weights(problem), dtype=float)
+    top = float(n.max()) if n.size else 0.0
+    if not integer_data(route) and top > WEIGHT_MAX:
+        # every row and stage is homogeneous in n (a ratio is the same for n and c·n): the
+        # float routes solve on counts scaled by a power of two (exact) to at most
+        # WEIGHT_MAX, however large the counts (at ~1e5 HiGHS lost the feasible point of a
+        # Dinkelbach step); CP-SAT's integer rows keep the counts, their range is checked
+        n = n * 2.0 ** -math.ceil(math.log2(top / WEIGHT_MAX))
     return {
         "nU": n * data["U"],
         "nUd": n[:, None] * data["Ud"],
@@ -146,6 +159,12 @@ def lex_fractional(
                 for _ in range(_MAX_ITER):
                     c = D0 * st.num - N0 * st.den if exact else st.num - (N0 / D0) * st.den
                     kind, w = solve(c, v)
+                    if w is None:  # v is feasible for this step: the backend lost it
+                        raise RuntimeError(
+                            f"the {route} backend answered {kind} on a Dinkelbach step whose "
+                            "current selection is feasible (numerical trouble); try another "
+                            "--backend"
+                        )
                     n1, d1 = st.value(sel_of(w))
                     if n1 * D0 <= N0 * d1 + (0.0 if exact else 1e-12 * abs(N0 * d1)):
                         break  # no selection has a better ratio

@@ -296,7 +296,8 @@ def test_highs_persistent_model_stops_each_run_at_its_own_allowance():
 
 def test_cpsat_refuses_data_its_integers_cannot_hold():
     """The weighted surrogate's rows carry n_samples: at 10^15 samples a client they pass
-    2^62 after scaling; CP-SAT says so in one line instead of a pybind11 cast error."""
+    2^53 after scaling (where the floats they are computed in stop being exact integers);
+    CP-SAT says so in one line instead of a pybind11 cast error."""
     from selection.errors import SelectionError
     from selection.problem import SelectionProblem
     from selection.solvers.eps import EpsSolver
@@ -305,9 +306,9 @@ def test_cpsat_refuses_data_its_integers_cannot_hold():
     t = synthetic_stats(12, seed=1)
     t["n_samples"] = 10**15
     p = SelectionProblem.from_stats(t, 3, surrogate="weighted")
-    with pytest.raises(SelectionError, match="beyond the 4.61e\\+18 that CP-SAT"):
+    with pytest.raises(SelectionError, match="beyond the 9.01e\\+15 up to which its integers"):
         EpsSolver(eps=50, backend="cpsat", enum_limit=0).solve(p)
-    t["n_samples"] = 10**6  # well inside: solved, and equal to enumeration's answer
+    t["n_samples"] = 10**4  # well inside: solved, and equal to enumeration's answer
     p = SelectionProblem.from_stats(t, 3, surrogate="weighted")
     got = EpsSolver(eps=50, backend="cpsat", enum_limit=0).solve(p)
     ref = EpsSolver(eps=50, backend="auto", enum_limit=10**6).solve(p)
