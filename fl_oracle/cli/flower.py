@@ -17,7 +17,13 @@ from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import federation_options
+from fl_oracle.cli.options import (
+    DP_DELTA,
+    DP_EPSILON,
+    SECURE_AGGREGATION,
+    federation_options,
+    stats_privacy,
+)
 from selection.selectors import selector_help
 
 __all__ = ["register", "make_settings", "flower"]
@@ -129,6 +135,9 @@ def flower(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
+    dp_epsilon: float = DP_EPSILON,
+    dp_delta: float = DP_DELTA,
+    secure_aggregation: bool = SECURE_AGGREGATION,
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
     from fl_oracle.experiments.flower.strategy import check_flower_selector, flower_information
@@ -142,6 +151,7 @@ def flower(
     spec = parse_spec(selector)
     stats = flower_information(selector, stats, n=num_supernodes, k=k)
     check_flower_selector(make_selector(spec, seed=seed), selector)
+    privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats)
     if num_cpus is not None and client_cpus is not None and client_cpus > num_cpus:
         raise typer.BadParameter(
             f"{client_cpus:g} CPUs per client exceed the {num_cpus} of the simulation",
@@ -177,11 +187,11 @@ def flower(
         out, "flower", overwrite=overwrite, committed="history.csv", resumable=False
     ):
         _run(out, settings, config, selector, k, rounds, num_supernodes, stats, timeout,
-             engine, num_cpus, client_cpus)  # fmt: skip
+             engine, num_cpus, client_cpus, privacy)  # fmt: skip
 
 
 def _run(out, settings, config, selector, k, rounds, num_supernodes, stats, timeout, engine,
-         num_cpus, client_cpus) -> None:  # fmt: skip
+         num_cpus, client_cpus, privacy=None) -> None:  # fmt: skip
     """The run of ``fedsel flower`` inside its claimed folder."""
 
     from fl_oracle.experiments.flower.digits import DigitsServer, federation
@@ -198,7 +208,9 @@ def _run(out, settings, config, selector, k, rounds, num_supernodes, stats, time
 
     for line in provenance_lines(prov):
         print(line, file=sys.stderr)
-    run = FlowerRun(settings, selector, k, rounds, stats=stats, timeout=timeout, out=out)
+    run = FlowerRun(
+        settings, selector, k, rounds, stats=stats, timeout=timeout, out=out, privacy=privacy
+    )
     write_text_atomic(run_toml(run, f"flower-{engine}", prov, command_line()), out / "config.toml")
     try:
         res = run_flower(

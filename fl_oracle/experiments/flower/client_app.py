@@ -32,6 +32,8 @@ from fl_oracle.experiments.flower.digits import (
     settings_from_run_config,
 )
 from fl_oracle.experiments.flower.guard import model_fingerprint
+from fl_oracle.experiments.flower.privacy_mod import fedsel_privacy_mod
+from fl_oracle.experiments.privacy import StatsPrivacy
 
 __all__ = ["make_client_app", "app"]
 
@@ -157,9 +159,16 @@ def _evaluate(settings: DigitsSettings, message: Message, context: Context) -> M
     return Message(content, reply_to=message)
 
 
-def make_client_app(settings: DigitsSettings | None = None) -> ClientApp:
-    """A ClientApp on ``settings`` (None: built from each message's run config)."""
-    client = ClientApp()
+def make_client_app(
+    settings: DigitsSettings | None = None, privacy: StatsPrivacy | None = None
+) -> ClientApp:
+    """A ClientApp on ``settings`` (None: built from each message's run config).
+
+    Its replies' statistics pass the privacy Mod
+    (:func:`~fl_oracle.experiments.flower.privacy_mod.fedsel_privacy_mod`): ``privacy``, or
+    the run config's ``dp-epsilon``/``dp-delta``/``dp-seed`` (off when absent)."""
+    seed = None if settings is None else int(settings.config.seed)
+    client = ClientApp(mods=[fedsel_privacy_mod(privacy, seed=seed)])
 
     def resolve(context: Context) -> DigitsSettings:
         if settings is not None:

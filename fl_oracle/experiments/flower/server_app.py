@@ -27,6 +27,7 @@ from fl_oracle.experiments.flower.digits import (
     strategy_run_config,
 )
 from fl_oracle.experiments.flower.strategy import FedselStrategy, flower_information
+from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.sim.local import plan_steps
 
 __all__ = ["FlowerRun", "FlowerResult", "make_server_app", "write_run", "app"]
@@ -67,6 +68,7 @@ class FlowerRun:
             scaled down to the largest within, not only named: a node's update is taken on
             trust no more than its size (honest Digits-4 updates lie far inside the fence, so
             honest runs are unchanged; ``FedselStrategy``'s option, on for the digits apps).
+        privacy: the privacy mode of the nodes' statistics (their ClientApp's Mod; None: off).
         result: filled while the ServerApp runs.
     """
 
@@ -79,10 +81,13 @@ class FlowerRun:
     wait_for_nodes: float = 30.0
     out: Path | None = None
     clip_updates: bool = True
+    privacy: StatsPrivacy | None = None
     result: FlowerResult = field(default_factory=FlowerResult)
 
     def __post_init__(self) -> None:
         self.stats = flower_information(self.selector, self.stats or None, k=int(self.k))
+        if self.privacy is not None:
+            self.privacy.check_information(str(self.stats).partition(":")[0])
 
 
 def write_run(out: Path, history: pd.DataFrame, stats: pd.DataFrame) -> None:

@@ -1,0 +1,130 @@
+"""The privacy mode of :mod:`fl_oracle.experiments.privacy` as a Flower client Mod.
+
+``mods=[fedsel_privacy_mod(), fedsel_stats_mod(...)]`` (or fedsel's own Digits-4 ClientApp,
+which ``fedsel flower --dp-epsilon`` builds with it): the Mod sits outermost, so it sees every
+train reply after the app and the other mods wrote their statistics, and before the reply
+leaves the node. It clips and noises what the node reports of its data — ``loss``, ``F``
+(log scale), ``cos-g``, each first-order utility of ``x`` and the label histogram — exactly as
+:meth:`~fl_oracle.experiments.privacy.StatsPrivacy.privatize` does, with the noise multiplier
+of the run's (ε, δ) over its rounds. The model update (an ``ArrayRecord``) is not touched:
+Flower's own differential-privacy wrappers (``DifferentialPrivacyClientSideFixedClipping``
+and its ``fixedclipping_mod``) noise the update and compose with this Mod.
+
+One difference from the in-process loop: a Flower node reports its label histogram (the
+server computes B against the global distribution, which the node does not know), so here the
+histogram's C class fractions are the reported fields instead of B's one number: a report of
+m = 3 + C + D fields instead of 4 + D, hence √((3 + C + D) / (4 + D)) times the loop's noise
+in unit widths, for the same guarantee.
+
+The noise comes from the operating system's entropy (``seed`` None), as a deployment's must;
+a seed makes a simulation repeatable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from flwr.app import Context, Message, MessageType
+
+from fl_oracle.experiments.privacy import StatsPrivacy
+
+__all__ = ["fedsel_privacy_mod", "privatize_metrics"]
+
+#: reply metric -> the privacy mode's field
+_SCALARS = {"loss": "loss", "F": "F", "cos-g": "cos_g"}
+
+
+def privatize_metrics(metrics: dict, privacy: StatsPrivacy, rng: np.random.Generator) -> dict:
+    """The metrics a node reports, as the privacy mode lets them leave it (a new dict).
+
+    ``loss``, ``F``, ``cos-g``, every entry of ``x`` and the label histogram's class
+    fractions (back to counts of the same total afterwards) are clipped and noised together:
+    one report of m fields, Δ = √m in unit widths. Other metrics pass unchanged.
+    """
+    row: dict[str, float] = {}
+    fields = []
+    for key, name in _SCALARS.items():
+        if key in metrics:
+            row[name] = float(metrics[key])
+            fields.append(name)
+    x = list(metrics.get("x") or ())
+    for j, v in enumerate(x):
+        row[f"x_{j}"] = float(v)
+    if x:
+        fields.append("x")
+    hist = np.asarray(metrics.get("label-hist") or (), dtype=float)
+    total = float(hist.sum())
+    for j, v in enumerate(hist):
+        row[f"h_{j}"] = v / total if total > 0 else 0.0
+    if len(hist):
+        fields.append("h")
+    if not fields:
+        return dict(metrics)
+    out = privacy.privatize(pd.DataFrame([row]), tuple(fields), rng).iloc[0]
+    new = dict(metrics)
+    for key, name in _SCALARS.items():
+        if key in metrics:
+            new[key] = float(out[name])
+    if x:
+        new["x"] = [float(out[f"x_{j}"]) for j in range(len(x))]
+    if len(hist):
+        frac = np.array([out[f"h_{j}"] for j in range(len(hist))])
+        frac = frac / frac.sum() if frac.sum() > 0 else np.full(len(hist), 1.0 / len(hist))
+        new["label-hist"] = [float(v) for v in frac * total]
+    return new
+
+
+def fedsel_privacy_mod(
+    privacy: StatsPrivacy | None = None, *, seed: int | None = None
+) -> Callable[[Message, Context, Callable[[Message, Context], Message]], Message]:
+    """A Flower Mod noising every train reply's statistics (module docstring).
+
+    Args:
+        privacy: the run's privacy mode; None = read from the run config (``dp-epsilon``,
+            ``dp-delta``, ``num-server-rounds``) at the first message, off when absent.
+        seed: the noise's seed (None: the run config's ``dp-seed``, else the operating
+            system's entropy); a node mixes in its ``partition-id`` and the message's
+            ``server-round``.
+    """
+    cache: dict[str, StatsPrivacy | None] = {}
+
+    def mode(ctx: Context) -> StatsPrivacy | None:
+        if privacy is not None:
+            return privacy
+        if "p" not in cache:
+            cfg = ctx.run_config
+            eps = float(cfg.get("dp-epsilon", float("inf")))
+            rounds = int(cfg.get("num-server-rounds", 1))
+            p = StatsPrivacy(
+                epsilon=eps, delta=float(cfg.get("dp-delta", 1e-5)), rounds=max(1, rounds)
+            )
+            cache["p"] = p if p.on else None
+        return cache["p"]
+
+    def mod(msg: Message, ctx: Context, call_next: Callable[[Message, Context], Message]):
+        reply = call_next(msg, ctx)
+        if msg.metadata.message_type != MessageType.TRAIN or reply.has_error():
+            return reply
+        p = mode(ctx)
+        if p is None or not reply.has_content():
+            return reply
+        config = msg.content.config_records
+        cfg = next(iter(config.values())) if config else {}
+        round_ = int(cfg.get("server-round", 0)) if hasattr(cfg, "get") else 0
+        pid = int(ctx.node_config.get("partition-id", 0))
+        s = seed if seed is not None else ctx.run_config.get("dp-seed")
+        rng = (
+            np.random.default_rng()
+            if s is None
+            else np.random.default_rng([int(s), round_, pid, 0x5EC])
+        )
+        for name, record in list(reply.content.metric_records.items()):
+            new = privatize_metrics(dict(record), p, rng)
+            for key, value in new.items():
+                record[key] = value
+            reply.content[name] = record
+        return reply
+
+    return mod
