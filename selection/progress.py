@@ -13,7 +13,6 @@ a last one when a task that printed finishes; commands done sooner print nothing
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -88,10 +87,10 @@ def plain_progress(
         write: where a line goes (default: stderr, flushed).
     """
     if interval is None:
-        try:
-            interval = float(os.environ.get("FEDSEL_PROGRESS_SECONDS", "30"))
-        except ValueError:
-            interval = 30.0
+        from selection.env import env_value
+
+        seconds = env_value("FEDSEL_PROGRESS_SECONDS")  # checked: a finite number >= 0
+        interval = 30.0 if seconds is None else float(seconds)
     if write is None:
 
         def write(line: str) -> None:

@@ -164,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ValueError:  # not the main thread (e.g. a test runner's worker thread)
         pass
     try:
+        if not {"--help", "-h", "--version"} & set(_argv):  # a command runs: check them first
+            from selection.env import check_environment
+
+            check_environment()  # every variable fedsel reads, as a flag is checked
         code = cli(args=list(_argv), prog_name="fedsel", standalone_mode=False)
         if code == 130:  # typer turned a KeyboardInterrupt (Ctrl-C, SIGTERM) into this code
             _interrupted()

@@ -71,14 +71,12 @@ def prefer_mmap(threshold: int = 2**20) -> None:
 
 
 def memory_limit() -> int:
-    """Bytes of client blocks kept in memory: ``$FEDSEL_STORE_MEMORY_MB`` MiB if set."""
-    env = os.environ.get("FEDSEL_STORE_MEMORY_MB")
-    if env:
-        try:
-            return max(0, int(float(env) * 2**20))
-        except ValueError:
-            pass
-    return MEMORY_LIMIT
+    """Bytes of client blocks kept in memory: ``$FEDSEL_STORE_MEMORY_MB`` MiB if set (a finite
+    number >= 0; anything else an :class:`~selection.env.EnvError` naming it)."""
+    from selection.env import env_value
+
+    mb = env_value("FEDSEL_STORE_MEMORY_MB")
+    return MEMORY_LIMIT if mb is None else int(mb * 2**20)
 
 
 class _File:
