@@ -44,12 +44,15 @@ __all__ = ["FIELDS", "StatsPrivacy", "RunAccountant", "reported_fields", "SECURE
 
 #: reported field -> (low, high) box it is clipped to, in its own units (log F for F)
 FIELDS: dict[str, tuple[float, float]] = {
-    "loss": (0.0, 10.0),  # nats; ln 10 ≈ 2.3 at chance on 10 classes
+    "loss": (0.01, 10.0),  # nats (ln 10 ≈ 2.3 at chance on 10 classes; > 0: q-FFL weighs by it)
     "F": (-10.0, 10.0),  # log of the Fisher trace
     "B": (0.0, math.log(2.0)),  # nats: the Jensen-Shannon divergence's range
     "cos_g": (-1.0, 1.0),
     "x": (-1.0, 1.0),  # nats: each first-order utility x_d
+    "h": (0.0, 1.0),  # each class fraction h_c of a label histogram (a Flower node's report)
 }
+#: fields reported as a family of columns ``<name>_<j>``
+_FAMILIES = ("x", "h")
 #: information model -> why secure aggregation makes it impossible
 SECURE_REFUSED: dict[str, str] = {
     "fresh": "it evaluates every candidate's update at the server",
@@ -61,18 +64,20 @@ SECURE_REFUSED: dict[str, str] = {
 
 
 def reported_fields(table: pd.DataFrame, fields: tuple[str, ...]) -> list[str]:
-    """The columns of ``table`` a client reports among ``fields`` (``x`` = every ``x_<d>``)."""
+    """The columns of ``table`` a client reports among ``fields`` (``x`` = every ``x_<d>``,
+    ``h`` every ``h_<c>``)."""
     cols = []
     for f in fields:
-        if f == "x":
-            cols += [c for c in table.columns if c.startswith("x_")]
+        if f in _FAMILIES:
+            cols += [c for c in table.columns if c.startswith(f"{f}_")]
         elif f in table.columns:
             cols.append(f)
     return cols
 
 
 def _box(col: str) -> tuple[float, float]:
-    return FIELDS["x"] if col.startswith("x_") else FIELDS[col]
+    family = col.partition("_")[0]
+    return FIELDS[family] if family in _FAMILIES and col != family else FIELDS[col]
 
 
 @dataclass(frozen=True)
