@@ -7,7 +7,9 @@ client, what a round touches. :class:`ClientImages` is the per-client image sequ
 oracle trains on: item ``i`` is client ``i``'s float32 tensor, decoded from its uint8 block
 (:func:`fl_oracle.sim.data.api.decode_images`, the same operations the loader applies to a
 whole split, so the values are bit-for-bit the ones a float copy would hold) and passed
-through an optional transform (the model's input pooling). Nothing decoded is kept.
+through an optional transform (the model's input pooling). Nothing decoded is kept here; the
+oracle keeps decoded clients for reuse within a process budget while the blocks are in memory
+(:mod:`fl_oracle.sim.decoded`).
 
 Blocks live in memory while they are small and in an unlinked temporary file beyond
 ``memory_limit`` bytes (:data:`MEMORY_LIMIT`, ``$FEDSEL_STORE_MEMORY_MB``): the file is read
