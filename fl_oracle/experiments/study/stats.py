@@ -233,6 +233,11 @@ def dominance(
     metric of ``on``), and ``beats_fw``: both intervals above zero *and* both family-wise
     adjusted p below 0.05. A candidate dominates every baseline when all its rows have
     ``beats``; the claim accounts for the comparisons made when all have ``beats_fw``.
+
+    Beside the per-entry family, the **study-wide** one: ``p_holm_sw_<metric>``, Holm over
+    every candidate × baseline × metric comparison of the table in one family, and
+    ``beats_sw`` (intervals above zero and every study-wide adjusted p below 0.05) — the
+    claim that accounts for every comparison the study made on this plane.
     """
     rows = []
     for base in baselines:
@@ -264,6 +269,13 @@ def dominance(
     out["beats_fw"] = out["beats"] & np.all(
         [out[f"p_holm_{m}"].to_numpy() < 0.05 for m in on], axis=0
     )
+    ps = np.concatenate([out[f"p_{m}"].to_numpy() for m in on])  # one study-wide family
+    adj = holm(ps).reshape(len(on), len(out))
+    for j, m in enumerate(on):
+        out[f"p_holm_sw_{m}"] = adj[j]
+    out["beats_sw"] = out["beats"] & np.all(
+        [out[f"p_holm_sw_{m}"].to_numpy() < 0.05 for m in on], axis=0
+    )
     return out
 
 
@@ -271,7 +283,10 @@ def surrogate_error(history: pd.DataFrame) -> pd.DataFrame:
     """Predicted (linear model on the round's statistics) vs realized (test accuracy of the
     committed model) worst-domain accuracy and gap, per entry: bias (mean predicted − realized)
     and mean absolute error, over every round and seed."""
-    h = history.dropna(subset=["pred_worst", "pred_gap"])
+    # a rule predicts nothing (its pred_* are empty in a study that skips the records)
+    pred = history[["pred_worst", "pred_gap"]].apply(pd.to_numeric, errors="coerce")
+    h = history.assign(pred_worst=pred["pred_worst"], pred_gap=pred["pred_gap"])
+    h = h.dropna(subset=["pred_worst", "pred_gap"])
     rows = []
     for entry, g in h.groupby("entry", sort=False):
         dw = g["pred_worst"] - g["acc_worst"]

@@ -84,19 +84,26 @@ def verdict(
         what = _PLANE_WORDS[plane]
         beats_all = [e for e, g in dom.groupby("entry", sort=False) if bool(g["beats"].all())]
         n_base = dom["baseline"].nunique()
-        fam = f"{n_base} baselines × 2 metrics"
+        fam = f"{n_base} baselines × 2 metrics, per entry"
+        n_sw = 2 * len(dom)
         if beats_all:
             fw = [e for e in beats_all if bool(dom[dom["entry"] == e]["beats_fw"].all())]
+            has_sw = "beats_sw" in dom
+            sw = [e for e in beats_all if has_sw and bool(dom[dom["entry"] == e]["beats_sw"].all())]
             lines.append(
                 f"On {what}: formulations whose paired intervals exclude zero against every "
                 f"baseline ({n_base}) on both: {', '.join(beats_all)}. "
                 + (
-                    f"Of these, the family-wise test (Wilcoxon, Holm over the {fam}) also rejects "
-                    f"every comparison for: {', '.join(fw)} — these beat every baseline."
+                    f"Of these, the per-entry family-wise test (Wilcoxon, Holm over the {fam}) "
+                    f"also rejects every comparison for: {', '.join(fw)} — these beat every "
+                    "baseline."
                     if fw
-                    else f"The family-wise test (Wilcoxon, Holm over the {fam}) rejects every "
-                    "comparison for none of them: no entry is claimed to beat every baseline."
+                    else f"The per-entry family-wise test (Wilcoxon, Holm over the {fam}) "
+                    "rejects every comparison for none of them: no entry is claimed to beat "
+                    "every baseline."
                 )
+                + f" Study-wide (Holm over all {n_sw} entry × baseline × metric comparisons "
+                f"of this plane in one family): {', '.join(sw) or 'none'}."
             )
         else:
             best = dom.groupby("entry")["beats"].sum().sort_values(ascending=False).head(3)
@@ -123,7 +130,9 @@ def verdict_table(
     """One row per entry: its paired difference to the reference on the four metrics
     (``+d [lo, hi]``, ``*`` where the Holm-corrected Wilcoxon test agrees), and for each
     formulation how many baselines it beats on both metrics of a plane (intervals excluding
-    zero; how many of those also by the family-wise test)."""
+    zero; how many of those also by the per-entry family-wise test, Holm over the entry's
+    baselines × 2 metrics, and by the study-wide one, Holm over every comparison of the
+    plane)."""
     rows = []
     for entry in settings.selectors:
         if entry == settings.reference:
@@ -143,10 +152,12 @@ def verdict_table(
             if mine.empty:
                 row[label] = ""
                 continue
-            n, b, fw = mine["baseline"].nunique(), int(mine["beats"].sum()), 0
+            n, b, fw, sw = mine["baseline"].nunique(), int(mine["beats"].sum()), 0, 0
             if "beats_fw" in mine:
                 fw = int(mine["beats_fw"].sum())
-            row[label] = f"{b}/{n} ({fw} family-wise)"
+            if "beats_sw" in mine:
+                sw = int(mine["beats_sw"].sum())
+            row[label] = f"{b}/{n} ({fw} per-entry Holm, {sw} study-wide)"
         rows.append(row)
     return pd.DataFrame(rows)
 
