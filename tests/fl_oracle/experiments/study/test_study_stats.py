@@ -37,6 +37,22 @@ def test_all_seeds_better_passes_holm_one_seed_worse_does_not():
     assert not x["beats_fw"].all()  # ... the family-wise test does not agree
 
 
+def test_the_study_wide_family_holds_every_comparison_of_the_plane():
+    """Per entry, Holm runs over its 2 baselines × 2 metrics (4 tests: 4·2/1024 < 0.05);
+    study-wide over every entry's (12 tests with three candidates: 12·2/1024 ≈ 0.023 for the
+    smallest p, still < 0.05; with 30 candidates the same entry would not pass)."""
+    up = np.linspace(1.0, 2.0, 10)
+    few = {"b1": np.zeros(10), "b2": np.full(10, 0.1), "a": up + 0.2, "b": up + 0.3, "c": up}
+    dom = dominance(_metrics(few), ["a", "b", "c"], ["b1", "b2"], resamples=500)
+    assert np.allclose(dom["p_holm_sw_final_avg"].min(), 12 * 2 / 1024)
+    assert dom["beats_sw"].all() and dom["beats_fw"].all()
+    many = {"b1": np.zeros(10), "b2": np.full(10, 0.1)}
+    many.update({f"e{i}": up + 0.01 * i for i in range(30)})
+    dom = dominance(_metrics(many), [f"e{i}" for i in range(30)], ["b1", "b2"], resamples=200)
+    assert dom["beats_fw"].all()  # each entry's own family of 4 rejects ...
+    assert not dom["beats_sw"].any()  # ... 120 comparisons in one family do not
+
+
 def test_damaged_run_files_are_named_and_never_counted(tmp_path):
     from fl_oracle.experiments.study.runs import run_file_problem
 
