@@ -51,6 +51,12 @@ FISHER_METHODS: tuple[str, ...] = ("layerwise", "vmap")
 # already needs hundreds of GiB; beyond it a size is refused by arithmetic, before the
 # per-client tables (client_sizes, the partition) are built.
 MAX_CLIENTS = 10**6
+# The most local epochs a client runs in one round: its steps (epochs x samples / batch) are
+# counted in 64-bit integers, and 10^4 epochs of the largest federation that fits in memory
+# stay far inside them (1e300 ended in an OverflowError after the run folder was claimed).
+MAX_LOCAL_EPOCHS = 10**4
+# torch's intra-op threads are a C int, and no machine has more cores than this.
+MAX_THREADS = 4096
 # Tables a run folder's config.toml may carry beside the configuration (data provenance and
 # the run record, see fl_oracle.sim.data.provenance and fl_oracle.experiments.run_record).
 RECORD_TABLES: tuple[str, ...] = ("sources", "run")
@@ -209,6 +215,10 @@ class OracleConfig:
         set_(self, "samples_per_client", {d: int(sizes[d]) for d in doms})
         self._check_pos("lr")
         self._check_pos("local_epochs")
+        if self.local_epochs > MAX_LOCAL_EPOCHS:
+            raise _err("local_epochs", self.local_epochs, f"must be at most {MAX_LOCAL_EPOCHS:,}")
+        if self.threads is not None and self.threads > MAX_THREADS:
+            raise _err("threads", self.threads, f"must be at most {MAX_THREADS:,}")
         self._check_nonneg("mu")
         self._check_nonneg("gamma")
         if self.dirichlet_alpha is not None:
@@ -226,6 +236,8 @@ class OracleConfig:
                 or not (b > 0 and math.isfinite(b))
             ):
                 raise _err("epoch_budgets", {key: b}, "budgets must be finite epochs > 0")
+            if b > MAX_LOCAL_EPOCHS:
+                raise _err("epoch_budgets", {key: b}, f"budgets are at most {MAX_LOCAL_EPOCHS:,}")
         set_(self, "epoch_budgets", {k: float(v) for k, v in budgets.items()} or None)
         for name, allowed in (
             ("data_mode", _DATA_MODES),
