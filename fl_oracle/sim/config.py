@@ -47,10 +47,11 @@ _AGGREGATIONS = ("samples", "uniform")
 MAX_RESOLUTION = 512
 FISHER_METHODS: tuple[str, ...] = ("layerwise", "vmap")
 # The most clients a simulated federation holds (clients per domain x domains): each client is
-# a row of every round's table and holds its own shard and hold-out images, so a million
-# already needs hundreds of GiB; beyond it a size is refused by arithmetic, before the
-# per-client tables (client_sizes, the partition) are built.
-MAX_CLIENTS = 10**6
+# a row of every round's table and holds its own shard and hold-out images (3 KiB each), so ten
+# million need at least 30 GiB; beyond it a size is refused by arithmetic, before the
+# per-client tables (client_sizes, the partition) are built; below it check_fits compares
+# the images with the machine's memory.
+MAX_CLIENTS = 10**7
 # The most local epochs a client runs in one round: its steps (epochs x samples / batch) are
 # counted in 64-bit integers, and 10^4 epochs of the largest federation that fits in memory
 # stay far inside them (1e300 ended in an OverflowError after the run folder was claimed).

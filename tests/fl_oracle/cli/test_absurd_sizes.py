@@ -87,7 +87,7 @@ def test_absurd_training_settings_are_refused_before_the_run(flag, value, field,
 
 
 def test_the_bounds_are_the_configurations_own():
-    with pytest.raises(ConfigError, match="exceed the 1,000,000 clients"):
+    with pytest.raises(ConfigError, match=f"exceed the {MAX_CLIENTS:,} clients"):
         OracleConfig(clients_per_domain=MAX_CLIENTS // 4 + 1)
     assert OracleConfig(clients_per_domain=MAX_CLIENTS // 4).n_clients == MAX_CLIENTS
     with pytest.raises(ConfigError, match="budgets are at most"):
