@@ -105,6 +105,18 @@ def _check_unique_columns(names) -> None:
         seen[key] = i
 
 
+#: the file names a round-stats table is read from (and written to) by suffix
+CSV_SUFFIXES = (".csv", ".txt")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def read_stats_csv(source) -> pd.DataFrame:
+    """A round-stats CSV (a path or a file object) as fedsel reads it, not yet validated:
+    ``keep_default_na=False``, so an id "NA", "None" or "null" is a string and an empty cell
+    is ""."""
+    return pd.read_csv(source, dtype={"client_id": str, "domain": str}, keep_default_na=False)
+
+
 def read_stats(path: str | os.PathLike) -> pd.DataFrame:
     """Read a round-stats table from CSV or Parquet (by suffix) and validate it."""
     p = Path(path)
@@ -112,12 +124,11 @@ def read_stats(path: str | os.PathLike) -> pd.DataFrame:
         raise StatsError(f"stats file not found: {p}")
     suffix = p.suffix.lower()
     try:
-        if suffix in (".parquet", ".pq"):
+        if suffix in PARQUET_SUFFIXES:
             df = pd.read_parquet(p)
-        elif suffix in (".csv", ".txt"):
+        elif suffix in CSV_SUFFIXES:
             _check_unique_columns(_csv_header(p))
-            # keep_default_na=False: an id "NA", "None" or "null" is a string, an empty cell "".
-            df = pd.read_csv(p, dtype={"client_id": str, "domain": str}, keep_default_na=False)
+            df = read_stats_csv(p)
         else:
             raise StatsError(
                 f"stats file {p} must end in .csv or .parquet, not {suffix or '(none)'}"

@@ -27,7 +27,7 @@ def test_a_bad_number_is_one_line_and_exit_2_before_any_work(name, value, monkey
     monkeypatch.setenv(name, value)
     with pytest.raises(EnvError, match=f"^{name}="):
         env_value(name)
-    out = tmp_path / "never"
+    out = tmp_path / "never.csv"
     code, _, err = run_fedsel(["example", "-o", out], capsys)  # a command that reads none
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1, err
