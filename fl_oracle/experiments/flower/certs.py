@@ -27,16 +27,24 @@ import argparse
 import datetime
 import ipaddress
 import os
+import re
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["BACKENDS", "make_credentials", "main"]
+__all__ = ["BACKENDS", "make_credentials", "check_request", "main"]
 
 BACKENDS = ("cryptography", "openssl")
 CA_NAME = "fedsel Flower CA"
+# X.509 validity ends at 9999-12-31 (GeneralizedTime's last day): --days beyond it is refused
+LAST_DAY = datetime.datetime(9999, 12, 31, tzinfo=datetime.UTC)
+# a DNS name: dot-separated labels of letters, digits and hyphens, at most 63 characters each
+# and 253 in all (RFC 1123)
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_DNS = re.compile(rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*\.?")
 
 
 def _default_backend() -> str:
@@ -117,7 +125,7 @@ def _with_cryptography(folder: Path, n_nodes: int, host: str, days: int) -> None
     server_key = ec.generate_private_key(ec.SECP384R1())
     server_cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, _common_name(host))]))
         .issuer_name(ca_name)
         .public_key(server_key.public_key())
         .serial_number(x509.random_serial_number())
@@ -177,7 +185,7 @@ def _with_openssl(folder: Path, n_nodes: int, host: str, days: int) -> None:
             "authorityKeyIdentifier=keyid\n"
         )
         sh(openssl, "req", "-new", *ec384, "-keyout", str(folder / "server.key"),
-           "-out", str(csr), "-subj", f"/CN={host}")  # fmt: skip
+           "-out", str(csr), "-subj", f"/CN={_common_name(host)}")  # fmt: skip
         sh(openssl, "x509", "-req", "-sha384", "-in", str(csr), "-CA", str(ca_crt),
            "-CAkey", str(ca_key), "-set_serial", f"0x{secrets.token_hex(16)}",
            "-days", str(days), "-extfile", str(ext), "-out", str(folder / "server.pem"))  # fmt: skip
@@ -192,6 +200,47 @@ def _with_openssl(folder: Path, n_nodes: int, host: str, days: int) -> None:
         os.chmod(folder / name, 0o600)
 
 
+def check_request(folder: str | os.PathLike, n_nodes: int, host: str, days: int) -> Path:
+    """Refuse, before any key is made, what cannot become a deployment's credentials
+    (ValueError in one line naming the value): ``n_nodes`` an integer in 0..the simulator's
+    :data:`~fl_oracle.sim.config.MAX_CLIENTS` (one node a client), ``days`` from 1 to
+    X.509's last day, ``host`` an IP address or a DNS name, ``folder`` a folder or a path
+    that can become one (not a file, not under one). Returns the folder as a Path."""
+    from fl_oracle.sim.config import MAX_CLIENTS
+
+    if isinstance(n_nodes, bool) or not isinstance(n_nodes, int) or not 0 <= n_nodes <= MAX_CLIENTS:
+        raise ValueError(f"--nodes {n_nodes!r} must be an integer from 0 to {MAX_CLIENTS:,}")
+    left = (LAST_DAY - datetime.datetime.now(datetime.UTC)).days
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= left:
+        raise ValueError(
+            f"--days {days!r} must be an integer from 1 to {left:,} (certificates end by "
+            f"{LAST_DAY:%Y-%m-%d})"
+        )
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if not isinstance(host, str) or not _DNS.fullmatch(host):
+            raise ValueError(
+                f"--host {host!r} must be the SuperLink's IP address or DNS name (letters, "
+                "digits, hyphens and dots)"
+            ) from None
+    out = Path(folder)
+    if not str(folder).strip():
+        raise ValueError("the output folder is empty; name one")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"the output folder {out} is a file")
+    for parent in out.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(f"the output folder {out} lies under the file {parent}")
+    return out
+
+
+def _common_name(host: str) -> str:
+    """The certificate's CN: the host where it fits X.509's 64 characters (the subjectAltName
+    names it in full either way)."""
+    return host if len(host) <= 64 else host[:64]
+
+
 def make_credentials(
     folder: str | os.PathLike,
     n_nodes: int,
@@ -203,26 +252,42 @@ def make_credentials(
     """Write a CA, the SuperLink's certificate for ``host`` and ``n_nodes`` SuperNode key pairs
     into ``folder`` (created if missing; files of the same names are replaced).
 
+    The request is checked first (:func:`check_request`); the files are made in a temporary
+    folder inside ``folder`` and moved in only once all of them exist, so a failure (a
+    read-only folder, a missing binary) leaves the folder as it was.
+
     Returns ``{file name: path}``: ``ca.crt``, ``ca.key``, ``server.pem``, ``server.key`` and
     ``supernode-<i>.key`` / ``supernode-<i>.pub`` for i in 0..n_nodes-1. ``backend`` is
     ``"cryptography"`` (the default when the package is installed) or ``"openssl"``.
     """
-    if n_nodes < 0:
-        raise ValueError(f"n_nodes must be >= 0, got {n_nodes}")
-    if days < 1:
-        raise ValueError(f"days must be >= 1, got {days}")
+    out = check_request(folder, n_nodes, host, days)
     backend = backend or _default_backend()
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     make = _with_cryptography if backend == "cryptography" else _with_openssl
-    make(out, n_nodes, host, days)
+    work = Path(tempfile.mkdtemp(prefix=".credentials-", dir=out))
+    try:
+        make(work, n_nodes, host, days)
+        for name in _names(n_nodes):
+            os.replace(work / name, out / name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return {name: out / name for name in _names(n_nodes)}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with fedsel's convention: a usage error is one line on stderr, exit code 2."""
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    """The command line: the files' paths on stdout; a bad request, an unwritable folder or a
+    failing key tool is one line on stderr and exit code 2 (nothing half-written)."""
+    parser = _Parser(
         prog="python -m fl_oracle.experiments.flower.certs",
         description="Make a CA, a SuperLink TLS certificate and SuperNode key pairs for a Flower "
         "deployment with TLS and SuperNode authentication.",
@@ -234,8 +299,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=int, default=365, help="certificate validity")
     parser.add_argument("--backend", choices=BACKENDS, default=None)
     args = parser.parse_args(argv)
-    files = make_credentials(args.folder, args.nodes, args.host, days=args.days,
-                             backend=args.backend)  # fmt: skip
+    try:
+        files = make_credentials(args.folder, args.nodes, args.host, days=args.days,
+                                 backend=args.backend)  # fmt: skip
+    except (ValueError, OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        if isinstance(exc, OSError) and exc.filename:
+            why = f"{exc.strerror or 'cannot write'}: {exc.filename}"
+        elif isinstance(exc, subprocess.CalledProcessError):
+            tail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
+            why = f"{Path(str(exc.cmd[0])).name} failed: {tail[-1] if tail else exc}"
+        else:
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        parser.error(why)
     for name, path in files.items():
         print(f"{name:<20} {path}")
     return 0

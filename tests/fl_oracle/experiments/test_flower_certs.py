@@ -6,6 +6,7 @@ package or with the openssl and ssh-keygen binaries."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import shutil
 import stat
 import subprocess
@@ -90,3 +91,95 @@ def test_another_host_gets_its_own_san_and_the_command_line_writes_the_files(tmp
     assert (tmp_path / "c" / "supernode-2.key").is_file()
     with pytest.raises(ValueError, match="backend"):
         make_credentials(tmp_path / "d", n_nodes=1, backend="gnutls")
+
+
+# ------------------------------------------------------------ the project's conventions
+def _main(argv, capsys) -> tuple[int, str, str]:
+    from fl_oracle.experiments.flower.certs import main
+
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _refused(code: int, err: str, needle: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith("python -m fl_oracle.experiments.flower.certs: error: "), err
+    assert needle in lines[0] and "Traceback" not in err, (needle, lines[0])
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(["--nodes", "-1"], "--nodes -1 must be an integer from 0"),
+     (["--nodes", "-100"], "--nodes -100"),
+     (["--nodes", "abc"], "invalid int value"),
+     (["--nodes", "100000000000"], "--nodes 100000000000"),
+     (["--nodes", "1", "--days", "0"], "--days 0 must be"),
+     (["--nodes", "1", "--days", "-5"], "--days -5 must be"),
+     (["--nodes", "1", "--days", "99999999999"], "certificates end by 9999-12-31"),
+     (["--nodes", "1", "--days", str(10**30)], "--days 1000"),
+     (["--nodes", "1", "--host", ""], "--host '' must be"),
+     (["--nodes", "1", "--host", "two words"], "--host 'two words'"),
+     (["--nodes", "1", "--host", "a..b"], "--host 'a..b'"),
+     (["--nodes", "1", "--host", "x" * 64], "DNS name"),
+     (["--nodes", "1", "--backend", "gnutls"], "invalid choice")],
+)  # fmt: skip
+def test_a_bad_request_is_one_line_exit_2_and_writes_nothing(args, needle, tmp_path, capsys):
+    out = tmp_path / "creds"
+    code, stdout, err = _main([out, *args], capsys)
+    _refused(code, err, needle)
+    assert stdout == "" and not out.exists()
+
+
+def test_an_output_path_that_is_a_file_or_lies_under_one_is_refused(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("keep me")
+    for out, needle in ((f, "is a file"), (f / "sub", "lies under the file")):
+        code, _, err = _main([out, "--nodes", "1"], capsys)
+        _refused(code, err, needle)
+    assert f.read_text() == "keep me"
+
+
+@pytest.mark.skipif(
+    hasattr(os, "geteuid") and os.geteuid() == 0,
+    reason="root writes into a read-only folder; the path-under-a-file case covers the refusal",
+)
+def test_a_read_only_folder_is_one_line_and_keeps_what_it_holds(tmp_path, capsys):
+    out = tmp_path / "ro"
+    make_credentials(out, n_nodes=1)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    out.chmod(0o500)
+    try:
+        code, _, err = _main([out, "--nodes", "2"], capsys)
+    finally:
+        out.chmod(0o700)
+    _refused(code, err, "Permission denied")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_failure_while_making_keys_leaves_the_old_credentials_whole(tmp_path, capsys,
+                                                                      monkeypatch):  # fmt: skip
+    """The files are made in a temporary folder and moved in only once all exist."""
+    import fl_oracle.experiments.flower.certs as certs
+
+    out = tmp_path / "creds"
+    make_credentials(out, n_nodes=2)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    monkeypatch.setattr(certs.shutil, "which", lambda name, *a, **k: None)  # no openssl
+    code, _, err = _main([out, "--nodes", "3", "--backend", "openssl"], capsys)
+    _refused(code, err, "needs the openssl binary")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temp folder left
+
+
+def test_a_long_dns_name_is_in_the_san_and_the_cn_fits_x509(tmp_path):
+    host = "a" * 63 + "." + "b" * 63 + ".example.org"
+    files = make_credentials(tmp_path, n_nodes=0, host=host)
+    server = x509.load_pem_x509_certificate(files["server.pem"].read_bytes())
+    san = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert host in san.get_values_for_type(x509.DNSName)
+    cn = server.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)[0].value
+    assert cn == host[:64]
