@@ -131,3 +131,17 @@ def test_client_sizes_per_domain_from_the_command_line(folder, tmp_path):
     code, err = run_cli(["oracle", "--dataset", folder, "-r", "1", "-o", tmp_path / "x",
                          "--samples-per-client", "mnist=3", "--no-progress"])  # fmt: skip
     assert code == 2 and "not one of the domains" in err
+
+
+def test_a_stored_dataset_study_is_read_again_with_its_dataset(folder):
+    """Its study.toml names the dataset under [oracle]: read with --dataset again (a resumed
+    or grown study) it ended in "dataset_fields() got multiple values for argument
+    'dataset'"; now the folder given is read afresh and the settings are the same."""
+    from fl_oracle.experiments.study.settings import StudySettings
+
+    s = StudySettings.from_toml(
+        'seeds = 1\nrounds = 1\nk = 2\nselectors = ["proportional", "eps:5"]\n',
+        dataset=str(folder),
+    )
+    assert s.oracle["dataset"] == str(folder)
+    assert StudySettings.from_toml(s.to_toml(), dataset=str(folder)) == s
