@@ -98,11 +98,10 @@ def study(
     dp_delta: float | None = typer.Option(
         None, "--dp-delta", help="Each run's delta (dp_delta).", show_default=False
     ),
-    secure_aggregation: bool | None = typer.Option(
-        None,
-        "--secure-aggregation/--no-secure-aggregation",
-        help="The server sees only the sum of the updates (secure_aggregation).",
-        show_default=False,
+    secure_aggregation: bool = typer.Option(
+        False,
+        "--secure-aggregation",
+        help="The server sees only the sum of the updates (secure_aggregation = true).",
     ),
     no_progress: bool = NO_PROGRESS,
 ) -> None:
@@ -146,7 +145,7 @@ def study(
     given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
              ("--k", k), ("--selectors", selectors), ("--reference", reference),
              ("--dp-epsilon", dp_epsilon), ("--dp-delta", dp_delta),
-             ("--secure-aggregation", secure_aggregation)) if v is not None]  # fmt: skip
+             ("--secure-aggregation", secure_aggregation or None)) if v is not None]  # fmt: skip
     stored = out / "study.toml"
     if add is not None:
         if given:
@@ -166,7 +165,7 @@ def study(
         reference=reference,
         dp_epsilon=dp_epsilon,
         dp_delta=dp_delta,
-        secure_aggregation=secure_aggregation,
+        secure_aggregation=secure_aggregation or None,
     )
     added = None
     if add is not None:

@@ -84,14 +84,18 @@ class EnsembleSurrogate(Surrogate):
         p = n / n.sum(axis=1, keepdims=True)
         S, C = pr.zy.shape[1], pr.n_classes
         hits = np.zeros((M, pr.onehot.shape[1]))
+        cols = np.arange(S)
         step = max(1, CHUNK_ELEMENTS // max(1, S * C))
         for a in range(0, M if S else 0, step):
             b = min(M, a + step)
             P = np.zeros((b - a, problem.n), dtype=np.float32)
             np.put_along_axis(P, idx[a:b], p[a:b], axis=1)  # (m, N) ensemble weights
             L = (P @ pr.zc).reshape(b - a, C, S)  # every class's ensemble logit
-            top = L.max(axis=1)
-            hit = (P @ pr.zy) >= top  # the label's logit is the largest
+            # the label's logit read from the same sums as its rivals' (a second product
+            # may round it differently: a kernel's order, the machine's BLAS threads)
+            Ly = L[:, pr.label, cols].copy()
+            L[:, pr.label, cols] = -np.inf
+            hit = Ly >= L.max(axis=1)  # the label's logit is the largest (a tie counts)
             hits[a:b] = hit.astype(float) @ pr.onehot
         hits += pr.const_hits
         Ud = 100.0 * hits / pr.sizes
@@ -162,14 +166,16 @@ class _EnsembleSwaps(Swaps):
         super().move_to(selected)
         w = self.n[self.selected]
         self.L = np.tensordot(w, self.z[self.selected].astype(np.float64), axes=1)  # (C, S')
-        self.Ly = w @ self.pr.zy[self.selected].astype(np.float64)
+        self.Ly = self.L[self.pr.label, np.arange(self.L.shape[1])]  # the same sums
 
     def _shares(self, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         hits = hits + self.pr.const_hits
         return 100.0 * hits.sum(axis=-1) / self.pr.sizes.sum(), 100.0 * hits / self.pr.sizes
 
     def current(self):
-        hit = (self.Ly >= self.L.max(axis=0)).astype(float)
+        rival = self.L.copy()
+        rival[self.pr.label, np.arange(rival.shape[1])] = -np.inf
+        hit = (self.Ly >= rival.max(axis=0)).astype(float) if rival.size else np.zeros(0)
         U, Ud = self._shares(hit @ self.pr.onehot)
         return float(U), Ud
 

@@ -153,16 +153,22 @@ def test_ensemble_equals_brute_force_argmax(tmp_path):
     back = read_logits(tmp_path / "r.npz")
     assert np.array_equal(back.z, lg.z) and back.domains == lg.domains
     p = SelectionProblem.from_stats(df, 3, surrogate="ensemble", logits=back)
-    z = lg.z.astype(np.float32)
+    z = lg.z.astype(np.float64)
     for sel in itertools.combinations(range(p.n), 3):
-        w = p.n_samples[list(sel)].astype(np.float32)
+        w = p.n_samples[list(sel)].astype(np.float64)
         L = np.einsum("k,ksc->sc", w / w.sum(), z[list(sel)])
-        pred = L.argmax(1)
+        Ly = L[np.arange(len(lg.y)), lg.y]
+        rival = L.copy()
+        rival[np.arange(len(lg.y)), lg.y] = -np.inf
+        margin = Ly - rival.max(1)
+        # float32 sums (the surrogate's) may decide a near-tie either way, nothing else
+        sure, near = margin > 1e-4, np.abs(margin) <= 1e-4
         got = evaluate(p, sel)
-        for d in p.domains:
-            m = lg.domain == lg.domains.index(d)
-            assert got[f"U_{d}"] == pytest.approx(100 * (pred[m] == lg.y[m]).mean())
-        assert got["utility"] == pytest.approx(100 * (pred == lg.y).mean())
+        for d in [*p.domains, None]:
+            m = np.ones(len(lg.y), bool) if d is None else lg.domain == lg.domains.index(d)
+            key = "utility" if d is None else f"U_{d}"
+            lo, hi = 100 * sure[m].mean(), 100 * (sure | near)[m].mean()
+            assert lo - 1e-9 <= got[key] <= hi + 1e-9, (sel, key)
 
 
 def test_ensemble_needs_logits_and_milp_routes_refuse_it():
