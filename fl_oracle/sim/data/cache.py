@@ -29,10 +29,14 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     """The cache folder (not created here)."""
     if cache_dir is not None:
         return Path(cache_dir)
-    if os.environ.get("FEDSEL_CACHE"):
-        return Path(os.environ["FEDSEL_CACHE"])
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]) / "fedsel"
+    from selection.env import env_value
+
+    own = env_value("FEDSEL_CACHE")  # checked as every variable fedsel reads (selection.env)
+    if own is not None:
+        return Path(own)
+    xdg = env_value("XDG_CACHE_HOME")
+    if xdg is not None:
+        return Path(xdg) / "fedsel"
     return Path.home() / ".cache" / "fedsel"
 
 

@@ -35,15 +35,14 @@ def _one(domain: str, split: str, n: int, seed: int, start: int) -> tuple[np.nda
 
 def n_workers(n: int) -> int:
     """Worker processes for a request of ``n`` images (see the module docstring)."""
-    env = os.environ.get("FEDSEL_DATA_WORKERS")
-    if env:
-        try:
-            k = int(env)
-        except ValueError:
-            raise DataError(f"FEDSEL_DATA_WORKERS={env!r} is not an integer") from None
-        if k < 1:
-            raise DataError(f"FEDSEL_DATA_WORKERS={env!r} must be at least 1")
-        return k if n > _CHUNK else 1
+    from selection.env import EnvError, env_value
+
+    try:  # read and checked as every variable fedsel reads (selection.env)
+        k = env_value("FEDSEL_DATA_WORKERS")
+    except EnvError as exc:
+        raise DataError(str(exc)) from None
+    if k is not None:
+        return int(k) if n > _CHUNK else 1
     cpus = os.cpu_count() or 1
     return min(8, cpus // 2) if cpus >= 4 and n >= PARALLEL_MIN else 1
 
