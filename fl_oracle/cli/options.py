@@ -78,7 +78,7 @@ def stats_privacy(epsilon: float, delta: float, rounds: int, secure: bool, stats
         why = str(exc).removeprefix("privacy: ")
         hint = "--dp-delta" if why.startswith("delta") else "--dp-epsilon"
         raise typer.BadParameter(why, param_hint=hint) from None
-    privacy.check_information(str(stats).partition(":")[0])
+    privacy.check_information(str(stats))
     return privacy
 
 

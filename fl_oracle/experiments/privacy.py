@@ -40,7 +40,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-__all__ = ["FIELDS", "StatsPrivacy", "RunAccountant", "reported_fields", "SECURE_REFUSED"]
+__all__ = ["FIELDS", "StatsPrivacy", "RunAccountant", "reported_fields"]
 
 #: reported field -> (low, high) box it is clipped to, in its own units (log F for F)
 FIELDS: dict[str, tuple[float, float]] = {
@@ -53,14 +53,6 @@ FIELDS: dict[str, tuple[float, float]] = {
 }
 #: fields reported as a family of columns ``<name>_<j>``
 _FAMILIES = ("x", "h")
-#: information model -> why secure aggregation makes it impossible
-SECURE_REFUSED: dict[str, str] = {
-    "fresh": "it evaluates every candidate's update at the server",
-    "pool": "it evaluates each pool candidate's update at the server",
-    "stale": "its reports are each committed client's update evaluated at the server",
-    "predicted": "its regression trains on each committed client's measured U_d, "
-    "an evaluation of that client's update at the server",
-}
 
 
 def reported_fields(table: pd.DataFrame, fields: tuple[str, ...]) -> list[str]:
@@ -138,11 +130,19 @@ class StatsPrivacy:
             ) from None
 
     def check_information(self, name: str) -> None:
-        """Refuse an information model that secure aggregation makes impossible."""
-        if self.secure_aggregation and name in SECURE_REFUSED:
+        """Refuse an information model that secure aggregation makes impossible: one that
+        evaluates a single client's update at the server (its ``server_evaluates``); a
+        baseline rule's ``rule`` reads what clients report and passes."""
+        if not self.secure_aggregation or name == "rule":
+            return
+        from selection.information import get_information
+
+        model = get_information(name.partition(":")[0])
+        if model.server_evaluates:
             raise ValueError(
-                f"information model {name} is impossible under secure aggregation: "
-                f"{SECURE_REFUSED[name]}, and the server sees only the sum of the updates"
+                f"information model {model.name} is impossible under secure aggregation: it "
+                f"evaluates {model.server_evaluates}, and the server sees only the sum of "
+                "the updates"
             )
 
     def privatize(

@@ -91,6 +91,9 @@ class InformationModel(ABC):
         remembers: the view shows remembered rows (``stale``): a driver keeps each client's
             logits from the round it last trained.
         order: position in listings.
+        server_evaluates: whose update the server evaluates on its own ("" for none): a model
+            that reads one client's update is impossible under secure aggregation, where the
+            server sees only their sum (the privacy mode refuses it with this reason).
     """
 
     name: ClassVar[str] = ""
@@ -103,6 +106,7 @@ class InformationModel(ABC):
     #: the view shows remembered rows, so its logits are each row's from its own round
     remembers: ClassVar[bool] = False
     order: ClassVar[int] = 100
+    server_evaluates: ClassVar[str] = ""
 
     def __init__(self, value: int | None = None, *, seed: int = 0) -> None:
         self.value = value

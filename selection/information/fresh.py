@@ -18,6 +18,7 @@ class Fresh(InformationModel):
     probes = True  # F and loss of the table come from the probe pass
     logits = True
     order = 10
+    server_evaluates = "every candidate's update, at the server"
 
     def trains_before(self, t, clients, k):
         return [str(c) for c in clients["client_id"]]

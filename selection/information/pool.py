@@ -21,6 +21,7 @@ class Pool(InformationModel):
     arg_example = "10"
     logits = True
     order = 40
+    server_evaluates = "each pool candidate's update, at the server"
 
     def check_k(self, n: int, k: int) -> None:
         if not k <= int(self.value) <= n:

@@ -33,6 +33,9 @@ class Predicted(Calibrated):
         "K that trained"
     )
     order = 50
+    server_evaluates = (
+        "each committed client's update, for the measured U_d its regression trains on"
+    )
 
     def __init__(self, value=None, *, seed=0):
         super().__init__(value, seed=seed)

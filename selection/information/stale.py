@@ -18,6 +18,7 @@ class Stale(InformationModel):
     logits = True
     remembers = True
     order = 20
+    server_evaluates = "each committed client's update, for its report"
 
     def trains_before(self, t, clients, k):
         ids = [str(c) for c in clients["client_id"]]

@@ -87,7 +87,7 @@ class FlowerRun:
     def __post_init__(self) -> None:
         self.stats = flower_information(self.selector, self.stats or None, k=int(self.k))
         if self.privacy is not None:
-            self.privacy.check_information(str(self.stats).partition(":")[0])
+            self.privacy.check_information(str(self.stats))
 
 
 def write_run(out: Path, history: pd.DataFrame, stats: pd.DataFrame) -> None:

@@ -188,7 +188,7 @@ class StudySettings:
                 spec = self.spec(text)
                 if spec.information != "rule":
                     try:
-                        privacy.check_information(spec.information.partition(":")[0])
+                        privacy.check_information(spec.information)
                     except ValueError as exc:
                         raise ValueError(f"study entry {text!r}: {exc}") from None
 
