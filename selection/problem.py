@@ -172,6 +172,9 @@ class SelectionProblem:
         n = len(table)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
             raise SelectionError(f"k={k!r} must be an integer in 1..{n} (the round's clients)")
+        dup = table["client_id"].astype(str).duplicated()
+        if dup.any():
+            raise SelectionError(f"client id {table['client_id'][dup].iloc[0]!r} is listed twice")
         nan = np.full(n, np.nan)
 
         def column(name: str) -> np.ndarray:

@@ -127,10 +127,16 @@ class OracleLike(Protocol):
     round: int
     domains: Sequence[str]
 
-    def round_stats(self, clients: Sequence[str] | None = None) -> pd.DataFrame: ...
+    def round_stats(
+        self, clients: Sequence[str] | None = None, *, local: bool = True
+    ) -> pd.DataFrame: ...
 
     def step(
-        self, selection: Sequence[str], *, weights: Mapping[str, float] | None = None
+        self,
+        selection: Sequence[str],
+        *,
+        weights: Mapping[str, float] | None = None,
+        global_stats: bool = True,
     ) -> dict: ...
 
 
@@ -184,10 +190,8 @@ class _Information:
         self._clients: pd.DataFrame | None = getattr(oracle, "clients", None)
         if self._clients is not None:
             self.model.check_k(len(self._clients), k)
-        if privacy is not None:
-            privacy.check_information(self.model.name if not self.rule else "rule")
-            if privacy.secure_aggregation and isinstance(self.model, Calibrated):
-                self.model.calibrate = False
+        if privacy is not None and not self.rule:  # a rule reads what clients report
+            privacy.prepare(self.model)
         self.logits = None  # ValidationLogits the selector sees (stale: of each row's round)
         self.stats_kw: dict[str, Any] = {}  # round_stats' options (records skipped)
 
@@ -208,7 +212,9 @@ class _Information:
             measured = self.oracle.round_stats(
                 None if every else list(before), **self.stats_kw
             ).copy()
-            measured = self.private(measured, t, ("loss", "F", "B"), stream=1)
+            # a rule reads its own report (the same mechanism as its lean rounds')
+            fields, stream = (self.reports, 0) if self.rule else (("loss", "F", "B"), 1)
+            measured = self.private(measured, t, fields, stream=stream)
         probe = acc = sizes = None
         if isinstance(self.model, Calibrated):
             probe, acc, sizes = self.oracle.probe_table()

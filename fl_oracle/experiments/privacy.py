@@ -145,6 +145,14 @@ class StatsPrivacy:
                 "the updates"
             )
 
+    def prepare(self, model) -> None:
+        """Fit one run's information model to the mode, in every driver: refused where
+        secure aggregation makes it impossible; a calibrated model (``probe``) left
+        uncalibrated under it (no single client's update is evaluated at the server)."""
+        self.check_information(model.name)
+        if self.secure_aggregation and hasattr(model, "calibrate"):
+            model.calibrate = False
+
     def privatize(
         self, table: pd.DataFrame, fields: tuple[str, ...], rng: np.random.Generator
     ) -> pd.DataFrame:

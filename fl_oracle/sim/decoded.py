@@ -13,6 +13,7 @@ convention: the simulator never writes into a client's images.
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -39,6 +40,7 @@ class DecodedCache(Sequence):
         self.images = images
         self.budget = CACHE_BYTES if budget is None else int(budget)
         self._token = next(_TOKENS)  # never reused, unlike id(): no stale entries
+        weakref.finalize(self, _purge, self._token)  # a discarded oracle's clients go too
 
     def __len__(self) -> int:
         return len(self.images)
@@ -67,6 +69,13 @@ class DecodedCache(Sequence):
         if name == "images":
             raise AttributeError(name)
         return getattr(self.images, name)
+
+
+def _purge(token: int) -> None:
+    """Drop the entries of one (discarded) sequence."""
+    for key in [k for k in _STORE if k[0] == token]:
+        x = _STORE.pop(key)
+        _HELD[0] -= x.element_size() * x.numel()
 
 
 def clear() -> None:

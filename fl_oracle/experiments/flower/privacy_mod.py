@@ -16,8 +16,12 @@ histogram's C class fractions are the reported fields instead of B's one number:
 m = 3 + C + D fields instead of 4 + D, hence √((3 + C + D) / (4 + D)) times the loop's noise
 in unit widths, for the same guarantee.
 
-The noise comes from the operating system's entropy (``seed`` None), as a deployment's must;
-a seed makes a simulation repeatable.
+A node reports once a round: a second reply of the same round (the ``probe`` model's commit
+after its probe) repeats the values the first released (post-processing: no new cost, and no
+two noisy copies of one value to difference). The evaluate round's replies (a node's loss, F
+and probe gradient for the simulator's own records) are not noised: fedsel's run skips that
+round under the privacy mode. The noise comes from the operating system's entropy (``seed``
+None), as a deployment's must; a seed makes a simulation repeatable.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ __all__ = ["fedsel_privacy_mod", "privatize_metrics"]
 
 #: reply metric -> the privacy mode's field
 _SCALARS = {"loss": "loss", "F": "F", "cos-g": "cos_g"}
+#: every reply metric the Mod noises
+_REPORTED = (*_SCALARS, "x", "label-hist")
 
 
 def privatize_metrics(metrics: dict, privacy: StatsPrivacy, rng: np.random.Generator) -> dict:
@@ -89,6 +95,10 @@ def fedsel_privacy_mod(
             ``server-round``.
     """
     cache: dict[str, StatsPrivacy | None] = {}
+    #: (partition-id, server-round) -> the statistics this node released that round: a
+    #: second reply of the round (a probe, then a commit) repeats them, so a round costs one
+    #: report and two noisy copies of one value never leave the node
+    released: dict[tuple[int, int], dict] = {}
 
     def mode(ctx: Context) -> StatsPrivacy | None:
         if privacy is not None:
@@ -120,10 +130,23 @@ def fedsel_privacy_mod(
             if s is None
             else np.random.default_rng([int(s), round_, pid, 0x5EC])
         )
+        key = (pid, round_)
+        for k in [k for k in released if k[0] == pid and k[1] != round_]:
+            del released[k]  # a node keeps its current round only
         for name, record in list(reply.content.metric_records.items()):
-            new = privatize_metrics(dict(record), p, rng)
-            for key, value in new.items():
-                record[key] = value
+            given = released.get(key)
+            if given is None:
+                new = privatize_metrics(dict(record), p, rng)
+                released[key] = {f: new[f] for f in _REPORTED if f in new}
+            else:  # the same round again: what it released already, nothing new
+                new = {**dict(record), **{f: v for f, v in given.items() if f in record}}
+                fresh = [f for f in _REPORTED if f in record and f not in given]
+                if fresh:  # a statistic the first reply lacked: noised now, kept for the round
+                    extra = privatize_metrics({f: record[f] for f in fresh}, p, rng)
+                    new.update(extra)
+                    given.update(extra)
+            for k, value in new.items():
+                record[k] = value
             reply.content[name] = record
         return reply
 

@@ -130,7 +130,12 @@ def run_strategy(grid: Grid, run: FlowerRun) -> FlowerResult:
         clip_updates=run.clip_updates,
         # a node's steps are the plan of its (accepted) size: a bigger claim is refused
         max_steps=lambda cid, n: plan_steps(n, cfg.batch_size, cfg.budget(cid))[1],
+        # private statistics: no evaluate round (its replies carry a node's loss, F and
+        # gradient for the simulator's own records, which the Mod does not noise)
+        fraction_evaluate=0.0 if run.privacy is not None and run.privacy.on else 1.0,
     )
+    if run.privacy is not None:
+        strategy.prepare_privacy(run.privacy)
     arrays = ArrayRecord({"w": Array(server.initial_params())})
     strategy.start(grid=grid, initial_arrays=arrays, num_rounds=run.rounds, timeout=run.timeout)
     return res

@@ -387,6 +387,13 @@ class FedselStrategy(FedProx):
         log(INFO, "\t│\t├── Missing statistics: %s", self.on_missing)
         log(INFO, "\t│\t└── Proximal mu: %s", self.proximal_mu)
 
+    def prepare_privacy(self, privacy) -> None:
+        """Fit the run's information models to a privacy mode
+        (:meth:`fl_oracle.experiments.privacy.StatsPrivacy.prepare`, as the loop does)."""
+        privacy.prepare(self._declared)
+        if self._info is not None:
+            privacy.prepare(self._info)
+
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:

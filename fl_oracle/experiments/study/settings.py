@@ -161,7 +161,8 @@ class StudySettings:
                 f"study: records {unknown[0]!r} is not one of {', '.join(RECORDS)} "
                 "(the simulator's own records; the verdict needs none)"
             )
-        object.__setattr__(self, "records", tuple(dict.fromkeys(self.records)))
+        # one order whatever the TOML's (a continued study compares them)
+        object.__setattr__(self, "records", tuple(r for r in RECORDS if r in self.records))
         if not isinstance(self.secure_aggregation, bool):
             raise ValueError(
                 f"study: secure_aggregation = {self.secure_aggregation!r} must be true or false"

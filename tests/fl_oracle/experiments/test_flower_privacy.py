@@ -73,3 +73,48 @@ def test_flower_refuses_what_secure_aggregation_makes_impossible(data_file):
     with pytest.raises(ValueError, match="stale is impossible under secure aggregation"):
         FlowerRun(settings, "maxmin:2", 3, 2, stats="stale",
                   privacy=StatsPrivacy(secure_aggregation=True))  # fmt: skip
+
+
+def test_a_node_reports_once_a_round_and_no_evaluate_round_runs(data_file):
+    """Under the privacy mode a committed node's commit reply repeats the statistics its probe
+    reply released that round (one report a round, as the accountant counts; no two noisy
+    copies to difference), and the evaluate round (unnoised loss, F, gradient) is skipped."""
+    _, path = data_file
+    config = tiny_config(seed=0, clients_per_domain=2, lr=0.2)
+    p = StatsPrivacy(epsilon=0.5, rounds=2)
+    run = FlowerRun(DigitsSettings.of(config, path), "maxmin:2", 3, 2, stats="probe", privacy=p)
+    app = make_client_app(run.settings, p)
+    replies = []
+
+    def recorded(msg, ctx):
+        reply = app(msg, ctx)
+        replies.append((msg, ctx, reply))
+        return reply
+
+    grid = LocalGrid(recorded, 8)
+    run_strategy(grid, run)
+    assert not [m for m, _, _ in replies if m.metadata.message_type == "evaluate"]
+    seen: dict[tuple, dict] = {}
+    repeats = 0
+    for msg, ctx, reply in replies:
+        cfg = msg.content["config"]
+        key = (int(ctx.node_config["partition-id"]), int(cfg.get("server-round", 0)))
+        m = dict(reply.content["metrics"])
+        if key in seen:
+            repeats += 1
+            for f in ("loss", "F", "label-hist"):
+                assert m[f] == seen[key][f], (key, f)
+        else:
+            seen[key] = m
+    assert repeats == 2 * 3  # K = 3 commits a round, two rounds
+
+
+def test_under_secure_aggregation_flowers_probe_model_is_uncalibrated(data_file):
+    from fl_oracle.experiments.flower.strategy import FedselStrategy
+
+    strategy = FedselStrategy(
+        "maxmin:2", 3, stats="probe", validation_gradients=lambda w: None,
+        evaluate_candidates=lambda w, d: {},
+    )  # fmt: skip
+    strategy.prepare_privacy(StatsPrivacy(secure_aggregation=True))
+    assert strategy._info.calibrate is False
