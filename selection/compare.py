@@ -106,6 +106,10 @@ def run_method(
     if method not in known:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(known)}")
     cls = known[method]
+    if backend is not None:  # the route's name, as every route checks it
+        from selection.solvers.milp.portfolio import check_backend
+
+        check_backend(backend, front=True)
     grid = {"eps": eps, "delta": delta, "weights": weights, **(grids or {})}.get(cls.param or "")
     options = SweepOptions(
         grid=None if grid is None else list(grid),
@@ -191,6 +195,10 @@ def compare_methods(
             "or a MILP backend"
         )
     check_route_options(backend=backend, time_limit=time_limit, seed=seed, n_jobs=n_jobs)
+    if backend is not None:
+        from selection.solvers.milp.portfolio import check_backend
+
+        check_backend(backend)
     objs = tuple(check_objectives(list(objectives), at_least=2))
     known = solvers()
     methods = globals()["methods"]() if methods is None else tuple(methods)

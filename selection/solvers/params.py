@@ -87,12 +87,12 @@ def check_route_options(
     Raises:
         ValueError: naming the option and its value.
     """
-    if backend is not None:
-        from selection.solvers.milp.portfolio import backends
-
-        allowed = (*backends(), FRONT_ROUTE) if front else backends()
-        if backend not in allowed:
-            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(allowed)}")
+    # the backend's name is checked against the routes by the route that takes it
+    # (selection.solvers.milp.portfolio.check_backend: the MILP backends register there)
+    if backend is not None and (not isinstance(backend, str) or not backend):
+        raise ValueError(f"backend={backend!r} must be a route's name")
+    if backend == FRONT_ROUTE and not front:
+        raise ValueError(f"backend {FRONT_ROUTE} computes a whole front, not one point")
     limit = check_time_limit(time_limit)
     tol = check_nonneg("tolerance", tolerance, allow_none=False)
     if not math.isfinite(tol):

@@ -135,6 +135,10 @@ def sweep_eps(
         backend=backend, time_limit=time_limit, tolerance=tolerance, seed=seed, n_jobs=n_jobs,
         front=True,
     )["n_jobs"]  # fmt: skip
+    if backend is not None:
+        from selection.solvers.milp.portfolio import check_backend
+
+        check_backend(backend, front=True)
     whole_limit = time_limit  # the bi-objective search's: seconds for the whole front
     if complete and time_limit is None:
         time_limit = COMPLETE_POINT_BUDGET

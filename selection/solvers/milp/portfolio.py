@@ -201,10 +201,13 @@ def backends() -> tuple[str, ...]:
     return ("auto", "enum", *milp_backends())
 
 
-def check_backend(backend: str) -> str:
-    """One of :func:`backends`."""
-    if backend not in backends():
-        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(backends())}")
+def check_backend(backend: str, *, front: bool = False) -> str:
+    """One of :func:`backends` (or, where a whole front is asked for, the front route)."""
+    from selection.solvers.params import FRONT_ROUTE
+
+    allowed = (*backends(), FRONT_ROUTE) if front else backends()
+    if backend not in allowed:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(allowed)}")
     return backend
 
 

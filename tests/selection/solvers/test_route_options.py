@@ -104,7 +104,12 @@ def test_compare_refuses_bb_and_bad_options_before_any_solver_runs(
 def test_good_options_are_normalized_once():
     assert check_route_options(time_limit=math.inf, tolerance=0.5, seed=3, n_jobs=2) == {
         "time_limit": None, "tolerance": 0.5, "seed": 3, "n_jobs": 2}  # fmt: skip
-    with pytest.raises(ValueError, match="unknown backend 'bb'"):
+    with pytest.raises(ValueError, match="backend bb computes a whole front"):
         check_route_options(backend=FRONT_ROUTE)  # one point: bb takes whole fronts only
+    from selection.solvers.milp.portfolio import check_backend
+
+    with pytest.raises(ValueError, match="unknown backend 'bb'"):
+        check_backend(FRONT_ROUTE)  # the routes' names live with the MILP backends
+    assert check_backend(FRONT_ROUTE, front=True) == FRONT_ROUTE
     with pytest.raises(ValueError, match="tolerance=inf must be finite"):
         check_route_options(tolerance=math.inf)
