@@ -427,6 +427,11 @@ RUN_CONFIG_STRATEGY: dict[str, tuple[type, Any, str]] = {
     "overwrite": (bool, False, "replace the run the folder holds"),
     "config-file": (str, "", "an OracleConfig TOML file: the whole configuration (fedsel flower)"),
     "data-file": (str, "", "a save_data file of the domains' tensors (tests)"),
+    # private statistics (fl_oracle.experiments.privacy; the ClientApp's Mod reads them too)
+    "dp-epsilon": (float, float("inf"), "the run's epsilon of the nodes' statistics (inf: off)"),
+    "dp-delta": (float, 1e-5, "the run's delta"),
+    "dp-seed": (int, -1, "the noise's seed (< 0: the operating system's entropy)"),
+    "secure-aggregation": (bool, False, "the server sees only the sum of the updates"),
 }
 # ... and the oracle configuration's (key -> OracleConfig field).
 RUN_CONFIG_FIELDS = {

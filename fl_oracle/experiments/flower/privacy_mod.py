@@ -125,6 +125,7 @@ def fedsel_privacy_mod(
         round_ = int(cfg.get("server-round", 0)) if hasattr(cfg, "get") else 0
         pid = int(ctx.node_config.get("partition-id", 0))
         s = seed if seed is not None else ctx.run_config.get("dp-seed")
+        s = None if s is None or int(s) < 0 else int(s)  # < 0: the OS's entropy
         rng = (
             np.random.default_rng()
             if s is None

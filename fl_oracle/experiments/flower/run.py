@@ -60,7 +60,7 @@ def run_flower(
         raise ValueError(f"K={run.k} exceeds the {num_supernodes} nodes")
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r} must be one of {', '.join(ENGINES)}")
-    client_app = make_client_app(run.settings, run.privacy)
+    client_app = make_client_app(run.settings, getattr(run, "privacy", None))
     if engine == "local":
         run_strategy(LocalGrid(client_app, num_supernodes), run)
         return run.result
@@ -108,10 +108,13 @@ def _run_flwr(
             "config-file": str(config_file),
             "data-file": run.settings.data_file or "",
         }
-        if run.privacy is not None and run.privacy.on:  # the nodes' Mod reads them
-            rc.update({"dp-epsilon": float(run.privacy.epsilon),
-                       "dp-delta": float(run.privacy.delta),
+        privacy = getattr(run, "privacy", None)  # a run-like object may carry none
+        if privacy is not None:  # the nodes' Mod and the ServerApp read them
+            rc.update({"dp-delta": float(privacy.delta),
+                       "secure-aggregation": bool(privacy.secure_aggregation),
                        "dp-seed": int(run.settings.config.seed)})  # fmt: skip
+            if privacy.on:
+                rc["dp-epsilon"] = float(privacy.epsilon)
         fed = (
             f"num-supernodes={int(num_supernodes)} "
             f"client-resources-num-cpus={toml_value(_number(client_cpus))} "

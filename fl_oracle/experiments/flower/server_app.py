@@ -12,6 +12,7 @@ accuracy of each new global model for the history, as the in-process oracle does
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,14 @@ def _run_from_context(grid: Grid, context: Context) -> FlowerRun:
     rc: Any = context.run_config
     v = strategy_run_config(rc)
     nodes = v["num-partitions"] or len(list(grid.get_node_ids())) or None
+    privacy = None  # the privacy mode the nodes' Mod reads from the same run config
+    if math.isfinite(v["dp-epsilon"]) or v["secure-aggregation"]:
+        privacy = StatsPrivacy(
+            epsilon=v["dp-epsilon"],
+            delta=v["dp-delta"],
+            rounds=int(v["num-server-rounds"]),
+            secure_aggregation=v["secure-aggregation"],
+        )
     return FlowerRun(
         settings=settings_from_run_config(rc, nodes),
         selector=v["selector"],
@@ -164,6 +173,7 @@ def _run_from_context(grid: Grid, context: Context) -> FlowerRun:
         stats=v["stats"],
         timeout=v["timeout"],
         out=Path(v["out"]),
+        privacy=privacy,
     )
 
 

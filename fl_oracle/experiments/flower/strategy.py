@@ -393,6 +393,8 @@ class FedselStrategy(FedProx):
         privacy.prepare(self._declared)
         if self._info is not None:
             privacy.prepare(self._info)
+        if privacy.on:  # a noised F is no evidence against an update's norm
+            self._guard.lr = None
 
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid

@@ -60,6 +60,8 @@ def test_a_flower_run_with_the_mod_reports_noised_statistics(data_file):
     h1, noisy = _probe_run(data_file, p)
     h2, again = _probe_run(data_file, p)
     assert len(h1) == 2 and (h1["stats_mode"] == "probe").all()
+    # no honest node refused for its noised F (the guard judges F only without the mode)
+    assert (h1["failed"] == "").all() and not h1["failures"].str.contains("refused").any()
     assert not np.allclose(plain["loss"].to_numpy(), noisy["loss"].to_numpy())
     lo, hi = FIELDS["loss"]
     assert noisy["loss"].between(lo, hi).all()
