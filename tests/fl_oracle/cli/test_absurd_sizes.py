@@ -13,7 +13,7 @@ from fl_oracle.errors import ConfigError
 from fl_oracle.sim.config import MAX_CLIENTS, OracleConfig, dataset_fields
 from fl_oracle.sim.data.shapes import write_shapes
 
-from helpers.cli import run_fedsel
+from helpers.cli import forbid_data, run_fedsel
 
 HUGE_CPD = [2**31, 10**20, MAX_CLIENTS // 4 + 1]  # 4 Digits-4 domains
 
@@ -21,21 +21,7 @@ HUGE_CPD = [2**31, 10**20, MAX_CLIENTS // 4 + 1]  # 4 Digits-4 domains
 @pytest.fixture(autouse=True)
 def no_data(monkeypatch):
     """Loading or generating any data is the defect these tests look for."""
-    import fl_oracle.cli.study as cli_study
-    import fl_oracle.cli.train as cli_train
-    import fl_oracle.sim.oracle as oracle
-
-    def touched(*args, **kwargs):
-        raise AssertionError("data were touched before the sizes were checked")
-
-    monkeypatch.setattr(cli_train, "make_oracle", touched)
-    monkeypatch.setattr(cli_study, "study_factory", touched)
-    monkeypatch.setattr(oracle, "load_federation_data", touched)
-    try:
-        import fl_oracle.cli.flower as cli_flower
-    except ImportError:
-        return
-    monkeypatch.setattr(cli_flower, "make_settings", touched)
+    forbid_data(monkeypatch, "data were touched before the sizes were checked")
 
 
 @pytest.fixture(scope="module")

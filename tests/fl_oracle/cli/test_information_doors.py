@@ -16,7 +16,7 @@ from selection.errors import SelectionError
 from selection.information import information_models
 from selection.specs import parse_spec
 
-from helpers.cli import run_fedsel
+from helpers.cli import forbid_data, run_fedsel
 
 CPD, N, K = 2, 8, 3  # clients per domain, clients (4 domains), clients per round
 BAD_P = [1, 2, 9, 99]  # P < K and P > N
@@ -26,19 +26,7 @@ MODELS = [c.spec_form().replace(":P", ":4") for c in information_models().values
 @pytest.fixture(autouse=True)
 def no_data(monkeypatch):
     """Any federation built (data loaded or generated) is the defect these tests look for."""
-    import fl_oracle.cli.study as cli_study
-    import fl_oracle.cli.train as cli_train
-
-    def touched(*args, **kwargs):
-        raise AssertionError("data were touched before the information model was checked")
-
-    monkeypatch.setattr(cli_train, "make_oracle", touched)
-    monkeypatch.setattr(cli_study, "study_factory", touched)
-    try:
-        import fl_oracle.cli.flower as cli_flower
-    except ImportError:  # the flower extra is missing: its doors skip
-        return
-    monkeypatch.setattr(cli_flower, "make_settings", touched)
+    forbid_data(monkeypatch, "data were touched before the information model was checked")
 
 
 def assert_refused(code: int, err: str, *needles: str) -> str:
