@@ -217,6 +217,10 @@ class _RuleSelector(Selector):
         self.probe_floats = rule.probe_floats
         self.reports = rule.reports
 
+    def aggregation_weights(self, problem: SelectionProblem, ids) -> dict[str, float] | None:
+        """The rule's own aggregation weights of its picks (``Baseline.aggregation_weights``)."""
+        return self._rule.aggregation_weights(problem, ids)
+
     def probed_ids(self, problem: SelectionProblem) -> list[str]:
         """Ids of the clients whose probe pass the last choice read."""
         picked = np.array(self.last.selected if self.last else (), dtype=np.int64)

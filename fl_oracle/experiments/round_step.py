@@ -215,7 +215,8 @@ class RoundChoice:
         solve_seconds: the selector's solve time.
         fallback: "" or why the committed point is not the selector's own answer.
         pred: the chosen selection's predicted objectives (``pred_*`` in the history).
-        weights: aggregation weights by client id (q-FFL), or None for the sample weights.
+        weights: aggregation weights by client id (q-FFL's, or a rule's own), or None for
+            the sample weights.
         route: the backend that answered the problem (``enum``, ``highs``, ``cbc``, ...; what
             ``auto`` chose), "" for a rule that solves nothing.
     """
@@ -255,6 +256,9 @@ def choose_round(
     check_selection(ids, problem.ids, k, name, where, error)
     source = table if weights_table is None else weights_table
     weights = qffl_weights(source, ids, float(q)) if q is not None else None
+    own = getattr(selector, "aggregation_weights", None)
+    if weights is None and callable(own):  # a rule's own aggregation (clustered: 1/K)
+        weights = own(problem, ids)
     pos = {c: i for i, c in enumerate(problem.ids)}
     pred = evaluate_objectives(problem, [pos[c] for c in ids])
     last = getattr(selector, "last", None)

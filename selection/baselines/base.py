@@ -81,6 +81,12 @@ class Baseline(ABC):
     def aggregation_q(self) -> float | None:
         return None
 
+    def aggregation_weights(self, problem, ids) -> dict[str, float] | None:
+        """The committed clients' aggregation weights by id (summing to 1) where the rule
+        prescribes its own, e.g. clustered sampling's 1/K; None: the trainer's rule (sample
+        weights, or q-FFL's through :meth:`aggregation_q`)."""
+        return None
+
     @abstractmethod
     def pick(self, problem, rng: np.random.Generator) -> np.ndarray:
         """The chosen client indices (K of them), drawing from ``rng`` only."""
