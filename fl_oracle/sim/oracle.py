@@ -356,11 +356,23 @@ class Oracle:
         return torch.as_tensor(w / w.sum(), dtype=torch.float32, device=self.device)
 
     # ------------------------------------------------------------------ cached computations
+    def _clear_round(self) -> None:
+        """Forget what was computed at the current w_t (a new model: a step or a restore)."""
+        self._updates.clear()
+        self._logits.clear()
+        self._probe = None
+        self._val_grad = None
+        self._base_hits = None
+
+    @property
+    def _probe_method(self) -> Callable[..., ProbeStats]:
+        """The per-sample gradient pass of the configuration's ``fisher_method``."""
+        return probe_stats if self.config.fisher_method == "layerwise" else probe_stats_vmap
+
     def _probe_stats(self) -> ProbeStats:
         if self._probe is None:
             t0 = time.perf_counter()
-            method = probe_stats if self.config.fisher_method == "layerwise" else probe_stats_vmap
-            self._probe = method(
+            self._probe = self._probe_method(
                 self.arch, self._w, self._probe_x, self._probe_y, self._probe_seg, len(self._index)
             )
             self.timings["fisher"] += time.perf_counter() - t0
@@ -403,14 +415,14 @@ class Oracle:
         if self._probe is not None or self.config.gamma > 0:
             return self._probe_stats().grad.norm(dim=1)
         t0 = time.perf_counter()
-        rows = torch.isin(self._probe_seg, torch.as_tensor(idx, device=self._probe_seg.device))
-        seg = torch.searchsorted(
-            torch.as_tensor(sorted(idx), device=self._probe_seg.device), self._probe_seg[rows]
+        picks = torch.as_tensor(sorted(idx), device=self._probe_seg.device)
+        rows = torch.isin(self._probe_seg, picks)
+        seg = torch.searchsorted(picks, self._probe_seg[rows])
+        part = self._probe_method(
+            self.arch, self._w, self._probe_x[rows], self._probe_y[rows], seg, len(idx)
         )
-        method = probe_stats if self.config.fisher_method == "layerwise" else probe_stats_vmap
-        part = method(self.arch, self._w, self._probe_x[rows], self._probe_y[rows], seg, len(idx))
         g0 = torch.zeros(len(self._index), dtype=part.grad.dtype, device=part.grad.device)
-        g0[torch.as_tensor(sorted(idx), device=g0.device)] = part.grad.norm(dim=1)
+        g0[picks.to(g0.device)] = part.grad.norm(dim=1)
         self.timings["fisher"] += time.perf_counter() - t0
         return g0
 
@@ -591,8 +603,9 @@ class Oracle:
                     for j, d in enumerate(self.domains)
                 ]
             )
-            method = probe_stats if cfg.fisher_method == "layerwise" else probe_stats_vmap
-            self._val_grad = method(self.arch, self._w, x, y, seg, len(self.domains)).grad
+            self._val_grad = self._probe_method(
+                self.arch, self._w, x, y, seg, len(self.domains)
+            ).grad
             self.timings["fisher"] += time.perf_counter() - t0
         ids = list(fed.client_ids)
         steps = np.array(
@@ -752,11 +765,7 @@ class Oracle:
         #: :meth:`local_work` of the round just committed (its clients' training)
         self.last_work = self.local_work()
         self.round += 1
-        self._updates.clear()
-        self._logits.clear()
-        self._probe = None
-        self._val_grad = None
-        self._base_hits = None
+        self._clear_round()
         if adaptive:
             if self._global_loss() > old_loss:
                 self._mu, self._drops = self._mu + 0.1, 0
@@ -828,8 +837,4 @@ class Oracle:
         self.round = int(state["round"])
         self._mu = float(state["mu"])
         self._drops = int(state["drops"])
-        self._updates.clear()
-        self._logits.clear()
-        self._probe = None
-        self._val_grad = None
-        self._base_hits = None
+        self._clear_round()
