@@ -107,6 +107,8 @@ __all__ = [
 STATS_MODES = (*information_models(), "rule")
 #: what a probing client reports (:data:`fl_oracle.experiments.privacy.FIELDS`)
 PROBE_FIELDS = ("loss", "F", "B", "cos_g", "x")
+#: what a client that trained reports beside its update (its U_d are the server's evaluation)
+TRAINED_FIELDS = ("loss", "F", "B")
 #: the simulator's own records a run may skip (``run_training(records=...)``)
 RECORDS = ("global", "predictions", "local")
 
@@ -213,7 +215,7 @@ class _Information:
                 None if every else list(before), **self.stats_kw
             ).copy()
             # a rule reads its own report (the same mechanism as its lean rounds')
-            fields, stream = (self.reports, 0) if self.rule else (("loss", "F", "B"), 1)
+            fields, stream = (self.reports, 0) if self.rule else (TRAINED_FIELDS, 1)
             measured = self.private(measured, t, fields, stream=stream)
         probe = acc = sizes = None
         if isinstance(self.model, Calibrated):
@@ -271,7 +273,7 @@ class _Information:
             rows = m[m["client_id"].isin(ids)]
         else:
             rows = self.private(
-                self.oracle.round_stats(list(ids), **self.stats_kw), t, ("loss", "F", "B"), 2
+                self.oracle.round_stats(list(ids), **self.stats_kw), t, TRAINED_FIELDS, 2
             )
         self.model.observe(t, rows, inputs)
         get = getattr(self.oracle, "round_logits", None)
@@ -391,9 +393,9 @@ def run_training(
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
     surrogate = selector.surrogate if isinstance(selector, Selector) else "mean"
-    lean = None if "predictions" in records else getattr(selector, "reads", None)
+    reads = None if "predictions" in records else getattr(selector, "reads", None)
     reports = tuple(getattr(selector, "reports", ("loss",)))
-    info = _Information(oracle, stats_mode, seed, k, rule_view, lean, privacy, reports)
+    info = _Information(oracle, stats_mode, seed, k, rule_view, reads, privacy, reports)
     accountant = RunAccountant(privacy) if privacy is not None else None
     if "local" not in records:
         info.stats_kw = {"local": False}
