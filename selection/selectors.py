@@ -142,6 +142,14 @@ class Selector:
     def __repr__(self) -> str:
         return f"Selector({self.label!r}, seed={self.seed})"
 
+    def state(self) -> dict[str, float]:
+        """The run's state after the last round as history columns; {} for a selector that
+        keeps none between rounds in columns."""
+        return {}
+
+    def load_state(self, columns) -> None:
+        """Resume from a history row's state columns (a stateless selector ignores them)."""
+
     def __call__(self, round_stats: pd.DataFrame, k: int, logits=None) -> list[str]:
         """Choose ``k`` clients of the last round of ``round_stats``; return their ids.
 
@@ -190,9 +198,22 @@ class _SolverSelector(Selector):
         solver = make(0)  # validate the parameters now
         if self.verify and not hasattr(solver, "candidates"):
             raise SelectionError(f"{self.label}: {solver.name} has no candidates to verify")
+        #: a formulation with a run's state (``Solver.stateful``: the long-term queues) is one
+        #: instance for the whole run; the others are built afresh each round
+        self._solver = solver if getattr(solver, "stateful", False) else None
+
+    def state(self) -> dict[str, float]:
+        """The run's state after the last round, as history columns (``lt_Q_<domain>``)."""
+        return self._solver.state() if self._solver is not None else {}
+
+    def load_state(self, columns) -> None:
+        """Resume a stateful formulation from a history row's state columns."""
+        if self._solver is not None:
+            self._solver.load_state(columns)
 
     def _choose(self, problem: SelectionProblem) -> SolveResult:
-        solver = self._make(int(self.rng.integers(2**31 - 1)))
+        seed = int(self.rng.integers(2**31 - 1))
+        solver = self._solver if self._solver is not None else self._make(seed)
         if self.verify:
             if self.evaluator is None:
                 raise SelectionError(

@@ -73,6 +73,7 @@ from fl_oracle.experiments.round_step import (
     history_row,
     qffl_weights,
     run_selector,
+    selector_state,
 )
 from selection.errors import SelectionError
 from selection.information import (
@@ -449,6 +450,7 @@ def run_training(
                 fallback=fallback,
                 clocks=(t0, c0),
                 route=choice.route,
+                state=selector_state(selector),
             ),  # fmt: skip
             **cost,
             "upper_bound": bool(info.model.upper_bound and not info.rule),
@@ -521,6 +523,7 @@ def _train_only_round(
             solve_seconds=solve_seconds,
             fallback="",
             clocks=(t0, c0),
+            state=selector_state(selector),
         ),  # fmt: skip
         **cost,
         "upper_bound": False,

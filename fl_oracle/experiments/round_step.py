@@ -142,9 +142,12 @@ def history_row(
     fallback: str,
     clocks: tuple[float, float],
     route: str = "",
+    state: Mapping[str, float] | None = None,
 ) -> dict:
     """The columns every round cycle writes first (in-process, training-only, Flower), in the
-    contract's order; each cycle appends its own (global statistics, engine, failures)."""
+    contract's order; each cycle appends its own (global statistics, engine, failures).
+    ``state``: a stateful selector's state after the round (the long-term queues,
+    ``lt_Q_<domain>``), appended after ``fallback``."""
     nan = float("nan")
     pred = pred or {}
     return {
@@ -162,9 +165,17 @@ def history_row(
         "solve_seconds": float(solve_seconds),
         "route": route,
         "fallback": fallback,
+        **{str(key): float(v) for key, v in (state or {}).items()},
         "round_seconds": time.perf_counter() - clocks[0],
         "round_cpu_seconds": time.process_time() - clocks[1],
     }
+
+
+def selector_state(selector: SelectorLike) -> dict[str, float]:
+    """A selector's state after its last round (:meth:`selection.selectors.Selector.state`);
+    {} for a plain callable."""
+    state = getattr(selector, "state", None)
+    return dict(state()) if callable(state) else {}
 
 
 def check_selection(

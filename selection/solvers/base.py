@@ -117,6 +117,9 @@ class Solver(ABC):
     plane: ClassVar[tuple[str, str]] = ("utility", "gap")
     #: the objective a point's ``bound`` bounds from above (None: the solver proves nothing)
     bound_objective: ClassVar[str | None] = None
+    #: the formulation keeps a run's state between rounds (``state``/``load_state``): a
+    #: selector keeps one instance for the run instead of one per round
+    stateful: ClassVar[bool] = False
 
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:

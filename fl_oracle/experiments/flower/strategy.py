@@ -102,6 +102,7 @@ from fl_oracle.experiments.round_step import (
     choose_round,
     domain_metrics,
     history_row,
+    selector_state,
 )
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
 from selection.schema import F_FLOOR
@@ -192,6 +193,7 @@ class _Pending:
     reuse: bool = False  # fresh: the measured updates are committed, nobody trains again
     inputs: Any = None  # probe, predicted: the round's inputs, for the model's observe
     route: str = ""  # the backend that answered the round's problem ("" for a rule)
+    state: dict[str, float] | None = None  # a stateful selector's state after the choice
 
 
 class FedselStrategy(FedProx):
@@ -468,6 +470,7 @@ class FedselStrategy(FedProx):
             or (self.stats_mode == "stale" and all(c in self._measured for c in ids)),
             inputs=inputs,
             route=choice.route,
+            state=selector_state(self.selector),
         )
         if self._pending.reuse:  # the K measured updates are the commit: nobody trains again
             self._like = arrays
@@ -521,6 +524,7 @@ class FedselStrategy(FedProx):
             fallback=p.fallback,
             clocks=p.clocks,
             route=p.route,
+            state=p.state,
         )
         row.update(self._ex.cost.columns())
         row.update(
