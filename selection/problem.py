@@ -46,6 +46,9 @@ class SelectionProblem:
             (:mod:`selection.surrogates`; default ``mean``, the seed's definition).
         logits: the round's validation logits, rows in ``ids`` order (None if not given;
             the ``ensemble`` surrogate needs them).
+        vectors: the clients' update vectors, shape (N, P), rows in ``ids`` order, NaN rows
+            for clients without one (None if not given; the rules reading updates need them:
+            ``divfl``, ``clustered:2``). :meth:`with_vectors` attaches them.
     """
 
     ids: np.ndarray
@@ -63,6 +66,7 @@ class SelectionProblem:
     table: pd.DataFrame | None = field(default=None, repr=False)
     surrogate: str = "mean"
     logits: ValidationLogits | None = field(default=None, repr=False)
+    vectors: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         from selection.surrogates import get_surrogate
@@ -234,6 +238,18 @@ class SelectionProblem:
         if surrogate == self.surrogate:
             return self
         return replace(self, surrogate=surrogate)
+
+    def with_vectors(self, ids, vectors: np.ndarray) -> SelectionProblem:
+        """The same round with the clients' update vectors (rows named by ``ids``, any order)."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        pos = {str(c): j for j, c in enumerate(ids)}
+        missing = [str(c) for c in self.ids if str(c) not in pos]
+        if vectors.ndim != 2 or vectors.shape[0] != len(pos) or missing:
+            raise SelectionError(
+                f"update vectors: {vectors.shape} for {len(pos)} ids; "
+                f"clients without a row: {', '.join(missing[:5]) or 'none'}"
+            )
+        return replace(self, vectors=vectors[[pos[str(c)] for c in self.ids]])
 
     def ids_of(self, idx) -> list[str]:
         """Client ids of the selected indices, in index order."""

@@ -316,6 +316,10 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
                 return _RuleSelector(parsed, rule(text), seed=seed)
             if not has_arg:
                 raise bad_spec(text, f"{name} needs a value, e.g. {name}:{rule.arg_example}")
+            if rule.choices:
+                if arg not in rule.choices:
+                    raise bad_spec(text, f"{rule.arg} is one of {', '.join(rule.choices)}")
+                return _RuleSelector(parsed, rule(text, arg), seed=seed)
             value = spec_number(text, arg, integer=rule.integer)
             if value < rule.minimum:
                 raise bad_spec(text, f"{rule.arg} must be at least {rule.minimum:g}")

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-__all__ = ["COST_COLUMNS", "TRAIN_FLOATS", "upload_floats", "round_cost"]
+__all__ = ["COST_COLUMNS", "FLOAT_BYTES", "TRAIN_FLOATS", "upload_floats", "round_cost"]
 
 COST_COLUMNS = ("cost_train_samples", "cost_probe_samples", "cost_bytes_up", "cost_bytes_down")
 TRAIN_FLOATS = 2  # a trained client's sample count and loss beside its update

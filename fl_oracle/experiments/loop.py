@@ -60,7 +60,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from fl_oracle.experiments.cost import COST_COLUMNS, round_cost
+from fl_oracle.experiments.cost import COST_COLUMNS, FLOAT_BYTES, round_cost
 from fl_oracle.experiments.privacy import RunAccountant, StatsPrivacy
 from fl_oracle.experiments.round_step import (
     GLOBAL_KEYS,
@@ -75,6 +75,7 @@ from fl_oracle.experiments.round_step import (
     run_selector,
     selector_state,
 )
+from selection.baselines.base import Baseline
 from selection.errors import SelectionError
 from selection.information import (
     RoundInputs,
@@ -246,11 +247,20 @@ class _Information:
     def lean_problem(self, inputs: RoundInputs) -> SelectionProblem:
         """A lean rule's problem: the clients' sizes, and its probe pass where it reads one."""
         table = inputs.clients.reset_index(drop=True)
-        if self.lean != "nothing":
+        if self.lean.startswith("probe"):
             probe = self.private(self.oracle.probe_pass(), inputs.t, self.reports)
             table = table.merge(probe.drop(columns=["domain", "n_samples"]), on="client_id")
         table.insert(0, "round", int(inputs.t))
         return SelectionProblem.from_clients(table, inputs.k, inputs.domains, inputs.t)
+
+    def vectors(self, reads: str | None) -> tuple[list[str], np.ndarray] | None:
+        """The clients' update vectors a rule reading them sees this round (ids, rows);
+        None for every other selector."""
+        source = Baseline.VECTOR_READS.get(str(reads))
+        if source is None:
+            return None
+        ids = list(self.clients()["client_id"])
+        return ids, self.oracle.update_vectors(source)
 
     def view(self, inputs: RoundInputs) -> tuple[pd.DataFrame, Any]:
         table = self.model.view(inputs)
@@ -301,9 +311,12 @@ class _Information:
         all_ids = list(inputs.clients["client_id"])
         down = None
         if self.rule and hasattr(selector, "probed_ids"):
-            trained = {c: work[c] for c in ids}
+            every = getattr(selector, "reads", None) == "fresh-updates"  # all train at w_t
+            trained = {c: work[c] for c in (work if every else ids)}
             probed = selector.probed_ids(problem)
             floats = int(selector.probe_floats)
+            if floats == Baseline.MODEL_SIZED:
+                floats = int(o.model_bytes) // FLOAT_BYTES
         else:
             trained = {c: work[c] for c in dict.fromkeys([*before, *ids])}
             probed = self.model.probed(all_ids, before, ids)
@@ -397,6 +410,19 @@ def run_training(
     reads = None if "predictions" in records else getattr(selector, "reads", None)
     reports = tuple(getattr(selector, "reports", ("loss",)))
     info = _Information(oracle, stats_mode, seed, k, rule_view, reads, privacy, reports)
+    vector_reads = getattr(selector, "reads", None) if stats_mode == "rule" else None
+    if vector_reads in Baseline.VECTOR_READS:
+        if not callable(getattr(oracle, "update_vectors", None)):
+            raise SelectionError(
+                f"selector {name} reads the clients' update vectors; this oracle has none"
+            )
+        if privacy is not None and privacy.on:
+            raise SelectionError(
+                f"selector {name} reads the clients' update vectors, which private statistics "
+                "do not cover (--dp-epsilon): run it without them"
+            )
+        if vector_reads == "updates":
+            oracle.keep_committed = True  # the server keeps what it aggregated
     accountant = RunAccountant(privacy) if privacy is not None else None
     if "local" not in records:
         info.stats_kw = {"local": False}
@@ -425,7 +451,8 @@ def run_training(
         lean = info.lean_problem(inputs) if info.lean is not None else None
         table, logits = (lean.table, None) if lean is not None else info.view(inputs)
         choice = choose_round(selector, table, k, name=name, where=f"round {t}",
-                              surrogate=surrogate, logits=logits, q=q, problem=lean)  # fmt: skip
+                              surrogate=surrogate, logits=logits, q=q, problem=lean,
+                              vectors=info.vectors(vector_reads))  # fmt: skip
         problem, ids, weights, pred = choice.problem, choice.ids, choice.weights, choice.pred
         solve_seconds, fallback = choice.solve_seconds, choice.fallback
         info.observe(t, inputs, ids)

@@ -254,15 +254,19 @@ def choose_round(
     weights_table: pd.DataFrame | None = None,
     error: type[Exception] = SelectionError,
     problem: SelectionProblem | None = None,
+    vectors: tuple[Sequence[str], np.ndarray] | None = None,
 ) -> RoundChoice:
     """The one round step both cycles run: the problem of ``table`` (validated once, judged by
     ``surrogate``), the selector's choice (the smallest-gap point where it finds none), the
     check of its answer, the predicted objectives and q-FFL's weights (``q``; read from
     ``weights_table`` where the selector saw filled-in values). ``problem``: the round's
     problem already built (a rule's :meth:`SelectionProblem.from_clients`), ``table`` its.
+    ``vectors``: (ids, rows) of the clients' update vectors a rule reads (``problem.vectors``).
     """
     if problem is None:
         problem = SelectionProblem.from_stats(table, k, surrogate=surrogate, logits=logits)
+    if vectors is not None:  # a rule reading the clients' update vectors
+        problem = problem.with_vectors(*vectors)
     ids, solve_seconds, fallback = run_selector(selector, table, problem)
     check_selection(ids, problem.ids, k, name, where, error)
     source = table if weights_table is None else weights_table

@@ -308,6 +308,11 @@ class Oracle:
         self._mu = config.mu
         self._drops = 0
         self._updates: dict[int, tuple[torch.Tensor, int, float]] = {}
+        #: client -> its last committed update Δ_i: what a server keeps of the clients it
+        #: aggregated (the stale update vectors rules such as DivFL and clustered:2 read),
+        #: kept only where a run asks (``keep_committed``: N model-sized vectors at most)
+        self._committed: dict[int, torch.Tensor] = {}
+        self.keep_committed = False
         self._logits: dict[int, np.ndarray] = {}  # client -> (S, C) float16 val logits at w_t
         self._probe: ProbeStats | None = None
         self._val_grad: torch.Tensor | None = None  # (D, P) grad L_d(w_t) on validation
@@ -653,6 +658,33 @@ class Oracle:
             }
         )
 
+    def update_vectors(self, source: str) -> np.ndarray:
+        """One vector per client (client order, float32, shape (N, P)), what a rule reading
+        the clients' updates sees:
+
+        * ``stale``: the update Δ_i the client last had committed (the server received it
+          then; rows of clients never committed are NaN);
+        * ``fresh``: every client's update at w_t (training those not yet trained: the
+          upper bound a deployment pays N trainings for);
+        * ``probe``: minus every client's mean gradient on its probe batch at w_t (the
+          direction of a first local step; the probe pass, uploaded model-sized).
+        """
+        n = len(self._index)
+        if source == "stale":
+            if not self.keep_committed:
+                raise OracleError("update vectors: stale ones need keep_committed from round 0")
+            out = torch.full((n, self._w.numel()), float("nan"), dtype=torch.float32)
+            for i, delta in self._committed.items():
+                out[i] = delta.to("cpu", torch.float32)
+            return out.numpy()
+        if source == "fresh":
+            idx = list(range(n))
+            self._ensure_updates(idx)
+            return torch.stack([self._updates[i][0] for i in idx]).to("cpu", torch.float32).numpy()
+        if source == "probe":
+            return (-self._probe_stats().grad).to("cpu", torch.float32).numpy()
+        raise OracleError(f"update vectors: source {source!r} is not stale, fresh or probe")
+
     def local_work(self) -> dict[str, int]:
         """Sample-gradient evaluations of local training of every client trained at w_t so
         far (steps x batch, every batch full, plus the probe-set gradients of each
@@ -759,6 +791,9 @@ class Oracle:
             ``B_dissimilarity`` at w_{t+1}.
         """
         w_new = self._aggregate(selection, weights)
+        if self.keep_committed:
+            for i in self._resolve(selection, "selection"):
+                self._committed[i] = self._updates[i][0].detach()
         adaptive = self.config.adaptive_mu
         old_loss = self._global_loss() if adaptive else None
         self._w = w_new.detach()
@@ -837,4 +872,5 @@ class Oracle:
         self.round = int(state["round"])
         self._mu = float(state["mu"])
         self._drops = int(state["drops"])
+        self._committed.clear()  # the restored model's past commits are not known here
         self._clear_round()

@@ -36,10 +36,15 @@ class Baseline(ABC):
         is_baseline: the study compares formulations against it (``all`` is not: a reference).
         study_entry: the entry the default study runs (None: not in the default study).
         order: position in listings.
+        choices: the argument's words where it is a word, not a number (``divfl:stale``).
         reads: what the rule reads of the clients, as a deployment pays it: ``nothing``
             (sizes only), ``probe`` (a probe pass of every client: F or loss at w_t),
-            ``probe-candidates`` (of the candidates it drew), ``probe-picks`` (of the picks).
-        probe_floats: numbers each probed client uploads.
+            ``probe-candidates`` (of the candidates it drew), ``probe-picks`` (of the picks),
+            ``updates`` (the update the server last committed from each client: kept, not
+            paid again), ``probe-gradients`` (a probe pass of every client uploading its
+            model-sized gradient), ``fresh-updates`` (every client trains at w_t). A rule
+            whose reads depend on its argument sets them per instance.
+        probe_floats: numbers each probed client uploads (:attr:`MODEL_SIZED`: a model).
         reports: the probe-pass fields those numbers are (``loss``, ``F``): what a privacy
             mode clips and noises.
     """
@@ -48,6 +53,7 @@ class Baseline(ABC):
     summary: ClassVar[str] = ""
     arg: ClassVar[str | None] = None
     arg_example: ClassVar[str] = ""
+    choices: ClassVar[tuple[str, ...]] = ()
     integer: ClassVar[bool] = False
     minimum: ClassVar[float] = 0.0
     is_baseline: ClassVar[bool] = True
@@ -56,8 +62,16 @@ class Baseline(ABC):
     reads: ClassVar[str] = "nothing"
     probe_floats: ClassVar[int] = 1
     reports: ClassVar[tuple[str, ...]] = ("loss",)
+    #: ``probe_floats`` of a probe upload as large as the model
+    MODEL_SIZED: ClassVar[int] = -1
+    #: the reads that give the rule the clients' update vectors (``problem.vectors``)
+    VECTOR_READS: ClassVar[dict[str, str]] = {
+        "updates": "stale",
+        "probe-gradients": "probe",
+        "fresh-updates": "fresh",
+    }
 
-    def __init__(self, spec: str, value: float | None = None) -> None:
+    def __init__(self, spec: str, value: float | str | None = None) -> None:
         self.spec = spec
         self.value = value
         #: indices of the clients the last pick probed (what a deployment pays for)
@@ -65,7 +79,7 @@ class Baseline(ABC):
 
     def probed_by(self, n: int, picked: np.ndarray) -> np.ndarray:
         """Indices of the clients whose probe pass the last pick read (``reads``)."""
-        if self.reads == "probe":
+        if self.reads in ("probe", "probe-gradients"):
             return np.arange(n)
         if self.reads == "probe-picks":
             return np.asarray(picked, dtype=np.int64)

@@ -105,6 +105,7 @@ from fl_oracle.experiments.round_step import (
     selector_state,
 )
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
+from selection.baselines.base import Baseline
 from selection.schema import F_FLOOR
 
 __all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHASE_KEY"]
@@ -136,6 +137,12 @@ def check_flower_selector(selector: Any, spec: Any) -> None:
         raise ValueError(
             f"selector {spec}: verified picks need the true aggregate of candidates evaluated "
             "in-process; run it in fedsel train or fedsel study"
+        )
+    if getattr(selector, "reads", None) == "probe-gradients":
+        raise ValueError(
+            f"selector {spec}: it reads every node's probe gradient, which fedsel's Flower "
+            "messages do not carry; use the updates (divfl:stale, divfl:fresh) in Flower, or "
+            "run it in fedsel train or fedsel study"
         )
 
 
@@ -351,6 +358,8 @@ class FedselStrategy(FedProx):
         )
         self._like: ArrayRecord | None = None
         self._measured: dict[str, Reply] = {}  # fresh: this round's measured replies
+        #: client id -> the update last aggregated from it (a rule reading ``updates``)
+        self._committed: dict[str, np.ndarray] = {}
         self.max_steps = max_steps
         # the replies' checks (.guard) and the exchanges with the nodes (.probe)
         self._guard = ReplyGuard(
@@ -447,6 +456,7 @@ class FedselStrategy(FedProx):
             q=getattr(self.selector, "aggregation_q", None),
             weights_table=table,
             error=FlowerRunError,
+            vectors=self._rule_vectors(list(solved["client_id"]), len(w_t)),
         )
         ids, pred, weights = choice.ids, choice.pred, choice.weights
         solve_seconds, fallback = choice.solve_seconds, choice.fallback
@@ -477,6 +487,20 @@ class FedselStrategy(FedProx):
             return []
         return self._messages([self._ex.node_of[c] for c in ids], arrays, config, "commit", t)
 
+    def _rule_vectors(self, ids: list[str], size: int) -> tuple[list[str], np.ndarray] | None:
+        """The update vectors a rule reading them sees (``Baseline.VECTOR_READS``): the
+        updates last aggregated from each node (``updates``; NaN rows for nodes never
+        aggregated) or this round's measured updates (``fresh-updates``); None otherwise."""
+        source = Baseline.VECTOR_READS.get(str(getattr(self.selector, "reads", None)))
+        if source is None:
+            return None
+        nan = np.full(size, np.nan, dtype=np.float32)
+        if source == "fresh":
+            kept = {c: r.delta for c, r in self._measured.items() if r.delta is not None}
+        else:
+            kept = self._committed
+        return ids, np.stack([np.asarray(kept.get(c, nan), dtype=np.float32) for c in ids])
+
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
@@ -500,6 +524,8 @@ class FedselStrategy(FedProx):
             )
             self._info.observe(p.t, rows, p.inputs)
         new_arrays, new_w = None, p.w_t
+        if getattr(self.selector, "reads", None) == "updates":
+            self._committed.update({r.client_id: r.delta for r in ok if r.delta is not None})
         if ok:
             D = torch.as_tensor(np.stack([r.delta for r in ok]), dtype=torch.float32)
             alpha = torch.as_tensor(self._alpha(ok, p.weights), dtype=torch.float32)

@@ -62,7 +62,7 @@ def test_it_aggregates_one_kth_each_in_the_loop():
         assert weights == {c: pytest.approx(1 / 3) for c in picked}
 
 
-@pytest.mark.parametrize("spec", ["clustered:2", "clustered:0", "clustered"])
-def test_what_is_not_built_is_refused(spec):
+@pytest.mark.parametrize("spec", ["clustered:3", "clustered:0", "clustered"])
+def test_no_third_algorithm_and_no_missing_argument(spec):
     with pytest.raises(SelectionError):
         make_selector(spec)

@@ -1,0 +1,222 @@
+"""The rules that read the clients' update vectors or their losses over rounds: DivFL
+(Balakrishnan et al. '22), clustered sampling's Algorithm 2 (Fraboni et al. '21) and FedCor
+(Tang et al. '22) — their pieces by hand, their draws, and what the loop charges them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from selection.baselines.clustered import (
+    similarity_clusters,
+    similarity_distributions,
+    update_angles,
+)
+from selection.baselines.divfl import DivFL, stochastic_greedy, update_distances
+from selection.baselines.fedcor import FedCor, greedy_posterior
+from selection.errors import SelectionError
+from selection.problem import SelectionProblem
+from selection.selectors import make_selector
+
+
+def _problem(n_samples, k, vectors=None, loss=None):
+    n = len(n_samples)
+    table = pd.DataFrame(
+        {
+            "round": 0,
+            "client_id": [f"c{i}" for i in range(n)],
+            "domain": ["a", "b"] * (n // 2) + ["a"] * (n % 2),
+            "n_samples": np.asarray(n_samples, dtype=np.int64),
+            **({} if loss is None else {"loss": np.asarray(loss, dtype=float)}),
+        }
+    )
+    p = SelectionProblem.from_clients(table, k, ("a", "b"))
+    return p if vectors is None else p.with_vectors(list(table["client_id"]), vectors)
+
+
+# DivFL -------------------------------------------------------------------------------------
+def test_distances_by_hand_and_unknown_clients_at_the_largest():
+    v = np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0], [np.nan, np.nan]])
+    d = update_distances(v)
+    np.testing.assert_allclose(d[:3, :3], [[0, 5, 10], [5, 0, 5], [10, 5, 0]], atol=1e-9)
+    assert d[3, 3] == 0 and (d[3, :3] == 10).all() and (d[:3, 3] == 10).all()
+
+
+def test_greedy_facility_location_by_hand():
+    """Points on a line at 0, 0.5, 1, 1.2 and 10, 11, 13, K = 2, every client in the sample
+    (N/K ln 100 > N). The first pick maximizes Σ_i (d_0 − d_i·), i.e. has the smallest total
+    distance: 1.2 (32.5, against 32.7 for 1 and 41.3 for 10). The second covers the far three:
+    gains Σ_i max(m_i − d_i·, 0) are 26.4 (10), 27.4 (11), 25.4 (13): 11."""
+    x = np.array([[0.0], [0.5], [1.0], [1.2], [10.0], [11.0], [13.0]])
+    picked = stochastic_greedy(update_distances(x), 2, np.random.default_rng(0))
+    assert picked.tolist() == [3, 5]
+
+
+def test_without_any_update_the_first_round_draws_uniformly():
+    rule = DivFL("divfl:stale", "stale")
+    p = _problem([10] * 6, 2, vectors=np.full((6, 3), np.nan))
+    rng = np.random.default_rng(0)
+    counts = np.zeros(6)
+    for _ in range(3000):
+        counts[rule.pick(p, rng)] += 1
+    np.testing.assert_allclose(counts / 3000, 2 / 6, atol=0.03)
+
+
+def test_two_clusters_one_pick_each():
+    rng = np.random.default_rng(1)
+    v = np.vstack([rng.normal(0, 0.1, (5, 4)), rng.normal(5, 0.1, (5, 4))])
+    rule = DivFL("divfl:probe", "probe")
+    for seed in range(20):
+        picked = rule.pick(_problem([10] * 10, 2, vectors=v), np.random.default_rng(seed))
+        assert sorted(i // 5 for i in picked) == [0, 1]
+
+
+def test_sources_and_what_they_read():
+    assert make_selector("divfl:stale").reads == "updates"
+    assert make_selector("divfl:probe").reads == "probe-gradients"
+    assert make_selector("divfl:fresh").reads == "fresh-updates"
+    with pytest.raises(SelectionError, match="source is one of"):
+        make_selector("divfl:2")
+    with pytest.raises(SelectionError, match="no update vectors"):
+        DivFL("divfl:stale", "stale").pick(_problem([1, 2, 3], 2), np.random.default_rng(0))
+
+
+# clustered sampling, Algorithm 2 --------------------------------------------------------------
+def test_angles_by_hand():
+    v = np.array([[1.0, 0.0], [0.0, 2.0], [-3.0, 0.0], [np.nan, 1.0]])
+    a = update_angles(v)
+    np.testing.assert_allclose(a[0, :3], [0, math.pi / 2, math.pi], atol=1e-7)
+    assert a[3, 3] == 0 and np.allclose(a[3, :3], math.pi / 2)
+
+
+def test_the_clusters_are_the_heaviest_subtrees_of_mass_at_most_one_kth():
+    """Two tight groups of three equal clients (mass 1/6 each) and K = 2: the tree's two
+    subtrees have mass 1/2 <= 1/K each: the clusters are the groups."""
+    angles = update_angles(
+        np.array([[1, 0.01], [1, 0.02], [1, 0.0], [0.01, 1], [0.0, 1], [0.02, 1]], dtype=float)
+    )
+    assert similarity_clusters(angles, np.full(6, 1 / 6), 2) == [[0, 1, 2], [3, 4, 5]]
+    assert similarity_clusters(angles, np.full(6, 1 / 6), 3) != [[0, 1, 2], [3, 4, 5]]
+
+
+def test_each_row_is_a_distribution_and_each_client_keeps_its_share():
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        n = int(rng.integers(3, 25))
+        k = int(rng.integers(1, n + 1))
+        sizes = rng.integers(1, 500, size=n)
+        r = similarity_distributions(update_angles(rng.normal(size=(n, 6))), sizes, k, rng)
+        np.testing.assert_allclose(r.sum(axis=1), 1.0, atol=1e-9)
+        np.testing.assert_allclose(r.sum(axis=0), k * sizes / sizes.sum(), atol=1e-9)
+
+
+def test_clustered_two_draws_one_client_per_similar_group():
+    """Two groups of equal mass and K = 2: each distribution is one group, so every round
+    commits one client of each."""
+    v = np.array([[1, 0.01], [1, 0.02], [1, 0.0], [0.01, 1], [0.0, 1], [0.02, 1]], dtype=float)
+    sel = make_selector("clustered:2", seed=0)
+    assert sel.reads == "updates"
+    for _ in range(50):
+        ids = sel.choose(_problem([10] * 6, 2, vectors=v))
+        assert sorted(int(c[1:]) // 3 for c in ids) == [0, 1]
+
+
+# FedCor ------------------------------------------------------------------------------------
+def test_greedy_posterior_by_hand():
+    """Σ = [[1, .9, 0], [.9, 1, 0], [0, 0, 1]], p uniform, β = 1: scores Σ_i p_i Σ_ik / √Σ_kk
+    are (1.9, 1.9, 1)/3: client 0 (lower index); conditioned on it, Σ_11 = 0.19, Σ_22 = 1 and
+    the scores over the remaining {1, 2} are (0.19/√0.19, 1)/3: client 2, not the correlated 1."""
+    sigma = np.array([[1, 0.9, 0], [0.9, 1, 0], [0, 0, 1.0]])
+    assert greedy_posterior(sigma, np.full(3, 1 / 3), np.ones(3), 2).tolist() == [0, 2]
+    beta = np.array([0.5, 1.0, 1.0])  # a discounted client 0 yields to client 1
+    assert greedy_posterior(sigma, np.full(3, 1 / 3), beta, 1).tolist() == [1]
+
+
+def test_fedcor_warms_up_uniformly_then_follows_the_covariance():
+    rule = FedCor("fedcor:3", 3)
+    rng = np.random.default_rng(0)
+    base = np.linspace(1, 2, 6)
+    for t in range(3):  # rounds 0..2: fewer than 3 loss changes
+        assert len(rule.changes) < 3
+        picked = rule.pick(_problem([10] * 6, 2, loss=base - 0.1 * t), rng)
+        assert len(set(picked.tolist())) == 2
+    # clients 0-2 move together by a common random step each round, 3-5 barely move: the
+    # covariance is the group's, and the picks come from it
+    for t in range(3, 8):
+        loss = base - 0.1 * t
+        loss[:3] += rng.normal(0, 0.3) + rng.normal(0, 0.01, 3)
+        loss[3:] = base[3:] + rng.normal(0, 1e-4, 3)
+        picked = rule.pick(_problem([10] * 6, 2, loss=loss), rng)
+    assert len(rule.changes) == 7
+    assert set(picked.tolist()) <= {0, 1, 2}
+
+
+def test_fedcor_refusals():
+    with pytest.raises(SelectionError):
+        make_selector("fedcor:1")
+    rule = FedCor("fedcor:2", 2)
+    with pytest.raises(SelectionError, match="loss"):
+        rule.pick(_problem([1, 2, 3], 2), np.random.default_rng(0))
+
+
+# in the loop: what is read and what is charged ------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny():
+    from helpers.oracle import tiny_config, tiny_data
+
+    return tiny_config, tiny_data()
+
+
+def _run(tiny, spec, rounds=2):
+    from fl_oracle.experiments.loop import run_training
+    from fl_oracle.sim.oracle import Oracle
+
+    config, data = tiny
+    oracle = Oracle(config(), data=data)
+    h = run_training(oracle, make_selector(spec), rounds=rounds, k=2, name=spec, stats_mode="rule")
+    return oracle, h.history
+
+
+def test_what_each_source_is_charged(tiny):
+    oracle, stale = _run(tiny, "divfl:stale")
+    model = oracle.model_bytes
+    n = len(oracle.clients)
+    assert (stale["cost_probe_samples"] == 0).all()
+    assert (stale["cost_bytes_up"] < 3 * model).all()  # the two picks' updates
+    _, fresh = _run(tiny, "divfl:fresh")
+    assert (fresh["cost_bytes_up"] >= n * model).all()  # every client trained
+    assert (fresh["cost_train_samples"] > stale["cost_train_samples"].max()).all()
+    _, probe = _run(tiny, "divfl:probe")
+    assert (probe["cost_probe_samples"] == sum(oracle.probe_sizes().values())).all()
+    assert (probe["cost_bytes_up"] >= (n + 2) * model).all()  # a gradient each, two updates
+
+
+def test_stale_vectors_are_the_committed_updates(tiny):
+    oracle, h = _run(tiny, "clustered:2", rounds=3)
+    v = oracle.update_vectors("stale")
+    committed = set(";".join(h["selected"]).split(";"))
+    known = {
+        c for c, row in zip(oracle.clients["client_id"], v, strict=True) if np.isfinite(row).all()
+    }
+    assert known == committed
+
+
+def test_vector_rules_refuse_private_statistics(tiny):
+    from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.privacy import StatsPrivacy
+    from fl_oracle.sim.oracle import Oracle
+
+    config, data = tiny
+    with pytest.raises(SelectionError, match="private statistics"):
+        run_training(
+            Oracle(config(), data=data),
+            make_selector("divfl:stale"),
+            rounds=1,
+            k=2,
+            name="divfl:stale",
+            stats_mode="rule",
+            privacy=StatsPrivacy(epsilon=1.0, delta=1e-5, rounds=1),
+        )
