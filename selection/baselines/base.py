@@ -88,6 +88,12 @@ class Baseline(ABC):
         return np.empty(0, dtype=np.int64)
 
     @classmethod
+    def counts_as_baseline(cls, arg: str | None) -> bool:
+        """Whether the study compares formulations against ``name:arg`` (default
+        :attr:`is_baseline`; a rule's upper-bound variant, e.g. ``divfl:fresh``, is not)."""
+        return cls.is_baseline
+
+    @classmethod
     def spec_form(cls) -> str:
         return f"{cls.name}:{cls.arg}" if cls.arg else cls.name
 

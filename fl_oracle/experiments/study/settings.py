@@ -63,9 +63,10 @@ def _parse_entry(entry: str | Spec) -> tuple[str, Spec]:
 
 def is_baseline(spec: Spec) -> bool:
     """A baseline rule (any parameter, fresh or stale), not a formulation; ``all`` is neither:
-    it is the full-participation reference."""
+    it is the full-participation reference, and ``divfl:fresh`` is DivFL's upper bound (every
+    client trains every round)."""
     rule = baselines().get(spec.name)
-    return rule is not None and rule.is_baseline
+    return rule is not None and rule.counts_as_baseline(spec.arg)
 
 
 @dataclass(frozen=True, kw_only=True)
