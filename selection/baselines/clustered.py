@@ -160,6 +160,7 @@ class ClusteredSampling(Baseline):
     integer = True
     minimum = 1
     order = 75
+    reads = "nothing (1) | updates (2)"  # per instance: see __init__
 
     def __init__(self, spec: str, value: float | None = None) -> None:
         super().__init__(spec, value)

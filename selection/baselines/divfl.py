@@ -92,7 +92,7 @@ class DivFL(Baseline):
     arg_example = "stale"
     choices = tuple(SOURCES)
     order = 80
-    reads = "updates | probe-gradients | fresh-updates"
+    reads = "updates | probe-gradients | fresh-updates"  # per instance, by the source
 
     @classmethod
     def counts_as_baseline(cls, arg: str | None) -> bool:
