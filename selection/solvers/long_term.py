@@ -61,7 +61,7 @@ from selection.solvers.registry import register
 from selection.solvers.result import RawResult, Status
 from selection.surrogates import get_surrogate
 
-__all__ = ["LongTermEpsSolver", "QUEUE_PREFIX", "top_k_ratio"]
+__all__ = ["LongTermEpsSolver", "LongTermFisherSolver", "QUEUE_PREFIX", "top_k_ratio"]
 
 #: the history's column prefix of a queue (``lt_Q_mnist``)
 QUEUE_PREFIX = "lt_Q_"
@@ -122,9 +122,13 @@ class LongTermEpsSolver(Solver):
     def spec_kwargs(cls, arg: str | None) -> dict:
         if arg is None:
             raise ValueError("eps-lt needs a value, e.g. eps-lt:5 or eps-lt:5,10 (ε, V)")
+        return cls._eps_v(arg)
+
+    @classmethod
+    def _eps_v(cls, arg: str) -> dict:
         parts = [p.strip() for p in arg.split(",")]
         if len(parts) > 2:
-            raise ValueError(f"eps-lt takes ε and optionally V ({arg!r})")
+            raise ValueError(f"{cls.name} takes ε and optionally V ({arg!r})")
         try:
             values = [float(p) for p in parts]
         except ValueError:
@@ -140,10 +144,10 @@ class LongTermEpsSolver(Solver):
     ) -> None:
         self.eps = check_nonneg("eps", eps, allow_none=False)
         if not math.isfinite(self.eps):
-            raise ValueError(f"eps-lt: eps must be finite, got {eps!r}")
+            raise ValueError(f"{self.name}: eps must be finite, got {eps!r}")
         V = float(V)  # noqa: N806
         if not math.isfinite(V) or V <= 0:
-            raise ValueError(f"eps-lt: V must be a positive number, got {V!r}")
+            raise ValueError(f"{self.name}: V must be a positive number, got {V!r}")
         self.V = V
         self.queues: dict[str, float] = {}
         if queues is not None:
@@ -165,7 +169,7 @@ class LongTermEpsSolver(Solver):
                 continue
             q = float(value)
             if not math.isfinite(q) or q < 0:
-                raise SelectionError(f"eps-lt: queue {key} is {value!r}; a queue is >= 0")
+                raise SelectionError(f"{self.name}: queue {key} is {value!r}; a queue is >= 0")
             queues[str(key)[len(QUEUE_PREFIX) :]] = q
         self.queues = queues
 
@@ -175,14 +179,18 @@ class LongTermEpsSolver(Solver):
         surrogate = get_surrogate(problem.surrogate)
         if surrogate.structure == "black-box":
             raise SelectionError(
-                f"eps-lt: the {problem.surrogate} surrogate is black-box; the long-term "
+                f"{self.name}: the {problem.surrogate} surrogate is black-box; the long-term "
                 "objective needs a linear or linear-fractional one (mean, weighted, softvote)"
             )
         U, Ud = surrogate.client_values(problem)  # noqa: N806
         q = np.array([self.queues.get(d, 0.0) for d in problem.domains])
         shortfall = Ud.mean(axis=1, keepdims=True) - Ud  # Ū_i − U_{i,d}, (N, D)
-        a = self.V * np.asarray(U, dtype=float) - shortfall @ q
+        a = self.V * self.penalty_values(problem, np.asarray(U, dtype=float)) - shortfall @ q
         return a, surrogate.client_weights(problem)
+
+    def penalty_values(self, problem: SelectionProblem, U: np.ndarray) -> np.ndarray:  # noqa: N803
+        """The per-client values of the objective V weighs: the utility U_i."""
+        return U
 
     def _solve(self, problem: SelectionProblem) -> RawResult:
         a, w = self.scores(problem)
@@ -207,3 +215,38 @@ class LongTermEpsSolver(Solver):
         g = ud.mean() - ud - self.eps
         for d, gd in zip(problem.domains, g, strict=True):
             self.queues[d] = max(self.queues.get(d, 0.0) + float(gd), 0.0)
+
+
+@register
+class LongTermFisherSolver(LongTermEpsSolver):
+    """max V·F_z(S) − Σ_d Q_d g_d(S): the long-term ε with Fisher as the objective.
+
+    ``fisher-fair``'s idea held over the run: the objective is the seed's Σ F_z (the clients
+    the model fits worst, the signal of the strongest baseline, ``fisher-topk``), averaged over
+    the selection with the surrogate's weights (F_z(S) = Σ_S w_i F_z,i / Σ_S w_i), and the
+    fairness constraint is the same long-term one as ``eps-lt``'s, by the same queues. The
+    guarantee of the module docstring holds with U replaced by F_z (R its range).
+
+    Args:
+        eps, V, queues: as :class:`LongTermEpsSolver`.
+    """
+
+    name = "fisher-lt"
+    summary = (
+        "long-term ε with Fisher as the objective: V·F_z(S) + queue-weighted domains each "
+        "round (fisher-fair's floor held on average over the rounds)"
+    )
+    spec_form = "fisher-lt:E[,V]"
+    order = 46
+
+    @classmethod
+    def spec_kwargs(cls, arg: str | None) -> dict:
+        if arg is None:
+            raise ValueError("fisher-lt needs a value, e.g. fisher-lt:5 or fisher-lt:5,10 (ε, V)")
+        return cls._eps_v(arg)
+
+    def with_param(self, value) -> LongTermFisherSolver:
+        return LongTermFisherSolver(eps=float(value), V=self.V, queues=self.queues)
+
+    def penalty_values(self, problem: SelectionProblem, U: np.ndarray) -> np.ndarray:  # noqa: N803
+        return np.asarray(problem.F_z, dtype=float)

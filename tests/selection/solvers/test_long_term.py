@@ -12,7 +12,12 @@ import pytest
 from selection.errors import SelectionError
 from selection.problem import SelectionProblem
 from selection.selectors import make_selector
-from selection.solvers.long_term import QUEUE_PREFIX, LongTermEpsSolver, top_k_ratio
+from selection.solvers.long_term import (
+    QUEUE_PREFIX,
+    LongTermEpsSolver,
+    LongTermFisherSolver,
+    top_k_ratio,
+)
 from selection.surrogates import get_surrogate
 from selection.synthetic import synthetic_stats
 
@@ -46,18 +51,25 @@ def test_top_k_ratio_is_the_enumerated_optimum(seed):
     assert value == pytest.approx(best[0], abs=1e-12)
 
 
+@pytest.mark.parametrize("fisher", [False, True], ids=["eps-lt", "fisher-lt"])
 @pytest.mark.parametrize("surrogate", ["mean", "weighted"])
 @pytest.mark.parametrize("seed", range(4))
-def test_a_round_maximizes_the_drift_plus_penalty_objective(seed, surrogate):
+def test_a_round_maximizes_the_drift_plus_penalty_objective(seed, surrogate, fisher):
     """With queues given, the choice is the argmax over every K-subset of
-    V·U(S) − Σ_d Q_d (Ū(S) − U_d(S) − ε), computed here from the selection's own values."""
+    V·U(S) − Σ_d Q_d (Ū(S) − U_d(S) − ε) (``fisher-lt``: V·F_z(S), F_z averaged with the
+    surrogate's weights), computed here from the selection's own values."""
     problem = _problem(seed, surrogate)
     queues = dict(zip(problem.domains, [0.0, 3.0, 11.0, 1.5], strict=True))
-    solver = LongTermEpsSolver(eps=2.0, V=4.0, queues=queues)
+    cls = LongTermFisherSolver if fisher else LongTermEpsSolver
+    solver = cls(eps=2.0, V=4.0, queues=queues)
     q = np.array([queues[d] for d in problem.domains])
+    weights = get_surrogate(surrogate).client_weights(problem)
 
     def objective(sel):
         u, ud = _values(problem, sel)
+        if fisher:
+            w = weights[list(sel)]
+            u = float((w * problem.F_z[list(sel)]).sum() / w.sum())
         return 4.0 * u - float(q @ (ud.mean() - ud - 2.0))
 
     best = max(objective(s) for s in _subsets(problem))
@@ -151,6 +163,9 @@ def test_spec_forms_and_refusals():
     solver = make_selector("eps-lt:5,100")._solver
     assert (solver.eps, solver.V) == (5.0, 100.0)
     assert make_selector("eps-lt:5")._solver.V == 10.0
+    assert isinstance(make_selector("fisher-lt:3,50")._solver, LongTermFisherSolver)
+    with pytest.raises(SelectionError, match="bad selector spec"):
+        make_selector("fisher-lt")
     for bad in ("eps-lt", "eps-lt:-1", "eps-lt:5,0", "eps-lt:5,1,2", "eps-lt:x", "eps-lt:inf"):
         with pytest.raises(SelectionError, match="bad selector spec"):
             make_selector(bad)
