@@ -410,7 +410,7 @@ def run_training(
     reads = None if "predictions" in records else getattr(selector, "reads", None)
     reports = tuple(getattr(selector, "reports", ("loss",)))
     info = _Information(oracle, stats_mode, seed, k, rule_view, reads, privacy, reports)
-    vector_reads = getattr(selector, "reads", None) if stats_mode == "rule" else None
+    vector_reads = getattr(selector, "reads", None) if getattr(selector, "rule", None) else None
     if vector_reads in Baseline.VECTOR_READS:
         if not callable(getattr(oracle, "update_vectors", None)):
             raise SelectionError(

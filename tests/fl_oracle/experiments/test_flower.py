@@ -117,6 +117,7 @@ def assert_same_run(flower_hist, flower_stats, ref) -> None:
         ("maxmin:2", {"mu": 0.01}),
         ("qffl:1", {"gamma": 0.9, "local_epochs": 2.0}),  # q-FFL weights, γ-inexact stops
         ("random", {}),
+        ("divfl:fresh", {}),  # every node's update of the round, read by the rule
     ],
 )
 def test_flower_apps_match_the_in_process_loop(data_file, spec, changes):
@@ -128,6 +129,20 @@ def test_flower_apps_match_the_in_process_loop(data_file, spec, changes):
     assert_same_run(hist, stats, _oracle_run(config, data, spec, 3, 5))
     assert (hist["engine"] == "flower").all() and (hist["failed"] == "").all()
     assert (hist["n_aggregated"] == 5).all()
+
+
+def test_a_rule_reading_the_aggregated_updates_sees_the_loops(data_file):
+    """clustered:2 reads the update last aggregated from each node: in round 1 those of round
+    0's picks, the same in Flower as in the loop, so the two choose alike. (Later rounds may
+    part: the angles between nearly parallel updates amplify the float32 round trip of
+    Flower's arrays, and Ward's tree follows.)"""
+    data, path = data_file
+    config = _config()
+    run = FlowerRun(DigitsSettings.of(config, path), "clustered:2", 5, 2)
+    hist, _ = run_flower(run, 20, engine="local").frames()
+    ref = _oracle_run(config, data, "clustered:2", 2, 5).history
+    assert list(hist["selected"]) == list(ref["selected"])
+    assert (hist["cost_train_samples"] == ref["cost_train_samples"]).all()
 
 
 def test_stale_mode_measures_unseen_nodes_only(data_file):
@@ -640,6 +655,7 @@ def test_without_a_project_folder_the_ray_engine_falls_back_to_run_simulation(
     [
         ("random@ensemble", "random is a baseline rule: it reads no surrogate"),
         ("maxmin:2@ensemble+verify", "needs every candidate's validation logits"),
+        ("divfl:probe", "reads every node's probe gradient"),
     ],
 )
 def test_fedsel_flower_refuses_before_flower_starts(tmp_path, spec, needle):
