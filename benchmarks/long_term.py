@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     text = f"""# The long-term ε in live runs
 
 From the study in `{args.study.relative_to(ROOT) if args.study.is_relative_to(ROOT) else args.study}`
-({int(seeds['seed'].nunique())} seeds, {int(seeds['rounds'].max())} rounds; mean over seeds,
+({int(seeds["seed"].nunique())} seeds, {int(seeds["rounds"].max())} rounds; mean over seeds,
 bootstrap 95 % interval of the mean). Made by
 
 {cmd}
