@@ -79,3 +79,25 @@ def test_the_scale_table_is_the_committed_benchmark():
     rerun = (ROOT / "results/benchmarks/federation_scale_small.md").read_text(encoding="utf-8")
     load = re.search(r"Load average \(1, 5, 15 min\) before: ([0-9.]+),", rerun)
     assert load and f"load {load[1]} before" in README
+
+
+def test_the_baselines_of_record_paragraph_is_the_committed_studies():
+    """The README's sentence on the baselines-of-record study and its confirmation: the best
+    entry beats 10 of the 12 counted baselines on both final metrics in both, the two it does
+    not beat are fisher-topk and qffl:1, and its compute to the target is the verdicts'."""
+    from fl_oracle.experiments.study.settings import is_baseline
+    from selection.specs import parse_spec
+
+    flat = " ".join(README.split())
+    assert "beats 10 of the 12 on both final metrics" in flat
+    assert "1.22–1.27× the best baseline's client compute" in flat
+    for study, ratio in (("study-baselines", "1.27x"), ("study-baselines-confirm", "1.22x")):
+        d = pd.read_csv(ROOT / "results" / study / "dominance.csv")
+        entries = pd.read_csv(ROOT / "results" / study / "cost.csv")["entry"]
+        counted = {e for e in entries if is_baseline(parse_spec(e))}
+        assert len(counted) == 12
+        best = d[(d["entry"] == "eps-lt:5@probe") & d["baseline"].isin(counted)]
+        assert int(best["beats"].sum()) == 10
+        assert set(best.loc[~best["beats"], "baseline"]) == {"fisher-topk", "qffl:1"}
+        verdict = (ROOT / "results" / study / "verdict.md").read_text(encoding="utf-8")
+        assert f"eps-lt:5@probe {ratio}" in verdict
