@@ -1,14 +1,15 @@
 """``divfl:SOURCE``: diverse client selection by submodular facility location (Balakrishnan et
 al., ICLR '22, "Diverse Client Selection for Federated Learning via Submodular Maximization").
 
-The paper picks the K clients whose gradients best represent everyone's (its eq. 4–6): with
-the clients' update vectors g_i and d_ij = ||g_i − g_j||,
+The paper picks the K clients whose gradients best represent everyone's — the subset whose
+gradients approximate the full aggregate gradient with the smallest error bound, a facility-
+location problem: with the clients' update vectors g_i and d_ij = ||g_i − g_j||,
 
     min_{|S| = K}  Σ_{i ∈ [N]} min_{j ∈ S} d_ij,
 
 i.e. max of the facility-location function G(S) = Σ_i (d_0 − min_{j ∈ S} d_ij), d_0 the largest
 distance (G(∅) = 0, monotone submodular), solved by **stochastic greedy** (Mirzasoleiman et
-al., AAAI '15; the paper's Algorithm 2): K steps, each drawing ⌈(N/K)·ln(1/ε)⌉ of the clients
+al., AAAI '15, the solver the paper uses): K steps, each drawing ⌈(N/K)·ln(1/ε)⌉ of the clients
 not yet picked (ε = 0.01) and adding the one of largest marginal gain Σ_i max(m_i − d_ij, 0),
 m_i the current min_{j ∈ S} d_ij (ties drawn uniformly). Aggregation is FedAvg's.
 

@@ -2,8 +2,8 @@
 
 FedCor models the clients' loss changes ΔL_i(t) = L_i(w_{t+1}) − L_i(w_t) as a Gaussian process
 whose covariance Σ carries how clients' losses move together, and picks the clients whose
-training is expected to lower the total loss most (the paper's eq. 10–12; the authors'
-``GPR.Select_Clients``): greedily, K times, the client
+training is expected to lower the total loss most (the paper's greedy selection, as the
+authors' ``GPR.Select_Clients`` computes it): greedily, K times, the client
 
     k* = argmax_k  β_k · (Σ_i p_i Σ_ik) / sqrt(Σ_kk),    p_i = n_i / n,
 
