@@ -296,7 +296,7 @@ class FedselStrategy(FedProx):
 
         # what the model declares (the upper bound, what a client uploads)
         self._declared = make_information(stats, seed=seed)
-        self._info = None  # the probe phase's information model (probe, predicted)
+        self._info = None  # the probe phase's information model (probe, predicted, boosted)
         if isinstance(self._declared, Calibrated):  # its view is the probe pass's, as the loop's
             if validation_gradients is None or evaluate_candidates is None:
                 raise ValueError(
@@ -476,8 +476,8 @@ class FedselStrategy(FedProx):
             failures,
             # fresh, pool: the measured updates are the commit; stale too where every pick
             # was measured this round (round 0, or nodes seen for the first time)
-            reuse=self.stats_mode not in ("stale", "probe", "predicted")
-            or (self.stats_mode == "stale" and all(c in self._measured for c in ids)),
+            reuse=(self._info is None and not self._declared.remembers)
+            or (self._declared.remembers and all(c in self._measured for c in ids)),
             inputs=inputs,
             route=choice.route,
             state=selector_state(self.selector),

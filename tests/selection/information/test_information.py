@@ -65,7 +65,14 @@ def _inputs(t, clients, probe=None, measured=None, base=None):
 
 
 def test_registry_lists_every_model_and_parses_canonical_forms():
-    assert list(information_models()) == ["fresh", "stale", "probe", "pool", "predicted"]
+    assert list(information_models()) == [
+        "fresh",
+        "stale",
+        "probe",
+        "pool",
+        "predicted",
+        "boosted",
+    ]
     assert information_models()["fresh"].upper_bound
     assert not any(c.upper_bound for n, c in information_models().items() if n != "fresh")
     assert parse_information("pool:10.0") == "pool:10"
@@ -164,11 +171,12 @@ def test_probe_calibration_recovers_a_linear_map_from_the_trained_clients():
     assert m.probe_floats(10, 3) == 2 + 10 + 3
 
 
-def test_predicted_learns_from_the_trained_clients_where_the_probe_map_is_not_linear():
+@pytest.mark.parametrize("name", ["predicted", "boosted"])
+def test_predicted_learns_from_the_trained_clients_where_the_probe_map_is_not_linear(name):
     rng = np.random.default_rng(2)
     clients = _clients(4)
     base = {d: 50.0 for d in DOMAINS}
-    m = make_information("predicted", seed=0)
+    m = make_information(name, seed=0)
 
     def truth_of(p):  # a saturating map: linear calibration misses it, a GP need not
         rows = _truth(p, base, slope=(0.0, 0.0, 0.0), own=0.0)
