@@ -47,8 +47,7 @@ def study(
         None,
         "--selectors",
         help="Comma-separated entries SPEC or SPEC@INFORMATION, e.g. "
-        "proportional,eps:5@probe (information models: fresh, stale, probe, pool:P, "
-        "predicted; fedsel methods).",
+        "proportional,eps:5@probe (information models: fedsel methods).",
         show_default="7 baselines and the swept formulations: fedsel study --show-defaults",
     ),
     reference: str | None = typer.Option(
