@@ -24,7 +24,7 @@ tuning seeds, and the held-out trajectory's own row.
 
     .venv/bin/python benchmarks/predictor_bench.py log [--seeds 0,1,2] [--held-out 10]
         [--rounds 40] [--subsets 12] [--workers 2] [--log runs/predictor-bench]
-    .venv/bin/python benchmarks/predictor_bench.py eval [--models probe,predicted,boosted]
+    .venv/bin/python benchmarks/predictor_bench.py eval [--models probe,predicted,boosted,boosted-lcb:20]
         [--train-on picks] [--log runs/predictor-bench] [--out results/benchmarks]
 
 ``log`` writes ``<log>/<driver>/seed<S>.parquet`` (clients) and ``...subsets.parquet`` per
@@ -215,6 +215,10 @@ def replay(model_name: str, traj: pd.DataFrame, k: int, train_on: str, seed: int
         for d in domains:
             pred[f"pred_{d}"] = table.loc[rows["client_id"], f"U_{d}"].to_numpy(dtype=float)
             pred[f"true_{d}"] = rows[f"true_{d}"].to_numpy(dtype=float)
+            for side in ("lo", "hi"):  # a model's predictive interval, where it gives one
+                if f"{side}_{d}" in table.columns:
+                    values = table.loc[rows["client_id"], f"{side}_{d}"]
+                    pred[f"{side}_{d}"] = values.to_numpy(dtype=float)
         out.append(pred)
         learn = rows if train_on == "all" else rows[rows["chosen"]]
         trained = learn[["client_id", "domain", "n_samples"]].copy()
@@ -236,6 +240,14 @@ def round_metrics(pred: pd.DataFrame, subsets: pd.DataFrame, domains) -> pd.Data
             "mae": float(np.abs(P - T).mean()),
             "rho": float(np.nanmean([_rho(P[:, j], T[:, j]) for j in range(len(domains))])),
         }
+        if f"lo_{domains[0]}" in p.columns:
+            lo = p[[f"lo_{d}" for d in domains]].to_numpy()
+            hi = p[[f"hi_{d}" for d in domains]].to_numpy()
+            ok = np.isfinite(lo) & np.isfinite(hi)
+            if ok.any():
+                row["cov_lower"] = float((T[ok] >= lo[ok]).mean())
+                row["cov_both"] = float(((T[ok] >= lo[ok]) & (T[ok] <= hi[ok])).mean())
+                row["width"] = float((hi[ok] - lo[ok]).mean())
         if t in subs.groups:
             s = subs.get_group(t)
             pos = {c: i for i, c in enumerate(p["client_id"])}
@@ -280,7 +292,8 @@ def cmd_eval(args) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     write_table_atomic(rounds, args.out / "predictor_bench_rounds.csv")
     rng = np.random.default_rng(0)
-    metrics = ["mae", "rho", "mae_ud", "rho_ud", "rho_worst"]
+    metrics = [c for c in ("mae", "rho", "mae_ud", "rho_ud", "rho_worst", "cov_lower", "cov_both",
+                           "width") if c in rounds.columns]  # fmt: skip
     runs = rounds.groupby(["model", "driver", "seed"], sort=False)[metrics].mean().reset_index()
     table = []
     for (name, driver), g in runs.groupby(["model", "driver"], sort=False):
@@ -339,6 +352,32 @@ Replay time (every trajectory, seconds): {"; ".join(f"{k} {v:.1f}" for k, v in t
 The issue's goal on the held-out trajectory: MAE <= 2 points, ρ U_{{i,d}} >= 0.75, ρ worst(S)
 >= 0.56.
 """
+    if "cov_both" in out.columns and out["cov_both"].notna().any():
+        cov = pd.DataFrame(
+            [
+                {
+                    "model": r["model"],
+                    "driver": r["driver"],
+                    "P(y >= lo)": cell(r, "cov_lower"),
+                    "P(lo <= y <= hi)": cell(r, "cov_both"),
+                    "width (points)": cell(r, "width"),
+                    "held out: P(y >= lo) / P(in)": (
+                        f"{r['cov_lower_held_out']:.2f} / {r['cov_both_held_out']:.2f}"
+                    ),
+                }
+                for _, r in out.iterrows()
+                if pd.notna(r.get("cov_both"))
+            ]
+        )
+        text += f"""
+## Predictive intervals
+
+Coverage of the intervals a model carries (`lo_<d>`, `hi_<d>`: `boosted`'s conformalized
+quantiles, nominal P(y >= lo) = 0.90 and P(lo <= y <= hi) = 0.80 for `boosted`; the lower
+level of `boosted-lcb:A` is A %), over the rounds where they exist:
+
+{markdown_table(cov)}
+"""
     write_text_atomic(text, args.out / "predictor_bench.md")
     print(text)
 
@@ -356,7 +395,7 @@ def main(argv=None) -> None:
     lg.add_argument("--workers", default=2, type=int)
     lg.add_argument("--log", default=LOG, type=Path)
     ev = sub.add_parser("eval", help="replay the log through the models")
-    ev.add_argument("--models", default="probe,predicted,boosted")
+    ev.add_argument("--models", default="probe,predicted,boosted,boosted-lcb:20")
     ev.add_argument("--train-on", default="picks", choices=("picks", "all"))
     ev.add_argument("--held-out", default=10, type=int)
     ev.add_argument("--k", default=5, type=int)

@@ -72,6 +72,7 @@ def test_registry_lists_every_model_and_parses_canonical_forms():
         "pool",
         "predicted",
         "boosted",
+        "boosted-lcb",
     ]
     assert information_models()["fresh"].upper_bound
     assert not any(c.upper_bound for n, c in information_models().items() if n != "fresh")
