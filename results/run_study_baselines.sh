@@ -35,3 +35,9 @@ print(",".join(base + top))
 PY
 )
 .venv/bin/fedsel study --out results/study-baselines-confirm --first-seed 10 --seeds 10 --workers 2 --no-progress --selectors "$ENTRIES"
+# 3. the predictor bench's best model (boosted, results/benchmarks/predictor_bench.md) served to
+#    the study's two strongest formulation families, on the same seeds (grown after step 2)
+.venv/bin/fedsel study --out results/study-baselines --workers 2 --no-progress --add "eps-lt:5@boosted,fisher-fair:1@boosted"
+# 4. uncertainty used: the same two formulations on boosted's conformal 20 % lower bound
+#    (boosted-lcb:20) against the point predictions of step 3, same seeds
+.venv/bin/fedsel study --out results/study-baselines --workers 2 --no-progress --add "eps-lt:5@boosted-lcb:20,fisher-fair:1@boosted-lcb:20"
