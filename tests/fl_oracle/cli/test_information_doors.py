@@ -20,7 +20,11 @@ from helpers.cli import forbid_data, run_fedsel
 
 CPD, N, K = 2, 8, 3  # clients per domain, clients (4 domains), clients per round
 BAD_P = [1, 2, 9, 99]  # P < K and P > N
-MODELS = [c.spec_form().replace(":P", ":4") for c in information_models().values()]
+# every model as a valid modifier: its example argument (the pool's P fitted to N and K)
+MODELS = [
+    c.name if c.arg is None else f"{c.name}:{4 if c.arg == 'P' else c.arg_example}"
+    for c in information_models().values()
+]
 
 
 @pytest.fixture(autouse=True)
