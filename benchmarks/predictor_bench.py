@@ -24,7 +24,8 @@ tuning seeds, and the held-out trajectory's own row.
 
     .venv/bin/python benchmarks/predictor_bench.py log [--seeds 0,1,2] [--held-out 10]
         [--rounds 40] [--subsets 12] [--workers 2] [--log runs/predictor-bench]
-    .venv/bin/python benchmarks/predictor_bench.py eval [--models probe,predicted,boosted,boosted-lcb:20]
+    .venv/bin/python benchmarks/predictor_bench.py eval
+        [--models probe,predicted,boosted,boosted-lcb:20,drift]
         [--train-on picks] [--log runs/predictor-bench] [--out results/benchmarks]
 
 ``log`` writes ``<log>/<driver>/seed<S>.parquet`` (clients) and ``...subsets.parquet`` per
@@ -395,7 +396,7 @@ def main(argv=None) -> None:
     lg.add_argument("--workers", default=2, type=int)
     lg.add_argument("--log", default=LOG, type=Path)
     ev = sub.add_parser("eval", help="replay the log through the models")
-    ev.add_argument("--models", default="probe,predicted,boosted,boosted-lcb:20")
+    ev.add_argument("--models", default="probe,predicted,boosted,boosted-lcb:20,drift")
     ev.add_argument("--train-on", default="picks", choices=("picks", "all"))
     ev.add_argument("--held-out", default=10, type=int)
     ev.add_argument("--k", default=5, type=int)

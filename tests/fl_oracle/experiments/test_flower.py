@@ -184,7 +184,7 @@ def test_pool_measures_p_nodes_and_commits_their_updates(data_file):
     assert len(set(pools)) > 1
 
 
-@pytest.mark.parametrize("info", ["probe", "predicted", "boosted"])
+@pytest.mark.parametrize("info", ["probe", "predicted", "boosted", "drift"])
 def test_probe_phase_matches_the_in_process_loop(data_file, info):
     """The probe pass as a message phase: every node answers a probe message (no training)
     against the server's validation gradients, the K chosen train; selections, predictions and

@@ -85,3 +85,30 @@ def test_the_lower_bound_is_what_boosted_lcb_serves():
 def test_a_level_outside_1_to_49_is_refused(spec):
     with pytest.raises(SelectionError):
         parse_spec(spec)
+
+
+def test_drift_blends_by_hand_and_learns_a_lasting_report():
+    """γ^age · stale + (1 − γ^age) · probe; where the truth is each client's fixed own effect
+    (what its report said), the decay learned is near 1 and the error near 0."""
+    from selection.information.drift import blend
+    from selection.information.predicted import MAX_AGE
+
+    out = blend(
+        np.array([4.0, 4.0, 4.0]), np.array([0.0, 0.0, 0.0]), np.array([1, 2, MAX_AGE]), 0.5
+    )
+    np.testing.assert_allclose(out, [2.0, 1.0, 0.0])
+
+    rng = np.random.default_rng(3)
+    effect = {f"c{i}": rng.normal(0, 5) for i in range(12)}
+    m = make_information("drift", seed=0)
+    errs = []
+    for t in range(12):
+        inputs, truth = _round(t, rng)
+        for d in DOMAINS:
+            truth[f"U_{d}"] = 50.0 + truth["client_id"].map(effect).to_numpy()
+        view = m.view(inputs)
+        if t >= 8:
+            errs.append(np.abs(view["U_a"].to_numpy() - truth["U_a"].to_numpy()).mean())
+        m.observe(t, truth.sample(6, random_state=t), inputs)
+    assert m.gamma >= 0.9
+    assert np.mean(errs) < 2.0  # points; clients never reported carry the probe's guess

@@ -73,6 +73,7 @@ def test_registry_lists_every_model_and_parses_canonical_forms():
         "predicted",
         "boosted",
         "boosted-lcb",
+        "drift",
     ]
     assert information_models()["fresh"].upper_bound
     assert not any(c.upper_bound for n, c in information_models().items() if n != "fresh")

@@ -48,7 +48,7 @@ def _log(rounds: int = 6, n: int = 8, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("model", ["probe", "predicted", "boosted"])
+@pytest.mark.parametrize("model", ["probe", "predicted", "boosted", "drift"])
 def test_round_t_truth_never_reaches_round_t_prediction(model):
     """Change every truth of round 3 (the labels the model observes after predicting it):
     rounds 0-3's predictions are unchanged, a later one moves."""
