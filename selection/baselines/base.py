@@ -11,10 +11,12 @@ default. :func:`selection.selectors.make_selector`, ``spec_forms`` (the CLI's he
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 
 from selection.errors import SelectionError
 
@@ -86,6 +88,21 @@ class Baseline(ABC):
         if self.reads == "probe-candidates":
             return self.probed
         return np.empty(0, dtype=np.int64)
+
+    def losses(self, problem, idx, *, minimum: float = -math.inf) -> np.ndarray:
+        """The round's reported ``loss`` column (N,), checked at the clients ``idx``: finite
+        and at least ``minimum`` (SelectionError naming the first bad client, or the column's
+        absence)."""
+        table = problem.table
+        if table is None or "loss" not in table.columns:
+            raise SelectionError(f"{self.spec}: the round's statistics have no column loss")
+        loss = pd.to_numeric(table["loss"], errors="coerce").to_numpy(dtype=float)
+        for i in np.asarray(idx, dtype=np.int64):
+            if not math.isfinite(loss[i]) or loss[i] < minimum:
+                raise SelectionError(
+                    f"{self.spec}: column loss of client {problem.ids[i]} is {loss[i]!r}"
+                )
+        return loss
 
     @classmethod
     def counts_as_baseline(cls, arg: str | None) -> bool:

@@ -45,19 +45,27 @@ def size_distributions(n_samples: np.ndarray, k: int) -> np.ndarray:
     K·p_i; clients enter largest first (ties in index order)."""
     p = np.asarray(n_samples, dtype=float)
     p = p / p.sum()
-    order = np.argsort(-p, kind="stable")
     r = np.zeros((k, len(p)))
-    row, room = 0, 1.0
-    for i in order:
-        mass = k * p[i]
-        while mass > 1e-12 and row < k:
-            take = min(mass, room)
+    pour(r, 0, np.argsort(-p, kind="stable"), k * p)
+    return r
+
+
+def pour(r: np.ndarray, row: int, clients, mass: np.ndarray) -> int:
+    """Fill the clients' ``mass`` into the rows of ``r`` in turn from ``row``, each row up to
+    mass 1 (a client crossing a boundary is split between two); returns the row reached."""
+    k = len(r)
+    room = 1.0 - float(r[row].sum()) if row < k else 0.0
+    for i in clients:
+        share = float(mass[i])
+        while share > 1e-12 and row < k:
+            take = min(share, room)
             r[row, i] += take
-            mass -= take
+            share -= take
             room -= take
             if room <= 1e-12:
-                row, room = row + 1, 1.0
-    return r
+                row += 1
+                room = 1.0 - float(r[row].sum()) if row < k else 0.0
+    return row
 
 
 def update_angles(vectors: np.ndarray) -> np.ndarray:
@@ -121,14 +129,7 @@ def similarity_distributions(
         row += 1
     row = k - len(kept)
     for j in order[: len(order) - len(kept)]:
-        for i in rng.permutation(clusters[j]):
-            share = mass[i]
-            while share > 1e-12 and row < k:
-                take = min(share, 1.0 - r[row].sum())
-                r[row, i] += take
-                share -= take
-                if r[row].sum() >= 1.0 - 1e-12:
-                    row += 1
+        row = pour(r, row, rng.permutation(clusters[j]), mass)
     return r
 
 

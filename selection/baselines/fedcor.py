@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 from sklearn.covariance import ledoit_wolf
 
 from selection.baselines.base import Baseline, register
@@ -80,22 +79,13 @@ class FedCor(Baseline):
         self.changes: list[np.ndarray] = []
         self.beta: np.ndarray | None = None
 
-    def _losses(self, problem) -> np.ndarray:
-        table = problem.table
-        if table is None or "loss" not in table.columns:
-            raise SelectionError(f"{self.spec}: the round's statistics have no column loss")
-        loss = pd.to_numeric(table["loss"], errors="coerce").to_numpy(dtype=float)
-        if not np.isfinite(loss).all():
-            raise SelectionError(f"{self.spec}: column loss has a missing or infinite value")
-        return loss
-
     def pick(self, problem, rng):
         ids = [str(c) for c in problem.ids]
         if self.ids is None:
             self.ids, self.beta = ids, np.ones(len(ids))
         elif ids != self.ids:
             raise SelectionError(f"{self.spec}: the clients changed between rounds")
-        loss = self._losses(problem)
+        loss = self.losses(problem, range(problem.n))
         if self.last is not None:
             self.changes = [*self.changes, loss - self.last][-WINDOW:]
         self.last = loss

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from selection.baselines.base import Baseline, register
 from selection.errors import SelectionError
@@ -110,13 +109,8 @@ class Oort(Baseline):
 
     def _observe(self, problem, picked: list[str], pos: dict[str, int]) -> None:
         """The picks train and report their loss: their utility and round are kept."""
-        table = problem.table
-        if table is None or "loss" not in table.columns:
-            raise SelectionError(f"{self.spec}: the round's statistics have no column loss")
-        loss = pd.to_numeric(table["loss"], errors="coerce").to_numpy(dtype=float)
+        loss = self.losses(problem, [pos[c] for c in picked], minimum=0.0)
         for c in picked:
             i = pos[c]
-            if not math.isfinite(loss[i]) or loss[i] < 0:
-                raise SelectionError(f"{self.spec}: column loss of client {c} is {loss[i]!r}")
             self.utility[c] = float(problem.n_samples[i]) * float(loss[i])
             self.last[c] = self.round

@@ -1,7 +1,6 @@
 """``power-of-choice:d``: d candidates ∝ n_samples, then the K with the highest loss."""
 
 import numpy as np
-import pandas as pd
 
 from selection.baselines.base import Baseline, register
 from selection.errors import SelectionError
@@ -28,13 +27,7 @@ class PowerOfChoice(Baseline):
         self.probed = np.sort(cand)
         table = problem.table
         if table is not None and "loss" in table.columns:
-            loss = pd.to_numeric(table["loss"], errors="coerce").to_numpy(dtype=float)
-            if not np.isfinite(loss[cand]).all():
-                bad = cand[~np.isfinite(loss[cand])][0]
-                raise SelectionError(
-                    f"{self.spec}: column loss of client {problem.ids[bad]} is {loss[bad]!r}"
-                )
-            key = -loss[cand]
+            key = -self.losses(problem, cand)[cand]
         else:
             key = problem.U[cand]
         return cand[np.argsort(key, kind="stable")[:k]]
