@@ -121,11 +121,9 @@ class LongTermEpsSolver(Solver):
     @classmethod
     def spec_kwargs(cls, arg: str | None) -> dict:
         if arg is None:
-            raise ValueError("eps-lt needs a value, e.g. eps-lt:5 or eps-lt:5,10 (ε, V)")
-        return cls._eps_v(arg)
-
-    @classmethod
-    def _eps_v(cls, arg: str) -> dict:
+            raise ValueError(
+                f"{cls.name} needs a value, e.g. {cls.name}:5 or {cls.name}:5,10 (ε, V)"
+            )
         parts = [p.strip() for p in arg.split(",")]
         if len(parts) > 2:
             raise ValueError(f"{cls.name} takes ε and optionally V ({arg!r})")
@@ -154,7 +152,7 @@ class LongTermEpsSolver(Solver):
             self.load_state({f"{QUEUE_PREFIX}{d}": q for d, q in queues.items()})
 
     def with_param(self, value) -> LongTermEpsSolver:
-        return LongTermEpsSolver(eps=float(value), V=self.V, queues=self.queues)
+        return type(self)(eps=float(value), V=self.V, queues=self.queues)
 
     # the run's state -------------------------------------------------------------------
     def state(self) -> dict[str, float]:
@@ -174,8 +172,11 @@ class LongTermEpsSolver(Solver):
         self.queues = queues
 
     # one round ---------------------------------------------------------------------------
-    def scores(self, problem: SelectionProblem) -> tuple[np.ndarray, np.ndarray]:
-        """(a, w): the per-client scores of the round's objective and the surrogate's weights."""
+    def penalty_values(self, problem: SelectionProblem, U: np.ndarray) -> np.ndarray:  # noqa: N803
+        """The per-client values of the objective V weighs: the utility U_i."""
+        return U
+
+    def _solve(self, problem: SelectionProblem) -> RawResult:
         surrogate = get_surrogate(problem.surrogate)
         if surrogate.structure == "black-box":
             raise SelectionError(
@@ -183,38 +184,21 @@ class LongTermEpsSolver(Solver):
                 "objective needs a linear or linear-fractional one (mean, weighted, softvote)"
             )
         U, Ud = surrogate.client_values(problem)  # noqa: N806
+        w = surrogate.client_weights(problem)
         q = np.array([self.queues.get(d, 0.0) for d in problem.domains])
         shortfall = Ud.mean(axis=1, keepdims=True) - Ud  # Ū_i − U_{i,d}, (N, D)
         a = self.V * self.penalty_values(problem, np.asarray(U, dtype=float)) - shortfall @ q
-        return a, surrogate.client_weights(problem)
-
-    def penalty_values(self, problem: SelectionProblem, U: np.ndarray) -> np.ndarray:  # noqa: N803
-        """The per-client values of the objective V weighs: the utility U_i."""
-        return U
-
-    def _solve(self, problem: SelectionProblem) -> RawResult:
-        a, w = self.scores(problem)
-        if np.allclose(w, w[0]):
-            sel = _top_k(a, problem.k)
-        else:
-            sel = top_k_ratio(a, w, problem.k)
-        self._update(problem, sel)
+        sel = _top_k(a, problem.k) if np.allclose(w, w[0]) else top_k_ratio(a, w, problem.k)
+        # Q_d ← max(Q_d + Ū(S) − U_d(S) − ε, 0) for the chosen S, as the surrogate judges it
+        ud = (w[sel, None] * Ud[sel]).sum(axis=0) / w[sel].sum()
+        for d, gd in zip(problem.domains, ud.mean() - ud - self.eps, strict=True):
+            self.queues[d] = max(self.queues.get(d, 0.0) + float(gd), 0.0)
         return RawResult(
             tuple(int(i) for i in sel),
             Status.OPTIMAL,
             backend="top-k",
             param=fmt_param("eps", self.eps),
         )
-
-    def _update(self, problem: SelectionProblem, sel: np.ndarray) -> None:
-        """Q_d ← max(Q_d + Ū(S) − U_d(S) − ε, 0) for the chosen S, as the surrogate judges it."""
-        surrogate = get_surrogate(problem.surrogate)
-        _, Ud = surrogate.client_values(problem)  # noqa: N806
-        w = surrogate.client_weights(problem)[sel]
-        ud = (w[:, None] * Ud[sel]).sum(axis=0) / w.sum()
-        g = ud.mean() - ud - self.eps
-        for d, gd in zip(problem.domains, g, strict=True):
-            self.queues[d] = max(self.queues.get(d, 0.0) + float(gd), 0.0)
 
 
 @register
@@ -238,15 +222,6 @@ class LongTermFisherSolver(LongTermEpsSolver):
     )
     spec_form = "fisher-lt:E[,V]"
     order = 46
-
-    @classmethod
-    def spec_kwargs(cls, arg: str | None) -> dict:
-        if arg is None:
-            raise ValueError("fisher-lt needs a value, e.g. fisher-lt:5 or fisher-lt:5,10 (ε, V)")
-        return cls._eps_v(arg)
-
-    def with_param(self, value) -> LongTermFisherSolver:
-        return LongTermFisherSolver(eps=float(value), V=self.V, queues=self.queues)
 
     def penalty_values(self, problem: SelectionProblem, U: np.ndarray) -> np.ndarray:  # noqa: N803
         return np.asarray(problem.F_z, dtype=float)
