@@ -66,9 +66,7 @@ class Boosted(Predicted):
         from sklearn.ensemble import HistGradientBoostingRegressor
 
         model = HistGradientBoostingRegressor(random_state=self.seed, **TREES, **loss)
-        # hundreds of rows: OpenMP threads only wait on each other (and on a busy machine)
-        with threadpool_limits(1, user_api="openmp"):
-            return model.fit(self._design(data, domains), data["y"].to_numpy(dtype=float))
+        return model.fit(self._design(data, domains), data["y"].to_numpy(dtype=float))
 
     def predictions(self, inputs: RoundInputs) -> pd.DataFrame:
         """Per (client, domain): the point ``yhat`` and the corrected bounds ``lo``, ``hi``
@@ -80,6 +78,7 @@ class Boosted(Predicted):
             return feats.assign(lo=np.nan, hi=np.nan)
         data = pd.concat(list(self.train_rows), ignore_index=True)
         X = self._design(feats, inputs.domains)  # noqa: N806
+        # hundreds of rows: OpenMP threads only wait on each other (and on a busy machine)
         with threadpool_limits(1, user_api="openmp"):
             yhat = self._fit(data, inputs.domains, loss="absolute_error").predict(X)
             q_lo = self._fit(data, inputs.domains, loss="quantile", quantile=self.lower).predict(X)
@@ -109,21 +108,18 @@ class Boosted(Predicted):
         return table
 
     def observe(self, t, trained, inputs=None):
-        if self._bounds is not None and inputs is not None and inputs.base_acc is not None:
-            ids = set(trained["client_id"].astype(str))
-            by_id = trained.set_index(trained["client_id"].astype(str))
-            rows = self._bounds[self._bounds["client_id"].isin(ids)]
-            y = np.array(
-                [
-                    float(by_id.at[c, f"U_{d}"]) - float(inputs.base_acc[d])
-                    for c, d in zip(rows["client_id"], rows["d"], strict=True)
-                ]
-            )
-            self.scores.append(
-                pd.DataFrame({"s_lo": rows["q_lo"].to_numpy() - y, "s_hi": y - rows["q_hi"]})
-            )
-        self._bounds = None
+        """``predicted``'s training rows, and from their targets the conformity scores of the
+        bounds predicted for those clients before they trained."""
+        bounds, self._bounds = self._bounds, None
+        before = self.train_rows[-1] if self.train_rows else None
         super().observe(t, trained, inputs)
+        if bounds is None or not self.train_rows or self.train_rows[-1] is before:
+            return
+        rows = self.train_rows[-1]  # the round's trained (client, domain) rows, with y
+        b, y = bounds.loc[rows.index], rows["y"].to_numpy(dtype=float)
+        self.scores.append(
+            pd.DataFrame({"s_lo": b["q_lo"].to_numpy() - y, "s_hi": y - b["q_hi"].to_numpy()})
+        )
 
 
 @register
