@@ -5,6 +5,7 @@
 * :mod:`helpers.fake_oracle` — a pure-numpy stand-in for the oracle, with the same methods.
 * :mod:`helpers.oracle` — tiny injected Digits-like data and configurations for the real oracle.
 * :mod:`helpers.docs_site` — ``mkdocs build --strict`` of the documentation site.
+* :mod:`helpers.rules` — one small round of a baseline rule (sizes, losses, update vectors).
 
 ``tests/conftest.py`` imports this package (the tests then import its modules by name).
 :data:`ROOT` is the repository's root; :data:`PYTHONPATH` is the ``PYTHONPATH`` of a child

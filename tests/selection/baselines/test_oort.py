@@ -6,27 +6,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from selection.baselines.oort import CUT_OFF, DECAY, EPS_MIN, Oort
 from selection.errors import SelectionError
-from selection.problem import SelectionProblem
 from selection.selectors import make_selector
+
+from helpers.rules import rule_problem
 
 
 def _problem(loss, sizes, k):
-    n = len(loss)
-    table = pd.DataFrame(
-        {
-            "round": 0,
-            "client_id": [f"c{i}" for i in range(n)],
-            "domain": ["a", "b"] * (n // 2) + ["a"] * (n % 2),
-            "n_samples": np.asarray(sizes, dtype=np.int64),
-            "loss": np.asarray(loss, dtype=float),
-        }
-    )
-    return SelectionProblem.from_clients(table, k, ("a", "b"))
+    return rule_problem(sizes, k, loss=loss)
 
 
 def test_the_scores_are_the_papers_by_hand():

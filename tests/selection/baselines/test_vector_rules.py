@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from selection.baselines.clustered import (
@@ -18,23 +17,13 @@ from selection.baselines.clustered import (
 from selection.baselines.divfl import DivFL, stochastic_greedy, update_distances
 from selection.baselines.fedcor import FedCor, greedy_posterior
 from selection.errors import SelectionError
-from selection.problem import SelectionProblem
 from selection.selectors import make_selector
+
+from helpers.rules import rule_problem
 
 
 def _problem(n_samples, k, vectors=None, loss=None):
-    n = len(n_samples)
-    table = pd.DataFrame(
-        {
-            "round": 0,
-            "client_id": [f"c{i}" for i in range(n)],
-            "domain": ["a", "b"] * (n // 2) + ["a"] * (n % 2),
-            "n_samples": np.asarray(n_samples, dtype=np.int64),
-            **({} if loss is None else {"loss": np.asarray(loss, dtype=float)}),
-        }
-    )
-    p = SelectionProblem.from_clients(table, k, ("a", "b"))
-    return p if vectors is None else p.with_vectors(list(table["client_id"]), vectors)
+    return rule_problem(n_samples, k, loss=loss, vectors=vectors)
 
 
 # DivFL -------------------------------------------------------------------------------------
