@@ -30,9 +30,9 @@ def browser():
         yield b
 
 
-KINDS = ("sweep", "sweep-maxmin", "sweep-rounds", "compare", "analyze", "demo", "study")
+KINDS = ("sweep", "sweep-maxmin", "sweep-rounds", "compare", "analyze", "demo", "study", "map")
 # plots each page must show
-MIN_PLOTS = {"demo": 4, "study": 6, "analyze": 2}
+MIN_PLOTS = {"demo": 4, "study": 6, "analyze": 2, "map": 2}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -59,3 +59,23 @@ def test_report_renders_in_a_browser(kind, pages, browser):
         assert all(not p["title"] for p in plots), f"{kind}: title printed twice"
     if kind == "sweep-maxmin":
         assert any("worst" in t for p in plots for t in p["xtitles"]), "max-min not in (U, worst)"
+
+
+def test_a_map_cell_opens_its_study(pages, browser):
+    """Clicking a cell of the map (plotly's click event on it) opens that cell's report."""
+    browser.open(pages["map"])
+    link = browser.evaluate("document.getElementById('map_worst').data[0].customdata[0][0]")
+    assert link.startswith("cells/") and (pages["map"].parent / link).is_file()
+    browser.evaluate(
+        "document.getElementById('map_worst').emit('plotly_click', "
+        "{points: [{customdata: document.getElementById('map_worst').data[0].customdata[0][0]}]})"
+    )
+    import time
+
+    heading = "(document.querySelector('h1') || {textContent: ''}).textContent"
+    for _ in range(100):  # the cell's page loads
+        if browser.evaluate("window.location.href").endswith(link) and browser.evaluate(heading):
+            break
+        time.sleep(0.1)
+    assert browser.evaluate("window.location.href").endswith(link)
+    assert browser.evaluate(heading).startswith("fedsel study")

@@ -100,25 +100,14 @@ SIZE_SIGMA_HELP = (
 
 def parse_sizes(text: str | None) -> int | dict[str, int] | None:
     """``--samples-per-client``: None, one integer, or ``domain=n`` pairs (typer error if bad)."""
+    from fl_oracle.sim.sizes import sizes_from_text
+
     if text is None:
         return None
-    bad = typer.BadParameter(
-        f"{text!r} is neither a number nor domain=n pairs", param_hint="--samples-per-client"
-    )
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    out: dict[str, int] = {}
-    for part in text.split(","):
-        name, eq, value = part.partition("=")
-        if not eq or not name.strip() or not value.strip().isdigit():
-            raise bad
-        if name.strip() in out:
-            raise typer.BadParameter(
-                f"{text!r} gives domain {name.strip()!r} twice", param_hint="--samples-per-client"
-            )
-        out[name.strip()] = int(value)
-    return out
+    try:
+        return sizes_from_text(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--samples-per-client") from None
 
 
 def _data_mode(value: str) -> str:

@@ -81,6 +81,12 @@ def study(
         help="Grow the finished study in --out by these entries (comma-separated); its "
         "stored settings are kept and only the new entries run.",
     ),
+    grow: bool = typer.Option(
+        False,
+        "--grow",
+        help="A grid study (a [grid] in --config): extend the grid in --out by the config's "
+        "new cells, entries appended and more seeds; nothing finished runs again.",
+    ),
     report_only: bool = typer.Option(
         False, "--report-only", help="Write the tables and report from the finished runs only."
     ),
@@ -153,6 +159,22 @@ def study(
             raise ValueError(f"--add: {out} holds no study (no study.toml)")
     if not given and stored.is_file():  # continue (or re-report) the stored study as it is
         text = stored.read_text(encoding="utf-8")
+    from fl_oracle.experiments.study.grid import is_grid
+
+    if is_grid(text):
+        if surrogate is not None:
+            raise ValueError("--surrogate: give a grid's entries with their @SURROGATE")
+        _grid(
+            text, out, add=add, grow=grow, federation=federation, dataset=dataset,
+            run=dict(workers=workers, executor=executor, address=address,
+                     report_only=report_only, progress=not no_progress),
+            overrides=dict(seeds=seeds, first_seed=first_seed, rounds=rounds, k=k,
+                           selectors=entries, reference=reference, dp_epsilon=dp_epsilon,
+                           dp_delta=dp_delta, secure_aggregation=secure_aggregation or None),
+        )  # fmt: skip
+        return
+    if grow:
+        raise ValueError("--grow extends a grid study (a [grid] in --config); --add grows a study")
     settings = StudySettings.from_toml(
         text,
         dataset=dataset,
@@ -222,6 +244,97 @@ def study(
     print(f"wrote {out / 'report.html'}, history.csv, summary.csv, paired.csv", file=sys.stderr)
 
 
+def _grid(
+    text: str,
+    out: Path,
+    *,
+    add: str | None,
+    grow: bool,
+    federation: dict[str, Any],
+    dataset: str | None,
+    run: dict[str, Any],
+    overrides: dict[str, Any],
+) -> None:
+    """``fedsel study`` on a grid: every cell checked before any run, then
+    :func:`~fl_oracle.experiments.study.grid_run.run_grid` with this command's way of running
+    one study folder."""
+    from dataclasses import replace
+
+    from fl_oracle.cli.train import make_config
+    from fl_oracle.experiments.runfolder import claim_run_folder
+    from fl_oracle.experiments.study.grid import GridSettings
+    from fl_oracle.experiments.study.grid_run import check_stored_grid, run_grid
+    from fl_oracle.experiments.study.settings import StudySettings
+    from selection.selectors import make_selector, split_specs
+
+    if dataset is not None:
+        raise ValueError("--dataset: a grid study runs on the default data (or --data-root)")
+    grid = GridSettings.from_toml(text, **overrides)
+    if add is not None:
+        grid = grid.grown(split_specs(add))
+    if federation:
+        base = StudySettings.from_toml(
+            grid.base.to_toml(), oracle={**grid.base.oracle, **federation}
+        )
+        grid = replace(grid, base=base)
+    for entry in grid.base.selectors:
+        make_selector(grid.base.spec(entry), seed=0)  # bad spec -> one line before any work
+    for cell in grid.cells:  # bad cell -> one line before any process starts
+        try:
+            make_config(0, **cell.settings.oracle)
+        except ValueError as exc:
+            raise ValueError(f"grid cell {cell.label}: {exc}") from None
+    s = grid.base
+    print(
+        f"fedsel: grid of {len(grid.cells)} cells x {len(s.selectors)} entries x {s.seeds} "
+        f"seeds ({len(grid.cells) * len(s.selectors) * s.seeds} screen runs)",
+        file=sys.stderr,
+    )
+    with claim_run_folder(out, "study", resume=True, committed="study.toml"):
+        check_stored_grid(grid, out, grow=grow or add is not None)
+        table, lines = run_grid(grid, out, run_cell=_cell_runner(**run))
+    for line in lines:
+        print(line)
+    print(f"wrote {out / 'map.html'}, grid.csv, grid.md, cells/", file=sys.stderr)
+
+
+def _cell_runner(
+    *, workers: int | None, executor: str, address: str | None, report_only: bool, progress: bool
+):
+    """How ``fedsel study`` runs one folder of a grid (the study's own steps)."""
+    from fl_oracle.experiments.study.assembly import finish_study
+    from fl_oracle.experiments.study.runs import run_study
+    from selection.progress import rich_progress
+    from selection.selectors import make_selector
+
+    def run_cell(settings, folder: Path, label: str):
+        if report_only or not settings.seeds:
+            if not (folder / "study.toml").is_file():
+                return None
+            return finish_study(settings, folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        overrides = dict(settings.oracle)
+        factory = study_factory(overrides)
+        _record_sources(factory, folder, progress=False, quiet=True)
+        runs = settings.seeds * len(settings.selectors)
+        n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
+        with rich_progress(enabled=progress, transient=False) as bar:
+            tick = None
+            if bar is not None:
+
+                def tick(done, total, what, bar=bar):
+                    bar(done, total, f"grid {label}: {len(settings.selectors)} entries x "
+                                     f"{settings.seeds} seeds, {what.split(': ', 1)[-1]}")  # fmt: skip
+
+            run_study(
+                settings, folder, make_oracle=factory, make_selector=make_selector,
+                workers=n_workers, progress=tick, grow=True, executor=executor, address=address,
+            )  # fmt: skip
+        return finish_study(settings, folder)
+
+    return run_cell
+
+
 def _check_model(model: str, data: dict) -> None:
     """Build the model once for the loaded data (ConfigError in one line if it cannot be)."""
     from fl_oracle.sim.model import resolve_model
@@ -253,7 +366,7 @@ def check_address(address: str | None, timeout: float = 5.0) -> None:
 
 
 def _record_sources(
-    factory, out: Path, added: list[str] | None = None, progress: bool = True
+    factory, out: Path, added: list[str] | None = None, progress: bool = True, quiet: bool = False
 ) -> None:
     """Load the data once (before the workers) and record where it came from.
 
@@ -270,7 +383,7 @@ def _record_sources(
         data = factory.load(progress=bar)
     _check_model(factory.config(0).model, data)  # a failing factory: before anything is written
     prov = data_provenance(data)
-    for line in provenance_lines(prov):
+    for line in [] if quiet else provenance_lines(prov):
         print(line, file=sys.stderr)
     from fl_oracle.cli import command_line
 

@@ -63,11 +63,12 @@ _PAGE_JS = r"""
   const box = e => { const r = e.getBoundingClientRect(); return {x: r.left, y: r.top, w: r.width, h: r.height}; };
   const labelSel = ['.legendtext', '.g-gtitle text', '.g-xtitle text', '.g-ytitle text',
     '[class^="g-x"][class$="title"] text', '[class^="g-y"][class$="title"] text',
-    '.annotation-text', '.textpoint text', '.cbtitle text'].join(',');
+    '.annotation-text', '.textpoint text', '.cbtitle text', '.heatmaplayer text'].join(',');
   const plots = [];
   document.querySelectorAll('.js-plotly-plot').forEach((gd, i) => {
     const id = gd.id || ('plot-' + i);
-    const points = gd.querySelectorAll('.scatterlayer .trace .point, .barlayer .point').length;
+    // a heatmap draws its cells as one image a trace: counted as one point
+    const points = gd.querySelectorAll('.scatterlayer .trace .point, .barlayer .point, .heatmaplayer image').length;
     const lines = [...gd.querySelectorAll('.scatterlayer .trace path.js-line')]
       .filter(p => (p.getAttribute('d') || '').length > 2).length;
     const xtitles = [...gd.querySelectorAll('[class^="g-x"][class$="title"] text, .g-xtitle text')]

@@ -3,8 +3,9 @@
 ``build_all(out)`` writes, under ``out``: ``sweep/front.html`` (ε complete front),
 ``sweep-maxmin/front.html``, ``sweep-rounds/front.html`` (one front per round),
 ``compare/compare.html``, ``analyze/analysis.html`` (all from a round-stats table: the shipped
-example or a synthetic one), ``demo/report.html`` and ``study/report.html`` (both on the test
-suite's fake oracle, pure numpy). Returns ``{kind: path}``.
+example or a synthetic one), ``demo/report.html``, ``study/report.html`` and ``map/map.html``
+(a grid study's map; all three on the test suite's fake oracle, pure numpy). Returns
+``{kind: path}``.
 """
 
 from __future__ import annotations
@@ -90,6 +91,33 @@ def build_study(out: Path, seeds: int = 3, rounds: int = 5) -> Path:
     return out / "report.html"
 
 
+def build_map(out: Path, seeds: int = 3, rounds: int = 4) -> Path:
+    """A grid study's map on the fake oracle (cells differ by K and clients per domain)."""
+    from fl_oracle.experiments.study.assembly import finish_study
+    from fl_oracle.experiments.study.grid import GridSettings
+    from fl_oracle.experiments.study.grid_run import run_grid
+    from fl_oracle.experiments.study.runs import run_study
+    from selection.selectors import make_selector
+
+    grid = GridSettings.from_toml(
+        f"seeds = {seeds}\nrounds = {rounds}\nk = 3\nbootstrap = 300\nconfirm_seeds = 2\n"
+        'target_worst = 50.0\nselectors = ["proportional", "random", "eps-rel:0.5", "maxmin:2"]\n'
+        "[oracle]\nclients_per_domain = 2\n"
+        "[[grid]]\nk = [2, 3, 4]\n[[grid]]\nk = [3]\nclients_per_domain = [3]\n"
+    )
+
+    def run_cell(settings, folder, label):
+        cpd = int(settings.oracle.get("clients_per_domain", 2))
+        run_study(
+            settings, folder, make_selector=make_selector,
+            make_oracle=lambda seed: fake.FakeOracle(seed, clients_per_domain=cpd),
+        )  # fmt: skip
+        return finish_study(settings, folder)
+
+    run_grid(grid, out, run_cell=run_cell)
+    return out / "map.html"
+
+
 def build_all(out: Path, stats: Path | None = None) -> dict[str, Path]:
     """Every report kind under ``out`` (see the module docstring)."""
     out = Path(out)
@@ -111,6 +139,7 @@ def build_all(out: Path, stats: Path | None = None) -> dict[str, Path]:
         "analyze": out / "analyze" / "analysis.html",
         "demo": build_demo(out / "demo"),
         "study": build_study(out / "study"),
+        "map": build_map(out / "map"),
     }
 
 

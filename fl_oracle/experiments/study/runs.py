@@ -98,8 +98,8 @@ def run_study(
     """Run every (entry, seed) not finished yet, then return the whole history.
 
     A finished study can **grow**: with ``grow`` the settings may add entries after the stored
-    ones (everything else equal, the stored entries kept in their order); only the new entries'
-    runs are made, the folder's ``study.toml`` then lists them all. Paired statistics stay
+    ones and seeds after the stored seeds (everything else equal, the stored entries kept in
+    their order); only the new runs are made, the folder's ``study.toml`` then lists them all. Paired statistics stay
     valid as long as the code that trains is the one that made the stored runs (the caller's
     responsibility; ``fedsel study --add`` records the commit of each addition).
 
@@ -189,11 +189,17 @@ def _differing(a: StudySettings, b: StudySettings) -> list[str]:
 
 
 def _check_growth(stored: StudySettings, settings: StudySettings, out: Path) -> None:
-    diff = [name for name in _differing(stored, settings) if name != "selectors"]
+    """A study grows by entries appended and by seeds added after its own (the stored runs
+    keep their seeds); nothing else may differ."""
+    diff = [name for name in _differing(stored, settings) if name not in ("selectors", "seeds")]
     n = len(stored.selectors)
+    if settings.seeds < stored.seeds:
+        diff.append("seeds (a study grows by more seeds, never fewer)")
     if diff or settings.selectors[:n] != stored.selectors:
         what = ", ".join(diff) if diff else "selectors (the stored entries must come first)"
-        raise ValueError(f"{out}: a study grows only by new entries; it holds other {what}")
+        raise ValueError(
+            f"{out}: a study grows only by new entries and more seeds; it holds other {what}"
+        )
 
 
 _NUMERIC = ("round", "seed", "acc_avg", "acc_worst", "acc_gap")
