@@ -138,8 +138,12 @@ def register(cls: type[Baseline]) -> type[Baseline]:
 
 
 def baselines() -> dict[str, type[Baseline]]:
-    """Every registered rule, in listing order."""
+    """Every registered rule, in listing order (installed plugins' included)."""
     import selection.baselines  # noqa: F401 - discovery registers the modules
+    from selection.plugins import plugin_classes
+
+    for cls in plugin_classes("fedsel.baselines", Baseline):
+        _REGISTRY.setdefault(cls.name, cls)
 
     return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].order, kv[0])))
 

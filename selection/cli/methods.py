@@ -9,7 +9,7 @@ __all__ = ["methods", "register"]
 
 def methods() -> None:
     """List the registered formulations, baselines, information models, objectives,
-    surrogates and MILP backends."""
+    surrogates and MILP backends, and the installed plugins that added some of them."""
     from selection.objectives import OBJECTIVES
     from selection.solvers.registry import solvers
 
@@ -44,6 +44,13 @@ def methods() -> None:
         cls = milp_backend_class(name)
         data = "integer data (rounded to 1/scale)" if cls.integer_data else "float data"
         print(f"  {name:<12} {data:<34} {(cls.__doc__ or '').strip().splitlines()[0]}")
+    from selection.plugins import loaded_plugins
+
+    plugins = loaded_plugins()
+    if plugins:
+        print("plugins (entry points of installed packages):")
+        for p in plugins:
+            print(f"  {p.name:<16} {p.group:<20} {p.value} (package {p.package})")
 
 
 def register(app: typer.Typer) -> None:

@@ -189,8 +189,12 @@ def register(cls: type[InformationModel]) -> type[InformationModel]:
 
 
 def information_models() -> dict[str, type[InformationModel]]:
-    """Every registered information model, in listing order."""
+    """Every registered information model, in listing order (installed plugins' included)."""
     import selection.information  # noqa: F401 - discovery registers the modules
+    from selection.plugins import plugin_classes
+
+    for cls in plugin_classes("fedsel.information", InformationModel):
+        _REGISTRY.setdefault(cls.name, cls)
 
     return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].order, kv[0])))
 

@@ -29,12 +29,26 @@ def register(cls: type[Solver]) -> type[Solver]:
 
 
 def solvers() -> dict[str, type[Solver]]:
-    """Every registered solver by name, in display order (``order``, then name)."""
+    """Every registered solver by name, in display order (``order``, then name); the
+    installed plugins' formulations included (:mod:`selection.plugins`)."""
+    from selection.plugins import plugin_classes
+
+    for cls in plugin_classes("fedsel.formulations", Solver):
+        SOLVERS.setdefault(cls.name, cls)
     return dict(sorted(SOLVERS.items(), key=lambda kv: (kv[1].order, kv[0])))
 
 
 def make_solver(name: str, **kwargs: Any) -> Solver:
-    """Instantiate a registered solver by name."""
+    """Instantiate a registered solver by name.
+
+    Example:
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> problem = SelectionProblem.from_stats(example_stats(), k=5)
+        >>> result = make_solver("eps", eps=25.0).solve(problem)
+        >>> result.status.value, sorted(problem.ids_of(result.selected))
+        ('optimal', ['svhn-3', 'syn-0', 'syn-2', 'syn-4', 'usps-3'])
+    """
     known = solvers()
     if name not in known:
         raise SelectionError(f"unknown method {name!r}; choose one of {', '.join(known)}")

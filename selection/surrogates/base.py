@@ -158,8 +158,13 @@ def register(cls: type[Surrogate]) -> type[Surrogate]:
 
 
 def surrogates() -> dict[str, type[Surrogate]]:
-    """Every registered surrogate by name, in display order."""
+    """Every registered surrogate by name, in display order (installed plugins' included)."""
     import selection.surrogates  # noqa: F401  (registers the built-in surrogates)
+    from selection.plugins import plugin_classes
+
+    for cls in plugin_classes("fedsel.surrogates", Surrogate):
+        if cls.name not in SURROGATES:
+            register(cls)
 
     return dict(sorted(SURROGATES.items(), key=lambda kv: (kv[1].order, kv[0])))
 

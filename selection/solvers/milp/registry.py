@@ -37,16 +37,23 @@ def register_backend(name: str):
 def integer_data(route: str) -> bool:
     """Whether ``route`` solves the data rounded to integers (``LexBackend.integer_data``),
     so its rows are the true rows only where the data are multiples of 1/scale."""
-    return route != "enum" and _REGISTRY[route].integer_data
+    return route != "enum" and milp_backend_class(route).integer_data
 
 
 def milp_backend_class(name: str) -> type[LexBackend]:
     """The registered backend class ``name``."""
+    from selection.plugins import load_plugins
+
+    load_plugins()
     return _REGISTRY[name]
 
 
 def milp_backends() -> tuple[str, ...]:
-    """Names of the registered MILP backends, in listing order (``order``, then registration)."""
+    """Names of the registered MILP backends, in listing order (``order``, then registration);
+    a plugin's backend module registers itself when loaded (:mod:`selection.plugins`)."""
+    from selection.plugins import load_plugins
+
+    load_plugins()
     names = list(_REGISTRY)
     return tuple(sorted(names, key=lambda n: (_REGISTRY[n].order, names.index(n))))
 
@@ -65,7 +72,7 @@ def make_backend(
 
     ``options`` reach backends that take them (CP-SAT's ``scale``).
     """
-    if name not in _REGISTRY:
+    if name not in milp_backends():
         raise ValueError(
             f"unknown MILP backend {name!r}; choose one of {', '.join(milp_backends())}"
         )

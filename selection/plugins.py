@@ -1,0 +1,94 @@
+"""Formulations, surrogates, baselines, information models and MILP backends from other
+installed packages, found through entry points.
+
+A package declares what it adds in its own ``pyproject.toml``::
+
+    [project.entry-points."fedsel.formulations"]
+    toy-top = "toy_fedsel.formulation"          # a module: importing it registers
+
+    [project.entry-points."fedsel.baselines"]
+    toy-rule = "toy_fedsel.rule:ToyRule"        # or the class itself
+
+Each entry point is loaded once per process, the first time any registry is read
+(:func:`load_plugins`), so whatever the package registers reaches ``fedsel methods``, every
+command, the study's run processes and Flower's nodes alike. An entry point naming a class
+is registered by its group's registry (:func:`plugin_classes`) if importing did not. A plugin that fails to load is a
+:class:`~selection.errors.SelectionError` naming the entry point and its package (one line,
+exit 2 on the command line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+
+from selection.errors import SelectionError
+
+__all__ = ["GROUPS", "Plugin", "load_plugins", "loaded_plugins", "plugin_classes"]
+
+#: entry-point group -> what its entry points add
+GROUPS: dict[str, str] = {
+    "fedsel.formulations": "formulation (selection.solvers.register)",
+    "fedsel.surrogates": "surrogate (selection.surrogates.register)",
+    "fedsel.baselines": "baseline rule (selection.baselines.register)",
+    "fedsel.information": "information model (selection.information.register)",
+    "fedsel.backends": "MILP backend (selection.solvers.milp.registry.register_backend)",
+}
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One loaded entry point: its group, name, target, the package that declares it and
+    what loading it gave (a module or a class)."""
+
+    group: str
+    name: str
+    value: str
+    package: str
+    obj: object = None
+
+
+_LOADED: list[Plugin] = []
+_STATE = {"loading": False, "done": False}
+
+
+def load_plugins() -> list[Plugin]:
+    """Load every entry point of :data:`GROUPS` (once per process; later calls return what
+    was loaded)."""
+    if _STATE["done"] or _STATE["loading"]:
+        return list(_LOADED)
+    _STATE["loading"] = True
+    try:
+        for group in GROUPS:
+            for ep in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
+                package = ep.dist.name if ep.dist is not None else "?"
+                try:
+                    obj = ep.load()
+                except SelectionError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - any import failure, named
+                    why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    raise SelectionError(
+                        f"plugin {ep.name!r} ({group}, package {package}) failed to load: {why}"
+                    ) from None
+                _LOADED.append(Plugin(group, ep.name, ep.value, package, obj))
+        _STATE["done"] = True
+    finally:
+        _STATE["loading"] = False
+    return list(_LOADED)
+
+
+def loaded_plugins() -> list[Plugin]:
+    """The entry points loaded so far (:func:`load_plugins` loads them)."""
+    return list(_LOADED)
+
+
+def plugin_classes(group: str, kind: type) -> list[type]:
+    """The classes of ``kind`` that ``group``'s entry points name directly (loading the
+    plugins first): the registry reading them registers each."""
+    load_plugins()
+    return [
+        p.obj
+        for p in _LOADED
+        if p.group == group and isinstance(p.obj, type) and issubclass(p.obj, kind)
+    ]
