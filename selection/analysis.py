@@ -1,10 +1,10 @@
-"""The seed's correlation analysis of a round-stats table (torch-free).
+"""The problem statement's correlation analysis of a round-stats table (torch-free).
 
 * Spearman rho(F, U), the partial rank correlation rho(F, U | B) and rho(F, B), per round and
-  pooled over every row (the seed reports -0.550, -0.547 and 0.064);
+  pooled over every row (the problem statement reports -0.550, -0.547 and 0.064);
 * the per-domain sample-weight table (how much each domain weighs under sample-weighted
   FedAvg versus uniform client weights);
-* the seed's figure's data: log F against U coloured by B (:func:`scatter_data`; drawn with the
+* the problem statement's figure's data: log F against U coloured by B (:func:`scatter_data`; drawn with the
   page in :mod:`selection.analysis_report`).
 
 Per round first: :func:`per_round_correlations` gives rho(F,U), rho(F,U|B) and rho(F,B) for
@@ -12,7 +12,7 @@ each measured round and each reading of U present in the table (``U``, ``U_own``
 ``dU``; see :mod:`selection.schema`) with bootstrap 95 % intervals (clients resampled with
 replacement within the round, percentile intervals). The pooled value mixes training stages
 (per-round F and U levels move together as the model trains), so it is reported only beside
-:data:`POOLED_WARNING`. :func:`seed_table` sets the seed's three numbers beside fedsel's.
+:data:`POOLED_WARNING`. :func:`seed_table` sets the problem statement's three numbers beside fedsel's.
 
 Data and rendering are separate modules: :func:`analyze_stats` computes everything as
 DataFrames here; :mod:`selection.analysis_report` draws the figures and writes the files.
@@ -148,7 +148,7 @@ def analyze_stats(df: pd.DataFrame) -> AnalysisResult:
 
 # ---------------------------------------------------------------------------- per round first
 
-#: The seed's numbers (problem statement): Spearman over its clients on real Digits-4.
+#: The problem statement's numbers (problem statement): Spearman over its clients on real Digits-4.
 SEED: dict[str, float] = {"rho_FU": -0.550, "rho_FU_given_B": -0.547, "rho_FB": 0.064}
 #: Readings of U, in report order (those present in a table are analysed).
 #: the U columns the analysis reads: U, the readings of the contract (U_own, U_local), dU
@@ -270,7 +270,7 @@ def ci_text(row: pd.Series, k: str) -> str:
 
 
 def seed_table(per_round: pd.DataFrame, rounds: list[str] | None = None) -> pd.DataFrame:
-    """The seed's three numbers in a column beside fedsel's (value [95 % interval]).
+    """The problem statement's three numbers in a column beside fedsel's (value [95 % interval]).
 
     Args:
         per_round: :func:`per_round_correlations`.
@@ -278,7 +278,7 @@ def seed_table(per_round: pd.DataFrame, rounds: list[str] | None = None) -> pd.D
             last measured round).
 
     Returns:
-        One row per statistic: ``statistic, seed``, then ``<reading> @ round <t>`` columns.
+        One row per statistic: ``statistic, problem statement``, then ``<reading> @ round <t>`` columns.
     """
     measured = [r for r in dict.fromkeys(per_round["round"]) if r != "pooled"]
     if rounds is None:
@@ -286,7 +286,7 @@ def seed_table(per_round: pd.DataFrame, rounds: list[str] | None = None) -> pd.D
     names = {"rho_FU": "ρ(F,U)", "rho_FU_given_B": "ρ(F,U|B)", "rho_FB": "ρ(F,B)"}
     out = []
     for k in _STATS:
-        rec: dict[str, str] = {"statistic": names[k], "seed": f"{SEED[k]:+.3f}"}
+        rec: dict[str, str] = {"statistic": names[k], "problem statement": f"{SEED[k]:+.3f}"}
         for t in rounds:
             for _, row in per_round[per_round["round"] == str(t)].iterrows():
                 rec[f"{row['reading']} @ round {t}"] = ci_text(row, k)

@@ -1,10 +1,10 @@
-"""The seed's analysis as files: its figures, its page and what ``fedsel analyze`` writes.
+"""The problem statement's analysis as files: its figures, its page and what ``fedsel analyze`` writes.
 
 :func:`write_analysis` computes everything first (:mod:`selection.analysis`: correlations per
-round with bootstrap intervals, the seed's numbers beside fedsel's, the pooled value under its
+round with bootstrap intervals, the problem statement's numbers beside fedsel's, the pooled value under its
 warning, sample weights) and then writes ``per_round.csv``, ``seed.csv``, ``analysis.csv``,
 ``sample_weights.csv``, ``analysis.json`` and a self-contained ``analysis.html``:
-:func:`analysis_takeaway` first, the tables, then the seed's figure per measured round
+:func:`analysis_takeaway` first, the tables, then the problem statement's figure per measured round
 (:func:`faceted_figure`) and pooled (:func:`scatter_figure`).
 """
 
@@ -74,7 +74,7 @@ def scatter_figure(points: pd.DataFrame, pooled: dict | None = None):
 
 
 def faceted_figure(df: pd.DataFrame, reading: str = "U", max_cols: int = 4):
-    """The seed's figure per measured round: log F (x) against a U reading (y), coloured by B."""
+    """The problem statement's figure per measured round: log F (x) against a U reading (y), coloured by B."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -130,9 +130,9 @@ def write_analysis(
     df: pd.DataFrame, out: str | os.PathLike, *, n_boot: int = 1000, seed: int = 0
 ) -> AnalysisResult:
     """Write ``per_round.csv`` (per round and U reading, bootstrap intervals), ``seed.csv``
-    (the seed's numbers beside fedsel's), ``analysis.csv`` (U only, with the pooled row),
+    (the problem statement's numbers beside fedsel's), ``analysis.csv`` (U only, with the pooled row),
     ``sample_weights.csv``, ``analysis.json`` and a self-contained ``analysis.html`` (per-round
-    table first, the pooled value under its warning, the seed's figure per round and per U
+    table first, the pooled value under its warning, the problem statement's figure per round and per U
     reading) into ``out``; return the :class:`AnalysisResult`."""
     res = analyze_stats(df)
     df = validate_stats(df)
@@ -178,7 +178,7 @@ def _jsonable(df: pd.DataFrame) -> list[dict]:
 
 def analysis_takeaway(per: pd.DataFrame, reading: str = "U") -> str:
     """Computed sentences: the within-round ρ(F, U) (median over rounds, how many rounds'
-    intervals exclude zero, and on which side) beside the seed's −0.55 and the pooled value."""
+    intervals exclude zero, and on which side) beside the problem statement's −0.55 and the pooled value."""
     rows = per[(per["reading"] == reading) & (per["round"] != "pooled")]
     rows = rows[np.isfinite(rows["rho_FU"].to_numpy(dtype=float))]
     if rows.empty:
@@ -187,7 +187,7 @@ def analysis_takeaway(per: pd.DataFrame, reading: str = "U") -> str:
     pos = int((rows["rho_FU_lo"] > 0).sum())
     text = (
         f"Within a round, ρ(F, {reading}) has median {rows['rho_FU'].median():+.2f} over "
-        f"{len(rows)} measured round(s) (the seed reports {SEED['rho_FU']:+.2f}); its 95 % "
+        f"{len(rows)} measured round(s) (the problem statement reports {SEED['rho_FU']:+.2f}); its 95 % "
         f"interval lies below zero in {neg} and above zero in {pos} of them."
     )
     pooled = per[(per["reading"] == reading) & (per["round"] == "pooled")]
@@ -240,7 +240,7 @@ def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
         f"<p class='takeaway'><b>{_h.escape(analysis_takeaway(per))}</b></p>",
         "<h2>Per-round Spearman correlations (bootstrap 95 % intervals)</h2>",
         _per_round_display(per).to_html(index=False, escape=True),
-        "<h2>The seed's numbers beside fedsel's</h2>",
+        "<h2>The problem statement's numbers beside fedsel's</h2>",
         res.seed.to_html(index=False, escape=True),
         f"<h2>Pooled over rounds</h2><p><b>Warning:</b> {_h.escape(POOLED_WARNING)}.</p>",
         pooled_tab.to_html(index=False, escape=True),
@@ -257,7 +257,11 @@ def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
         "(round, client) of the table in one scatter; read it beside the warning above.</p>"
         + scatter_figure(res.scatter, pooled).to_html(full_html=False, include_plotlyjs=False)
     )
-    body = "".join(parts) + "<h2>The seed's figure per measured round</h2>" + "".join(figs)
+    body = (
+        "".join(parts)
+        + "<h2>The problem statement's figure per measured round</h2>"
+        + "".join(figs)
+    )
     from selection.html_page import page
 
     return page("fedsel analyze", body, css="table{margin:.5em 0}td,th{font-size:13px}")

@@ -1,4 +1,5 @@
-"""Quality indicators of approximate Pareto fronts: non-dominance, hypervolume, IGD.
+"""Quality indicators of approximate Pareto fronts: non-dominance, hypervolume, IGD, the
+additive ε-indicator.
 
 Every computation goes through moocore; this module only fixes the conventions so that all
 methods are judged the same way:
@@ -41,6 +42,7 @@ __all__ = [
     "hypervolume",
     "hypervolume_ratio",
     "igd",
+    "epsilon_indicator",
     "on_front_count",
 ]
 
@@ -181,6 +183,11 @@ def hypervolume_ratio(
     Returns:
         The ratio, 1.0 when ``points`` cover the reference front; may exceed 1 only if
         ``points`` dominate part of the reference front (then it was not exact).
+
+    Example:
+        >>> exact = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
+        >>> round(hypervolume_ratio([[80.0, 10.0], [70.0, 1.0]], exact), 3)
+        0.387
     """
     norm = norm or Normalization.from_front(reference, objectives)
     hv_ref = hypervolume(reference, norm, ref)
@@ -206,6 +213,34 @@ def igd(
     if len(Z) == 0:
         return float("inf")
     return float(moocore.igd(Z, ref=norm.apply(reference)))
+
+
+def epsilon_indicator(
+    points,
+    reference,
+    objectives: Sequence[str] = DEFAULT_OBJECTIVES,
+    *,
+    norm: Normalization | None = None,
+) -> float:
+    """Additive ε-indicator of ``points`` against ``reference`` in normalized space.
+
+    The smallest ε such that every reference point is weakly dominated by some point of
+    ``points`` moved by ε towards the ideal in every objective (moocore's
+    ``epsilon_additive``): 0 when ``points`` cover the reference front, the worst shortfall
+    otherwise (in units of each objective's ideal-to-nadir range); inf when ``points`` is
+    empty.
+
+    Example:
+        >>> from selection.indicators import epsilon_indicator
+        >>> exact = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
+        >>> epsilon_indicator([[80.0, 10.0], [70.0, 1.0]], exact)  # the middle point missed
+        0.5
+    """
+    norm = norm or Normalization.from_front(reference, objectives)
+    Z = norm.apply(points)
+    if len(Z) == 0:
+        return float("inf")
+    return float(moocore.epsilon_additive(Z, ref=norm.apply(reference)))
 
 
 def on_front_count(points, reference, *, tol: float = 1e-6) -> int:

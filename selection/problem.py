@@ -43,7 +43,7 @@ class SelectionProblem:
         k: cardinality K.
         round: the round the statistics were taken at.
         surrogate: name of the surrogate of U(S), U_d(S) every objective reads
-            (:mod:`selection.surrogates`; default ``mean``, the seed's definition).
+            (:mod:`selection.surrogates`; default ``mean``, the problem statement's definition).
         logits: the round's validation logits, rows in ``ids`` order (None if not given;
             the ``ensemble`` surrogate needs them).
         vectors: the clients' update vectors, shape (N, P), rows in ``ids`` order, NaN rows
@@ -109,6 +109,13 @@ class SelectionProblem:
         Raises:
             StatsError: the table violates the contract.
             SelectionError: k or round is invalid.
+
+        Example:
+            >>> from selection.example import example_stats
+            >>> from selection.problem import SelectionProblem
+            >>> problem = SelectionProblem.from_stats(example_stats(), k=5)  # the last round
+            >>> problem.n, problem.k, problem.domains
+            (20, 5, ('mnist', 'usps', 'svhn', 'syn'))
         """
         df = validate_stats(stats) if isinstance(stats, pd.DataFrame) else read_stats(stats)
         rounds = sorted(int(r) for r in df["round"].unique())

@@ -10,7 +10,7 @@ order. Specs:
 ``eps:E``              ε-constraint: max U s.t. gap <= E percentage points (exact, ``eps`` solver)
 ``maxmin:D``           max worst-domain utility s.t. U >= U* − D points (exact, ``maxmin`` solver)
 ``weighted:a,b,...``   top-K by the weighted score (w_U, w_R, w_F, w_cos, w_B) of ``weighted``
-``composite:a,b,c``    top-K by the seed's score α·log(1+F) + β·cos_g + γ·R
+``composite:a,b,c``    top-K by the problem statement's score α·log(1+F) + β·cos_g + γ·R
 ``nsga2[:PICK]``       NSGA-II front member, PICK in knee (default), max-utility, min-gap
 ``fisher-topk``        the K clients with the largest Fisher trace F
 ``random``             K clients uniformly at random
@@ -271,6 +271,13 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
 
     Raises:
         SelectionError: unknown or malformed spec (the message lists the valid forms).
+
+    Example:
+        >>> from selection.example import example_stats
+        >>> stats = example_stats()
+        >>> pick = make_selector("maxmin:2", seed=0)  # a callable: round's stats, K -> client ids
+        >>> sorted(pick(stats[stats["round"] == 2], 5))
+        ['mnist-0', 'mnist-1', 'mnist-3', 'svhn-0', 'svhn-3']
     """
     from selection.baselines import baselines
     from selection.solvers.base import solver_options

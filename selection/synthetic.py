@@ -3,7 +3,7 @@
 Clients are spread evenly over the domains; each improves its own domain most and the others
 by a domain-affinity factor; the pooled U is the mean of the per-domain utilities (equal
 validation sets per domain, as the oracle uses); log F is drawn with a negative rank correlation
-to U (the seed reports rho(F, U) = -0.55) and B nearly independent of F.
+to U (the problem statement reports rho(F, U) = -0.55) and B nearly independent of F.
 
 :func:`near_tied_stats` is a second, harder family for the exact routes: every client lifts its
 own domain by ~30 points and hurts the next by ~10 around a common 50 %, with a few points of

@@ -17,7 +17,7 @@ def analyze(
     boot_seed: int = typer.Option(0, "--boot-seed", min=0, help="Seed of the resampling."),
 ) -> None:
     """Per round and U reading: Spearman rho(F,U), rho(F,U|B), rho(F,B) with bootstrap 95%
-    intervals; the pooled value beside its warning; the seed's numbers; figures per round."""
+    intervals; the pooled value beside its warning; the problem statement's numbers; figures per round."""
     from selection.analysis import POOLED_WARNING
     from selection.analysis_report import write_analysis
     from selection.schema import read_stats

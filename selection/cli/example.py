@@ -10,20 +10,9 @@ from pathlib import Path
 import typer
 
 from selection.errors import SelectionError
+from selection.example import EXAMPLE_STATS, example_stats_bytes
 
 __all__ = ["EXAMPLE_STATS", "example_stats_bytes", "example", "register"]
-
-EXAMPLE_STATS = ("data", "example_stats.csv")
-
-
-def example_stats_bytes() -> bytes:
-    """The example round-stats table, read from the installed package (importlib.resources)."""
-    from importlib.resources import files
-
-    resource = files("selection")
-    for part in EXAMPLE_STATS:
-        resource = resource.joinpath(part)
-    return resource.read_bytes()
 
 
 def example(

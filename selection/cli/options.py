@@ -57,7 +57,7 @@ def backend_help() -> str:
 def surrogate_help() -> str:
     """The help text of ``--surrogate`` (names none: ``fedsel methods`` lists the registry)."""
     return (
-        "Surrogate of U(S), U_d(S): mean (the seed's) or a registered one (fedsel methods; "
+        "Surrogate of U(S), U_d(S): mean (the problem statement's) or a registered one (fedsel methods; "
         "those that read logits need --logits)."
     )
 
@@ -87,7 +87,8 @@ TL = typer.Option(
     None,
     "--time-limit",
     help="Seconds per MILP solve (keeps the incumbent, status time_limit); inf for none. "
-    "With --backend bb: seconds for the whole front (it keeps the certificate it reached).",
+    "With sweep --complete --backend bb: seconds for the whole front (it keeps the "
+    "certificate it reached).",
     show_default="none; 60 per point in the complete ε sweep",
 )
 FMIN = typer.Option(

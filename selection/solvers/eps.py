@@ -280,6 +280,13 @@ def min_gap_point(
     Returns:
         The smallest-gap point (method ``min-gap``); status ``infeasible`` when the
         constraints admit no selection.
+
+    Example:
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> point = min_gap_point(SelectionProblem.from_stats(example_stats(), k=5))
+        >>> point.status.value, round(point.objectives["gap"], 2)
+        ('optimal', 17.35)
     """
     solver = EpsSolver() if solver is None else solver
     return MinGapSolver(

@@ -205,7 +205,7 @@ class LongTermEpsSolver(Solver):
 class LongTermFisherSolver(LongTermEpsSolver):
     """max V·F_z(S) − Σ_d Q_d g_d(S): the long-term ε with Fisher as the objective.
 
-    ``fisher-fair``'s idea held over the run: the objective is the seed's Σ F_z (the clients
+    ``fisher-fair``'s idea held over the run: the objective is the problem statement's Σ F_z (the clients
     the model fits worst, the signal of the strongest baseline, ``fisher-topk``), averaged over
     the selection with the surrogate's weights (F_z(S) = Σ_S w_i F_z,i / Σ_S w_i), and the
     fairness constraint is the same long-term one as ``eps-lt``'s, by the same queues. The

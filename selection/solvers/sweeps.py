@@ -125,6 +125,14 @@ def sweep_eps(
         complete and every point proven, and ``attrs["max_off"]`` (:func:`max_off`) is how
         far above the returned points the exact front may lie at most (0 when proven);
         ``attrs["tolerance"]`` is ``tolerance``.
+
+    Example:
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> problem = SelectionProblem.from_stats(example_stats(), k=5)
+        >>> front = sweep_eps(problem, complete=True)  # every Pareto-optimal (U, gap) point
+        >>> bool(front.attrs["exact"]), front[["utility", "gap"]].round(2).iloc[0].tolist()
+        (True, [68.94, 45.35])
     """
     if complete and eps is not None:
         raise ValueError("sweep_eps: give an eps grid or complete=True, not both")

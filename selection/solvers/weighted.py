@@ -14,7 +14,7 @@ Two scores:
 
   z(·) is the z-score within the round (population std; 0 when the column is constant), F_z
   the z-score of log F that the problem already holds. A positive w_B penalizes divergence.
-* **composite** ``(α, β, γ)`` — the seed's raw score S_i = α·log(1+F_i) + β·cos_g_i + γ·R_i.
+* **composite** ``(α, β, γ)`` — the problem statement's raw score S_i = α·log(1+F_i) + β·cos_g_i + γ·R_i.
 
 **R_i, the fairness benefit** of client i: its utility (accuracy %) on the round's currently
 worst domain d* = argmin_d mean_i U_{i,d} (the domain whose mean per-client utility over all
@@ -84,7 +84,7 @@ def weighted_scores(problem: SelectionProblem, weights: Sequence[float]) -> np.n
 def composite_scores(
     problem: SelectionProblem, alpha: float, beta: float, gamma: float
 ) -> np.ndarray:
-    """S_i = α·log(1+F_i) + β·cos_g_i + γ·R_i (the seed's composite score), shape (N,)."""
+    """S_i = α·log(1+F_i) + β·cos_g_i + γ·R_i (the problem statement's composite score), shape (N,)."""
     return alpha * np.log1p(problem.F) + beta * problem.cos_g + gamma * fairness_benefit(problem)
 
 
@@ -129,7 +129,7 @@ class WeightedSolver(Solver):
     Args:
         weights: (w_U, w_R, w_F, w_cos, w_B), 1 to 5 entries or a string ``"1,0,0"``;
             default (1,) (plain utility: returns a U* selection).
-        composite: (α, β, γ) of the seed's score S_i instead of ``weights``.
+        composite: (α, β, γ) of the problem statement's score S_i instead of ``weights``.
     """
 
     name = "weighted"

@@ -1,4 +1,4 @@
-"""``mean``: U_d(S) = mean_{i∈S} U_{i,d}, the seed's definition (linear at fixed K)."""
+"""``mean``: U_d(S) = mean_{i∈S} U_{i,d}, the problem statement's definition (linear at fixed K)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ class MeanSurrogate(Surrogate):
 
     name = "mean"
     structure = "linear"
-    summary = "mean of the selected clients' U_{i,d} (the seed's definition; linear)"
+    summary = "mean of the selected clients' U_{i,d} (the problem statement's definition; linear)"
     order = 10
 
     def block(self, problem, idx, *, need_ud=True):

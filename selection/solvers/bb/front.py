@@ -144,6 +144,13 @@ def bb_front(
         (points; the module's certificate), ``complete`` (the search finished: c <= τ),
         ``exact`` (finished with c = 0), ``max_off`` and ``gap_slack`` c, ``tolerance`` τ,
         ``history`` ((seconds, points, c) as the front grew), search statistics.
+
+    Example:
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> front = bb_front(SelectionProblem.from_stats(example_stats(), k=5))
+        >>> len(front), bool(front.attrs["exact"]), front.attrs["certified"]
+        (26, True, 0.0)
     """
     from selection.objectives import evaluate
     from selection.solvers.params import check_route_options
