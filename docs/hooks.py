@@ -9,10 +9,16 @@ Named in ``mkdocs.yml`` (``hooks:``); nothing here is copied by hand:
 * ``results/studies/<name>.md``: each committed study's ``verdict.md`` under the commands that
   made it (``sources.toml``: the run and every addition) and its settings;
 * ``results/seed-statistics.md``: ``results/seed-statistics/summary.md``;
+* ``results/map.md``: the committed grid study (``results/map/``): its verdict, its table and
+  the map itself (``map.html`` and the cells' reports copied under ``assets/results/map/``, so
+  a click on a cell opens its report);
 * the images under ``results/screenshots/`` and ``results/benchmarks/`` at
   ``assets/results/...``;
 * in any page, ``<!-- fedsel:table PATH -->`` renders a committed CSV as a table, so a page's
-  table changes when its CSV does.
+  table changes when its CSV does;
+* in any page, ``<!-- fedsel:output fedsel ARGS -->`` shows what that command prints, run at
+  build time in a scratch folder holding the shipped example round as ``stats.csv`` (so a
+  page's expected output is the code's).
 
 A missing file a page names fails the build (``mkdocs build --strict`` in the tests).
 """
@@ -48,6 +54,20 @@ def study_pages() -> dict[str, Path]:
     }
 
 
+def benchmark_titles() -> dict[str, str]:
+    """Site path -> the benchmark's nav title: its heading, with the file's name where two
+    benchmarks share a heading (the nav never shows one title twice)."""
+    heads = {
+        p: _title(src.read_text(encoding="utf-8"), src.stem) for p, src in benchmark_pages().items()
+    }
+    count: dict[str, int] = {}
+    for t in heads.values():
+        count[t] = count.get(t, 0) + 1
+    return {
+        p: t if count[t] == 1 else f"{t} ({benchmark_pages()[p].stem})" for p, t in heads.items()
+    }
+
+
 def _title(text: str, fallback: str) -> str:
     m = re.search(r"^# (.+)$", text, re.M)
     return m[1].strip() if m else fallback
@@ -79,7 +99,7 @@ def _images(text: str) -> str:
 
 
 def benchmark_markdown(path: Path) -> str:
-    text = path.read_text(encoding="utf-8")
+    text = portable(path.read_text(encoding="utf-8"))
     title = _title(text, path.stem)
     body = re.sub(r"^# .+\n", "", text, count=1, flags=re.M)
     scripts = [
@@ -115,10 +135,10 @@ def study_markdown(folder: Path) -> str:
         "## How it was made",
         "",
         "```bash",
-        str(run.get("command", "(command not recorded)")),
+        portable(str(run.get("command", "(command not recorded)"))),
     ]
     for add in sources.get("additions", []):
-        lines.append(str(add.get("command", "")))
+        lines.append(portable(str(add.get("command", ""))))
     lines += ["```", ""]
     lines.append(
         f"fedsel {run.get('fedsel_version', '?')}, commit `{str(run.get('git_commit', '?'))[:7]}`, "
@@ -129,8 +149,18 @@ def study_markdown(folder: Path) -> str:
     for key, value in _flatten(settings):
         cell = html.escape(str(value)).replace("|", "\\|")
         lines.append(f"| `{key}` | {cell} |")
-    lines += ["", "## Verdict", "", (folder / "verdict.md").read_text(encoding="utf-8")]
+    lines += ["", "## Verdict", "", portable((folder / "verdict.md").read_text(encoding="utf-8"))]
     return "\n".join(lines) + "\n"
+
+
+def portable(command: str) -> str:
+    """A recorded command (or page) without the paths of the machine that ran it: the
+    checkout's folder dropped (``/work/x/.venv/bin/fedsel`` -> ``.venv/bin/fedsel``,
+    ``/work/x/results/s`` -> ``results/s``)."""
+    command = re.sub(
+        r"(?<![\w.])/[^\s`'\"]*?/(\.venv/bin/|results/|runs/|benchmarks/)", r"\1", command
+    )
+    return command.replace(str(ROOT) + "/", "")
 
 
 def _flatten(table: dict, prefix: str = ""):
@@ -237,6 +267,56 @@ def _param_row(param, ctx) -> str:
     return f"| {names} | {_cell(default)} | {_cell(text)} |"
 
 
+MAP = RESULTS / "map"
+
+
+def map_files() -> list[Path]:
+    """The committed map's pages the site carries: ``map.html`` and every cell's report."""
+    if not (MAP / "map.html").is_file():
+        return []
+    return [MAP / "map.html", *sorted(MAP.glob("cells/*/report.html")),
+            *sorted(MAP.glob("cells/*/confirm/report.html"))]  # fmt: skip
+
+
+def map_markdown() -> str:
+    lines = ["# The map: where exact selection pays, across federations", ""]
+    if not (MAP / "grid.md").is_file():
+        return "\n".join([*lines, "No map is committed yet (`results/map/grid.md`).", ""])
+    script = RESULTS / "run_map.sh"
+    cmd = [ln for ln in script.read_text(encoding="utf-8").splitlines()
+           if ln.startswith(".venv/bin/fedsel")] if script.is_file() else []  # fmt: skip
+    lines += [
+        "Rendered at build time from the committed `results/map/` (`grid.md`, `grid.csv`, "
+        "`study.toml`; each cell's study in `cells/<slug>/`, its held-out seeds in "
+        "`cells/<slug>/confirm/`). Made by `results/run_map.sh` from `results/map.toml`:",
+        "",
+        "```bash",
+        *(cmd or ["(results/run_map.sh not committed)"]),
+        "```",
+        "",
+        "## Verdict",
+        "",
+        (MAP / "grid.md").read_text(encoding="utf-8"),
+        "",
+        "## The map",
+        "",
+        "Each cell: the leading formulation within 1.25× `proportional`'s client compute per "
+        "round, its paired difference to the cell's best baseline on the screen's seeds "
+        "(bootstrap 95 % interval) and whether held-out seeds confirm it beats every counted "
+        "baseline. Click a cell for its study report "
+        "([open the map alone](../assets/results/map/map.html)).",
+        "",
+        '<iframe src="../assets/results/map/map.html" title="the map" '
+        'style="width:100%;height:1500px;border:1px solid #ddd"></iframe>',
+        "",
+        "## The table",
+        "",
+        "<!-- fedsel:table results/map/grid.csv -->",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------ CSV tables in pages
 _TABLE = re.compile(r"<!-- fedsel:table (\S+)(?: columns=(\S+))? -->")
 
@@ -269,6 +349,41 @@ def _csv_table(match: re.Match) -> str:
     return "\n".join([head, rule, *rows]) + "\n" + note
 
 
+# ------------------------------------------------------------------ command output in pages
+_OUTPUT = re.compile(r"<!-- fedsel:output (fedsel [^>]*?) -->")
+
+
+def command_output(command: str) -> str:
+    """What ``command`` (``fedsel ...``) prints on stdout and stderr, run in a scratch folder
+    that holds the example round as ``stats.csv``; a failing command fails the build."""
+    import contextlib
+    import io
+    import shlex
+    import tempfile
+
+    from fl_oracle.cli import main
+    from selection.example import example_stats_bytes
+
+    args = shlex.split(command)[1:]
+    out, err = io.StringIO(), io.StringIO()
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+        Path("stats.csv").write_bytes(example_stats_bytes())
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(args)
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+    if code:
+        raise PluginError(f"fedsel:output {command!r} exited {code}: {err.getvalue().strip()}")
+    return out.getvalue() + err.getvalue()
+
+
+def _output_block(match: re.Match) -> str:
+    text = command_output(match[1]).rstrip("\n")
+    return f"```console\n$ {match[1]}\n{text}\n```"
+
+
 # ------------------------------------------------------------------ mkdocs events
 def on_config(config, **_):
     """Fill the Results section's Studies and Benchmarks with the committed files."""
@@ -277,13 +392,10 @@ def on_config(config, **_):
             for sub in item["Results"]:
                 if isinstance(sub, dict) and "Studies" in sub:
                     sub["Studies"] = [{Path(p).stem: p} for p in study_pages()] + [
-                        {"seed statistics": "results/seed-statistics.md"}
+                        {"problem-statement statistics": "results/seed-statistics.md"}
                     ]
                 if isinstance(sub, dict) and "Benchmarks" in sub:
-                    sub["Benchmarks"] = [
-                        {_title(src.read_text(encoding="utf-8"), src.stem): p}
-                        for p, src in benchmark_pages().items()
-                    ]
+                    sub["Benchmarks"] = [{t: p} for p, t in benchmark_titles().items()]
     return config
 
 
@@ -297,6 +409,10 @@ def on_files(files, config, **_):
     for uri, folder in study_pages().items():
         add(uri, study_markdown(folder))
     add("results/seed-statistics.md", seed_statistics_markdown())
+    add("results/map.md", map_markdown())
+    for page in map_files():
+        rel = page.relative_to(MAP).as_posix()
+        files.append(File.generated(config, f"assets/results/map/{rel}", abs_src_path=str(page)))
     for sub in IMAGE_DIRS:
         for png in sorted((RESULTS / sub).glob("*.png")):
             files.append(
@@ -305,5 +421,69 @@ def on_files(files, config, **_):
     return files
 
 
+# ------------------------------------------------------------------ citations as links
+_CITED = re.compile(r"(?<!\[)`(results/([\w.-]+)(/[^`\s]*)?)`(?!\]|\()")
+
+
+def link_citations(markdown: str, page_uri: str) -> str:
+    """Every inline mention of a committed study or benchmark (`` `results/study-k10/...` ``,
+    `` `results/benchmarks/scale.md` ``) outside code blocks becomes a link to its page."""
+    import posixpath
+
+    studies = {Path(p).stem: p for p in study_pages()}
+    benches = {src.name: p for p, src in benchmark_pages().items()}
+    here = posixpath.dirname(page_uri)
+
+    def target(m: re.Match) -> str | None:
+        top, rest = m[2], (m[3] or "").lstrip("/")
+        if top == "benchmarks":
+            name = rest.split("/")[0]
+            stem = name.split(".")[0]
+            return benches.get(name) or benches.get(f"{stem}.md") if stem else None
+        if top in studies:
+            return studies[top]
+        if top == "map" and (MAP / "grid.md").is_file():
+            return "results/map.md"
+        return None
+
+    def sub(m: re.Match) -> str:
+        t = target(m)
+        if t is None or t == page_uri:
+            return m[0]
+        return f"[{m[0]}]({posixpath.relpath(t, here or '.')})"
+
+    out, fenced = [], False
+    for line in markdown.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        out.append(line if fenced else _CITED.sub(sub, line))
+    return "\n".join(out)
+
+
+_ROLE = re.compile(
+    r":(?:class|meth|func|mod|data|attr|exc|obj):(<code>)~?([\w.]*?)([\w]+)(</code>)"
+)
+_ROLE_RAW = re.compile(r":(?:class|meth|func|mod|data|attr|exc|obj):`~?([\w.]*?)(\w+)`")
+
+
+def plain_roles(html_text: str) -> str:
+    """Sphinx roles left in rendered docstrings (``:class:`~a.b.C```) shown as the code they
+    name: ``C`` where the role shortens it (``~``), the full path otherwise."""
+
+    def code(m: re.Match) -> str:
+        short = "~" in m[0]
+        return f"{m[1]}{m[3] if short else m[2] + m[3]}{m[4]}"
+
+    html_text = _ROLE.sub(code, html_text)
+    return _ROLE_RAW.sub(
+        lambda m: f"<code>{m[2] if '~' in m[0] else m[1] + m[2]}</code>", html_text
+    )
+
+
+def on_page_content(html_text, page, **_):
+    return plain_roles(html_text)
+
+
 def on_page_markdown(markdown, page, **_):
-    return _TABLE.sub(_csv_table, markdown)
+    markdown = _OUTPUT.sub(_output_block, _TABLE.sub(_csv_table, markdown))
+    return link_citations(markdown, page.file.src_uri)

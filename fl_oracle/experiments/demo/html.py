@@ -363,8 +363,8 @@ def render_html(data: dict) -> str:
             _table(front_rows(fronts)[cols], ids=("selected",)),
         ]
     parts += [
-        "<h2>4. The seed's statistics</h2><p class='note'>Spearman correlations over the "
-        "reference runs' client statistics (the seed reports ρ(F,U) = −0.550, ρ(F,U|B) = "
+        "<h2>4. The problem statement's statistics</h2><p class='note'>Spearman correlations over the "
+        "reference runs' client statistics (the problem statement reports ρ(F,U) = −0.550, ρ(F,U|B) = "
         "−0.547, ρ(F,B) = 0.064).</p>",
         _table(pooled),
         f"<p class='note'>Per round: median ρ(F,U) {per['rho_FU'].median():.3f}, "

@@ -2,7 +2,7 @@
 
 :func:`report_data` computes everything the report shows — one entry per selector with its
 curve, final metrics, best-column marks and dominance relations; the fronts with the
-surrogate's error; the seed statistics; the set-up. :func:`render_html` draws it with plotly
+surrogate's error; the problem statement's statistics; the set-up. :func:`render_html` draws it with plotly
 (plotly.js embedded once, in the first figure). :func:`write_outputs` writes report.html,
 summary.csv, history.csv and fronts.csv atomically.
 """
@@ -117,7 +117,7 @@ def surrogate_error(fronts: pd.DataFrame) -> pd.DataFrame:
 
 
 def seed_statistics(stats: pd.DataFrame) -> dict:
-    """The seed's correlations on the reference runs' statistics (:mod:`selection.analysis`).
+    """The problem statement's correlations on the reference runs' statistics (:mod:`selection.analysis`).
 
     ρ(F,U|B) is the partial Spearman correlation (the partial correlation of the ranks).
 

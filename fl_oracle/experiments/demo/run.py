@@ -4,7 +4,7 @@ For every seed the same federation (one oracle, reset to its round-0 state befor
 is trained once per selector with :func:`fl_oracle.experiments.loop.run_training`. At a chosen round of
 the reference run (the first selector, first seed) the empirical Pareto fronts are swept over
 ε and δ, and every front point is realized with ``oracle.evaluate`` (aggregating exactly those
-updates without committing) next to the linear model's prediction. The seed's correlation
+updates without committing) next to the linear model's prediction. The problem statement's correlation
 statistics are computed on the reference runs' statistics (all clients measured every round).
 
 Cost: a round costs the oracle's statistics for every client plus one commit. With the CLI's
@@ -106,7 +106,7 @@ class DemoResult:
         settings: the settings that ran.
         domains: evaluation domains, in order.
         history: every run's history (``seed`` and ``selector`` columns tell runs apart).
-        stats: the reference runs' statistics (all seeds), for the seed statistics.
+        stats: the reference runs' statistics (all seeds), for the problem statement's statistics.
         fronts: front points with predicted and realized values (see :func:`front_points`).
         summary: one row per selector, mean and std over seeds (see :func:`summarize`).
         setup: the federation's description (domains, sources, clients, sizes, μ, γ, K, ...).

@@ -1,0 +1,143 @@
+"""The site says what the registries hold: counts and lists on the pages checked against them,
+one nav title per page, no path of the machine that made a result, both family-wise tests
+named on the results page (issue 50). Reads the pages' sources and the hooks' generated
+pages; no build needed."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+import yaml
+
+from helpers import ROOT
+
+DOCS = ROOT / "docs"
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+
+
+@pytest.fixture(scope="module")
+def hooks():
+    sys.path.insert(0, str(DOCS))
+    try:
+        import hooks as h
+    finally:
+        sys.path.remove(str(DOCS))
+    return h
+
+
+def _registries() -> dict[str, set[str]]:
+    from selection.baselines import baselines
+    from selection.information import information_models
+    from selection.solvers.milp.registry import milp_backends
+    from selection.solvers.registry import solvers
+    from selection.surrogates import surrogates
+
+    return {
+        "formulations": set(solvers()),
+        "baselines": set(baselines()),
+        "information": set(information_models()),
+        "surrogates": set(surrogates()),
+        "backends": set(milp_backends()),
+    }
+
+
+def _pages() -> list:
+    return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def test_counts_of_backends_match_the_registry():
+    n = len(_registries()["backends"])
+    for page in _pages():
+        for m in re.finditer(r"\b(\w+) (?:registered )?MILP\s+backends", page.read_text()):
+            word = m[1].lower()
+            if word in NUMBERS:
+                assert NUMBERS[word] == n, f"{page.name}: '{m[0]}' but {n} are registered"
+
+
+def _glossary_names(term: str) -> set[str]:
+    text = (DOCS / "glossary.md").read_text()
+    block = re.split(rf"^\*\*{re.escape(term)}\*\*$", text, maxsplit=1, flags=re.M)[1]
+    block = block.split("\n\n", 1)[0]
+    return {re.sub(r"[:@].*", "", t) for t in re.findall(r"`([a-z][\w:@-]*)`", block)}
+
+
+@pytest.mark.parametrize(
+    ("term", "registry", "besides"),
+    [
+        ("formulation", "formulations", set()),
+        ("baseline (rule)", "baselines", set()),
+        ("surrogate", "surrogates", set()),
+        ("information model", "information", set()),
+        ("route, backend, portfolio", "backends", {"enum", "auto", "bb", "search"}),
+    ],
+)
+def test_the_glossary_lists_what_is_registered(term, registry, besides):
+    got = _glossary_names(term) - besides
+    assert got == _registries()[registry], (term, got ^ _registries()[registry])
+
+
+def test_every_backend_is_a_row_of_the_routes_table():
+    text = (DOCS / "concepts" / "routes.md").read_text()
+    table = text.split("| `--backend` |", 1)[1].split("\n\n", 1)[0]
+    rows = set(re.findall(r"^\| `([\w-]+)` \|", table, re.M))
+    assert rows == _registries()["backends"] | {"auto", "enum"}
+
+
+def test_every_surrogate_is_a_row_of_the_contract():
+    text = (DOCS / "contract.md").read_text()
+    table = text.split("| surrogate | U_d(S) |", 1)[1].split("\n\n", 1)[0]
+    rows = set(re.findall(r"^\| `([\w-]+)` \|", table, re.M))
+    assert rows == _registries()["surrogates"]
+
+
+def test_every_information_model_is_on_its_page():
+    text = (DOCS / "concepts" / "information.md").read_text()
+    missing = [m for m in _registries()["information"] if f"`{m}" not in text]
+    assert missing == []
+
+
+def _nav_titles(nav) -> list[str]:
+    out = []
+    for item in nav:
+        if isinstance(item, dict):
+            for title, value in item.items():
+                out.append(title)
+                if isinstance(value, list):
+                    out += _nav_titles(value)
+    return out
+
+
+def test_nav_titles_are_unique(hooks):
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text().replace("!!python", "#"))
+    titles = _nav_titles(config["nav"])
+    titles += list(hooks.benchmark_titles().values())
+    titles += [p.split("/")[-1] for p in hooks.study_pages()]
+    dup = {t for t in titles if titles.count(t) > 1}
+    assert dup == set()
+
+
+def test_no_generated_page_shows_a_machine_path(hooks):
+    pages = {uri: hooks.study_markdown(folder) for uri, folder in hooks.study_pages().items()}
+    pages |= {uri: hooks.benchmark_markdown(p) for uri, p in hooks.benchmark_pages().items()}
+    pages["results/map.md"] = hooks.map_markdown()
+    for uri, text in pages.items():
+        # the checkout's folders (a command's own scratch folder, e.g. /tmp/out, is its text)
+        found = re.findall(r"(?<![\w.])/(?:work|home|root|Users)/\S+", text)
+        assert found == [], f"{uri}: {found[:3]}"
+    assert hooks.portable("/x/y/.venv/bin/fedsel study --out /x/y/results/s") == (
+        ".venv/bin/fedsel study --out results/s"
+    )
+
+
+def test_the_results_page_names_both_family_wise_tests_and_links_its_citations(hooks):
+    text = (DOCS / "results" / "index.md").read_text()
+    assert "**per-entry**" in text and "**study-wide**" in text
+    linked = hooks.link_citations(text, "results/index.md")
+    for study in hooks.study_pages():
+        name = study.split("/")[-1].removesuffix(".md")
+        if f"`results/{name}/" in text or f"`results/{name}`" in text:
+            assert f"](studies/{name}.md)" in linked, name
+    for bench in re.findall(r"`results/benchmarks/([\w.-]+\.md)`", text):
+        assert f"](benchmarks/{bench})" in linked, bench
