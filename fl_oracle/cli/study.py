@@ -267,9 +267,10 @@ def _grid(
     from fl_oracle.experiments.study.settings import StudySettings
     from selection.selectors import make_selector, split_specs
 
-    if dataset is not None:
-        raise ValueError("--dataset: a grid study runs on the default data (or --data-root)")
     grid = GridSettings.from_toml(text, **overrides)
+    if dataset is not None:  # the folder's domains and sizes, read into the base's oracle
+        base = StudySettings.from_toml(grid.base.to_toml(), dataset=dataset)
+        grid = replace(grid, base=base)
     if add is not None:
         grid = grid.grown(split_specs(add))
     if federation:

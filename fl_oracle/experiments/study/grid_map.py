@@ -169,8 +169,9 @@ def grid_table(
         if res is None:
             rows.append(row)
             continue
-        row["n_clients"] = int(res.history["selected"].astype(str).str.split(";").explode()
-                               .nunique()) if not res.history.empty else np.nan  # fmt: skip
+        doms = [c[4:] for c in res.history.columns if c.startswith("acc_")
+                and c[4:] not in ("avg", "worst", "gap", "std", "pooled")]  # fmt: skip
+        row["n_clients"] = len(doms) * int(cell.settings.oracle.get("clients_per_domain", 5))
         row["screen_seeds"] = f"{res.settings.first_seed}-{res.settings.seed_list[-1]}"
         row["missing_runs"] = len(res.missing)
         for panel, lead in leads(res).items():
