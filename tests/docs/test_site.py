@@ -222,3 +222,20 @@ def test_the_api_page_shows_selection_problem_with_its_signature(served, browser
     assert sig is not None, "no SelectionProblem section"
     assert re.search(r"SelectionProblem\(", sig), sig[:500]
     assert "from_stats" in sig and "surrogate" in sig
+
+
+@browser_only
+@pytest.mark.parametrize("term", ["glossary", "hypervolume"])
+def test_search_works_with_the_site_opened_from_disk(term, site, browser):
+    """Opened as files (file://, no server), the site still searches: the offline plugin
+    inlines the index and our worker shim (docs/assets/javascripts/iframe-worker-shim.js)
+    runs the search worker in an iframe; from disk the theme starts search when its dialog
+    opens, so the test opens it as a click would."""
+    browser.open(site / "concepts" / "routes.html")
+    browser.evaluate(
+        "(() => { const t = document.getElementById('__search'); t.checked = true;"
+        " t.dispatchEvent(new Event('change', {bubbles: true})); return 1; })()"
+    )
+    hits = browser.evaluate(_SEARCH_JS % term, timeout=30)
+    assert hits, f"search from disk found nothing for {term!r}"
+    assert browser.errors() == []
