@@ -264,6 +264,8 @@ def _param_row(param, ctx) -> str:
         text = f"{text} One of: {', '.join(map(str, choices))}."
     elif kind and kind not in ("text", "boolean") and not getattr(param, "is_flag", False):
         text = f"{text} ({kind})"
+    if param.required:  # as --help marks it
+        default = "**required**"
     return f"| {names} | {_cell(default)} | {_cell(text)} |"
 
 
