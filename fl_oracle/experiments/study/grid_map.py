@@ -12,6 +12,8 @@ For each cell and each panel (final worst-domain, final average accuracy):
   ``dominance.csv`` holds for that pair); ``beats``: counted baselines whose paired interval
   against the leader lies below zero; ``beats_sw``: baselines the leader beats on both final
   metrics under the cell's study-wide Holm family (``dominance.csv``'s ``beats_sw``);
+  ``compute_ratio`` and ``baseline_compute_ratio``: the leader's and the best baseline's client
+  compute per round over the reference's (the cell's ``cost.csv``);
 * ``status``: ``confirmed`` — on the held-out seeds the leader's paired interval lies above
   zero against every counted baseline; ``not confirmed`` — held-out seeds ran, it did not;
   ``baselines lead`` — the leader was not ahead of the best baseline on the screen (no
@@ -62,6 +64,7 @@ class Lead:
     baselines: int
     beats_sw: int
     compute_ratio: float
+    baseline_compute_ratio: float = float("nan")
 
     @property
     def ahead(self) -> bool:
@@ -125,6 +128,7 @@ def leads(res: StudyResult) -> dict[str, Lead]:
             baselines=len(base),
             beats_sw=sw,
             compute_ratio=float(ratio[lead]) if ratio is not None else float("nan"),
+            baseline_compute_ratio=float(ratio[best]) if ratio is not None else float("nan"),
         )
     return out
 
@@ -186,6 +190,7 @@ def grid_table(
                 f"{panel}_beats": f"{lead.beats}/{lead.baselines}",
                 f"{panel}_beats_sw": lead.beats_sw,
                 f"{panel}_compute_ratio": lead.compute_ratio,
+                f"{panel}_baseline_compute_ratio": lead.baseline_compute_ratio,
             }
             conf = _confirmation(confirms.get(cell.slug), lead)
             row |= {f"{panel}_{k}": v for k, v in conf.items()}
