@@ -101,3 +101,42 @@ def test_the_baselines_of_record_paragraph_is_the_committed_studies():
         assert set(best.loc[~best["beats"], "baseline"]) == {"fisher-topk", "qffl:1"}
         verdict = (ROOT / "results" / study / "verdict.md").read_text(encoding="utf-8")
         assert f"eps-lt:5@probe {ratio}" in verdict
+
+
+def test_the_map_sentences_are_the_committed_map():
+    """The README's two sentences on the map: the one cell where a formulation leads (Dirichlet
+    0.5), its screen and held-out figures, the two clearest baseline leads, and no cell
+    confirmed — each read from results/map (grid.csv, the cell's held-out dominance.csv)."""
+    flat = " ".join(README.split())
+    grid = pd.read_csv(ROOT / "results" / "map" / "grid.csv").set_index("cell")
+    assert len(grid) == 8 and "Across a map of eight federations" in flat
+
+    def interval(row, panel) -> str:
+        d, lo, hi = (row[f"{panel}_{c}"] for c in ("diff", "ci_lo", "ci_hi"))
+        return f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]".replace("-", "−")
+
+    skew = grid.loc["k5-alpha0.5-sigma0-cpd5"]
+    assert skew["worst_leader"] == "fisher-fair:1@probe" and skew["worst_beats"] == "12/12"
+    assert f"({interval(skew, 'worst')} points over the best" in flat
+    assert f"at {skew['worst_compute_ratio']:.2f}× FedAvg's client compute" in flat
+    assert int(skew["worst_confirm_beats"]) == 11 and skew["worst_status"] == "not confirmed"
+    held = pd.read_csv(ROOT / "results/map/cells/k5-alpha0.5-sigma0-cpd5/confirm/dominance.csv")
+    topk = held[(held["entry"] == "fisher-fair:1@probe") & (held["baseline"] == "fisher-topk")]
+    r = topk.iloc[0]
+    text = f"{r.final_worst_diff:+.1f} [{r.final_worst_ci_lo:+.1f}, {r.final_worst_ci_hi:+.1f}]"
+    assert f"all but `fisher-topk` ({text.replace('-', '−')})" in flat
+    assert r.final_worst_ci_lo < 0 < r.final_worst_ci_hi
+    assert skew["avg_status"] == "not confirmed"
+    assert f"({interval(grid.loc['k5-alphanone-sigma1-cpd5'], 'worst')})" in flat
+    assert f"({interval(grid.loc['k5-alpha0.1-sigma0-cpd5'], 'avg')})" in flat
+    for cell in (
+        "k2-alphanone-sigma0-cpd5",
+        "k5-alphanone-sigma0-cpd5",
+        "k10-alphanone-sigma0-cpd5",
+    ):
+        assert grid.loc[cell, "worst_best_baseline"] in ("fisher-topk", "qffl:1")
+    assert grid.loc["k10-alphanone-sigma0-cpd25", "worst_best_baseline"] == "divfl:probe"
+    ahead = grid[(grid["worst_diff"] > 0)].index.tolist()
+    assert ahead == ["k5-alpha0.5-sigma0-cpd5"]
+    assert not (grid[["worst_status", "avg_status"]] == "confirmed").any().any()
+    assert "no cell has a formulation confirmed against every baseline" in flat
