@@ -7,8 +7,10 @@ any folder and from an installed wheel alike.
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where the table is read, not with the CLI's listing
+    import pandas as pd
 
 __all__ = ["EXAMPLE_STATS", "example_stats", "example_stats_bytes"]
 

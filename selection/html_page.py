@@ -53,6 +53,8 @@ def page(
     top = f"<h1>{html.escape(h1)}</h1>" if h1 else ""
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        # no icon: a browser then asks no server for /favicon.ico (the page makes no request)
+        "<link rel='icon' href='data:,'>"
         f"<title>{html.escape(title)}</title>{head}<style>{BASE_CSS}{css}</style></head>"
         f"<body>{top}{body}</body></html>"
     )

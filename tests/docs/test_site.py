@@ -136,7 +136,7 @@ def test_the_cli_reference_is_the_app(site):
     # the options --help marks required are marked so here (solve's --stats, --k, --method)
     required = [p for p in root.commands["solve"].params if p.required]
     assert required
-    section = text.split("fedsel solve", 1)[1].split("fedsel sweep", 1)[0]
+    section = text.split('id="fedsel-solve"', 1)[1].split("<h2", 1)[0]
     for param in required:
         row = section.split(f"<code>{param.opts[0]}</code>", 1)[1].split("</tr>", 1)[0]
         assert "<strong>required</strong>" in row, (param.opts[0], row[:200])

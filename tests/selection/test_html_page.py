@@ -63,5 +63,7 @@ def test_palettes_cycle_and_the_long_one_has_34_distinct_colours():
 
 def test_a_page_has_one_title_and_the_shared_style_first():
     text = page("t<1>", "<p>b</p>", css="p{x:y}")
-    assert text.startswith("<!DOCTYPE html><html><head><meta charset='utf-8'><title>t&lt;1&gt;")
+    assert text.startswith(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><link rel='icon' href='data:,'><title>t&lt;1&gt;"
+    )
     assert "<h1>t&lt;1&gt;</h1><p>b</p>" in text and text.index("p{x:y}") > text.index("body{")
