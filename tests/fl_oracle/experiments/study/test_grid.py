@@ -211,3 +211,23 @@ def test_the_leader_is_an_affordable_formulation(tmp_path, monkeypatch):
     table = pd.read_csv(out / "grid.csv", keep_default_na=False)
     assert len(table) == 1 and "worst_leader" not in table.columns
     assert not (out / "cells" / "k2-alphanone" / "confirm").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_a_grid_on_ray_equals_the_local_pool(tmp_path, monkeypatch):
+    """--executor ray (a local Ray instance) runs every cell's runs as Ray tasks; the grid's
+    table equals the local pool's."""
+    pytest.importorskip("ray")
+    pytest.importorskip("fl_oracle.sim.oracle")
+    monkeypatch.setattr("fl_oracle.experiments.study.grid_map.BUDGET", 10.0)
+    cfg = tmp_path / "grid.toml"
+    cfg.write_text(GRID.replace("k = [2, 3]", "k = [2]"))
+    tables = []
+    for executor in ("local", "ray"):
+        out = tmp_path / executor
+        _run(tmp_path, monkeypatch, ["study", "--config", cfg, "--out", out, "--workers", "1",
+                                     "--no-progress", "--executor", executor])  # fmt: skip
+        tables.append(pd.read_csv(out / "grid.csv", keep_default_na=False))
+    assert len(tables[0]) == 2
+    pd.testing.assert_frame_equal(tables[0], tables[1])
