@@ -34,7 +34,6 @@ import pandas as pd
 
 from fl_oracle.experiments.study.cost import BUDGET
 from fl_oracle.experiments.study.settings import is_baseline
-from fl_oracle.experiments.study.stats import paired_differences
 
 if TYPE_CHECKING:
     from fl_oracle.experiments.study.assembly import StudyResult
@@ -86,14 +85,15 @@ def _affordable(res: StudyResult) -> list[str]:
 
 
 def _against(res: StudyResult, entry: str, baselines: list[str], metric: str) -> pd.DataFrame:
-    """The paired rows entry − baseline on ``metric``, one per baseline."""
-    rows = []
-    for b in baselines:
-        p = paired_differences(
-            res.metrics, b, entries=[entry], resamples=res.settings.bootstrap, seed=0
-        )
-        rows.append(p[p["metric"] == metric].assign(baseline=b))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    """The paired rows entry − baseline on ``metric`` (``diff``, ``ci_lo``, ``ci_hi``), one per
+    baseline: read from the study's own ``dominance`` table, which pairs every formulation with
+    every counted baseline (same bootstrap), not computed again."""
+    d = res.dominance
+    if d.empty:
+        return pd.DataFrame(columns=["baseline", "diff", "ci_lo", "ci_hi"])
+    rows = d[(d["entry"] == entry) & d["baseline"].isin(baselines)]
+    cols = {f"{metric}_diff": "diff", f"{metric}_ci_lo": "ci_lo", f"{metric}_ci_hi": "ci_hi"}
+    return rows[["baseline", *cols]].rename(columns=cols).reset_index(drop=True)
 
 
 def leads(res: StudyResult) -> dict[str, Lead]:
@@ -143,7 +143,7 @@ def _confirmation(confirm: StudyResult | None, lead: Lead) -> dict:
         return {"status": "unconfirmed" if lead.ahead else "baselines lead"}
     base = [e for e in s.selectors if is_baseline(s.spec(e))]
     rows = _against(confirm, lead.leader, base, lead.metric)
-    if rows.empty or rows["n"].min() < s.seeds:
+    if confirm.missing or len(rows) < len(base):  # held-out runs still missing
         return {"status": "unconfirmed" if lead.ahead else "baselines lead"}
     means = confirm.metrics.groupby("entry")[lead.metric].mean()
     best = max(base, key=lambda b: means[b])
@@ -177,9 +177,9 @@ def grid_table(
         if res is None:
             rows.append(row)
             continue
-        doms = [c[4:] for c in res.history.columns if c.startswith("acc_")
-                and c[4:] not in ("avg", "worst", "gap", "std", "pooled")]  # fmt: skip
-        row["n_clients"] = len(doms) * int(cell.settings.oracle.get("clients_per_domain", 5))
+        from fl_oracle.sim.config import OracleConfig
+
+        row["n_clients"] = OracleConfig(seed=0, k=cell.settings.k, **cell.settings.oracle).n_clients
         row["screen_seeds"] = f"{res.settings.first_seed}-{res.settings.seed_list[-1]}"
         row["missing_runs"] = len(res.missing)
         for panel, lead in leads(res).items():
