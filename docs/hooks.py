@@ -57,15 +57,12 @@ def study_pages() -> dict[str, Path]:
 def benchmark_titles() -> dict[str, str]:
     """Site path -> the benchmark's nav title: its heading, with the file's name where two
     benchmarks share a heading (the nav never shows one title twice)."""
-    heads = {
-        p: _title(src.read_text(encoding="utf-8"), src.stem) for p, src in benchmark_pages().items()
-    }
-    count: dict[str, int] = {}
-    for t in heads.values():
-        count[t] = count.get(t, 0) + 1
-    return {
-        p: t if count[t] == 1 else f"{t} ({benchmark_pages()[p].stem})" for p, t in heads.items()
-    }
+    from collections import Counter
+
+    pages = benchmark_pages()
+    heads = {p: _title(src.read_text(encoding="utf-8"), src.stem) for p, src in pages.items()}
+    count = Counter(heads.values())
+    return {p: t if count[t] == 1 else f"{t} ({pages[p].stem})" for p, t in heads.items()}
 
 
 def _title(text: str, fallback: str) -> str:

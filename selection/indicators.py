@@ -208,11 +208,8 @@ def igd(
     Mean over reference points of the Euclidean distance to the nearest of ``points``
     (moocore's IGD); 0 when every reference point is found; inf when ``points`` is empty.
     """
-    norm = norm or Normalization.from_front(reference, objectives)
-    Z = norm.apply(points)
-    if len(Z) == 0:
-        return float("inf")
-    return float(moocore.igd(Z, ref=norm.apply(reference)))
+    Z, R = _normalized(points, reference, objectives, norm)
+    return float(moocore.igd(Z, ref=R)) if len(Z) else float("inf")
 
 
 def epsilon_indicator(
@@ -236,11 +233,14 @@ def epsilon_indicator(
         >>> epsilon_indicator([[80.0, 10.0], [70.0, 1.0]], exact)  # the middle point missed
         0.5
     """
+    Z, R = _normalized(points, reference, objectives, norm)
+    return float(moocore.epsilon_additive(Z, ref=R)) if len(Z) else float("inf")
+
+
+def _normalized(points, reference, objectives, norm) -> tuple[np.ndarray, np.ndarray]:
+    """``points`` and ``reference`` in one normalization (default: from ``reference``)."""
     norm = norm or Normalization.from_front(reference, objectives)
-    Z = norm.apply(points)
-    if len(Z) == 0:
-        return float("inf")
-    return float(moocore.epsilon_additive(Z, ref=norm.apply(reference)))
+    return norm.apply(points), norm.apply(reference)
 
 
 def on_front_count(points, reference, *, tol: float = 1e-6) -> int:

@@ -273,11 +273,8 @@ def _grid(
         grid = replace(grid, base=base)
     if add is not None:
         grid = grid.grown(split_specs(add))
-    if federation:
-        base = StudySettings.from_toml(
-            grid.base.to_toml(), oracle={**grid.base.oracle, **federation}
-        )
-        grid = replace(grid, base=base)
+    if federation:  # the settings check the merged oracle as they are built
+        grid = replace(grid, base=replace(grid.base, oracle={**grid.base.oracle, **federation}))
     for entry in grid.base.selectors:
         make_selector(grid.base.spec(entry), seed=0)  # bad spec -> one line before any work
     for cell in grid.cells:  # bad cell -> one line before any process starts
@@ -309,7 +306,7 @@ def _cell_runner(
     from selection.selectors import make_selector
 
     def run_cell(settings, folder: Path, label: str):
-        if report_only or not settings.seeds:
+        if report_only:
             if not (folder / "study.toml").is_file():
                 return None
             return finish_study(settings, folder)

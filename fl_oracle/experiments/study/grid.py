@@ -7,7 +7,7 @@ and seeds, in ``cells/<slug>/`` of one folder. An axis is ``k`` or an ``[oracle]
 ...), its values a list (``"none"`` for an unset one); an axis a table does not name keeps the
 study's own value.
 
-The design is sequential (:func:`confirm_plan`): every cell is first **screened** on the
+The design is sequential (:func:`.grid_run.run_grid`): every cell is first **screened** on the
 study's seeds; a cell whose leading affordable formulation is ahead of the best baseline on the
 screen (on final worst-domain or final average accuracy) is then **confirmed** on held-out
 seeds (``confirm_first_seed`` on, ``confirm_seeds`` of them) in ``cells/<slug>/confirm/``,
@@ -53,7 +53,7 @@ def _value_text(v: Any) -> str:
         return "none"
     if isinstance(v, dict):
         return "+".join(f"{d}{n}" for d, n in v.items())
-    if isinstance(v, float) and v == int(v):
+    if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
 
@@ -176,7 +176,7 @@ class GridSettings:
         if not tables or not all(isinstance(t, dict) for t in tables):
             raise ValueError("grid: [grid] must be a table (or [[grid]] tables) of axis = [values]")
         blocks = tuple(_block(t) for t in tables)
-        base = StudySettings.from_toml(_toml_without(raw), **overrides)
+        base = StudySettings.from_table(raw, **overrides)
         return cls(base=base, blocks=blocks, **extra)
 
     def to_toml(self) -> str:
@@ -196,19 +196,6 @@ class GridSettings:
         from fl_oracle.experiments.study.runs import grown
 
         return replace(self, base=grown(self.base, add))
-
-
-def _toml_without(raw: dict) -> str:
-    """The base study's TOML text from a parsed table (the grid's keys removed)."""
-    from fl_oracle.experiments.study.settings import _toml_value
-
-    oracle = raw.pop("oracle", None)
-    lines = [f"{k} = {_toml_value(v)}" for k, v in raw.items()]
-    if oracle is not None:
-        if not isinstance(oracle, dict):
-            raise ValueError("study config: [oracle] must be a table")
-        lines += ["[oracle]"] + [f"{k} = {_toml_value(v)}" for k, v in oracle.items()]
-    return "\n".join(lines) + "\n"
 
 
 def _axis_value(axis: str, v: Any) -> Any:

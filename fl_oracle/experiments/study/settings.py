@@ -239,6 +239,13 @@ class StudySettings:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"study config is not valid TOML: {exc}") from None
+        return cls.from_table(raw, dataset=dataset, **overrides)
+
+    @classmethod
+    def from_table(
+        cls, raw: dict[str, Any], *, dataset: str | None = None, **overrides: Any
+    ) -> StudySettings:
+        """:meth:`from_toml` on an already parsed table (a grid's, its own keys taken out)."""
         known = {f.name for f in fields(cls)}
         for key in sorted(set(raw) - known):
             raise ValueError(f"study config: unknown key {key!r}{_did_you_mean(key, known)}")
