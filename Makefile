@@ -32,8 +32,8 @@ test-all: $(STAMP) browser
 	$(BIN)/python -m pytest -q -m cluster tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check selection fl_oracle tests benchmarks docs/hooks.py
-	$(BIN)/ruff format --check selection fl_oracle tests benchmarks docs/hooks.py
+	$(BIN)/ruff check selection fl_oracle tests benchmarks docs/hooks.py docs/versions.py
+	$(BIN)/ruff format --check selection fl_oracle tests benchmarks docs/hooks.py docs/versions.py
 	$(BIN)/lint-imports
 
 check: lint test
@@ -70,9 +70,11 @@ bench-exact: $(STAMP)
 	$(BIN)/python benchmarks/exact_families.py --families hetero6 --sizes 1000,5000 \
 	  --points upper=0.9,high=0.75 --routes cbc/off,highs/off,cpsat/off,scip/on,auto/auto --tag _hetero6
 
-# the documentation site (mkdocs.yml, docs/), built strictly into the untracked site/
+# the documentation site (mkdocs.yml, docs/), versioned: this version built strictly and deployed
+# with mike to the local branch gh-pages (nothing pushed), every version deployed so far exported
+# to the untracked site/ (site/latest/ is this one; docs/versions.py)
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	$(BIN)/python docs/versions.py
 
 docs-serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve

@@ -26,6 +26,7 @@ A missing file a page names fails the build (``mkdocs build --strict`` in the te
 from __future__ import annotations
 
 import html
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -385,7 +386,11 @@ def _output_block(match: re.Match) -> str:
 
 # ------------------------------------------------------------------ mkdocs events
 def on_config(config, **_):
-    """Fill the Results section's Studies and Benchmarks with the committed files."""
+    """Fill the Results section's Studies and Benchmarks with the committed files; in a
+    versioned build (``docs/versions.py``: ``mike`` sets ``MIKE_DOCS_VERSION``) turn the
+    theme's version selector on."""
+    if os.environ.get("MIKE_DOCS_VERSION"):
+        config["extra"]["version"] = {"provider": "mike", "default": "latest"}
     for item in config["nav"]:
         if isinstance(item, dict) and "Results" in item:
             for sub in item["Results"]:

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
+from mkdocs.utils import yaml_load
 
 from helpers import ROOT, cdp
 from helpers import docs_site as site_build
@@ -89,7 +90,7 @@ def test_a_broken_link_fails_the_build(tmp_path):
     (docs / "index.md").write_text(
         (docs / "index.md").read_text() + "\n[gone](no-such-page.md)\n", encoding="utf-8"
     )
-    cfg = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    cfg = yaml_load((ROOT / "mkdocs.yml").read_text())  # mkdocs' loader: !ENV
     cfg["docs_dir"] = str(docs)
     cfg["hooks"] = [str(ROOT / "docs/hooks.py")]
     config = tmp_path / "mkdocs.yml"
@@ -156,22 +157,8 @@ def browser():
 @pytest.fixture(scope="module")
 def served(site):
     """The site on an HTTP server at 127.0.0.1 (search needs a worker, which file:// refuses)."""
-    import functools
-    import http.server
-    import threading
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(site))
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with site_build.serve(site) as url:
+        yield url
 
 
 @browser_only
