@@ -131,13 +131,20 @@ def test_no_generated_page_shows_a_machine_path(hooks):
     )
 
 
-def test_the_results_page_names_both_family_wise_tests_and_links_its_citations(hooks):
-    text = (DOCS / "results" / "index.md").read_text()
-    assert "**per-entry**" in text and "**study-wide**" in text
-    linked = hooks.link_citations(text, "results/index.md")
-    for study in hooks.study_pages():
-        name = study.split("/")[-1].removesuffix(".md")
-        if f"`results/{name}/" in text or f"`results/{name}`" in text:
-            assert f"](studies/{name}.md)" in linked, name
-    for bench in re.findall(r"`results/benchmarks/([\w.-]+\.md)`", text):
-        assert f"](benchmarks/{bench})" in linked, bench
+def test_the_results_pages_name_both_family_wise_tests_and_link_their_citations(hooks):
+    landing = (DOCS / "results" / "index.md").read_text()
+    assert "**per-entry**" in landing and "**study-wide**" in landing
+    pages = sorted((DOCS / "results").glob("*.md"))
+    assert len(pages) >= 7
+    for page in pages:
+        text = page.read_text()
+        # the landing page links every page of its section
+        assert page.name == "index.md" or f"]({page.name})" in landing, page.name
+        linked = hooks.link_citations(text, f"results/{page.name}")
+        for study in hooks.study_pages():
+            name = study.split("/")[-1].removesuffix(".md")
+            if f"`results/{name}/" in text or f"`results/{name}`" in text:
+                assert f"](studies/{name}.md)" in linked, (page.name, name)
+        for bench in re.findall(r"`results/benchmarks/([\w.-]+\.md)`", text):
+            assert f"](benchmarks/{bench})" in linked, (page.name, bench)
+    assert len(landing.split()) < 1500, "the landing page is a summary; details go to its pages"
