@@ -12,8 +12,13 @@ Every command that writes a run folder (``fedsel oracle``, ``train``, ``flower``
   held and beside no run file, and an opener checks after locking that the path still names
   the file it locked, so two processes never hold two different files.
 * **Another run's folder is refused.** A folder holding a run (any of :data:`RUN_FILES`) is
-  refused unless ``resume`` (continue a run of the same kind) or ``overwrite`` (delete the run's
-  files, only those, then start afresh). The error names the run's kind and seed.
+  refused unless ``resume`` (continue a run of the same kind) or ``overwrite`` (replace the run's
+  files, only those, and start afresh). The error names the run's kind and seed.
+* **A replacement keeps the old run until it has one of its own.** ``overwrite`` sets the old
+  run's files aside (``DIR/.fedsel-replaced/``) and deletes them only once the new run has
+  committed (its ``committed`` file exists, or the command finished); a replacement that fails or
+  is interrupted before then puts the old run back, and one killed outright has it put back by
+  the next claim of the folder.
 * **No half run.** A fresh run that fails before its first committed round (bad data, a bad
   option found late) has the files it wrote removed again, so the retry is not refused; a
   refusal that leaves no run files also removes the lock file (and the folder, when the claim
@@ -34,6 +39,10 @@ from fl_oracle.errors import CheckpointError
 __all__ = ["RUN_FILES", "LOCK_NAME", "RunFolderError", "run_kind", "claim_run_folder"]
 
 LOCK_NAME = ".fedsel.lock"
+# --overwrite sets the old run aside here until the new one commits its first round (or, for a
+# run that commits only at its end, finishes): a replacement that fails or is interrupted before
+# then puts the old run back
+REPLACED_NAME = ".fedsel-replaced"
 # What a run writes into its folder (oracle: config, stats, rounds, logits, checkpoints; train:
 # config, history, stats). --overwrite deletes exactly these.
 RUN_FILES = (
@@ -98,6 +107,24 @@ def _remove_run_files(folder: Path) -> None:
             shutil.rmtree(p)
         elif p.exists() or p.is_symlink():
             p.unlink()
+
+
+def _set_aside(folder: Path) -> Path:
+    """Move the run files into ``folder/.fedsel-replaced/`` (one rename each) and return it."""
+    aside = folder / REPLACED_NAME
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir()
+    for name in RUN_FILES:
+        if (folder / name).exists() or (folder / name).is_symlink():
+            (folder / name).rename(aside / name)
+    return aside
+
+
+def _put_back(folder: Path, aside: Path) -> None:
+    """The set-aside run back in place (after the new run's files were removed)."""
+    for p in aside.iterdir():
+        p.rename(folder / p.name)
+    aside.rmdir()
 
 
 def _open_locked(path: Path, folder: Path) -> int:
@@ -171,7 +198,8 @@ def claim_run_folder(
         folder: the run folder (created when missing).
         kind: the command's run kind.
         resume: continue the run in the folder (it must be a run of ``kind``, or empty).
-        overwrite: delete the run files of whatever run the folder holds, then start afresh.
+        overwrite: replace whatever run the folder holds (its run files only): they are set
+            aside, put back if the new run fails before ``committed`` exists, else deleted.
         committed: the file or folder whose presence means a round was committed; a fresh run
             that fails before it exists has its files removed.
         resumable: the command has ``--resume`` (the refusal names it only then).
@@ -192,7 +220,14 @@ def claim_run_folder(
         # lock says no other fedsel process writes here now
         for tmp in [*d.glob(".*.tmp"), *d.glob("*/.*.tmp")]:
             tmp.unlink(missing_ok=True)
+        stale = d / REPLACED_NAME  # a replacement killed (kill -9) before it decided
+        if stale.is_dir():
+            if run_kind(d) is None:
+                _put_back(d, stale)
+            else:
+                shutil.rmtree(stale)
         found = run_kind(d)
+        aside = None  # the old run while --overwrite replaces it
         if resume:
             if found not in (None, kind, "unknown"):  # unknown: killed before round 1
                 raise RunFolderError(
@@ -205,12 +240,18 @@ def claim_run_folder(
                     f"{d} already holds {_describe(d, found)}; {cont}"
                     "pass --overwrite to replace it, or choose another --out"
                 )
-            _remove_run_files(d)
+            aside = _set_aside(d)
         fresh = not resume
         try:
             yield d
         except BaseException:
             if fresh and not (d / committed).exists():
                 _remove_run_files(d)
+                if aside is not None:
+                    _put_back(d, aside)
+                    aside = None
             _leave_nothing(d, created)
             raise
+        finally:
+            if aside is not None:
+                shutil.rmtree(aside, ignore_errors=True)

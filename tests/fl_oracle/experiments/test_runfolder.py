@@ -18,6 +18,7 @@ from fl_oracle.errors import CheckpointError, OracleError
 from fl_oracle.experiments.oracle_run import run_oracle
 from fl_oracle.experiments.runfolder import (
     LOCK_NAME,
+    REPLACED_NAME,
     RUN_FILES,
     RunFolderError,
     claim_run_folder,
@@ -96,6 +97,38 @@ def test_overwrite_deletes_only_the_run_files(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [LOCK_NAME, "history.csv", "notes.txt"]
     )
+
+
+def test_an_interrupted_overwrite_puts_the_old_run_back(tmp_path):
+    """make demo-example interrupted once lost the committed example it was replacing."""
+    folder = fake_oracle_run(tmp_path / "run")
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    with pytest.raises(KeyboardInterrupt):
+        with claim_run_folder(folder, "demo", overwrite=True, committed="summary.csv") as d:
+            assert run_kind(d) is None  # the old run is out of the way while the new one runs
+            (d / "fronts.csv").write_text("half")
+            raise KeyboardInterrupt
+    kept = [p for p in folder.rglob("*") if p.is_file() and p.name != LOCK_NAME]
+    assert {p.relative_to(folder): p.read_bytes() for p in kept} == before
+    assert not (folder / REPLACED_NAME).exists()
+
+
+def test_a_replacement_killed_outright_is_undone_by_the_next_claim(tmp_path):
+    folder = fake_oracle_run(tmp_path / "run")
+    kept = (folder / "config.toml").read_bytes()
+    aside = folder / REPLACED_NAME  # as a kill -9 mid-replacement leaves it
+    aside.mkdir()
+    for name in [n for n in RUN_FILES if (folder / n).exists()]:
+        (folder / name).rename(aside / name)
+    with claim_run_folder(folder, "oracle", resume=True) as d:
+        assert run_kind(d) == "oracle"
+    assert (folder / "config.toml").read_bytes() == kept and not aside.exists()
+    # beside a new run's files the set-aside one is stale: it goes
+    aside.mkdir()
+    (aside / "history.csv").write_text("old")
+    with claim_run_folder(folder, "oracle", resume=True):
+        pass
+    assert not aside.exists()
 
 
 def test_out_that_is_a_file_is_refused(tmp_path):
