@@ -56,7 +56,13 @@ _OBJ = ("utility", "gap")
 
 
 def methods() -> tuple[str, ...]:
-    """The formulations ``compare`` runs: every registered solver with ``in_compare``."""
+    """The formulations ``compare`` runs: every registered solver with ``in_compare``.
+
+    Example:
+        >>> from selection.compare import methods
+        >>> methods()
+        ('weighted', 'eps', 'eps-rel', 'maxmin', 'fisher-fair', 'nsga2', 'exhaustive')
+    """
     return tuple(name for name, cls in solvers().items() if cls.in_compare)
 
 
@@ -101,6 +107,19 @@ def run_method(
             declared parameter; it takes precedence over ``eps``/``delta``/``weights``.
         tolerance: the exact routes' absolute gap per point, points (0: proven optimal; see
             :func:`selection.solvers.sweeps.sweep_eps`).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.compare import run_method
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> front = run_method(problem, "eps")  # the complete ε sweep: both Pareto points
+        >>> front[["param", "utility", "gap", "selected"]].values.tolist()
+        [['eps=inf', 85.0, 25.0, 'a;b'], ['eps=22.5', 75.0, 0.0, 'a;c']]
     """
     known = solvers()
     if method not in known:
@@ -142,6 +161,21 @@ class Comparison:
             default).
         exact: whether the reference is the exact front.
         notes: why a requested method has no row (e.g. enumeration refused as too large).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.compare import compare_methods
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> c = compare_methods(problem, methods=["exhaustive", "maxmin", "fisher-fair"])
+        >>> c.exact, c.reference.values.tolist()  # enumeration ran: the exact (U, gap) front
+        (True, [[75.0, 0.0], [85.0, 25.0]])
+        >>> c.table[["method", "on_front", "hv_ratio"]].round(3).values.tolist()
+        [['exhaustive', 2, 1.0], ['maxmin', 2, 1.0], ['fisher-fair', 1, 0.524]]
     """
 
     table: pd.DataFrame

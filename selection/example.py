@@ -18,7 +18,14 @@ EXAMPLE_STATS = ("data", "example_stats.csv")  # inside the selection package
 
 
 def example_stats_bytes() -> bytes:
-    """The example round-stats table as the package holds it (CSV bytes)."""
+    """The example round-stats table as the package holds it (CSV bytes).
+
+    Example:
+        >>> from selection.example import example_stats_bytes
+        >>> lines = example_stats_bytes().decode().splitlines()
+        >>> len(lines), lines[0]  # a header and 20 clients x 3 rounds
+        (61, 'round,client_id,domain,n_samples,U,F,B,cos_g,loss,U_mnist,U_usps,U_svhn,U_syn')
+    """
     from importlib.resources import files
 
     resource = files("selection")

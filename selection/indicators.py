@@ -75,6 +75,14 @@ def nondominated_mask(
         objectives: the m objective names, whose senses apply (when ``maximise`` is None).
         maximise: senses given directly instead (a bool for all columns, or shape (m,)).
         keep_weakly: keep every copy of a duplicated non-dominated row (default: the first).
+
+    Example:
+        >>> from selection.indicators import nondominated_mask
+        >>> points = [[80.0, 10.0], [75.0, 4.0], [70.0, 12.0], [70.0, 1.0]]  # (utility, gap)
+        >>> nondominated_mask(points).tolist()  # (70, 12): lower U and larger gap than (80, 10)
+        [True, True, False, True]
+        >>> nondominated_mask(points, maximise=True).tolist()  # both columns maximized
+        [True, False, True, False]
     """
     if maximise is None:
         mx = maximise_mask(objectives)
@@ -89,7 +97,16 @@ def nondominated_mask(
 
 
 def nondominated(points, objectives: Sequence[str] = DEFAULT_OBJECTIVES) -> np.ndarray:
-    """The non-dominated rows of ``points`` (duplicates removed), shape (n', m)."""
+    """The non-dominated rows of ``points`` (duplicates removed), shape (n', m).
+
+    Example:
+        >>> from selection.indicators import nondominated
+        >>> points = [[80.0, 10.0], [70.0, 12.0], [75.0, 4.0], [80.0, 10.0]]
+        >>> nondominated(points).tolist()  # max utility, min gap
+        [[80.0, 10.0], [75.0, 4.0]]
+        >>> nondominated([[80, 60], [75, 70], [70, 65]], ("utility", "worst")).tolist()
+        [[80.0, 60.0], [75.0, 70.0]]
+    """
     P = _points(points, len(objectives))
     return P[nondominated_mask(P, objectives)]
 
@@ -108,6 +125,15 @@ def reference_front(
 
     Returns:
         ``exact`` (filtered) when given, else the non-dominated union of ``point_sets``.
+
+    Example:
+        >>> from selection.indicators import reference_front
+        >>> a = [[80.0, 10.0], [70.0, 12.0]]  # one method's (utility, gap) points
+        >>> b = [[75.0, 4.0], [70.0, 1.0]]  # another's
+        >>> reference_front([a, b]).tolist()  # (70, 12) is dominated
+        [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]
+        >>> reference_front([a, b], exact=[[80.0, 10.0], [72.0, 0.5]]).tolist()
+        [[80.0, 10.0], [72.0, 0.5]]
     """
     m = len(objectives)
     if exact is not None and len(exact):
@@ -126,6 +152,15 @@ class Normalization:
         objectives: the objective names of the columns.
         ideal: best value of each objective, natural units, shape (m,).
         nadir: worst value of each objective on the front, natural units, shape (m,).
+
+    Example:
+        >>> from selection.indicators import Normalization
+        >>> front = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
+        >>> norm = Normalization.from_front(front)
+        >>> norm.ideal.tolist(), norm.nadir.tolist()  # best U and gap, and their worst
+        ([80.0, 1.0], [70.0, 10.0])
+        >>> norm.apply([[75.0, 4.0]]).round(3).tolist()  # (80 - 75) / 10, (4 - 1) / 9
+        [[0.5, 0.333]]
     """
 
     objectives: tuple[str, ...]
@@ -156,7 +191,17 @@ class Normalization:
 
 
 def hypervolume(points, norm: Normalization, ref: float = REF_POINT) -> float:
-    """Hypervolume of ``points`` in ``norm``'s space w.r.t. the point (ref, ..., ref)."""
+    """Hypervolume of ``points`` in ``norm``'s space w.r.t. the point (ref, ..., ref).
+
+    Example:
+        >>> from selection.indicators import Normalization, hypervolume
+        >>> front = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
+        >>> norm = Normalization.from_front(front)
+        >>> round(hypervolume([[75.0, 4.0]], norm), 3)  # (1.1 - 0.5) * (1.1 - 1/3)
+        0.46
+        >>> round(hypervolume(front, norm), 3)
+        0.543
+    """
     Z = norm.apply(points)
     if len(Z) == 0:
         return 0.0
@@ -207,6 +252,14 @@ def igd(
 
     Mean over reference points of the Euclidean distance to the nearest of ``points``
     (moocore's IGD); 0 when every reference point is found; inf when ``points`` is empty.
+
+    Example:
+        >>> from selection.indicators import igd
+        >>> exact = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
+        >>> igd(exact, exact), igd([], exact)
+        (0.0, inf)
+        >>> round(igd([[80.0, 10.0], [70.0, 1.0]], exact), 3)  # (75, 4) missed: 0.601 / 3
+        0.2
     """
     Z, R = _normalized(points, reference, objectives, norm)
     return float(moocore.igd(Z, ref=R)) if len(Z) else float("inf")
@@ -247,6 +300,12 @@ def on_front_count(points, reference, *, tol: float = 1e-6) -> int:
     """How many distinct rows of ``points`` coincide with a reference-front point.
 
     Two points coincide when every coordinate differs by at most ``tol`` (natural units).
+
+    Example:
+        >>> from selection.indicators import on_front_count
+        >>> exact = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]
+        >>> on_front_count([[80.0, 10.0], [74.0, 4.0], [70.0, 1.0], [70.0, 1.0]], exact)
+        2
     """
     P = np.asarray(points, dtype=float)
     R = np.asarray(reference, dtype=float)

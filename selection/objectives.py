@@ -43,7 +43,15 @@ __all__ = [
 
 
 def as_matrix(X: np.ndarray, n: int) -> np.ndarray:
-    """Selections as a float matrix (M, N); a vector of indices or 0/1 becomes one row."""
+    """Selections as a float matrix (M, N); a vector of indices or 0/1 becomes one row.
+
+    Example:
+        >>> from selection.objectives import as_matrix
+        >>> as_matrix([1, 0, 1], 3).tolist()  # one 0/1 vector: one row
+        [[1.0, 0.0, 1.0]]
+        >>> as_matrix([[1, 1, 0], [0, 1, 1]], 3).shape
+        (2, 3)
+    """
     X = np.asarray(X)
     if X.ndim == 1:
         X = X[None, :]
@@ -53,7 +61,21 @@ def as_matrix(X: np.ndarray, n: int) -> np.ndarray:
 
 
 def surrogate_values(p: SelectionProblem, X) -> tuple[np.ndarray, np.ndarray]:
-    """(U(S) (M,), U_d(S) (M, D)) by the problem's surrogate (:mod:`selection.surrogates`)."""
+    """(U(S) (M,), U_d(S) (M, D)) by the problem's surrogate (:mod:`selection.surrogates`).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import surrogate_values
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> U, Ud = surrogate_values(p, [[1, 1, 0], [1, 0, 1]])  # {a, b} and {a, c}
+        >>> U.tolist(), Ud.tolist()  # means of the selected rows; columns U_x, U_y
+        ([85.0, 75.0], [[85.0, 60.0], [70.0, 70.0]])
+    """
     from selection.surrogates import get_surrogate
 
     return get_surrogate(p.surrogate).matrix(p, as_matrix(X, p.n))
@@ -63,55 +85,186 @@ def utility(p: SelectionProblem, X) -> np.ndarray:
     """U(S): pooled utility of the selection by the problem's surrogate, accuracy %, (M,).
 
     With the default ``mean`` surrogate the mean of the selected clients' U_i.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import utility
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> utility(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # (90 + 80) / 2, (90 + 60) / 2
+        [85.0, 75.0]
     """
     return surrogate_values(p, X)[0]
 
 
 def domain_utility(p: SelectionProblem, X) -> np.ndarray:
-    """U_d(S) for every domain by the problem's surrogate, accuracy %, shape (M, D)."""
+    """U_d(S) for every domain by the problem's surrogate, accuracy %, shape (M, D).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import domain_utility
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p.domains, domain_utility(p, [[1, 1, 0], [1, 0, 1]]).tolist()
+        (('x', 'y'), [[85.0, 60.0], [70.0, 70.0]])
+    """
     return surrogate_values(p, X)[1]
 
 
 def gap(p: SelectionProblem, X) -> np.ndarray:
-    """max_d U_d(S) - min_d U_d(S), percentage points, shape (M,)."""
+    """max_d U_d(S) - min_d U_d(S), percentage points, shape (M,).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import gap
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> gap(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # U_d(S): (85, 60) and (70, 70)
+        [25.0, 0.0]
+    """
     Ud = domain_utility(p, X)
     return Ud.max(axis=1) - Ud.min(axis=1)
 
 
 def worst(p: SelectionProblem, X) -> np.ndarray:
-    """min_d U_d(S), accuracy %, shape (M,)."""
+    """min_d U_d(S), accuracy %, shape (M,).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import worst
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> worst(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # U_d(S): (85, 60) and (70, 70)
+        [60.0, 70.0]
+    """
     return domain_utility(p, X).min(axis=1)
 
 
 def mean_minus_worst(p: SelectionProblem, X) -> np.ndarray:
-    """mean_d U_d(S) - min_d U_d(S), percentage points, shape (M,)."""
+    """mean_d U_d(S) - min_d U_d(S), percentage points, shape (M,).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import mean_minus_worst
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> mean_minus_worst(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # 72.5 - 60, 70 - 70
+        [12.5, 0.0]
+    """
     Ud = domain_utility(p, X)
     return Ud.mean(axis=1) - Ud.min(axis=1)
 
 
 def var_domains(p: SelectionProblem, X) -> np.ndarray:
-    """Var_d U_d(S) (population variance over domains), %^2, shape (M,)."""
+    """Var_d U_d(S) (population variance over domains), %^2, shape (M,).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import var_domains
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> var_domains(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # U_d(S) 72.5 ± 12.5, 70 ± 0
+        [156.25, 0.0]
+    """
     return domain_utility(p, X).var(axis=1)
 
 
 def sum_B(p: SelectionProblem, X) -> np.ndarray:
-    """Sum of label divergences of the selected clients, nats, shape (M,)."""
+    """Sum of label divergences of the selected clients, nats, shape (M,).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import sum_B
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> sum_B(p, [[1, 1, 0], [1, 0, 1]]).round(3).tolist()  # 0.1 + 0.2, 0.1 + 0.3
+        [0.3, 0.4]
+    """
     return as_matrix(X, p.n) @ p.B
 
 
 def sum_Fz(p: SelectionProblem, X) -> np.ndarray:
-    """Sum of within-round z-scores of log F over the selected clients, shape (M,)."""
+    """Sum of within-round z-scores of log F over the selected clients, shape (M,).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import sum_Fz
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p.F_z.round(3).tolist()  # log F = 0, ln 2, 2 ln 2: evenly spaced
+        [-1.225, 0.0, 1.225]
+        >>> sum_Fz(p, [[1, 1, 0], [1, 0, 1]]).round(3).tolist()
+        [-1.225, 0.0]
+    """
     return as_matrix(X, p.n) @ p.F_z
 
 
 def sum_cos(p: SelectionProblem, X) -> np.ndarray:
-    """Sum of update-alignment cosines of the selected clients, shape (M,)."""
+    """Sum of update-alignment cosines of the selected clients, shape (M,).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import sum_cos
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> sum_cos(p, [[1, 1, 0], [1, 0, 1]]).round(3).tolist()  # 0.5 + 0.3, 0.5 - 0.1
+        [0.8, 0.4]
+    """
     return as_matrix(X, p.n) @ p.cos_g
 
 
 def u_star(p: SelectionProblem) -> float:
     """U* = max over |S| = K of U(S) under the ``mean`` surrogate: the mean of the K largest
-    utilities."""
+    utilities.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import u_star
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> u_star(p)  # the two largest U: (90 + 80) / 2
+        85.0
+    """
     return float(np.sort(p.U)[::-1][: p.k].mean())
 
 
@@ -126,6 +279,19 @@ class Objective:
         unit: unit of its values (``%``, ``pp``, ...).
         label: short label (``fedsel methods``, column headers).
         axis: a plot axis title: the definition, its unit and which way is better.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import OBJECTIVES
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> o = OBJECTIVES["gap"]  # the registered gap objective
+        >>> o.sense, o.maximize, o.unit, o(p, [[1, 1, 0], [1, 0, 1]]).tolist()
+        ('min', False, 'pp', [25.0, 0.0])
     """
 
     name: str
@@ -196,7 +362,17 @@ OBJECTIVES: dict[str, Objective] = {
 
 
 def check_objectives(names: Sequence[str], *, at_least: int = 1) -> tuple[str, ...]:
-    """``names`` as a tuple of distinct known objectives (SelectionError naming the bad one)."""
+    """``names`` as a tuple of distinct known objectives (SelectionError naming the bad one).
+
+    Example:
+        >>> from selection.objectives import check_objectives
+        >>> check_objectives(["utility", "gap"], at_least=2)
+        ('utility', 'gap')
+        >>> check_objectives(["utility", "fairness"])
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: unknown objective 'fairness'; choose from utility, ...
+    """
     names = tuple(names)
     for name in names:
         if name not in OBJECTIVES:
@@ -210,13 +386,35 @@ def check_objectives(names: Sequence[str], *, at_least: int = 1) -> tuple[str, .
 
 
 def maximise_mask(names: Sequence[str]) -> np.ndarray:
-    """Boolean vector, True where the objective is maximized (SelectionError if unknown)."""
+    """Boolean vector, True where the objective is maximized (SelectionError if unknown).
+
+    Example:
+        >>> from selection.objectives import maximise_mask
+        >>> maximise_mask(["utility", "gap", "worst", "sum_B"]).tolist()
+        [True, False, True, False]
+    """
     return np.array([OBJECTIVES[n].maximize for n in check_objectives(names)], dtype=bool)
 
 
 def evaluate(p: SelectionProblem, idx) -> dict[str, float]:
     """Every objective of one selection given by client indices (predicted by the problem's
-    surrogate, evaluated once)."""
+    surrogate, evaluated once).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import evaluate
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> values = evaluate(p, [0, 2])  # clients a and c: U_x 70, U_y 70
+        >>> values["utility"], values["gap"], values["worst"], round(values["sum_B"], 3)
+        (75.0, 0.0, 70.0, 0.4)
+        >>> values["U_x"], values["U_y"]
+        (70.0, 70.0)
+    """
     x = np.zeros(p.n)
     x[np.asarray(list(idx), dtype=int)] = 1.0
     U, Ud = surrogate_values(p, x)
@@ -225,7 +423,21 @@ def evaluate(p: SelectionProblem, idx) -> dict[str, float]:
 
 def realized_objectives(p: SelectionProblem, idx, U: float, Ud: np.ndarray) -> dict[str, float]:
     """Every objective of one selection with U(S), U_d(S) given (e.g. measured by the oracle
-    on the true aggregate) instead of predicted; the per-client sums stay as they are."""
+    on the true aggregate) instead of predicted; the per-client sums stay as they are.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.objectives import realized_objectives
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> values = realized_objectives(p, [0, 2], 72.5, [78.0, 61.0])  # measured U, U_d
+        >>> values["utility"], values["gap"], values["worst"], round(values["sum_B"], 3)
+        (72.5, 17.0, 61.0, 0.4)
+    """
     Ud = np.asarray(Ud, dtype=float)
     x = np.zeros(p.n)
     x[np.asarray(list(idx), dtype=int)] = 1.0

@@ -39,7 +39,15 @@ GROUPS: dict[str, str] = {
 @dataclass(frozen=True)
 class Plugin:
     """One loaded entry point: its group, name, target, the package that declares it and
-    what loading it gave (a module or a class)."""
+    what loading it gave (a module or a class).
+
+    Example:
+        >>> from selection.plugins import GROUPS, Plugin
+        >>> plugin = Plugin("fedsel.baselines", "toy-lowest-b", "toy_fedsel.rule:LowestDivergence",
+        ...     "toy-fedsel")  # the record of the plugins how-to's toy rule, before loading
+        >>> GROUPS[plugin.group], plugin.value.partition(":")[0], plugin.obj
+        ('baseline rule (selection.baselines.register)', 'toy_fedsel.rule', None)
+    """
 
     group: str
     name: str
@@ -54,7 +62,16 @@ _STATE = {"loading": False, "done": False}
 
 def load_plugins() -> list[Plugin]:
     """Load every entry point of :data:`GROUPS` (once per process; later calls return what
-    was loaded)."""
+    was loaded).
+
+    Example:
+        >>> from selection.plugins import GROUPS, load_plugins
+        >>> plugins = load_plugins()  # every installed package's entry points ([] without any)
+        >>> load_plugins() == plugins  # loaded once: a later call loads nothing again
+        True
+        >>> all(p.group in GROUPS and p.obj is not None for p in plugins)
+        True
+    """
     if _STATE["done"] or _STATE["loading"]:
         return list(_LOADED)
     _STATE["loading"] = True
@@ -79,13 +96,31 @@ def load_plugins() -> list[Plugin]:
 
 
 def loaded_plugins() -> list[Plugin]:
-    """The entry points loaded so far (:func:`load_plugins` loads them)."""
+    """The entry points loaded so far (:func:`load_plugins` loads them).
+
+    Example:
+        >>> from selection.plugins import load_plugins, loaded_plugins
+        >>> loaded_plugins() == load_plugins()  # what the first load gave, as a new list
+        True
+        >>> loaded_plugins() is loaded_plugins()  # a copy: changing it changes nothing
+        False
+    """
     return list(_LOADED)
 
 
 def plugin_classes(group: str, kind: type) -> list[type]:
     """The classes of ``kind`` that ``group``'s entry points name directly (loading the
-    plugins first): the registry reading them registers each."""
+    plugins first): the registry reading them registers each.
+
+    Example:
+        >>> from selection.baselines import Baseline, baselines
+        >>> from selection.plugins import loaded_plugins, plugin_classes
+        >>> rules = plugin_classes("fedsel.baselines", Baseline)  # [] without a plugin package
+        >>> all(issubclass(c, Baseline) and c.name in baselines() for c in rules)
+        True
+        >>> len(rules) <= len(loaded_plugins()), plugin_classes("fedsel.unknown", object)
+        (True, [])
+    """
     load_plugins()
     return [
         p.obj

@@ -49,6 +49,19 @@ class SelectionProblem:
         vectors: the clients' update vectors, shape (N, P), rows in ``ids`` order, NaN rows
             for clients without one (None if not given; the rules reading updates need them:
             ``divfl``, ``clustered:2``). :meth:`with_vectors` attaches them.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem.n, problem.k, problem.domains, problem.ids_of([2, 0])
+        (3, 2, ('a', 'b'), ['a0', 'a1'])
+        >>> problem.Ud[:, 1], problem.F_z.round(3)  # U_b per client; z-score of log F
+        (array([50., 90., 70.]), array([-1.225,  0.   ,  1.225]))
     """
 
     ids: np.ndarray

@@ -98,7 +98,23 @@ def _plane_note(x: str, y: str) -> str:
 
 
 def front_takeaway(data: pd.DataFrame, x: str, y: str) -> str:
-    """Two computed sentences: the span of the front and what moving along it costs."""
+    """Two computed sentences: the span of the front and what moving along it costs.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.compare import run_method
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.report import front_plot_data, front_takeaway
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> data = front_plot_data(run_method(problem, "eps"), "gap", "utility")
+        >>> print(front_takeaway(data, "gap", "utility"))
+        2 distinct points. Best U: 85.00 % (gap 25.00 pp, ε=inf); best gap: 0.00 pp
+        (U 75.00 %, ε=22.5). The best-gap point costs 10.00 points of U.
+    """
     from selection.objectives import OBJECTIVES
 
     if data.empty:
@@ -136,7 +152,24 @@ def front_takeaway(data: pd.DataFrame, x: str, y: str) -> str:
 
 
 def certified_note(front: pd.DataFrame, y: str) -> str:
-    """What the ``bound`` column of a front with stopped points still guarantees, in words."""
+    """What the ``bound`` column of a front with stopped points still guarantees, in words.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.compare import run_method
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.report import certified_note
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> print(certified_note(run_method(problem, "eps"), "utility"))  # every point proven
+        Certified: the exact front's utility is at most 0 pp above these points (the bars),
+        from each point's proven bound (front.csv: bound).
+        >>> certified_note(run_method(problem, "weighted"), "utility")
+        'This method proves no bound.'
+    """
     from selection.solvers.registry import solvers
     from selection.solvers.sweeps import max_off
 
@@ -161,7 +194,27 @@ def render_front_html(
 ) -> str:
     """Self-contained HTML page plotting a front table (one colour per method), ``y`` vs ``x``,
     every point named by its parameter, with a computed takeaway and a table of its points
-    (parameter, objectives, selected ids)."""
+    (parameter, objectives, selected ids).
+
+    Example:
+        >>> import re
+        >>> import pandas as pd
+        >>> from selection.compare import run_method
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.report import render_front_html
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> page = render_front_html(run_method(problem, "eps"), title="round 0")
+        >>> page.startswith("<!DOCTYPE html>"), "<title>round 0</title>" in page
+        (True, True)
+        >>> re.search(r"<p>([0-9]+ feasible points)", page).group(1)
+        '2 feasible points'
+        >>> page.count("<td class='ids'>")  # the table of points: one row each
+        2
+    """
     data = front_plot_data(front, x, y)
     fig = front_figure(data, title, x, y)
     labelled = label_points(fig, data, x, y)
@@ -213,7 +266,24 @@ def render_front_html(
 def render_rounds_html(
     front: pd.DataFrame, title: str = "fedsel sweep over rounds", x: str = "gap", y: str = "utility"
 ) -> str:
-    """One front per round (a ``round`` column) overlaid, coloured from early to late rounds."""
+    """One front per round (a ``round`` column) overlaid, coloured from early to late rounds.
+
+    Example:
+        >>> import re
+        >>> import pandas as pd
+        >>> from selection.compare import run_method
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.report import render_rounds_html
+        >>> stats = example_stats()  # rounds 0, 1, 2
+        >>> front = pd.concat(
+        ...     run_method(SelectionProblem.from_stats(stats, k=5, round=r), "eps").assign(round=r)
+        ...     for r in range(3)
+        ... )
+        >>> page = render_rounds_html(front)
+        >>> re.search(r"<p>([0-9]+ rounds[^)]*[)])", page).group(1)
+        '3 rounds, one front each (45 feasible points, 3 infeasible/failed, not plotted)'
+    """
     import plotly.graph_objects as go
     from plotly.colors import sample_colorscale
 
@@ -271,7 +341,24 @@ def render_rounds_html(
 
 def compare_takeaway(table: pd.DataFrame, plane: tuple[str, str]) -> str:
     """Computed sentences: who recovers the reference front, who falls short, and which
-    formulations optimize another plane (their points lie off this one's front by design)."""
+    formulations optimize another plane (their points lie off this one's front by design).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.compare import compare_methods
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.report import compare_takeaway
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> c = compare_methods(problem, methods=["exhaustive", "maxmin", "fisher-fair"])
+        >>> print(compare_takeaway(c.table, ("utility", "gap")))
+        Recovering all of the exact front: exhaustive, maxmin; the share of its hypervolume the
+        others reach: fisher-fair 0.52. fisher-fair optimizes Σ F_z (under a worst floor), not
+        U: its points lie below this front by design.
+    """
     from selection.solvers.registry import solvers
 
     if table.empty:
@@ -317,7 +404,26 @@ def render_compare_html(
     objectives: tuple[str, str] = ("utility", "gap"),
 ) -> str:
     """Self-contained HTML page: the indicator table with what its columns mean, and every
-    method's front overlaid on the reference front in the plane of ``objectives`` (y, x)."""
+    method's front overlaid on the reference front in the plane of ``objectives`` (y, x).
+
+    Example:
+        >>> import re
+        >>> import pandas as pd
+        >>> from selection.compare import compare_methods
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.report import render_compare_html
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
+        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
+        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> c = compare_methods(problem, methods=["exhaustive", "fisher-fair"])
+        >>> page = render_compare_html(c.table, c.fronts, c.reference, title="round 0")
+        >>> re.search(r"<p class='takeaway'><b>([^;]*)", page).group(1)
+        'Recovering all of the exact front: exhaustive'
+        >>> re.findall(r"<td>([0-9][.][0-9]{4})</td>", page)  # hv_ratio, igd of each method
+        ['1.0000', '0.0000', '0.5238', '0.7071']
+    """
     y, x = objectives[0], objectives[1]
     data = compare_plot_data(fronts, reference, x=x, y=y)
     fig = front_figure(data, title, x, y)

@@ -68,7 +68,21 @@ MAX_INT = 2**53
 
 
 class StatsWarning(UserWarning):
-    """A round-stats table has something fedsel ignores (e.g. a ``U_*`` column of no domain)."""
+    """A round-stats table has something fedsel ignores (e.g. a ``U_*`` column of no domain).
+
+    Example:
+        >>> import warnings
+        >>> import pandas as pd
+        >>> from selection.schema import StatsWarning, validate_stats
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b"], "domain": ["x", "y"],
+        ...     "n_samples": 100, "U": [80, 70], "U_x": [90, 60], "U_y": [70, 80],
+        ...     "F": [1, 2], "B": [0.1, 0.2], "cos_g": [0.5, 0.3], "U_z": 50})
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = validate_stats(stats)  # no client has domain z: U_z is ignored
+        >>> caught[0].category is StatsWarning, str(caught[0].message)
+        (True, 'ignoring column(s) U_z: no client has that domain (domains: x, y)')
+    """
 
 
 def domain_columns(df: pd.DataFrame) -> list[str]:
@@ -76,6 +90,14 @@ def domain_columns(df: pd.DataFrame) -> list[str]:
 
     The domains are the values of the ``domain`` column: a ``U_<name>`` column whose name is no
     client's domain (and not one of the readings ``U_own``/``U_local``) is not a domain.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.schema import domain_columns
+        >>> df = pd.DataFrame({"client_id": ["a", "b"], "domain": ["x", "y"], "U_y": [70, 80],
+        ...     "U_own": [90, 80], "U_z": [50, 50], "U_x": [90, 60]})
+        >>> domain_columns(df)  # U_own is a reading, z no client's domain
+        ['U_y', 'U_x']
     """
     names = {str(d) for d in df["domain"].dropna().unique()} if "domain" in df.columns else set()
     return [
@@ -113,12 +135,33 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 def read_stats_csv(source) -> pd.DataFrame:
     """A round-stats CSV (a path or a file object) as fedsel reads it, not yet validated:
     ``keep_default_na=False``, so an id "NA", "None" or "null" is a string and an empty cell
-    is ""."""
+    is "".
+
+    Example:
+        >>> import io
+        >>> from selection.schema import read_stats_csv
+        >>> df = read_stats_csv(io.StringIO("round,client_id,domain\\n0,NA,x\\n0,007,\\n"))
+        >>> df["client_id"].tolist(), df["domain"].tolist()  # no NaN, no int, no lost zeros
+        (['NA', '007'], ['x', ''])
+    """
     return pd.read_csv(source, dtype={"client_id": str, "domain": str}, keep_default_na=False)
 
 
 def read_stats(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a round-stats table from CSV or Parquet (by suffix) and validate it."""
+    """Read a round-stats table from CSV or Parquet (by suffix) and validate it.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from selection.example import example_stats
+        >>> from selection.schema import read_stats
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = Path(tmp) / "stats.csv"
+        ...     example_stats().to_csv(path, index=False)
+        ...     stats = read_stats(path)
+        >>> stats.shape, str(stats["n_samples"].dtype)  # 20 clients x 3 rounds
+        ((60, 13), 'int64')
+    """
     p = Path(path)
     if not p.is_file():
         raise StatsError(f"stats file not found: {p}")
@@ -271,6 +314,19 @@ def validate_stats(df: pd.DataFrame, *, domains: Sequence[str] | None = None) ->
 
     Raises:
         StatsError: on the first violation, naming column, row, client and value.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.schema import validate_stats
+        >>> stats = pd.DataFrame({"round": [0.0, 0.0], "client_id": ["a", "b"],
+        ...     "domain": ["x", "y"], "n_samples": 100, "U": [80, 70], "U_x": [90, 60],
+        ...     "U_y": [70, 80], "F": [1, 2], "B": [0.1, 0.2], "cos_g": [0.5, 0.3]})
+        >>> str(validate_stats(stats)["round"].dtype)
+        'int64'
+        >>> validate_stats(stats.assign(B=[0.1, 0.9]))  # B is at most ln 2 = 0.693...
+        Traceback (most recent call last):
+        ...
+        selection.errors.StatsError: column B: row 1 (client b) has value 0.9, ...
     """
     if not isinstance(df, pd.DataFrame):
         raise StatsError(f"round stats must be a pandas DataFrame, got {type(df).__name__}")

@@ -117,6 +117,19 @@ class Selector:
             messages name the selector.
         evaluator: ``ids -> (U, U_d)`` of the true aggregate (set by the training loop when
             ``verify`` is on).
+
+    Example:
+        >>> from selection.example import example_stats
+        >>> from selection.selectors import Selector, make_selector
+        >>> pick = make_selector("eps:1")
+        >>> isinstance(pick, Selector), pick
+        (True, Selector('eps:1', seed=0))
+        >>> pick(example_stats(), 5)  # round 2; no selection has a gap <= 1 point
+        ['svhn-0', 'svhn-1', 'syn-2', 'svhn-3', 'svhn-4']
+        >>> str(pick.last.status), round(pick.last.objectives["gap"], 2)
+        ('optimal', 17.35)
+        >>> pick.fallback
+        'eps:1: infeasible (...); fell back to the smallest-gap point (gap 17.3529 pp, ...)'
     """
 
     def __init__(self, spec: Spec, *, seed: int = 0, aggregation_q: float | None = None) -> None:

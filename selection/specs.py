@@ -38,6 +38,16 @@ class Spec:
             ``pool:10``); None when the spec names none (:func:`information_of`).
         surrogate: the surrogate of U(S), U_d(S) (default ``mean``).
         verify: verified picks: candidates measured per round (0 = off).
+
+    Example:
+        >>> from selection.specs import Spec
+        >>> spec = Spec("eps", "5.0", stats_mode="pool:10")
+        >>> spec.canonical, spec.base, spec.information, spec.selector_spec
+        ('eps:5@pool:10', 'eps:5', 'pool:10', 'eps:5')
+        >>> Spec("random").information, Spec("random").is_rule  # a rule reads its own inputs
+        ('rule', True)
+        >>> spec.with_surrogate("weighted").canonical  # as --surrogate weighted sets it
+        'eps:5@pool:10+weighted'
     """
 
     name: str
@@ -178,7 +188,19 @@ def _canonical_number(text: str) -> str:
 
 
 def parse_spec(text: str) -> Spec:
-    """Split a spec into name, argument and modifiers (SelectionError on a bad modifier)."""
+    """Split a spec into name, argument and modifiers (SelectionError on a bad modifier).
+
+    Example:
+        >>> from selection.specs import parse_spec
+        >>> parse_spec("maxmin:2@weighted+pool:10+verify=4")
+        Spec(name='maxmin', arg='2', stats_mode='pool:10', surrogate='weighted', verify=4)
+        >>> parse_spec("eps:5.0 @ pool:10.0").canonical
+        'eps:5@pool:10'
+        >>> parse_spec("eps:5@median")
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: bad selector spec 'eps:5@median': unknown modifier ...
+    """
     from selection.information import information_models, parse_information
     from selection.surrogates import surrogates
 
@@ -271,7 +293,16 @@ def spec_number(spec: str, text: str, *, integer: bool = False) -> float:
 
 
 def spec_forms() -> tuple[str, ...]:
-    """Every valid spec form: the registered solvers' ``spec_form`` plus the baselines."""
+    """Every valid spec form: the registered solvers' ``spec_form`` plus the baselines.
+
+    Example:
+        >>> from selection.specs import spec_forms
+        >>> forms = spec_forms()
+        >>> forms[:4], forms[-1]
+        (('weighted:w_U,w_R,w_F,w_cos,w_B', 'eps:E', 'eps-rel:A', 'maxmin:D'), 'all')
+        >>> "composite:alpha,beta,gamma" in forms, "power-of-choice:d" in forms
+        (True, True)
+    """
     from selection.baselines import baselines
     from selection.solvers.registry import solvers
 
@@ -280,7 +311,16 @@ def spec_forms() -> tuple[str, ...]:
 
 
 def selector_help() -> str:
-    """The ``--selector`` help text, from the registries: every spec name and the modifiers."""
+    """The ``--selector`` help text, from the registries: every spec name and the modifiers.
+
+    Example:
+        >>> from selection.specs import selector_help
+        >>> text = selector_help()
+        >>> text.split("; ")[0]
+        'Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any'
+        >>> "a surrogate (weighted, ensemble, softvote)" in text, "pool:P" in text
+        (True, True)
+    """
     from selection.information import information_models
     from selection.surrogates import surrogates
 
@@ -300,6 +340,13 @@ def split_specs(text: str) -> list[str]:
     ``"weighted:1,0,0,eps:5,random"`` -> ``["weighted:1,0,0", "eps:5", "random"]``: a piece
     that is a plain number continues the previous spec's argument list; anything else starts
     a new spec.
+
+    Example:
+        >>> from selection.specs import split_specs
+        >>> split_specs("weighted:1,0,0,eps:5,random")
+        ['weighted:1,0,0', 'eps:5', 'random']
+        >>> split_specs(" maxmin:2@probe , composite:1,2,3,, all")
+        ['maxmin:2@probe', 'composite:1,2,3', 'all']
     """
     out: list[str] = []
     for piece in (t.strip() for t in str(text).split(",")):

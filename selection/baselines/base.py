@@ -49,6 +49,20 @@ class Baseline(ABC):
         probe_floats: numbers each probed client uploads (:attr:`MODEL_SIZED`: a model).
         reports: the probe-pass fields those numbers are (``loss``, ``F``): what a privacy
             mode clips and noises.
+
+    Example:
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from selection.baselines.base import baselines
+        >>> from selection.problem import SelectionProblem
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": [10, 30, 20], "F": [5.0, 1.0, 3.0],
+        ...     "B": 0.1, "cos_g": 0.5, "U": 70.0, "U_x": 70.0, "U_y": 70.0})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)  # 3 clients, K = 2
+        >>> rule = baselines()["fisher-topk"]("fisher-topk")  # the K largest Fisher traces F
+        >>> picked = rule.pick(problem, np.random.default_rng(0))
+        >>> problem.ids[picked].tolist(), rule.reads, rule.probed_by(problem.n, picked).tolist()
+        (['a', 'c'], 'probe', [0, 1, 2])
     """
 
     name: ClassVar[str] = ""
@@ -130,7 +144,28 @@ class Baseline(ABC):
 
 
 def register(cls: type[Baseline]) -> type[Baseline]:
-    """Class decorator: make ``cls`` a selector spec under ``cls.name``."""
+    """Class decorator: make ``cls`` a selector spec under ``cls.name``.
+
+    Example:
+        >>> import numpy as np
+        >>> from selection.baselines.base import Baseline, baselines, register
+        >>> @register
+        ... class FirstK(Baseline):
+        ...     name = "first-k"
+        ...     summary = "the first K clients of the table"
+        ...     def pick(self, problem, rng):
+        ...         return np.arange(problem.k)
+        >>> baselines()["first-k"] is FirstK, FirstK.spec_form(), FirstK.is_baseline
+        (True, 'first-k', True)
+        >>> from selection.baselines.base import _REGISTRY
+        >>> del _REGISTRY["first-k"]  # unregister: the example leaves the registry as it was
+        >>> class Nameless(FirstK):
+        ...     name = ""
+        >>> register(Nameless)
+        Traceback (most recent call last):
+        ...
+        TypeError: Nameless has no name
+    """
     if not cls.name:
         raise TypeError(f"{cls.__name__} has no name")
     _REGISTRY[cls.name] = cls
@@ -138,7 +173,16 @@ def register(cls: type[Baseline]) -> type[Baseline]:
 
 
 def baselines() -> dict[str, type[Baseline]]:
-    """Every registered rule, in listing order (installed plugins' included)."""
+    """Every registered rule, in listing order (installed plugins' included).
+
+    Example:
+        >>> from selection.baselines.base import baselines
+        >>> rules = baselines()
+        >>> list(rules)[:3], [name for name, cls in rules.items() if not cls.is_baseline]
+        (['proportional', 'random', 'stratified'], ['all'])
+        >>> rules["power-of-choice"].spec_form(), rules["power-of-choice"].reads
+        ('power-of-choice:d', 'probe-candidates')
+    """
     import selection.baselines  # noqa: F401 - discovery registers the modules
     from selection.plugins import plugin_classes
 

@@ -62,6 +62,17 @@ class RoundInputs:
             samples of d).
         base_acc: validation accuracy (%) of w_t itself per domain (the server's own pass).
         val_sizes: validation samples per domain (the pooled U weighs the domains by these).
+
+    Example:
+        >>> import pandas as pd
+        >>> clients = pd.DataFrame({"client_id": ["a", "b", "c"], "domain": ["x", "x", "y"],
+        ...     "n_samples": [10, 30, 20]})
+        >>> from selection.information.base import RoundInputs, make_information
+        >>> measured = clients.assign(round=3, U=[60.0, 70.0, 80.0])  # every client trained
+        >>> inputs = RoundInputs(t=3, k=2, clients=clients, domains=("x", "y"), measured=measured)
+        >>> view = make_information("fresh").view(inputs)  # what the selector sees at round 3
+        >>> view[["client_id", "U", "measured_round", "predicted"]].values.tolist()
+        [['a', 60.0, 3, False], ['b', 70.0, 3, False], ['c', 80.0, 3, False]]
     """
 
     t: int
@@ -94,6 +105,22 @@ class InformationModel(ABC):
         server_evaluates: whose update the server evaluates on its own ("" for none): a model
             that reads one client's update is impossible under secure aggregation, where the
             server sees only their sum (the privacy mode refuses it with this reason).
+
+    Example:
+        >>> import pandas as pd
+        >>> clients = pd.DataFrame({"client_id": ["a", "b", "c"], "domain": ["x", "x", "y"],
+        ...     "n_samples": [10, 30, 20]})
+        >>> from selection.information.base import RoundInputs, make_information
+        >>> stale = make_information("stale")  # each client's last report, and its age
+        >>> stale.trains_before(0, clients, k=2)  # round 0: nobody has reported yet
+        ['a', 'b', 'c']
+        >>> stale.observe(0, clients.assign(round=0, U=[60.0, 70.0, 80.0]))
+        >>> stale.observe(1, clients[clients["client_id"] == "b"].assign(round=1, U=75.0))
+        >>> stale.trains_before(2, clients, k=2) is None  # only the K committed train now
+        True
+        >>> view = stale.view(RoundInputs(t=2, k=2, clients=clients, domains=("x", "y")))
+        >>> view[["client_id", "U", "age"]].values.tolist()
+        [['a', 60.0, 2], ['b', 75.0, 1], ['c', 80.0, 2]]
     """
 
     name: ClassVar[str] = ""
@@ -181,7 +208,27 @@ class InformationModel(ABC):
 
 
 def register(cls: type[InformationModel]) -> type[InformationModel]:
-    """Class decorator: make ``cls`` a spec modifier under ``cls.name``."""
+    """Class decorator: make ``cls`` a spec modifier under ``cls.name``.
+
+    Example:
+        >>> import pandas as pd
+        >>> clients = pd.DataFrame({"client_id": ["a", "b", "c"], "domain": ["x", "x", "y"],
+        ...     "n_samples": [10, 30, 20]})
+        >>> from selection.information.base import InformationModel, make_information, register
+        >>> @register
+        ... class Largest(InformationModel):
+        ...     name = "largest"
+        ...     summary = "the K largest clients train before the choice"
+        ...     def trains_before(self, t, clients, k):
+        ...         return clients.nlargest(k, "n_samples")["client_id"].tolist()
+        ...     def view(self, inputs):
+        ...         return inputs.measured.assign(measured_round=inputs.t, predicted=False)
+        >>> model = make_information("largest")  # a spec modifier now: eps:5@largest
+        >>> model, model.trains_before(0, clients, k=2)
+        (Largest('largest'), ['b', 'c'])
+        >>> from selection.information.base import _REGISTRY
+        >>> del _REGISTRY["largest"]  # unregister: the example leaves the registry as it was
+    """
     if not cls.name:
         raise TypeError(f"{cls.__name__} has no name")
     _REGISTRY[cls.name] = cls
@@ -189,7 +236,16 @@ def register(cls: type[InformationModel]) -> type[InformationModel]:
 
 
 def information_models() -> dict[str, type[InformationModel]]:
-    """Every registered information model, in listing order (installed plugins' included)."""
+    """Every registered information model, in listing order (installed plugins' included).
+
+    Example:
+        >>> from selection.information.base import information_models
+        >>> models = information_models()
+        >>> list(models)[:4]
+        ['fresh', 'stale', 'probe', 'pool']
+        >>> [name for name, cls in models.items() if cls.upper_bound], models["pool"].spec_form()
+        (['fresh'], 'pool:P')
+    """
     import selection.information  # noqa: F401 - discovery registers the modules
     from selection.plugins import plugin_classes
 
@@ -226,22 +282,61 @@ def _split(text: str) -> tuple[type[InformationModel], int | None]:
 
 def parse_information(text: str) -> str:
     """The canonical spelling of an information model (``pool:10.0`` -> ``pool:10``);
-    SelectionError on an unknown name or a bad argument."""
+    SelectionError on an unknown name or a bad argument.
+
+    Example:
+        >>> from selection.information.base import parse_information
+        >>> parse_information("pool:10.0"), parse_information(" stale ")
+        ('pool:10', 'stale')
+        >>> parse_information("pool")
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: information model pool needs P, e.g. pool:10
+    """
     cls, value = _split(text)
     return cls.name if value is None else f"{cls.name}:{value}"
 
 
 def make_information(text: str, *, seed: int = 0) -> InformationModel:
-    """A new (stateful) model for one run."""
+    """A new (stateful) model for one run.
+
+    Example:
+        >>> import pandas as pd
+        >>> clients = pd.DataFrame({"client_id": ["a", "b", "c"], "domain": ["x", "x", "y"],
+        ...     "n_samples": [10, 30, 20]})
+        >>> from selection.information.base import make_information
+        >>> pool = make_information("pool:2", seed=0)  # 2 candidates drawn by size train first
+        >>> pool, pool.value, pool.spec
+        (Pool('pool:2'), 2, 'pool:2')
+        >>> pool.trains_before(0, clients, k=2), pool.trains_before(1, clients, k=2)
+        (['b', 'c'], ['a', 'b'])
+        >>> make_information("stale").memory  # a new model remembers nothing yet
+        {}
+    """
     cls, value = _split(text)
     return cls(value, seed=seed)
 
 
 def default_information() -> str:
-    """The model of a spec without one: ``fresh`` (the oracle's upper bound)."""
+    """The model of a spec without one: ``fresh`` (the oracle's upper bound).
+
+    Example:
+        >>> from selection.information.base import default_information, information_models
+        >>> name = default_information()
+        >>> name, information_models()[name].upper_bound
+        ('fresh', True)
+    """
     return "fresh"
 
 
 def latest(memory: Mapping[str, dict], ids: Sequence[str]) -> pd.DataFrame:
-    """The remembered rows of ``ids`` (each client's last measurement), in that order."""
+    """The remembered rows of ``ids`` (each client's last measurement), in that order.
+
+    Example:
+        >>> from selection.information.base import latest
+        >>> memory = {"a": {"client_id": "a", "U": 60.0, "measured_round": 0},
+        ...           "b": {"client_id": "b", "U": 75.0, "measured_round": 1}}
+        >>> latest(memory, ["b", "a"]).values.tolist()
+        [['b', 75.0, 1], ['a', 60.0, 0]]
+    """
     return pd.DataFrame([memory[c] for c in ids])

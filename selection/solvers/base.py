@@ -61,6 +61,24 @@ class SweepOptions:
         tolerance: the exact routes' absolute gap per point (see
             :class:`~selection.solvers.milp.exact.ExactSolver`); on the complete ε sweep also
             its step in the gap (a front certified within ``tolerance`` in both objectives).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.base import SweepOptions
+        >>> from selection.solvers.registry import solvers
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> front = solvers()["maxmin"].sweep_front(problem, SweepOptions(grid=[0.0, 5.0]))
+        >>> front[["param", "selected", "utility", "worst"]].values.tolist()
+        [['delta=0', 'b0;a1', 72.5, 65.0], ['delta=5', 'a0;b0', 70.0, 70.0]]
+        >>> SweepOptions(n_jobs=0)  # bad route options are refused before any point is solved
+        Traceback (most recent call last):
+        ...
+        ValueError: n_jobs=0 must be an integer >= 1
     """
 
     grid: Sequence | None = None
@@ -101,7 +119,25 @@ class _PerValue:
 
 
 class Solver(ABC):
-    """Base class: subclasses set ``name`` and implement ``_solve`` (module docstring)."""
+    """Base class: subclasses set ``name`` and implement ``_solve`` (module docstring).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.base import Solver
+        >>> from selection.solvers.registry import solvers
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> solver = solvers()["eps"](eps=10.0)  # a registered formulation
+        >>> isinstance(solver, Solver), solver.spec_kwargs("5")
+        (True, {'eps': 5.0})
+        >>> result = solver.solve(problem)
+        >>> str(result.status), result.ids, result.objectives["utility"], result.objectives["gap"]
+        ('optimal', ('a0', 'b0'), 70.0, 0.0)
+    """
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
@@ -215,7 +251,14 @@ class Solver(ABC):
 
 
 def solver_options(cls: type[Solver]) -> frozenset[str]:
-    """The keyword arguments a solver's constructor takes."""
+    """The keyword arguments a solver's constructor takes.
+
+    Example:
+        >>> from selection.solvers.base import solver_options
+        >>> from selection.solvers.registry import solvers
+        >>> sorted(solver_options(solvers()["eps-rel"]))
+        ['alpha', 'backend', 'seed', 'time_limit']
+    """
     return frozenset(
         n for n, p in inspect.signature(cls.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY
     )

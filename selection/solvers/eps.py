@@ -57,6 +57,24 @@ class EpsSolver(ExactSolver):
         backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts,
             tolerance: see
             :class:`selection.solvers.milp.exact.ExactSolver`.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.eps import EpsSolver
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> result = EpsSolver().solve(problem)  # a0+a1 and b0+a1 tie at U = 72.5
+        >>> result.ids, result.objectives["utility"], result.objectives["gap"]  # the smaller gap
+        (('b0', 'a1'), 72.5, 15.0)
+        >>> result = EpsSolver(eps=10.0).solve(problem)
+        >>> result.param, result.ids, result.objectives["utility"], result.objectives["gap"]
+        ('eps=10', ('a0', 'b0'), 70.0, 0.0)
+        >>> str(EpsSolver(eps=10.0, f_min=1.0).solve(problem).status)  # a0+b0: Σ F_z = -1.22
+        'infeasible'
     """
 
     name = "eps"

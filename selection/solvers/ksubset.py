@@ -53,6 +53,21 @@ class SelectionMOP(Problem):
         problem: one round's selection problem (its ``k`` is the cardinality).
         objectives: names of :data:`selection.objectives.OBJECTIVES` (``res.F`` holds them
             negated where they are maximized).
+
+    Example:
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.ksubset import SelectionMOP
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> mop = SelectionMOP(SelectionProblem.from_stats(stats, k=2), ["utility", "gap"])
+        >>> X = np.array([[True, True, False], [False, True, True]])  # {a0, b0}, {b0, a1}
+        >>> mop.evaluate(X, return_values_of=["F"])  # (-U, gap): both minimized
+        array([[-70. ,   0. ],
+               [-72.5,  15. ]])
     """
 
     def __init__(self, problem: SelectionProblem, objectives: Sequence[str]) -> None:
@@ -73,6 +88,24 @@ class KSubsetSampling(Sampling):
     for a few weight vectors over the (range-normalized) objectives, a best-improvement swap
     descent from the best row so far replaces one random row each: this plants points near both
     ends of the front, including the min-gap end that random search reaches slowly.
+
+    Example:
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.ksubset import KSubsetSampling, SelectionMOP
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> mop = SelectionMOP(SelectionProblem.from_stats(stats, k=2), ["utility", "gap"])
+        >>> X = KSubsetSampling().do(mop, 4, random_state=np.random.default_rng(0)).get("X")
+        >>> X[:3].astype(int)  # the top-2 by U, by U_a and by U_b
+        array([[1, 0, 1],
+               [1, 0, 1],
+               [0, 1, 1]])
+        >>> X.sum(axis=1)  # every row has K = 2 clients
+        array([2, 2, 2, 2])
     """
 
     def _do(self, problem, n_samples, *args, random_state=None, **kwargs):
@@ -145,7 +178,21 @@ def _swap_descent(
 
 
 class KSubsetCrossover(Crossover):
-    """Keep the shared clients; split the symmetric difference at random between two children."""
+    """Keep the shared clients; split the symmetric difference at random between two children.
+
+    Example:
+        >>> import numpy as np
+        >>> from pymoo.core.population import Population
+        >>> from pymoo.core.problem import Problem
+        >>> from selection.solvers.ksubset import KSubsetCrossover
+        >>> parents = Population.new("X", np.array([[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 1, 1]]))
+        >>> children = KSubsetCrossover().do(
+        ...     Problem(n_var=6), parents, [[0, 1]], random_state=np.random.default_rng(1)
+        ... )
+        >>> children.get("X").astype(int)  # both keep client 0 and take 2 of clients 1, 2, 4, 5
+        array([[1, 1, 0, 0, 1, 0],
+               [1, 0, 1, 0, 0, 1]])
+    """
 
     def __init__(self, prob: float = 0.9) -> None:
         super().__init__(n_parents=2, n_offsprings=2, prob=prob)
@@ -162,7 +209,20 @@ class KSubsetCrossover(Crossover):
 
 
 class SwapMutation(Mutation):
-    """Swap one selected client for an unselected one (a second swap with probability 1/4)."""
+    """Swap one selected client for an unselected one (a second swap with probability 1/4).
+
+    Example:
+        >>> import numpy as np
+        >>> from pymoo.core.population import Population
+        >>> from pymoo.core.problem import Problem
+        >>> from selection.solvers.ksubset import SwapMutation
+        >>> pop = Population.new("X", np.array([[1, 1, 0, 0, 0, 0]] * 3, dtype=bool))
+        >>> pop = SwapMutation().do(Problem(n_var=6), pop, random_state=np.random.default_rng(0))
+        >>> pop.get("X").astype(int)  # one of clients 0, 1 swapped out, K = 2 kept
+        array([[1, 0, 1, 0, 0, 0],
+               [0, 1, 0, 0, 0, 1],
+               [1, 0, 1, 0, 0, 0]])
+    """
 
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         X = np.asarray(X, dtype=bool).copy()
@@ -182,7 +242,20 @@ class SwapMutation(Mutation):
 
 
 class RowHashDuplicates(DuplicateElimination):
-    """Exact duplicate test on packed 0/1 rows (pymoo's default computes an N-wide cdist)."""
+    """Exact duplicate test on packed 0/1 rows (pymoo's default computes an N-wide cdist).
+
+    Example:
+        >>> import numpy as np
+        >>> from pymoo.core.population import Population
+        >>> from selection.solvers.ksubset import RowHashDuplicates
+        >>> pop = Population.new("X", np.array([[1, 1, 0], [0, 1, 1], [1, 1, 0]], dtype=bool))
+        >>> RowHashDuplicates().do(pop).get("X").astype(int)  # the repeated row dropped
+        array([[1, 1, 0],
+               [0, 1, 1]])
+        >>> seen = Population.new("X", np.array([[0, 1, 1]], dtype=bool))
+        >>> RowHashDuplicates().do(pop, seen).get("X").astype(int)  # and the rows seen before
+        array([[1, 1, 0]])
+    """
 
     def _do(self, pop, other, is_duplicate):
         keys = [r.tobytes() for r in np.packbits(np.asarray(pop.get("X"), dtype=bool), axis=1)]
@@ -204,6 +277,16 @@ def swap_neighbours(
     """Selections ``swaps`` swaps away from each row of X, shape (M, N).
 
     All of them when a row has at most ``cap`` such neighbours, else ``cap`` random ones.
+
+    Example:
+        >>> import numpy as np
+        >>> from selection.solvers.ksubset import swap_neighbours
+        >>> x = np.array([[True, True, False, False]])  # clients 0 and 1 of 4
+        >>> swap_neighbours(x, np.random.default_rng(0), cap=10).astype(int)  # all 2 x 2 swaps
+        array([[0, 1, 1, 0],
+               [0, 1, 0, 1],
+               [1, 0, 1, 0],
+               [1, 0, 0, 1]])
     """
     out = []
     for x in X:

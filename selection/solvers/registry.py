@@ -21,7 +21,30 @@ SOLVERS: dict[str, type[Solver]] = {}
 
 
 def register(cls: type[Solver]) -> type[Solver]:
-    """Class decorator adding a solver to the registry under ``cls.name``."""
+    """Class decorator adding a solver to the registry under ``cls.name``.
+
+    Example:
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.base import Solver
+        >>> from selection.solvers.registry import SOLVERS, make_solver, register, solvers
+        >>> from selection.solvers.result import RawResult, Status
+        >>> @register
+        ... class TopU(Solver):  # the K clients of highest U (ties: the lower index)
+        ...     name = "top-u"
+        ...     def _solve(self, problem):
+        ...         top = np.argsort(-problem.U, kind="stable")[: problem.k]
+        ...         return RawResult(tuple(top), Status.OPTIMAL)
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> "top-u" in solvers(), make_solver("top-u").solve(problem).ids
+        (True, ('a0', 'a1'))
+        >>> del SOLVERS["top-u"]  # leave the registry as it was
+    """
     if not cls.name:
         raise TypeError(f"{cls.__name__} has no name")
     SOLVERS[cls.name] = cls
@@ -30,7 +53,14 @@ def register(cls: type[Solver]) -> type[Solver]:
 
 def solvers() -> dict[str, type[Solver]]:
     """Every registered solver by name, in display order (``order``, then name); the
-    installed plugins' formulations included (:mod:`selection.plugins`)."""
+    installed plugins' formulations included (:mod:`selection.plugins`).
+
+    Example:
+        >>> from selection.solvers.registry import solvers
+        >>> known = solvers()
+        >>> list(known)[:4], known["maxmin"].param
+        (['weighted', 'eps', 'eps-rel', 'maxmin'], 'delta')
+    """
     from selection.plugins import plugin_classes
 
     for cls in plugin_classes("fedsel.formulations", Solver):

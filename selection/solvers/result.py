@@ -29,7 +29,15 @@ __all__ = [
 
 
 class Status(StrEnum):
-    """One status vocabulary for every backend."""
+    """One status vocabulary for every backend.
+
+    Example:
+        >>> from selection.solvers.result import SOLVED, Status
+        >>> Status("time_limit") is Status.TIME_LIMIT, str(Status.OPTIMAL)
+        (True, 'optimal')
+        >>> sorted(str(s) for s in SOLVED)  # the statuses whose selection is a front point
+        ['feasible', 'optimal', 'time_limit']
+    """
 
     OPTIMAL = "optimal"
     FEASIBLE = "feasible"
@@ -50,6 +58,14 @@ def point_rows(front: pd.DataFrame) -> np.ndarray:
 
     A ``time_limit`` row without an incumbent (``selected`` empty, objectives NaN) is not a
     point of any front, and neither is an ``infeasible`` or ``error`` row.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.solvers.result import point_rows
+        >>> front = pd.DataFrame({"status": ["optimal", "time_limit", "time_limit", "infeasible"],
+        ...                       "selected": ["a0;a1", "b0;a1", "", ""]})
+        >>> point_rows(front)
+        array([ True,  True, False, False])
     """
     solved = front["status"].astype(str).isin([s.value for s in SOLVED]).to_numpy()
     chosen = front["selected"].fillna("").astype(str).str.len().to_numpy() > 0
@@ -78,6 +94,12 @@ class SolveResult:
             CP-SAT on data that are not multiples of 1/scale, whose rounded rows may cut off
             true selections).
         route_reason: why ``backend`` was the route (``auto``'s portfolio), or "".
+
+    Example:
+        >>> from selection.solvers.result import SolveResult, Status
+        >>> found = SolveResult("eps", Status.TIME_LIMIT, selected=(0, 2), ids=("a0", "a1"))
+        >>> found.ok, SolveResult("eps", Status.INFEASIBLE).ok  # ok: a selection to use
+        (True, False)
     """
 
     method: str
@@ -119,6 +141,21 @@ def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) 
     Args:
         problem: the problem the results belong to (its domains name the U_<d> columns).
         results: solve results in the order the rows should have.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.registry import make_solver
+        >>> from selection.solvers.result import results_to_frame
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> results = [make_solver("eps", eps=e).solve(problem) for e in (None, 10.0)]
+        >>> frame = results_to_frame(problem, results)
+        >>> frame[["param", "selected", "utility", "gap", "U_a", "U_b"]].values.tolist()
+        [['eps=inf', 'b0;a1', 72.5, 15.0, 65.0, 80.0], ['eps=10', 'a0;b0', 70.0, 0.0, 70.0, 70.0]]
     """
     dcols = [f"U_{d}" for d in problem.domains]
     names = ["utility", "gap", "worst", *dcols, *_EXTRA]
@@ -146,7 +183,27 @@ def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) 
 @dataclass(frozen=True)
 class RawResult:
     """What a formulation's ``_solve`` hands back: selected indices, status and extras
-    (:meth:`Solver.solve` turns it into a :class:`SolveResult`, computing the objectives)."""
+    (:meth:`Solver.solve` turns it into a :class:`SolveResult`, computing the objectives).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.base import Solver
+        >>> from selection.solvers.result import RawResult, Status
+        >>> class FirstK(Solver):  # a formulation: _solve hands back a RawResult
+        ...     name = "first-k"
+        ...     def _solve(self, problem):
+        ...         return RawResult(tuple(range(problem.k))[::-1], Status.FEASIBLE, backend="hand")
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> result = FirstK().solve(SelectionProblem.from_stats(stats, k=2))
+        >>> result.selected, result.ids, str(result.status), result.backend
+        ((0, 1), ('a0', 'b0'), 'feasible', 'hand')
+        >>> result.objectives["utility"], result.objectives["gap"]
+        (70.0, 0.0)
+    """
 
     selected: tuple[int, ...]
     status: Status

@@ -311,6 +311,20 @@ def front_step(problem: SelectionProblem, quantum: float | None = None) -> float
     attainable gap). Elsewhere (and for surrogates that are not linear) DEFAULT_STEP.
     ``quantum``: q as the route sees it (:meth:`~selection.solvers.milp.exact.ExactSolver.
     quantum`; 0 off the grid); None: from the true rows.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.sweeps import front_step
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> front_step(problem)  # every U_d a multiple of q = 10, K = 2: q/(2K)
+        2.5
+        >>> front_step(problem, quantum=0.0)  # off a value grid: DEFAULT_STEP
+        1e-06
     """
     from selection.solvers.milp.portfolio import value_quantum
 
@@ -390,6 +404,17 @@ def max_off(front: pd.DataFrame, objective: str) -> float:
     complete ε sweep the statement covers every ε the sweep passed: point j, solved at ε_j,
     has gap g_j; for ε in [g_j, ε_j] the exact max-U front f(ε) satisfies
     U_j <= f(ε) <= bound_j, and the next ε is g_j − step.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.solvers.sweeps import max_off
+        >>> front = pd.DataFrame({"status": ["optimal", "time_limit", "infeasible"],
+        ...     "selected": ["a0;b0", "b0;a1", ""], "utility": [70.0, 72.5, None],
+        ...     "bound": [70.0, 74.0, None]})
+        >>> max_off(front, "utility")  # the point stopped by its time limit: 74 - 72.5
+        1.5
+        >>> max_off(front.iloc[[0, 2]], "utility")  # every point proven
+        0.0
     """
     pts = front[point_rows(front)]
     if not len(pts) or "bound" not in pts:
@@ -430,7 +455,21 @@ def sweep_delta(
     tolerance: float = 0.0,
 ) -> pd.DataFrame:
     """Max-min points (max worst s.t. U >= U* − δ) for each δ of a grid (percentage points);
-    each within ``tolerance`` points of its max worst (see :func:`sweep_eps`)."""
+    each within ``tolerance`` points of its max worst (see :func:`sweep_eps`).
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.sweeps import sweep_delta
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> front = sweep_delta(problem, [0.0, 5.0])  # U* = 72.5
+        >>> front[["param", "selected", "utility", "worst"]].values.tolist()
+        [['delta=0', 'b0;a1', 72.5, 65.0], ['delta=5', 'a0;b0', 70.0, 70.0]]
+    """
     grid = as_float_list("delta", delta)
     n_jobs = check_int("n_jobs", n_jobs)
 
@@ -450,7 +489,21 @@ def sweep_weighted(
     progress: ProgressFn | None = None,
 ) -> pd.DataFrame:
     """One weighted-sum point per weight vector (w_U, w_R, w_F, w_cos, w_B), or per (α, β, γ)
-    of the composite score when ``composite`` is true."""
+    of the composite score when ``composite`` is true.
+
+    Example:
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.solvers.sweeps import sweep_weighted
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
+        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
+        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
+        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> front = sweep_weighted(problem, [(1, 0), (0, 1)])  # w_U alone, then w_R alone
+        >>> front[["param", "selected", "utility", "gap"]].values.tolist()
+        [['w=1,0', 'a0;a1', 72.5, 25.0], ['w=0,1', 'b0;a1', 72.5, 15.0]]
+    """
     if len(weights) == 0:
         raise ValueError("sweep_weighted: the weight list is empty")
     key = "composite" if composite else "weights"

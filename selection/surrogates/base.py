@@ -50,6 +50,26 @@ class Surrogate(ABC):
         needs_logits: True when the problem must carry validation logits.
         summary: one help line.
         order: position in listings.
+
+    Example:
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.surrogates.base import get_surrogate
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": [10, 30, 20], "F": 1.0, "B": 0.1,
+        ...     "cos_g": 0.5, "U": [60.0, 70.0, 80.0], "U_x": [70.0, 90.0, 50.0],
+        ...     "U_y": [50.0, 50.0, 100.0]})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)  # 3 clients, K = 2, domains x, y
+        >>> mean = get_surrogate("mean")  # U_d(S): the mean of the selected clients' U_{i,d}
+        >>> mean.structure
+        'linear'
+        >>> U, Ud = mean.block(problem, np.array([[0, 1], [1, 2]]))  # S = {a, b} and S = {b, c}
+        >>> U.tolist(), Ud.tolist()
+        ([65.0, 75.0], [[80.0, 50.0], [70.0, 75.0]])
+        >>> U, Ud = mean.matrix(problem, np.array([[1, 1, 0]]))  # S = {a, b} as a 0/1 row
+        >>> U.tolist(), Ud.tolist()
+        ([65.0], [[80.0, 50.0]])
     """
 
     name: ClassVar[str] = ""
@@ -121,6 +141,27 @@ class Swaps:
         surrogate: the surrogate that scores them.
         problem: the round's problem.
         selected: the K indices of S.
+
+    Example:
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.surrogates.base import Swaps, get_surrogate
+        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
+        ...     "domain": ["x", "x", "y"], "n_samples": [10, 30, 20], "F": 1.0, "B": 0.1,
+        ...     "cos_g": 0.5, "U": [60.0, 70.0, 80.0], "U_x": [70.0, 90.0, 50.0],
+        ...     "U_y": [50.0, 50.0, 100.0]})
+        >>> problem = SelectionProblem.from_stats(stats, k=2)  # 3 clients, K = 2, domains x, y
+        >>> swaps = Swaps(get_surrogate("mean"), problem, [1, 0])  # S = {a, b}
+        >>> U, Ud = swaps.current()
+        >>> U, Ud.tolist()
+        (65.0, [80.0, 50.0])
+        >>> U, Ud, score = swaps.values(0, np.array([0, 2]))  # S itself, then S - {a} + {c}
+        >>> U.tolist(), Ud.tolist()
+        ([65.0, 75.0], [[80.0, 50.0], [70.0, 75.0]])
+        >>> swaps.move_to([2, 1])  # S = {b, c}
+        >>> swaps.selected.tolist(), swaps.current()[0]
+        ([1, 2], 75.0)
     """
 
     def __init__(self, surrogate: Surrogate, problem: SelectionProblem, selected) -> None:
@@ -148,7 +189,26 @@ class Swaps:
 
 
 def register(cls: type[Surrogate]) -> type[Surrogate]:
-    """Class decorator adding a surrogate to the registry under ``cls.name``."""
+    """Class decorator adding a surrogate to the registry under ``cls.name``.
+
+    Example:
+        >>> from selection.surrogates.base import SURROGATES, Surrogate, register, surrogates
+        >>> @register
+        ... class Best(Surrogate):
+        ...     name = "best"
+        ...     summary = "the best selected client's U_{i,d}"
+        ...     def block(self, problem, idx, *, need_ud=True):
+        ...         return problem.U[idx].max(axis=1), problem.Ud[idx].max(axis=1)
+        >>> surrogates()["best"] is Best, Best.structure
+        (True, 'black-box')
+        >>> del SURROGATES["best"]  # unregister: the example leaves the registry as it was
+        >>> class Curved(Best):
+        ...     name, structure = "curved", "convex"
+        >>> register(Curved)
+        Traceback (most recent call last):
+        ...
+        TypeError: Curved: structure 'convex' is not one of ('linear', 'linear-fractional', ...)
+    """
     if not cls.name:
         raise TypeError(f"{cls.__name__} has no name")
     if cls.structure not in STRUCTURES:
@@ -158,7 +218,16 @@ def register(cls: type[Surrogate]) -> type[Surrogate]:
 
 
 def surrogates() -> dict[str, type[Surrogate]]:
-    """Every registered surrogate by name, in display order (installed plugins' included)."""
+    """Every registered surrogate by name, in display order (installed plugins' included).
+
+    Example:
+        >>> from selection.surrogates.base import surrogates
+        >>> known = surrogates()
+        >>> list(known)
+        ['mean', 'weighted', 'ensemble', 'softvote']
+        >>> known["weighted"].structure, known["ensemble"].needs_logits
+        ('linear-fractional', True)
+    """
     import selection.surrogates  # noqa: F401  (registers the built-in surrogates)
     from selection.plugins import plugin_classes
 
@@ -173,7 +242,18 @@ _INSTANCES: dict[str, Surrogate] = {}
 
 
 def get_surrogate(name: str) -> Surrogate:
-    """The (stateless, shared) surrogate called ``name`` (SelectionError naming the choices)."""
+    """The (stateless, shared) surrogate called ``name`` (SelectionError naming the choices).
+
+    Example:
+        >>> from selection.surrogates.base import get_surrogate
+        >>> weighted = get_surrogate("weighted")
+        >>> type(weighted).__name__, weighted.structure, weighted is get_surrogate("weighted")
+        ('WeightedSurrogate', 'linear-fractional', True)
+        >>> get_surrogate("median")
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: unknown surrogate 'median'; choose one of mean, ...
+    """
     known = surrogates()
     if name not in known:
         raise SelectionError(f"unknown surrogate {name!r}; choose one of {', '.join(known)}")

@@ -50,7 +50,18 @@ def quickstart_data(
 ) -> DataFn:
     """``data_fn`` for an app whose ``load_data(partition_id, num_partitions, batch_size)``
     returns ``(trainloader, testloader)``, as Flower's quickstart examples' does: this node's
-    train loader, with the run config's batch size (``batch_size_key``)."""
+    train loader, with the run config's batch size (``batch_size_key``).
+
+    Example:
+        >>> from flwr.app import Context, RecordDict
+        >>> from fl_oracle.experiments.flower.mod import quickstart_data
+        >>> def load_data(partition_id, num_partitions, batch_size):  # the quickstart's shape
+        ...     return f"train {partition_id}/{num_partitions} by {batch_size}", "test"
+        >>> node = {"partition-id": 2, "num-partitions": 4}
+        >>> ctx = Context(1, 1003, node, RecordDict(), run_config={"batch-size": 16})
+        >>> quickstart_data(load_data)(ctx)
+        'train 2/4 by 16'
+    """
 
     def data(ctx: Context) -> Any:
         batch = int(ctx.run_config.get(batch_size_key, default_batch_size))
@@ -91,6 +102,17 @@ def client_statistics(
 
     Returns:
         ``{"F": float, "loss": float, "label-hist": [int, ...]}``.
+
+    Example:
+        >>> import torch
+        >>> from fl_oracle.experiments.flower.mod import client_statistics
+        >>> model = torch.nn.Linear(2, 2)  # 2 classes, all weights 0: p(y|x) = 1/2
+        >>> torch.nn.utils.vector_to_parameters(torch.zeros(6), model.parameters())
+        >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> st = client_statistics(model, (x, torch.tensor([0, 1, 1])))
+        >>> # per sample |grad log p|^2 = (|x|^2 + 1) / 2 = 1, 1, 1.5; the loss is ln 2
+        >>> round(st["F"], 4), round(st["loss"], 4), st["label-hist"]
+        (1.1667, 0.6931, [1, 2])
     """
     from torch.func import functional_call, grad, vmap
 
@@ -142,6 +164,29 @@ def fedsel_stats_mod(
             (when absent, the server infers it).
         max_samples: samples F and the loss are computed on.
         keys: image and label keys of dict batches.
+
+    Example:
+        >>> import torch
+        >>> from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
+        >>> from fl_oracle.experiments.flower.local_grid import LocalGrid
+        >>> from fl_oracle.experiments.flower.mod import fedsel_stats_mod
+        >>> def zero_model():  # 2 classes, all weights 0: p(y|x) = 1/2
+        ...     model = torch.nn.Linear(2, 2)
+        ...     torch.nn.utils.vector_to_parameters(torch.zeros(6), model.parameters())
+        ...     return model
+        >>> x, y = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), torch.tensor([0, 1, 1])
+        >>> def train(msg, ctx):  # the user's train function, unmodified
+        ...     m = MetricRecord({"train_loss": 0.5, "num-examples": 3})
+        ...     return Message(RecordDict({"metrics": m}), reply_to=msg)
+        >>> mod = fedsel_stats_mod(zero_model, lambda ctx: (x, y), domain="mnist")
+        >>> grid = LocalGrid(lambda msg, ctx: mod(msg, ctx, train), 1)  # one node, id 1001
+        >>> w = RecordDict({"arrays": ArrayRecord(zero_model().state_dict())})
+        >>> (reply,) = grid.send_and_receive([grid.create_message(w, "train", 1001, "")])
+        >>> m = reply.content["metrics"]
+        >>> round(m["F"], 4), round(m["loss"], 4), m["label-hist"], m["train_loss"]
+        (1.1667, 0.6931, [1, 2], 0.5)
+        >>> reply.content["fedsel"]["domain"], m["partition-id"]
+        ('mnist', 0)
     """
 
     def mod(msg: Message, ctx: Context, call_next: Callable[[Message, Context], Message]):

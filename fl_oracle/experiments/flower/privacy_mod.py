@@ -48,6 +48,22 @@ def privatize_metrics(metrics: dict, privacy: StatsPrivacy, rng: np.random.Gener
     ``loss``, ``F``, ``cos-g``, every entry of ``x`` and the label histogram's class
     fractions (back to counts of the same total afterwards) are clipped and noised together:
     one report of m fields, Δ = √m in unit widths. Other metrics pass unchanged.
+
+    Example:
+        >>> import numpy as np
+        >>> from fl_oracle.experiments.flower.privacy_mod import privatize_metrics
+        >>> from fl_oracle.experiments.privacy import StatsPrivacy
+        >>> m = {"loss": 99.0, "F": 2.5, "label-hist": [6, 0, 6], "num-examples": 12}
+        >>> privatize_metrics(m, StatsPrivacy(), np.random.default_rng(0)) == m  # off
+        True
+        >>> weak = StatsPrivacy(epsilon=1e6)  # almost no noise: the clipping shows
+        >>> out = privatize_metrics(m, weak, np.random.default_rng(0))
+        >>> round(out["loss"], 1), round(out["F"], 1), [round(v, 1) for v in out["label-hist"]]
+        (10.0, 2.5, [6.0, 0.0, 6.0])
+        >>> p = StatsPrivacy(epsilon=1.0, rounds=5)
+        >>> out = privatize_metrics(m, p, np.random.default_rng(0))
+        >>> 0.01 <= out["loss"] <= 10.0, round(sum(out["label-hist"]), 6), out["num-examples"]
+        (True, 12.0, 12)
     """
     row: dict[str, float] = {}
     fields = []
@@ -93,6 +109,26 @@ def fedsel_privacy_mod(
         seed: the noise's seed (None: the run config's ``dp-seed``, else the operating
             system's entropy); a node mixes in its ``partition-id`` and the message's
             ``server-round``.
+
+    Example:
+        >>> from flwr.app import ConfigRecord, Message, MetricRecord, RecordDict
+        >>> from fl_oracle.experiments.flower.local_grid import LocalGrid
+        >>> from fl_oracle.experiments.flower.privacy_mod import fedsel_privacy_mod
+        >>> from fl_oracle.experiments.privacy import StatsPrivacy
+        >>> def train(msg, ctx):  # the app's reply: a loss beyond the box [0.01, 10] nats
+        ...     m = MetricRecord({"loss": 99.0, "num-examples": 12, "label-hist": [6, 0, 6]})
+        ...     return Message(RecordDict({"metrics": m}), reply_to=msg)
+        >>> mod = fedsel_privacy_mod(StatsPrivacy(epsilon=1e6), seed=0)  # a tiny noise
+        >>> grid = LocalGrid(lambda msg, ctx: mod(msg, ctx, train), 1)  # one node, id 1001
+        >>> def ask(kind, server_round):  # the node's reply metrics to one message
+        ...     cfg = RecordDict({"config": ConfigRecord({"server-round": server_round})})
+        ...     (reply,) = grid.send_and_receive([grid.create_message(cfg, kind, 1001, "")])
+        ...     return dict(reply.content["metrics"])
+        >>> first, again = ask("train", 1), ask("train", 1)  # the same round twice
+        >>> round(first["loss"], 1), first["num-examples"], first == again
+        (10.0, 12, True)
+        >>> ask("train", 2)["loss"] != first["loss"], ask("evaluate", 2)["loss"]
+        (True, 99.0)
     """
     cache: dict[str, StatsPrivacy | None] = {}
     #: (partition-id, server-round) -> the statistics this node released that round: a

@@ -124,7 +124,18 @@ _FEDSEL_METRICS = _INTERNAL - {"num-examples"} | {"F", "B", "loss", "steps", "U"
 def check_flower_selector(selector: Any, spec: Any) -> None:
     """Refuse, before any work, what the strategy cannot supply: a surrogate that needs the
     candidates' validation logits (``ensemble``) and verified picks (an evaluator of the true
-    aggregate), neither of which the Message API's replies carry."""
+    aggregate), neither of which the Message API's replies carry.
+
+    Example:
+        >>> from fl_oracle.experiments.flower.strategy import check_flower_selector
+        >>> from selection.selectors import make_selector
+        >>> check_flower_selector(make_selector("maxmin:2"), "maxmin:2") is None  # accepted
+        True
+        >>> check_flower_selector(make_selector("eps:5@verify"), "eps:5@verify")
+        Traceback (most recent call last):
+            ...
+        ValueError: selector eps:5@verify: verified picks need the true aggregate of ...
+    """
     from selection.surrogates import get_surrogate
 
     sur = str(getattr(selector, "surrogate", "mean"))
@@ -154,7 +165,19 @@ def flower_information(
     (:meth:`selection.specs.Spec.run_information`: a registered model, not contradicting the
     spec, feeding its surrogate; with ``n`` nodes and ``k``, against them by arithmetic).
     A baseline rule without a model, or a callable selector without ``stats``, reads the
-    statistics of every node (``fresh``), as the strategy has always measured them."""
+    statistics of every node (``fresh``), as the strategy has always measured them.
+
+    Example:
+        >>> from fl_oracle.experiments.flower.strategy import flower_information
+        >>> flower_information("eps:5@stale"), flower_information("random", "pool:8")
+        ('stale', 'pool:8')
+        >>> flower_information("maxmin:2"), flower_information(lambda table, k: [])
+        ('fresh', 'fresh')
+        >>> flower_information("eps:5@stale", "probe")
+        Traceback (most recent call last):
+            ...
+        selection.errors.SelectionError: --stats probe contradicts the spec's @stale ...
+    """
     from selection.specs import parse_spec
 
     if isinstance(selector, str):
@@ -167,7 +190,17 @@ def flower_information(
 def check_stats(stats: str) -> tuple[str, int | None]:
     """The strategy's information model, canonical (a name of the registry of
     :mod:`selection.information`), and the pool's P (None when not a pool); ValueError in one
-    line for anything else."""
+    line for anything else.
+
+    Example:
+        >>> from fl_oracle.experiments.flower.strategy import check_stats
+        >>> check_stats("pool: 8"), check_stats("stale")
+        (('pool:8', 8), ('stale', None))
+        >>> check_stats("bogus")
+        Traceback (most recent call last):
+            ...
+        ValueError: stats mode 'bogus': unknown information model 'bogus' (one of fresh, ...)
+    """
     from selection.errors import SelectionError
     from selection.information import get_information, parse_information
 
@@ -253,6 +286,29 @@ class FedselStrategy(FedProx):
 
     ``start`` returns Flower's ``Result`` with fedsel's per-round ``history`` and ``stats``
     tables attached (``result.fedsel_history``, ``result.fedsel_stats``: DataFrames).
+
+    Example:
+        >>> import numpy as np
+        >>> from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
+        >>> from flwr.app import RecordDict
+        >>> from fl_oracle.experiments.flower.local_grid import LocalGrid
+        >>> from fl_oracle.experiments.flower.strategy import FedselStrategy
+        >>> def node(msg, ctx):  # node i: its model w + i + 1 and its statistics, F = i + 1
+        ...     i = int(ctx.node_config["partition-id"])
+        ...     w = ArrayRecord({"w": Array(msg.content["arrays"]["w"].numpy() + i + 1.0)})
+        ...     m = {"partition-id": i, "num-examples": 10, "F": i + 1.0, "loss": 2.0,
+        ...          "label-hist": [1.0, 1.0], "U": 10.0 * i, "U_a": 10.0 * i, "U_b": 10.0 * i}
+        ...     info = ConfigRecord({"domain": "ab"[i % 2]})
+        ...     content = RecordDict({"arrays": w, "metrics": MetricRecord(m), "fedsel": info})
+        ...     return Message(content, reply_to=msg)
+        >>> strategy = FedselStrategy("fisher-topk", k=2, fraction_evaluate=0.0)
+        >>> w0 = ArrayRecord({"w": Array(np.zeros(2, dtype=np.float32))})
+        >>> result = strategy.start(grid=LocalGrid(node, 4), initial_arrays=w0, num_rounds=1)
+        >>> # the two largest F (nodes 2, 3); w = the mean of their updates, 3 and 4
+        >>> result.fedsel_history["selected"].tolist(), result.arrays["w"].numpy().tolist()
+        (['2;3'], [3.5, 3.5])
+        >>> result.fedsel_stats["chosen"].tolist()
+        [False, False, True, True]
     """
 
     def __init__(

@@ -41,7 +41,13 @@ _GRID_KEYS = ("confirm_seeds", "confirm_first_seed")
 
 
 def is_grid(text: str) -> bool:
-    """Does the study TOML text describe a grid (a ``grid`` table or array of tables)?"""
+    """Does the study TOML text describe a grid (a ``grid`` table or array of tables)?
+
+    Example:
+        >>> from fl_oracle.experiments.study.grid import is_grid
+        >>> is_grid("k = 2"), is_grid("grid = {k = [2, 5]}"), is_grid("k = [")  # [: not TOML
+        (False, True, False)
+    """
     try:
         return "grid" in tomllib.loads(text)
     except tomllib.TOMLDecodeError:
@@ -61,7 +67,24 @@ def _value_text(v: Any) -> str:
 @dataclass(frozen=True)
 class Cell:
     """One federation of the grid: every axis's value here (``values``, axis order), the
-    folder name and the cell's study settings (the grid's seeds and entries)."""
+    folder name and the cell's study settings (the grid's seeds and entries).
+
+    Example:
+        >>> from fl_oracle.experiments.study.grid import GridSettings
+        >>> toml = '''
+        ... seeds = 2
+        ... k = 2
+        ... selectors = ["proportional", "random", "eps-lt:5@probe"]
+        ... [grid]
+        ... k = [2, 5]
+        ... dirichlet_alpha = ["none", 0.5]
+        ... '''
+        >>> cell = GridSettings.from_toml(toml).cells[3]  # a grid builds its cells
+        >>> cell.slug, cell.label, cell.value("k")
+        ('k5-alpha0.5', 'k=5, dirichlet_alpha=0.5', 5)
+        >>> cell.settings.k, cell.settings.oracle["dirichlet_alpha"], cell.settings.seeds
+        (5, 0.5, 2)
+    """
 
     values: tuple[tuple[str, Any], ...]
     settings: StudySettings
@@ -92,7 +115,28 @@ def _oracle_default(key: str) -> Any:
 class GridSettings:
     """A grid study: the base settings (entries, seeds, rounds, the oracle), the grid's
     product tables (``blocks``: axis -> values, each a product) and the confirmation's
-    held-out seeds."""
+    held-out seeds.
+
+    Example:
+        >>> from fl_oracle.experiments.study.grid import GridSettings
+        >>> toml = '''
+        ... seeds = 2
+        ... k = 2
+        ... selectors = ["proportional", "random", "eps-lt:5@probe"]
+        ... [[grid]]
+        ... k = [2, 3]
+        ... [[grid]]
+        ... k = [2]
+        ... size_sigma = [1.0]
+        ... '''
+        >>> grid = GridSettings.from_toml(toml)  # a union of two products
+        >>> grid.axes, [c.slug for c in grid.cells]
+        (['k', 'size_sigma'], ['k2-sigma0', 'k3-sigma0', 'k2-sigma1'])
+        >>> grid.confirm_first_seed, grid.confirm_seeds  # the held-out seeds 100..104
+        (100, 5)
+        >>> GridSettings.from_toml(grid.to_toml()) == grid  # written and read back
+        True
+    """
 
     base: StudySettings
     blocks: tuple[tuple[tuple[str, tuple[Any, ...]], ...], ...]
@@ -240,7 +284,22 @@ def _block(table: dict) -> tuple[tuple[str, tuple[Any, ...]], ...]:
 
 def confirm_settings(grid: GridSettings, cell: Cell, leaders: Sequence[str]) -> StudySettings:
     """The held-out study of a cell: every counted baseline and the reference against the
-    ``leaders``, on the held-out seeds."""
+    ``leaders``, on the held-out seeds.
+
+    Example:
+        >>> from fl_oracle.experiments.study.grid import GridSettings, confirm_settings
+        >>> toml = '''
+        ... seeds = 3
+        ... k = 2
+        ... selectors = ["proportional", "random", "eps-lt:5@probe", "maxmin:2"]
+        ... [grid]
+        ... k = [2, 3]
+        ... '''
+        >>> grid = GridSettings.from_toml(toml)
+        >>> held = confirm_settings(grid, grid.cells[1], ["maxmin:2"])
+        >>> held.selectors, list(held.seed_list), held.k
+        (('proportional', 'random', 'maxmin:2'), [100, 101, 102, 103, 104], 3)
+    """
     from fl_oracle.experiments.study.settings import is_baseline
 
     s = cell.settings

@@ -38,7 +38,39 @@ RunCell = Callable[[StudySettings, Path, str], "StudyResult | None"]
 def check_stored_grid(grid: GridSettings, out: Path, *, grow: bool) -> None:
     """The folder's stored grid equals ``grid``; or, with ``grow``, ``grid`` extends it: the
     same base settings apart from more seeds and entries appended, every stored cell kept
-    (its runs are validated again by the cell's own study). Writes ``grid``'s TOML."""
+    (its runs are validated again by the cell's own study). Writes ``grid``'s TOML.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from fl_oracle.experiments.study.grid import GridSettings
+        >>> from fl_oracle.experiments.study.grid_run import check_stored_grid
+        >>> toml = '''
+        ... k = 2
+        ... selectors = ["proportional", "random"]
+        ... [grid]
+        ... k = [2, 3]
+        ... '''
+        >>> grid = GridSettings.from_toml(toml)
+        >>> more = GridSettings.from_toml(toml.replace("[2, 3]", "[2, 3, 4]"))  # one cell more
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> out = Path(tmp.name)
+        >>> check_stored_grid(grid, out, grow=False)  # a new folder: the grid's study.toml
+        >>> GridSettings.from_toml((out / "study.toml").read_text()) == grid
+        True
+        >>> check_stored_grid(more, out, grow=False)  # another grid, without --grow
+        Traceback (most recent call last):
+            ...
+        ValueError: ... holds a grid with other settings; run it with the same settings to ...
+        >>> check_stored_grid(more, out, grow=True)  # grown: every stored cell kept
+        >>> [c.slug for c in GridSettings.from_toml((out / "study.toml").read_text()).cells]
+        ['k2', 'k3', 'k4']
+        >>> check_stored_grid(grid, out, grow=True)  # back to the smaller grid: k4 is lost
+        Traceback (most recent call last):
+            ...
+        ValueError: ...: --grow keeps every cell; the new grid drops k4
+        >>> tmp.cleanup()
+    """
     path = out / "study.toml"
     if path.is_file():
         stored = GridSettings.from_toml(path.read_text(encoding="utf-8"))
@@ -63,6 +95,33 @@ def run_grid(
 
     Returns:
         ``grid.csv``'s table and the verdict's lines.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from fl_oracle.experiments.study.grid import GridSettings
+        >>> from fl_oracle.experiments.study.grid_run import run_grid
+        >>> toml = '''
+        ... seeds = 2
+        ... rounds = 2
+        ... k = 2
+        ... selectors = ["proportional", "random"]
+        ... [grid]
+        ... k = [2, 3]
+        ... '''
+        >>> grid = GridSettings.from_toml(toml)
+        >>> calls = []
+        >>> def run_cell(settings, folder, label):  # no finished run yet: nothing to confirm
+        ...     calls.append((label, settings.k, folder.name))
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     table, lines = run_grid(grid, d, run_cell=run_cell)
+        ...     written = sorted(p.name for p in Path(d).iterdir())
+        >>> calls
+        [('cell 1/2 k2', 2, 'k2'), ('cell 2/2 k3', 3, 'k3')]
+        >>> table.to_dict("list"), written
+        ({'cell': ['k2', 'k3'], 'k': [2, 3]}, ['grid.csv', 'grid.md', 'map.html'])
+        >>> len(lines), lines[0].split(";")[0]  # the design in words; no panel has a leader
+        (1, '2 cells x 2 entries, screened on seeds 0-1 (2 rounds)')
     """
     out = Path(out)
     n = len(grid.cells)

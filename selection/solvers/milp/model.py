@@ -64,7 +64,18 @@ CORE_GROWTH = 4
 @dataclass(frozen=True)
 class LexOutcome:
     """Selected indices (empty if none), normalized status, a message, and the proven upper
-    bound on the first stage's objective (model units; NaN when none is known)."""
+    bound on the first stage's objective (model units; NaN when none is known).
+
+    Example:
+        >>> import numpy as np
+        >>> from selection.solvers.milp.model import LexOutcome, MilpSpec, make_backend
+        >>> U = np.array([3.0, 1.0, 2.0])  # max U·x over x in {0, 1}^3 with x0 + x1 + x2 = 2
+        >>> spec = MilpSpec.build(3, 2, [], [("card", np.ones(3), 2.0, 2.0)], [U],
+        ...                       stage_values=[lambda x: float(x @ U)])
+        >>> outcome = make_backend("highs", spec).solve()
+        >>> isinstance(outcome, LexOutcome), outcome.selected, str(outcome.status), outcome.bound
+        (True, (0, 2), 'optimal', 5.0)
+    """
 
     selected: tuple[int, ...]
     status: Status
@@ -73,7 +84,29 @@ class LexOutcome:
 
 
 class LexBackend(GapDescent, ABC):
-    """One persistent model: change row bounds, then :meth:`solve` lexicographically."""
+    """One persistent model: change row bounds, then :meth:`solve` lexicographically.
+
+    Example:
+        >>> import numpy as np
+        >>> from selection.solvers.milp.model import INF, MilpSpec, make_backend
+        >>> U = np.array([2.0, 1.0, 1.0])  # K = 2: {0, 1} and {0, 2} tie at U = 3
+        >>> spec = MilpSpec.build(
+        ...     3, 2, [],
+        ...     [("card", np.ones(3), 2.0, 2.0), ("x0", np.array([1.0, 0.0, 0.0]), -INF, INF)],
+        ...     [U, np.array([0.0, 0.0, 1.0])],  # max U, then (among the ties) prefer client 2
+        ...     stage_values=[lambda x: float(x @ U)],
+        ... )
+        >>> model = make_backend("highs", spec)
+        >>> model.solve().selected
+        (0, 2)
+        >>> model.set_row_bounds("x0", -INF, 0.0)  # leave client 0 out, same model
+        >>> out = model.solve()
+        >>> out.selected, out.bound
+        ((1, 2), 2.0)
+        >>> model.set_row_bounds("x0", 2.0, INF)  # x0 >= 2: no selection
+        >>> str(model.solve().status)
+        'infeasible'
+    """
 
     name = ""
     exact_tol = False  # True when stage values are integers (no tolerance needed)
