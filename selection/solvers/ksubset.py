@@ -132,8 +132,10 @@ class KSubsetSampling(Sampling):
         # the min-gap landscape has many local optima far apart in selection space).
         weights = _weight_grid(F.shape[1])
         jobs = [(w, int(np.argmin(((F - lo) / span) @ w))) for w in weights]
+        # random starts among the random rows (any row where the seeded ones fill the sample)
+        first = n_seed if n_seed < n_samples else 0
         for _ in range(_DESCENT_STARTS - 1):
-            jobs += [(w, int(random_state.integers(n_seed, n_samples))) for w in weights]
+            jobs += [(w, int(random_state.integers(first, n_samples))) for w in weights]
         slots = range(n_samples - 1, n_seed - 1, -1)
         starts = X.copy()
         for (w, row), slot in zip(jobs, slots, strict=False):

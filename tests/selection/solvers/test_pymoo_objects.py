@@ -53,3 +53,17 @@ def test_selection_mop_signs_follow_the_objective_table(make_problem):
 
     obj = evaluate(p, [0, 1, 2])
     np.testing.assert_allclose(F, [-obj["utility"], obj["gap"], -obj["worst"]])
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_a_sample_no_larger_than_the_seeded_rows_is_those_rows(make_problem, extra):
+    """A population of D + 1 (one row per key: U, then each domain's U) once crashed on its
+    random restarts (numpy's integers(low, high) with low == high)."""
+    p = make_problem(12, 3, seed=4)
+    mop = SelectionMOP(p, ["utility", "gap"])
+    keys = 1 + p.Ud.shape[1]
+    X = KSubsetSampling()._do(mop, keys + extra, random_state=np.random.default_rng(0))
+    assert X.shape == (keys + extra, p.n) and (X.sum(axis=1) == p.k).all()
+    top_u = np.zeros(p.n, dtype=bool)
+    top_u[np.argsort(-p.U, kind="stable")[: p.k]] = True
+    assert (X[0] == top_u).all()  # the first seeded row: the K largest U
