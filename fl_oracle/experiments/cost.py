@@ -43,7 +43,17 @@ def upload_floats(*, trained: bool, probe_floats: int) -> int:
     """Numbers one client uploads beside its update in a round: ``TRAIN_FLOATS`` when it
     trained, and ``probe_floats`` (the information model's or the rule's) when it probed. The
     one rule both drivers charge by (:func:`round_cost`; Flower's
-    :class:`~fl_oracle.experiments.flower.codec.MessageCost` per reply)."""
+    :class:`~fl_oracle.experiments.flower.codec.MessageCost` per reply).
+
+    Example:
+        >>> from fl_oracle.experiments.cost import upload_floats
+        >>> upload_floats(trained=True, probe_floats=5)  # sample count and loss, 5 statistics
+        7
+        >>> upload_floats(trained=True, probe_floats=0)  # trained, reported no statistics
+        2
+        >>> upload_floats(trained=False, probe_floats=3)  # probed only
+        3
+    """
     return (TRAIN_FLOATS if trained else 0) + int(probe_floats)
 
 
@@ -66,6 +76,21 @@ def round_cost(
         model_bytes: bytes of one model-sized message.
         down_messages: model-sized messages sent down (default: one to every client that
             trains or probes; the information model's ``down_messages`` otherwise).
+
+    Example:
+        Clients a and b trained (64 and 32 sample gradients), a, b and c probed 8 samples
+        each and uploaded 3 statistics; a model message is 1000 bytes:
+
+        >>> from fl_oracle.experiments.cost import round_cost
+        >>> round_cost(
+        ...     trained={"a": 64, "b": 32},
+        ...     probed=["a", "b", "c"],
+        ...     probe_sizes={"a": 8, "b": 8, "c": 8},
+        ...     probe_floats=3,
+        ...     model_bytes=1000,
+        ... )  # up: 2 updates + 4 bytes x (2 x (2 + 3) + 3) floats; down: 3 models
+        {'cost_train_samples': 96, 'cost_probe_samples': 24, 'cost_bytes_up': 2052,
+         'cost_bytes_down': 3000}
     """
     probed = set(probed)
     if down_messages is None:

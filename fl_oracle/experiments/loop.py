@@ -116,7 +116,17 @@ RECORDS = ("global", "predictions", "local")
 
 
 def check_information(text: str) -> str:
-    """The canonical information model of a run (ValueError naming the valid ones)."""
+    """The canonical information model of a run (ValueError naming the valid ones).
+
+    Example:
+        >>> from fl_oracle.experiments.loop import check_information
+        >>> check_information("pool:3"), check_information("rule")
+        ('pool:3', 'rule')
+        >>> check_information("bogus")
+        Traceback (most recent call last):
+        ...
+        ValueError: stats mode 'bogus': unknown information model 'bogus' (one of fresh, ...)
+    """
     if text == "rule":
         return text
     try:
@@ -126,7 +136,30 @@ def check_information(text: str) -> str:
 
 
 class OracleLike(Protocol):
-    """What the loop needs from :class:`fl_oracle.sim.oracle.Oracle` (a fake in tests)."""
+    """What the loop needs from :class:`fl_oracle.sim.oracle.Oracle` (a fake in tests).
+
+    Example:
+        The oracle is the implementation (a tiny federation: 2 domains x 2 clients of 8
+        generated images, one local step each):
+
+        >>> import tempfile
+        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.oracle import Oracle
+        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
+        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
+        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
+        ...                       device="cpu", threads=1)
+        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
+        ...     oracle = Oracle(config, cache_dir=cache)
+        >>> oracle.round, list(oracle.domains)
+        (0, ['svhn', 'syn'])
+        >>> stats = oracle.round_stats(["syn-1"], local=False)  # one client's row at w_0
+        >>> stats[["client_id", "n_samples", "steps"]].values.tolist()
+        [['syn-1', 8, 1]]
+        >>> metrics = oracle.step(["svhn-0", "syn-1"], global_stats=False)
+        >>> metrics["round"], oracle.round, sorted(metrics)
+        (1, 1, ['acc_avg', 'acc_pooled', 'acc_svhn', 'acc_syn', 'acc_worst', 'mu', 'round'])
+    """
 
     round: int
     domains: Sequence[str]
@@ -151,6 +184,31 @@ class TrainResult:
     Attributes:
         history: one row per round (columns in the module docstring).
         stats: every round's statistics, with ``measured_round`` and ``chosen``.
+
+    Example:
+        Two ``stale`` rounds of a plain callable that takes the table's first K: every client
+        trains in round 0, afterwards only the 3 committed (8 sample gradients each), and
+        round 1's rows are the reports of round 0:
+
+        >>> import tempfile
+        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.oracle import Oracle
+        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
+        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
+        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
+        ...                       device="cpu", threads=1)
+        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
+        ...     oracle = Oracle(config, cache_dir=cache)
+        >>> from fl_oracle.experiments.loop import run_training
+        >>> def first(table, k):
+        ...     return list(table["client_id"][:k])
+        >>> result = run_training(oracle, first, rounds=2, k=3, name="first-3",
+        ...                       stats_mode="stale")
+        >>> result.history[["round", "selected", "cost_train_samples"]].values.tolist()
+        [[0, 'svhn-0;svhn-1;syn-0', 32], [1, 'svhn-0;svhn-1;syn-0', 24]]
+        >>> rows = result.stats.query("round == 1")
+        >>> rows[["client_id", "measured_round", "chosen"]].values.tolist()
+        [['svhn-0', 0, True], ['svhn-1', 0, True], ['syn-0', 0, True], ['syn-1', 0, False]]
     """
 
     history: pd.DataFrame
@@ -392,6 +450,29 @@ def run_training(
 
     Returns:
         The history (R rows) and all statistics (R x N rows).
+
+    Example:
+        Two rounds of the stratified rule (one client per domain) on a tiny federation:
+
+        >>> import tempfile
+        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.oracle import Oracle
+        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
+        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
+        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
+        ...                       device="cpu", threads=1)
+        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
+        ...     oracle = Oracle(config, cache_dir=cache)
+        >>> from selection.selectors import make_selector
+        >>> from fl_oracle.experiments.loop import run_training
+        >>> result = run_training(oracle, make_selector("stratified", seed=0), rounds=2, k=2,
+        ...                       name="stratified")
+        >>> result.history[["round", "selected", "stats_mode"]].values.tolist()
+        [[0, 'svhn-1;syn-0', 'fresh'], [1, 'svhn-0;syn-0', 'fresh']]
+        >>> result.history["cost_train_samples"].tolist()  # fresh: all 4 clients train
+        [32, 32]
+        >>> oracle.round, len(result.stats), int(result.stats["chosen"].sum())
+        (2, 8, 4)
     """
     stats_mode = check_information(stats_mode)
     records = RECORDS if records is None else tuple(records)

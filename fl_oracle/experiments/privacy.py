@@ -57,7 +57,15 @@ _FAMILIES = ("x", "h")
 
 def reported_fields(table: pd.DataFrame, fields: tuple[str, ...]) -> list[str]:
     """The columns of ``table`` a client reports among ``fields`` (``x`` = every ``x_<d>``,
-    ``h`` every ``h_<c>``)."""
+    ``h`` every ``h_<c>``).
+
+    Example:
+        >>> import pandas as pd
+        >>> from fl_oracle.experiments.privacy import reported_fields
+        >>> table = pd.DataFrame(columns=["client_id", "U", "loss", "F", "x_mnist", "x_usps"])
+        >>> reported_fields(table, ("loss", "x", "B"))  # no B column: nothing to report
+        ['loss', 'x_mnist', 'x_usps']
+    """
     cols = []
     for f in fields:
         if f in _FAMILIES:
@@ -81,6 +89,27 @@ class StatsPrivacy:
         delta: the run's δ, in (0, 1).
         rounds: the rounds the budget covers (the run's R).
         secure_aggregation: the server sees only the sum of the committed updates.
+
+    Example:
+        A budget of ε = 1 over 3 rounds calibrates the noise multiplier z; a loose ε = 50
+        leaves little noise, so the clipping shows (a loss of 40 nats is reported as at most
+        10, the top of its box):
+
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from fl_oracle.experiments.privacy import StatsPrivacy
+        >>> strict = StatsPrivacy(epsilon=1.0, rounds=3)
+        >>> strict.on, round(strict.z, 2)
+        (True, 7.01)
+        >>> loose = StatsPrivacy(epsilon=50.0)
+        >>> table = pd.DataFrame({"client_id": ["a", "b", "c"], "loss": [0.5, 2.3, 40.0],
+        ...                       "U": [60.0, 70.0, 65.0]})
+        >>> out = loose.privatize(table, ("loss",), np.random.default_rng(0))
+        >>> out["loss"].round(2).tolist(), out["U"].tolist()  # U is not a reported field
+        ([0.7, 2.09, 10.0], [60.0, 70.0, 65.0])
+        >>> off = StatsPrivacy()  # epsilon = inf
+        >>> off.on, off.z, off.privatize(table, ("loss",), np.random.default_rng(0)) is table
+        (False, 0.0, True)
     """
 
     epsilon: float = math.inf
@@ -184,7 +213,18 @@ class StatsPrivacy:
 
 class RunAccountant:
     """The run's spent (ε, δ): one Gaussian mechanism of z per round a client reported in
-    (the worst client: the one that reports every round)."""
+    (the worst client: the one that reports every round).
+
+    Example:
+        The ε spent grows each round and reaches the budget after the rounds it covers:
+
+        >>> from fl_oracle.experiments.privacy import RunAccountant, StatsPrivacy
+        >>> accountant = RunAccountant(StatsPrivacy(epsilon=1.0, rounds=3))
+        >>> [round(accountant.step(), 2) for _ in range(3)]
+        [0.55, 0.8, 1.0]
+        >>> RunAccountant(StatsPrivacy()).step()  # the mode off
+        inf
+    """
 
     def __init__(self, privacy: StatsPrivacy) -> None:
         from opacus.accountants import RDPAccountant

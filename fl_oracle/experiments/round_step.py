@@ -54,6 +54,13 @@ def domain_metrics(metrics: Mapping[str, Any], domains: Sequence[str]) -> dict[s
     Returns:
         ``acc_<domain>`` for each domain, ``acc_avg`` (mean), ``acc_worst`` (min),
         ``acc_gap`` (max - min) and ``acc_std`` (population std over domains), all in %.
+
+    Example:
+        >>> from fl_oracle.experiments.round_step import domain_metrics
+        >>> domain_metrics({"acc_mnist": 80.0, "acc_usps": 60.0, "acc_pooled": 73.3},
+        ...                ["mnist", "usps"])
+        {'acc_mnist': 80.0, 'acc_usps': 60.0, 'acc_avg': 70.0, 'acc_worst': 60.0,
+         'acc_gap': 20.0, 'acc_std': 10.0}
     """
     missing = [d for d in domains if f"acc_{d}" not in metrics]
     if missing:
@@ -78,6 +85,18 @@ def qffl_weights(stats: pd.DataFrame, selected: Sequence[str], q: float) -> dict
         stats: the round's statistics with ``client_id``, ``n_samples`` and ``loss`` columns.
         selected: the selected client ids.
         q: fairness exponent q >= 0 (0 = sample-weighted FedAvg).
+
+    Example:
+        a and b hold 10 samples each; b's loss is 4 times a's, so q = 1 weighs it 4 times:
+
+        >>> import pandas as pd
+        >>> from fl_oracle.experiments.round_step import qffl_weights
+        >>> stats = pd.DataFrame({"client_id": ["a", "b", "c"], "n_samples": [10, 10, 20],
+        ...                       "loss": [1.0, 4.0, 1.0]})
+        >>> qffl_weights(stats, ["a", "b"], q=1.0)
+        {'a': 0.2, 'b': 0.8}
+        >>> qffl_weights(stats, ["a", "c"], q=0.0)  # FedAvg: by sample count
+        {'a': 0.333..., 'c': 0.666...}
     """
     if q < 0 or not np.isfinite(q):
         raise ValueError(f"qffl: q={q!r} must be a finite number >= 0")
@@ -104,6 +123,18 @@ def fallback_selection(problem: SelectionProblem) -> tuple[list[str], str]:
 
     Returns:
         The selected ids and a description of the point that was taken.
+
+    Example:
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> from fl_oracle.experiments.round_step import fallback_selection
+        >>> stats = example_stats()
+        >>> problem = SelectionProblem.from_stats(stats[stats["round"] == 2], 5)
+        >>> ids, what = fallback_selection(problem)
+        >>> sorted(ids)
+        ['svhn-0', 'svhn-1', 'svhn-3', 'svhn-4', 'syn-2']
+        >>> what
+        'the smallest-gap point (gap 17.3529 pp, U 61.81%)'
     """
     from selection.solvers.eps import min_gap_point
 
@@ -147,7 +178,21 @@ def history_row(
     """The columns every round cycle writes first (in-process, training-only, Flower), in the
     contract's order; each cycle appends its own (global statistics, engine, failures).
     ``state``: a stateful selector's state after the round (the long-term queues,
-    ``lt_Q_<domain>``), appended after ``fallback``."""
+    ``lt_Q_<domain>``), appended after ``fallback``.
+
+    Example:
+        >>> import time
+        >>> from fl_oracle.experiments.round_step import history_row
+        >>> row = history_row(
+        ...     t=0, name="random", seed=1, stats_mode="fresh", k=2, ids=["mnist-0", "usps-1"],
+        ...     accuracies={"acc_avg": 70.0}, pred={"utility": 71.5}, surrogate="mean",
+        ...     solve_seconds=0.01, fallback="", clocks=(time.perf_counter(), time.process_time()),
+        ... )
+        >>> row["round"], row["selected"], row["acc_avg"], row["pred_utility"], row["pred_gap"]
+        (0, 'mnist-0;usps-1', 70.0, 71.5, nan)
+        >>> list(row)[-4:]
+        ['route', 'fallback', 'round_seconds', 'round_cpu_seconds']
+    """
     nan = float("nan")
     pred = pred or {}
     return {
@@ -173,7 +218,23 @@ def history_row(
 
 def selector_state(selector: SelectorLike) -> dict[str, float]:
     """A selector's state after its last round (:meth:`selection.selectors.Selector.state`);
-    {} for a plain callable."""
+    {} for a plain callable.
+
+    Example:
+        The long-term ε selector carries one queue per domain from round to round:
+
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.selectors import make_selector
+        >>> from fl_oracle.experiments.round_step import selector_state
+        >>> stats = example_stats()
+        >>> selector = make_selector("eps-lt:5", seed=0)
+        >>> _ = selector.choose(SelectionProblem.from_stats(stats[stats["round"] == 2], 5))
+        >>> {d: round(q, 2) for d, q in selector_state(selector).items()}
+        {'lt_Q_mnist': 0.0, 'lt_Q_usps': 0.0, 'lt_Q_svhn': 18.12, 'lt_Q_syn': 7.16}
+        >>> selector_state(lambda table, k: list(table["client_id"][:k]))
+        {}
+    """
     state = getattr(selector, "state", None)
     return dict(state()) if callable(state) else {}
 
@@ -182,7 +243,18 @@ def check_selection(
     ids: list[str], known, k: int, name: str, where: str, error: type[Exception] = SelectionError
 ) -> None:
     """The one check of a selector's answer, in every round cycle (in-process and Flower):
-    K distinct known client ids (or all of them, for full participation)."""
+    K distinct known client ids (or all of them, for full participation).
+
+    Example:
+        >>> from fl_oracle.experiments.round_step import check_selection
+        >>> known = ["a", "b", "c"]
+        >>> check_selection(["a", "c"], known, 2, "mine", "round 0")  # passes: no output
+        >>> check_selection(["a", "a"], known, 2, "mine", "round 0")
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: selector mine returned 2 ids, 1 distinct (unknown:
+        none) for k=2 in round 0
+    """
     known = list(known)
     unknown = sorted(set(ids) - set(known))
     if unknown or len(set(ids)) != len(ids) or len(ids) not in (k, len(known)):
@@ -199,6 +271,27 @@ def run_selector(
 
     A :class:`selection.selectors.Selector` is handed the built problem (``choose``); any other
     callable gets ``(table, k)``.
+
+    Example:
+        >>> from selection.errors import InfeasibleError
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.selectors import make_selector
+        >>> from fl_oracle.experiments.round_step import run_selector
+        >>> stats = example_stats()
+        >>> table = stats[stats["round"] == 2]
+        >>> problem = SelectionProblem.from_stats(table, 5)
+        >>> ids, seconds, fallback = run_selector(make_selector("maxmin:2"), table, problem)
+        >>> sorted(ids), fallback
+        (['mnist-0', 'mnist-1', 'mnist-3', 'svhn-0', 'svhn-3'], '')
+        >>> def picky(table, k):
+        ...     raise InfeasibleError("no selection meets eps=0")
+        >>> ids, seconds, fallback = run_selector(picky, table, problem)
+        >>> sorted(ids)
+        ['svhn-0', 'svhn-1', 'svhn-3', 'svhn-4', 'syn-2']
+        >>> fallback
+        'selector failed (no selection meets eps=0); fell back to the smallest-gap point (gap
+        17.3529 pp, U 61.81%)'
     """
     t0 = time.perf_counter()
     try:
@@ -230,6 +323,18 @@ class RoundChoice:
             the sample weights.
         route: the backend that answered the problem (``enum``, ``highs``, ``cbc``, ...; what
             ``auto`` chose), "" for a rule that solves nothing.
+
+    Example:
+        >>> from selection.example import example_stats
+        >>> from selection.selectors import make_selector
+        >>> from fl_oracle.experiments.round_step import choose_round
+        >>> stats = example_stats()
+        >>> choice = choose_round(make_selector("maxmin:2"), stats[stats["round"] == 2], 5,
+        ...                       name="maxmin:2", where="round 2")
+        >>> sorted(choice.ids), choice.route, choice.fallback, choice.weights
+        (['mnist-0', 'mnist-1', 'mnist-3', 'svhn-0', 'svhn-3'], 'enum', '', None)
+        >>> round(choice.pred["utility"], 2), round(choice.pred["worst"], 2)
+        (67.18, 54.0)
     """
 
     problem: SelectionProblem
@@ -262,6 +367,23 @@ def choose_round(
     ``weights_table`` where the selector saw filled-in values). ``problem``: the round's
     problem already built (a rule's :meth:`SelectionProblem.from_clients`), ``table`` its.
     ``vectors``: (ids, rows) of the clients' update vectors a rule reads (``problem.vectors``).
+
+    Example:
+        A plain callable (the 3 lowest-loss clients) with q-FFL weights (q = 1):
+
+        >>> from selection.example import example_stats
+        >>> from fl_oracle.experiments.round_step import choose_round
+        >>> stats = example_stats()
+        >>> def low_loss(table, k):
+        ...     return list(table.nsmallest(k, "loss")["client_id"])
+        >>> choice = choose_round(low_loss, stats[stats["round"] == 2], 3, name="low-loss",
+        ...                       where="round 2", q=1.0)
+        >>> choice.ids
+        ['mnist-1', 'usps-3', 'mnist-3']
+        >>> {c: round(w, 3) for c, w in choice.weights.items()}
+        {'mnist-1': 0.486, 'usps-3': 0.061, 'mnist-3': 0.452}
+        >>> choice.problem.k, round(choice.pred["gap"], 2)
+        (3, 43.17)
     """
     if problem is None:
         problem = SelectionProblem.from_stats(table, k, surrogate=surrogate, logits=logits)

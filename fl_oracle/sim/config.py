@@ -115,6 +115,21 @@ class OracleConfig:
             predicted model's Gaussian process), None = leave their defaults. Two runs on two
             cores with BLAS left at two threads each oversubscribe the cores
             (results/benchmarks/study_round.md).
+
+    Example:
+        >>> from fl_oracle.sim.config import OracleConfig
+        >>> config = OracleConfig(domains=("mnist", "usps"), clients_per_domain=2,
+        ...                       samples_per_client=20)
+        >>> config.n_clients, config.client_ids
+        (4, ('mnist-0', 'mnist-1', 'usps-0', 'usps-1'))
+        >>> config.samples_per_client, config.train_needed()  # + 2 x 100 hold-out + 500 val
+        ({'mnist': 20, 'usps': 20}, {'mnist': 740, 'usps': 740})
+        >>> OracleConfig.from_toml(config.to_toml()) == config, config.replace(lr=0.1).lr
+        (True, 0.1)
+        >>> config.replace(k=5)
+        Traceback (most recent call last):
+        ...
+        fl_oracle.errors.ConfigError: config field k=5: exceeds the 4 clients
     """
 
     seed: int = 0
@@ -456,6 +471,27 @@ def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:
     split); ``samples_per_client`` splits what each domain has left equally among its clients,
     keeping up to ``local_holdout`` (at most a fifth of a client's share) per client for the
     local hold-out.
+
+    Example:
+        Two domains with 10 training and 2 test images of each of two classes: 20 training
+        images a domain, 3 of them (15%) for validation, 17 // 2 = 8 for each of 2 clients,
+        of which 1 (a fifth, below ``local_holdout=2``) is its hold-out:
+
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from PIL import Image
+        >>> from fl_oracle.sim.config import dataset_fields
+        >>> with tempfile.TemporaryDirectory() as root:
+        ...     for domain in ("photo", "sketch"):
+        ...         for split, n in (("train", 10), ("test", 2)):
+        ...             for label in ("cat", "dog"):
+        ...                 folder = Path(root, domain, split, label)
+        ...                 folder.mkdir(parents=True)
+        ...                 for i in range(n):
+        ...                     Image.new("RGB", (8, 8)).save(folder / f"{i}.png")
+        ...     fields_ = dataset_fields(root, clients_per_domain=2, local_holdout=2)
+        >>> fields_["domains"], fields_["val_per_domain"], fields_["samples_per_client"]
+        (['photo', 'sketch'], 3, {'photo': 7, 'sketch': 7})
     """
     from fl_oracle.sim.data.folders import scan_dataset
 

@@ -57,7 +57,16 @@ STATE_FORMAT = "fedsel-oracle-1"
 
 
 def resolve_device(name: str) -> torch.device:
-    """``auto`` -> cuda when available, else cpu; ``cuda`` without a GPU is an error."""
+    """``auto`` -> cuda when available, else cpu; ``cuda`` without a GPU is an error.
+
+    Example:
+        >>> import torch
+        >>> from fl_oracle.sim.oracle import resolve_device
+        >>> resolve_device("cpu")
+        device(type='cpu')
+        >>> resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+        True
+    """
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
@@ -74,7 +83,18 @@ def _decoded(images: ClientImages) -> DecodedCache:
 def set_threads(n: int) -> None:
     """Run this process's compute on ``n`` threads: torch's intra-op pool and the BLAS and
     OpenMP pools numpy, scipy and scikit-learn use (threadpoolctl; a process-wide setting,
-    as torch's is)."""
+    as torch's is).
+
+    Example:
+        >>> import torch
+        >>> from threadpoolctl import threadpool_info
+        >>> from fl_oracle.sim.oracle import set_threads
+        >>> n = torch.get_num_threads()
+        >>> set_threads(1)
+        >>> torch.get_num_threads(), {pool["num_threads"] for pool in threadpool_info()}
+        (1, {1})
+        >>> set_threads(n)  # back to torch's count
+    """
     from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(int(n))
@@ -88,6 +108,16 @@ def accuracy_metrics(hits, sizes, domains: Sequence[str]) -> dict[str, float]:
         hits: correct predictions per domain, shape (D,).
         sizes: evaluated samples per domain, shape (D,).
         domains: the D domain names.
+
+    Example:
+        8 of 10 mnist and 3 of 5 usps samples right: pooled 11 / 15, the mean of 80 and 60:
+
+        >>> import numpy as np
+        >>> from fl_oracle.sim.oracle import accuracy_metrics
+        >>> metrics = accuracy_metrics(np.array([8, 3]), np.array([10, 5]), ["mnist", "usps"])
+        >>> {key: round(v, 2) for key, v in metrics.items()}
+        {'acc_mnist': 80.0, 'acc_usps': 60.0, 'acc_pooled': 73.33, 'acc_avg': 70.0,
+         'acc_worst': 60.0}
     """
     acc = 100.0 * hits / sizes
     out = {f"acc_{d}": float(a) for d, a in zip(domains, acc, strict=True)}
@@ -102,6 +132,13 @@ def stream_seed(seed: int, round_: int, client: int) -> int:
 
     The oracle, the Flower ClientApp and anything else that replays a client's local
     training take it from here, so the same (seed, round, client) draws the same batches.
+
+    Example:
+        >>> from fl_oracle.sim.oracle import stream_seed
+        >>> stream_seed(0, 1, 2)
+        8503586547171507477
+        >>> [stream_seed(0, 1, 2) == stream_seed(*other) for other in [(0, 1, 2), (0, 2, 2)]]
+        [True, False]
     """
     ss = np.random.SeedSequence([seed, round_, client, 0xB47C])
     return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
@@ -119,6 +156,17 @@ def candidate_utilities(
         domains: the D domain names.
 
     U pools the domains' validation samples (the mean of U_d on equal sets); dU = U − U(w_t).
+
+    Example:
+        Two candidates on 10 mnist and 5 usps samples; w_t itself gets 7 + 3 of 15 right:
+
+        >>> import numpy as np
+        >>> from fl_oracle.sim.oracle import candidate_utilities
+        >>> out = candidate_utilities(np.array([[9, 3], [6, 4]]), np.array([10, 5]),
+        ...                           np.array([7, 3]), ["mnist", "usps"])
+        >>> {key: v.round(2).tolist() for key, v in out.items()}
+        {'U': [80.0, 66.67], 'U_mnist': [90.0, 60.0], 'U_usps': [60.0, 80.0],
+         'dU': [13.33, 0.0]}
     """
     Ud = 100.0 * hits / sizes
     U = 100.0 * hits.sum(1) / sizes.sum()
@@ -134,7 +182,27 @@ def load_federation_data(
 ) -> dict:
     """Load exactly what the federation needs (clients x samples + validation per domain);
     an image-folder ``config.dataset`` is decoded whole. A federation whose images cannot fit
-    this machine's memory is refused first (:func:`check_fits`)."""
+    this machine's memory is refused first (:func:`check_fits`).
+
+    Example:
+        The Digits-4 default loads one domain at a time, on first access: each domain's
+        training images are its clients' 2 x 8 plus 10 for validation (no hold-outs):
+
+        >>> import tempfile
+        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.oracle import load_federation_data
+        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
+        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
+        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
+        ...                       device="cpu", threads=1)
+        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
+        ...     data = load_federation_data(config, cache_dir=cache)
+        ...     train, test = data["syn"]["train"], data["syn"]["test"]
+        >>> list(data), len(train.labels), len(test.labels), config.train_needed()["syn"]
+        (['svhn', 'syn'], 26, 10, 26)
+        >>> tuple(train.images.shape), train.images.dtype, train.source
+        ((26, 32, 32, 3), torch.uint8, 'generated')
+    """
     check_fits(config)
     if config.dataset is not None:
         from fl_oracle.sim.data.folders import load_dataset, scan_dataset
@@ -201,7 +269,18 @@ def load_federation_data(
 
 def check_fits(config: OracleConfig, memory: int | None = None) -> None:
     """Refuse, before any data is loaded or generated, a federation whose images alone exceed
-    the machine's physical memory (``memory`` bytes; default: this machine's)."""
+    the machine's physical memory (``memory`` bytes; default: this machine's).
+
+    Example:
+        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.oracle import check_fits
+        >>> check_fits(OracleConfig(), memory=16 * 2**30)  # 20 clients: fits, no output
+        >>> check_fits(OracleConfig(clients_per_domain=100_000), memory=16 * 2**30)
+        Traceback (most recent call last):
+        ...
+        fl_oracle.errors.ConfigError: the federation's images need 544.7 GiB (400,000 clients,
+        100,000 per domain, ...), more than this machine's 16.0 GiB
+    """
     if memory is None:
         try:
             memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -228,6 +307,31 @@ class Oracle:
         clients: DataFrame ``client_id, domain, n_samples``.
         sources: domain -> ``"real"`` / ``"genuine, bundled"`` / ``"generated stand-in"``.
         provenance: ``{domain: {split: record}}`` (:mod:`fl_oracle.sim.data.provenance`).
+
+    Example:
+        A tiny federation (2 domains x 2 clients of 8 generated images, one local step each):
+        measure every client at w_0, evaluate a selection, then commit it:
+
+        >>> import tempfile
+        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.oracle import Oracle
+        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
+        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
+        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
+        ...                       device="cpu", threads=1)
+        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
+        ...     oracle = Oracle(config, cache_dir=cache)
+        >>> oracle.clients.values.tolist()
+        [['svhn-0', 'svhn', 8], ['svhn-1', 'svhn', 8], ['syn-0', 'syn', 8], ['syn-1', 'syn', 8]]
+        >>> stats = oracle.round_stats()
+        >>> stats.shape[0], stats["steps"].tolist(), bool(stats["loss"].between(2.2, 2.4).all())
+        (4, [1, 1, 1, 1], True)
+        >>> before = oracle.evaluate(["svhn-0", "syn-1"])  # test accuracy, not committed
+        >>> oracle.round
+        0
+        >>> after = oracle.step(["svhn-0", "syn-1"])  # commit: w_1, round 1
+        >>> after["round"], oracle.round, all(after[key] == v for key, v in before.items())
+        (1, 1, True)
     """
 
     def __init__(
