@@ -58,7 +58,7 @@ _OBJ = ("utility", "gap")
 def methods() -> tuple[str, ...]:
     """The formulations ``compare`` runs: every registered solver with ``in_compare``.
 
-    Example:
+    Examples:
         >>> from selection.compare import methods
         >>> methods()
         ('weighted', 'eps', 'eps-rel', 'maxmin', 'fisher-fair', 'nsga2', 'exhaustive')
@@ -108,7 +108,7 @@ def run_method(
         tolerance: the exact routes' absolute gap per point, points (0: proven optimal; see
             :func:`selection.solvers.sweeps.sweep_eps`).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.compare import run_method
         >>> from selection.problem import SelectionProblem
@@ -162,7 +162,7 @@ class Comparison:
         exact: whether the reference is the exact front.
         notes: why a requested method has no row (e.g. enumeration refused as too large).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.compare import compare_methods
         >>> from selection.problem import SelectionProblem
@@ -218,7 +218,7 @@ def compare_methods(
     enumeration) solve in it, and every method's points are judged in it.
     Arguments as in :func:`run_method`.
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> from selection.problem import SelectionProblem
         >>> problem = SelectionProblem.from_stats(example_stats(), k=5)

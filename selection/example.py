@@ -20,7 +20,7 @@ EXAMPLE_STATS = ("data", "example_stats.csv")  # inside the selection package
 def example_stats_bytes() -> bytes:
     """The example round-stats table as the package holds it (CSV bytes).
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats_bytes
         >>> lines = example_stats_bytes().decode().splitlines()
         >>> len(lines), lines[0]  # a header and 20 clients x 3 rounds
@@ -38,7 +38,7 @@ def example_stats() -> pd.DataFrame:
     """The example round-stats table, validated as :func:`selection.schema.read_stats` reads a
     file.
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> stats = example_stats()
         >>> stats["client_id"].nunique(), sorted(stats["round"].unique().tolist())

@@ -76,7 +76,7 @@ def nondominated_mask(
         maximise: senses given directly instead (a bool for all columns, or shape (m,)).
         keep_weakly: keep every copy of a duplicated non-dominated row (default: the first).
 
-    Example:
+    Examples:
         >>> from selection.indicators import nondominated_mask
         >>> points = [[80.0, 10.0], [75.0, 4.0], [70.0, 12.0], [70.0, 1.0]]  # (utility, gap)
         >>> nondominated_mask(points).tolist()  # (70, 12): lower U and larger gap than (80, 10)
@@ -99,7 +99,7 @@ def nondominated_mask(
 def nondominated(points, objectives: Sequence[str] = DEFAULT_OBJECTIVES) -> np.ndarray:
     """The non-dominated rows of ``points`` (duplicates removed), shape (n', m).
 
-    Example:
+    Examples:
         >>> from selection.indicators import nondominated
         >>> points = [[80.0, 10.0], [70.0, 12.0], [75.0, 4.0], [80.0, 10.0]]
         >>> nondominated(points).tolist()  # max utility, min gap
@@ -126,7 +126,7 @@ def reference_front(
     Returns:
         ``exact`` (filtered) when given, else the non-dominated union of ``point_sets``.
 
-    Example:
+    Examples:
         >>> from selection.indicators import reference_front
         >>> a = [[80.0, 10.0], [70.0, 12.0]]  # one method's (utility, gap) points
         >>> b = [[75.0, 4.0], [70.0, 1.0]]  # another's
@@ -153,7 +153,7 @@ class Normalization:
         ideal: best value of each objective, natural units, shape (m,).
         nadir: worst value of each objective on the front, natural units, shape (m,).
 
-    Example:
+    Examples:
         >>> from selection.indicators import Normalization
         >>> front = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
         >>> norm = Normalization.from_front(front)
@@ -193,7 +193,7 @@ class Normalization:
 def hypervolume(points, norm: Normalization, ref: float = REF_POINT) -> float:
     """Hypervolume of ``points`` in ``norm``'s space w.r.t. the point (ref, ..., ref).
 
-    Example:
+    Examples:
         >>> from selection.indicators import Normalization, hypervolume
         >>> front = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
         >>> norm = Normalization.from_front(front)
@@ -229,7 +229,7 @@ def hypervolume_ratio(
         The ratio, 1.0 when ``points`` cover the reference front; may exceed 1 only if
         ``points`` dominate part of the reference front (then it was not exact).
 
-    Example:
+    Examples:
         >>> exact = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
         >>> round(hypervolume_ratio([[80.0, 10.0], [70.0, 1.0]], exact), 3)
         0.387
@@ -253,7 +253,7 @@ def igd(
     Mean over reference points of the Euclidean distance to the nearest of ``points``
     (moocore's IGD); 0 when every reference point is found; inf when ``points`` is empty.
 
-    Example:
+    Examples:
         >>> from selection.indicators import igd
         >>> exact = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
         >>> igd(exact, exact), igd([], exact)
@@ -280,7 +280,7 @@ def epsilon_indicator(
     otherwise (in units of each objective's ideal-to-nadir range); inf when ``points`` is
     empty.
 
-    Example:
+    Examples:
         >>> from selection.indicators import epsilon_indicator
         >>> exact = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]  # (utility %, gap pp)
         >>> epsilon_indicator([[80.0, 10.0], [70.0, 1.0]], exact)  # the middle point missed
@@ -301,7 +301,7 @@ def on_front_count(points, reference, *, tol: float = 1e-6) -> int:
 
     Two points coincide when every coordinate differs by at most ``tol`` (natural units).
 
-    Example:
+    Examples:
         >>> from selection.indicators import on_front_count
         >>> exact = [[80.0, 10.0], [75.0, 4.0], [70.0, 1.0]]
         >>> on_front_count([[80.0, 10.0], [74.0, 4.0], [70.0, 1.0], [70.0, 1.0]], exact)

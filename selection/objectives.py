@@ -45,7 +45,7 @@ __all__ = [
 def as_matrix(X: np.ndarray, n: int) -> np.ndarray:
     """Selections as a float matrix (M, N); a vector of indices or 0/1 becomes one row.
 
-    Example:
+    Examples:
         >>> from selection.objectives import as_matrix
         >>> as_matrix([1, 0, 1], 3).tolist()  # one 0/1 vector: one row
         [[1.0, 0.0, 1.0]]
@@ -63,7 +63,7 @@ def as_matrix(X: np.ndarray, n: int) -> np.ndarray:
 def surrogate_values(p: SelectionProblem, X) -> tuple[np.ndarray, np.ndarray]:
     """(U(S) (M,), U_d(S) (M, D)) by the problem's surrogate (:mod:`selection.surrogates`).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import surrogate_values
         >>> from selection.problem import SelectionProblem
@@ -86,7 +86,7 @@ def utility(p: SelectionProblem, X) -> np.ndarray:
 
     With the default ``mean`` surrogate the mean of the selected clients' U_i.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import utility
         >>> from selection.problem import SelectionProblem
@@ -104,7 +104,7 @@ def utility(p: SelectionProblem, X) -> np.ndarray:
 def domain_utility(p: SelectionProblem, X) -> np.ndarray:
     """U_d(S) for every domain by the problem's surrogate, accuracy %, shape (M, D).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import domain_utility
         >>> from selection.problem import SelectionProblem
@@ -122,7 +122,7 @@ def domain_utility(p: SelectionProblem, X) -> np.ndarray:
 def gap(p: SelectionProblem, X) -> np.ndarray:
     """max_d U_d(S) - min_d U_d(S), percentage points, shape (M,).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import gap
         >>> from selection.problem import SelectionProblem
@@ -141,7 +141,7 @@ def gap(p: SelectionProblem, X) -> np.ndarray:
 def worst(p: SelectionProblem, X) -> np.ndarray:
     """min_d U_d(S), accuracy %, shape (M,).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import worst
         >>> from selection.problem import SelectionProblem
@@ -159,7 +159,7 @@ def worst(p: SelectionProblem, X) -> np.ndarray:
 def mean_minus_worst(p: SelectionProblem, X) -> np.ndarray:
     """mean_d U_d(S) - min_d U_d(S), percentage points, shape (M,).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import mean_minus_worst
         >>> from selection.problem import SelectionProblem
@@ -178,7 +178,7 @@ def mean_minus_worst(p: SelectionProblem, X) -> np.ndarray:
 def var_domains(p: SelectionProblem, X) -> np.ndarray:
     """Var_d U_d(S) (population variance over domains), %^2, shape (M,).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import var_domains
         >>> from selection.problem import SelectionProblem
@@ -196,7 +196,7 @@ def var_domains(p: SelectionProblem, X) -> np.ndarray:
 def sum_B(p: SelectionProblem, X) -> np.ndarray:
     """Sum of label divergences of the selected clients, nats, shape (M,).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import sum_B
         >>> from selection.problem import SelectionProblem
@@ -214,7 +214,7 @@ def sum_B(p: SelectionProblem, X) -> np.ndarray:
 def sum_Fz(p: SelectionProblem, X) -> np.ndarray:
     """Sum of within-round z-scores of log F over the selected clients, shape (M,).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import sum_Fz
         >>> from selection.problem import SelectionProblem
@@ -234,7 +234,7 @@ def sum_Fz(p: SelectionProblem, X) -> np.ndarray:
 def sum_cos(p: SelectionProblem, X) -> np.ndarray:
     """Sum of update-alignment cosines of the selected clients, shape (M,).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import sum_cos
         >>> from selection.problem import SelectionProblem
@@ -253,7 +253,7 @@ def u_star(p: SelectionProblem) -> float:
     """U* = max over |S| = K of U(S) under the ``mean`` surrogate: the mean of the K largest
     utilities.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import u_star
         >>> from selection.problem import SelectionProblem
@@ -280,7 +280,7 @@ class Objective:
         label: short label (``fedsel methods``, column headers).
         axis: a plot axis title: the definition, its unit and which way is better.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import OBJECTIVES
         >>> from selection.problem import SelectionProblem
@@ -364,7 +364,7 @@ OBJECTIVES: dict[str, Objective] = {
 def check_objectives(names: Sequence[str], *, at_least: int = 1) -> tuple[str, ...]:
     """``names`` as a tuple of distinct known objectives (SelectionError naming the bad one).
 
-    Example:
+    Examples:
         >>> from selection.objectives import check_objectives
         >>> check_objectives(["utility", "gap"], at_least=2)
         ('utility', 'gap')
@@ -388,7 +388,7 @@ def check_objectives(names: Sequence[str], *, at_least: int = 1) -> tuple[str, .
 def maximise_mask(names: Sequence[str]) -> np.ndarray:
     """Boolean vector, True where the objective is maximized (SelectionError if unknown).
 
-    Example:
+    Examples:
         >>> from selection.objectives import maximise_mask
         >>> maximise_mask(["utility", "gap", "worst", "sum_B"]).tolist()
         [True, False, True, False]
@@ -400,7 +400,7 @@ def evaluate(p: SelectionProblem, idx) -> dict[str, float]:
     """Every objective of one selection given by client indices (predicted by the problem's
     surrogate, evaluated once).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import evaluate
         >>> from selection.problem import SelectionProblem
@@ -425,7 +425,7 @@ def realized_objectives(p: SelectionProblem, idx, U: float, Ud: np.ndarray) -> d
     """Every objective of one selection with U(S), U_d(S) given (e.g. measured by the oracle
     on the true aggregate) instead of predicted; the per-client sums stay as they are.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.objectives import realized_objectives
         >>> from selection.problem import SelectionProblem

@@ -41,7 +41,7 @@ class Plugin:
     """One loaded entry point: its group, name, target, the package that declares it and
     what loading it gave (a module or a class).
 
-    Example:
+    Examples:
         >>> from selection.plugins import GROUPS, Plugin
         >>> plugin = Plugin("fedsel.baselines", "toy-lowest-b", "toy_fedsel.rule:LowestDivergence",
         ...     "toy-fedsel")  # the record of the plugins how-to's toy rule, before loading
@@ -64,7 +64,7 @@ def load_plugins() -> list[Plugin]:
     """Load every entry point of :data:`GROUPS` (once per process; later calls return what
     was loaded).
 
-    Example:
+    Examples:
         >>> from selection.plugins import GROUPS, load_plugins
         >>> plugins = load_plugins()  # every installed package's entry points ([] without any)
         >>> load_plugins() == plugins  # loaded once: a later call loads nothing again
@@ -98,7 +98,7 @@ def load_plugins() -> list[Plugin]:
 def loaded_plugins() -> list[Plugin]:
     """The entry points loaded so far (:func:`load_plugins` loads them).
 
-    Example:
+    Examples:
         >>> from selection.plugins import load_plugins, loaded_plugins
         >>> loaded_plugins() == load_plugins()  # what the first load gave, as a new list
         True
@@ -112,7 +112,7 @@ def plugin_classes(group: str, kind: type) -> list[type]:
     """The classes of ``kind`` that ``group``'s entry points name directly (loading the
     plugins first): the registry reading them registers each.
 
-    Example:
+    Examples:
         >>> from selection.baselines import Baseline, baselines
         >>> from selection.plugins import loaded_plugins, plugin_classes
         >>> rules = plugin_classes("fedsel.baselines", Baseline)  # [] without a plugin package

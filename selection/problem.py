@@ -50,7 +50,7 @@ class SelectionProblem:
             for clients without one (None if not given; the rules reading updates need them:
             ``divfl``, ``clustered:2``). :meth:`with_vectors` attaches them.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
         >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
@@ -123,7 +123,7 @@ class SelectionProblem:
             StatsError: the table violates the contract.
             SelectionError: k or round is invalid.
 
-        Example:
+        Examples:
             >>> from selection.example import example_stats
             >>> from selection.problem import SelectionProblem
             >>> problem = SelectionProblem.from_stats(example_stats(), k=5)  # the last round

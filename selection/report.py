@@ -100,7 +100,7 @@ def _plane_note(x: str, y: str) -> str:
 def front_takeaway(data: pd.DataFrame, x: str, y: str) -> str:
     """Two computed sentences: the span of the front and what moving along it costs.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.compare import run_method
         >>> from selection.problem import SelectionProblem
@@ -154,7 +154,7 @@ def front_takeaway(data: pd.DataFrame, x: str, y: str) -> str:
 def certified_note(front: pd.DataFrame, y: str) -> str:
     """What the ``bound`` column of a front with stopped points still guarantees, in words.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.compare import run_method
         >>> from selection.problem import SelectionProblem
@@ -196,7 +196,7 @@ def render_front_html(
     every point named by its parameter, with a computed takeaway and a table of its points
     (parameter, objectives, selected ids).
 
-    Example:
+    Examples:
         >>> import re
         >>> import pandas as pd
         >>> from selection.compare import run_method
@@ -268,7 +268,7 @@ def render_rounds_html(
 ) -> str:
     """One front per round (a ``round`` column) overlaid, coloured from early to late rounds.
 
-    Example:
+    Examples:
         >>> import re
         >>> import pandas as pd
         >>> from selection.compare import run_method
@@ -343,7 +343,7 @@ def compare_takeaway(table: pd.DataFrame, plane: tuple[str, str]) -> str:
     """Computed sentences: who recovers the reference front, who falls short, and which
     formulations optimize another plane (their points lie off this one's front by design).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.compare import compare_methods
         >>> from selection.problem import SelectionProblem
@@ -406,7 +406,7 @@ def render_compare_html(
     """Self-contained HTML page: the indicator table with what its columns mean, and every
     method's front overlaid on the reference front in the plane of ``objectives`` (y, x).
 
-    Example:
+    Examples:
         >>> import re
         >>> import pandas as pd
         >>> from selection.compare import compare_methods

@@ -70,7 +70,7 @@ MAX_INT = 2**53
 class StatsWarning(UserWarning):
     """A round-stats table has something fedsel ignores (e.g. a ``U_*`` column of no domain).
 
-    Example:
+    Examples:
         >>> import warnings
         >>> import pandas as pd
         >>> from selection.schema import StatsWarning, validate_stats
@@ -91,7 +91,7 @@ def domain_columns(df: pd.DataFrame) -> list[str]:
     The domains are the values of the ``domain`` column: a ``U_<name>`` column whose name is no
     client's domain (and not one of the readings ``U_own``/``U_local``) is not a domain.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.schema import domain_columns
         >>> df = pd.DataFrame({"client_id": ["a", "b"], "domain": ["x", "y"], "U_y": [70, 80],
@@ -137,7 +137,7 @@ def read_stats_csv(source) -> pd.DataFrame:
     ``keep_default_na=False``, so an id "NA", "None" or "null" is a string and an empty cell
     is "".
 
-    Example:
+    Examples:
         >>> import io
         >>> from selection.schema import read_stats_csv
         >>> df = read_stats_csv(io.StringIO("round,client_id,domain\\n0,NA,x\\n0,007,\\n"))
@@ -150,7 +150,7 @@ def read_stats_csv(source) -> pd.DataFrame:
 def read_stats(path: str | os.PathLike) -> pd.DataFrame:
     """Read a round-stats table from CSV or Parquet (by suffix) and validate it.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from pathlib import Path
         >>> from selection.example import example_stats
@@ -315,7 +315,7 @@ def validate_stats(df: pd.DataFrame, *, domains: Sequence[str] | None = None) ->
     Raises:
         StatsError: on the first violation, naming column, row, client and value.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.schema import validate_stats
         >>> stats = pd.DataFrame({"round": [0.0, 0.0], "client_id": ["a", "b"],

@@ -118,7 +118,7 @@ class Selector:
         evaluator: ``ids -> (U, U_d)`` of the true aggregate (set by the training loop when
             ``verify`` is on).
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> from selection.selectors import Selector, make_selector
         >>> pick = make_selector("eps:1")
@@ -285,7 +285,7 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
     Raises:
         SelectionError: unknown or malformed spec (the message lists the valid forms).
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> stats = example_stats()
         >>> pick = make_selector("maxmin:2", seed=0)  # a callable: round's stats, K -> client ids

@@ -39,7 +39,7 @@ class Spec:
         surrogate: the surrogate of U(S), U_d(S) (default ``mean``).
         verify: verified picks: candidates measured per round (0 = off).
 
-    Example:
+    Examples:
         >>> from selection.specs import Spec
         >>> spec = Spec("eps", "5.0", stats_mode="pool:10")
         >>> spec.canonical, spec.base, spec.information, spec.selector_spec
@@ -190,7 +190,7 @@ def _canonical_number(text: str) -> str:
 def parse_spec(text: str) -> Spec:
     """Split a spec into name, argument and modifiers (SelectionError on a bad modifier).
 
-    Example:
+    Examples:
         >>> from selection.specs import parse_spec
         >>> parse_spec("maxmin:2@weighted+pool:10+verify=4")
         Spec(name='maxmin', arg='2', stats_mode='pool:10', surrogate='weighted', verify=4)
@@ -295,7 +295,7 @@ def spec_number(spec: str, text: str, *, integer: bool = False) -> float:
 def spec_forms() -> tuple[str, ...]:
     """Every valid spec form: the registered solvers' ``spec_form`` plus the baselines.
 
-    Example:
+    Examples:
         >>> from selection.specs import spec_forms
         >>> forms = spec_forms()
         >>> forms[:4], forms[-1]
@@ -313,7 +313,7 @@ def spec_forms() -> tuple[str, ...]:
 def selector_help() -> str:
     """The ``--selector`` help text, from the registries: every spec name and the modifiers.
 
-    Example:
+    Examples:
         >>> from selection.specs import selector_help
         >>> text = selector_help()
         >>> text.split("; ")[0]
@@ -341,7 +341,7 @@ def split_specs(text: str) -> list[str]:
     that is a plain number continues the previous spec's argument list; anything else starts
     a new spec.
 
-    Example:
+    Examples:
         >>> from selection.specs import split_specs
         >>> split_specs("weighted:1,0,0,eps:5,random")
         ['weighted:1,0,0', 'eps:5', 'random']

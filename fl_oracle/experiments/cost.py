@@ -45,7 +45,7 @@ def upload_floats(*, trained: bool, probe_floats: int) -> int:
     one rule both drivers charge by (:func:`round_cost`; Flower's
     :class:`~fl_oracle.experiments.flower.codec.MessageCost` per reply).
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.cost import upload_floats
         >>> upload_floats(trained=True, probe_floats=5)  # sample count and loss, 5 statistics
         7
@@ -77,7 +77,7 @@ def round_cost(
         down_messages: model-sized messages sent down (default: one to every client that
             trains or probes; the information model's ``down_messages`` otherwise).
 
-    Example:
+    Examples:
         Clients a and b trained (64 and 32 sample gradients), a, b and c probed 8 samples
         each and uploaded 3 statistics; a model message is 1000 bytes:
 

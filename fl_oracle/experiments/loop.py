@@ -118,7 +118,7 @@ RECORDS = ("global", "predictions", "local")
 def check_information(text: str) -> str:
     """The canonical information model of a run (ValueError naming the valid ones).
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.loop import check_information
         >>> check_information("pool:3"), check_information("rule")
         ('pool:3', 'rule')
@@ -138,7 +138,7 @@ def check_information(text: str) -> str:
 class OracleLike(Protocol):
     """What the loop needs from :class:`fl_oracle.sim.oracle.Oracle` (a fake in tests).
 
-    Example:
+    Examples:
         The oracle is the implementation (a tiny federation: 2 domains x 2 clients of 8
         generated images, one local step each):
 
@@ -185,7 +185,7 @@ class TrainResult:
         history: one row per round (columns in the module docstring).
         stats: every round's statistics, with ``measured_round`` and ``chosen``.
 
-    Example:
+    Examples:
         Two ``stale`` rounds of a plain callable that takes the table's first K: every client
         trains in round 0, afterwards only the 3 committed (8 sample gradients each), and
         round 1's rows are the reports of round 0:
@@ -451,7 +451,7 @@ def run_training(
     Returns:
         The history (R rows) and all statistics (R x N rows).
 
-    Example:
+    Examples:
         Two rounds of the stratified rule (one client per domain) on a tiny federation:
 
         >>> import tempfile

@@ -59,7 +59,7 @@ def reported_fields(table: pd.DataFrame, fields: tuple[str, ...]) -> list[str]:
     """The columns of ``table`` a client reports among ``fields`` (``x`` = every ``x_<d>``,
     ``h`` every ``h_<c>``).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from fl_oracle.experiments.privacy import reported_fields
         >>> table = pd.DataFrame(columns=["client_id", "U", "loss", "F", "x_mnist", "x_usps"])
@@ -90,7 +90,7 @@ class StatsPrivacy:
         rounds: the rounds the budget covers (the run's R).
         secure_aggregation: the server sees only the sum of the committed updates.
 
-    Example:
+    Examples:
         A budget of ε = 1 over 3 rounds calibrates the noise multiplier z; a loose ε = 50
         leaves little noise, so the clipping shows (a loss of 40 nats is reported as at most
         10, the top of its box):
@@ -215,7 +215,7 @@ class RunAccountant:
     """The run's spent (ε, δ): one Gaussian mechanism of z per round a client reported in
     (the worst client: the one that reports every round).
 
-    Example:
+    Examples:
         The ε spent grows each round and reaches the budget after the rounds it covers:
 
         >>> from fl_oracle.experiments.privacy import RunAccountant, StatsPrivacy

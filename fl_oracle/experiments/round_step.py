@@ -55,7 +55,7 @@ def domain_metrics(metrics: Mapping[str, Any], domains: Sequence[str]) -> dict[s
         ``acc_<domain>`` for each domain, ``acc_avg`` (mean), ``acc_worst`` (min),
         ``acc_gap`` (max - min) and ``acc_std`` (population std over domains), all in %.
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.round_step import domain_metrics
         >>> domain_metrics({"acc_mnist": 80.0, "acc_usps": 60.0, "acc_pooled": 73.3},
         ...                ["mnist", "usps"])
@@ -86,7 +86,7 @@ def qffl_weights(stats: pd.DataFrame, selected: Sequence[str], q: float) -> dict
         selected: the selected client ids.
         q: fairness exponent q >= 0 (0 = sample-weighted FedAvg).
 
-    Example:
+    Examples:
         a and b hold 10 samples each; b's loss is 4 times a's, so q = 1 weighs it 4 times:
 
         >>> import pandas as pd
@@ -124,7 +124,7 @@ def fallback_selection(problem: SelectionProblem) -> tuple[list[str], str]:
     Returns:
         The selected ids and a description of the point that was taken.
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> from selection.problem import SelectionProblem
         >>> from fl_oracle.experiments.round_step import fallback_selection
@@ -180,7 +180,7 @@ def history_row(
     ``state``: a stateful selector's state after the round (the long-term queues,
     ``lt_Q_<domain>``), appended after ``fallback``.
 
-    Example:
+    Examples:
         >>> import time
         >>> from fl_oracle.experiments.round_step import history_row
         >>> row = history_row(
@@ -220,7 +220,7 @@ def selector_state(selector: SelectorLike) -> dict[str, float]:
     """A selector's state after its last round (:meth:`selection.selectors.Selector.state`);
     {} for a plain callable.
 
-    Example:
+    Examples:
         The long-term ε selector carries one queue per domain from round to round:
 
         >>> from selection.example import example_stats
@@ -245,7 +245,7 @@ def check_selection(
     """The one check of a selector's answer, in every round cycle (in-process and Flower):
     K distinct known client ids (or all of them, for full participation).
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.round_step import check_selection
         >>> known = ["a", "b", "c"]
         >>> check_selection(["a", "c"], known, 2, "mine", "round 0")  # passes: no output
@@ -272,7 +272,7 @@ def run_selector(
     A :class:`selection.selectors.Selector` is handed the built problem (``choose``); any other
     callable gets ``(table, k)``.
 
-    Example:
+    Examples:
         >>> from selection.errors import InfeasibleError
         >>> from selection.example import example_stats
         >>> from selection.problem import SelectionProblem
@@ -324,7 +324,7 @@ class RoundChoice:
         route: the backend that answered the problem (``enum``, ``highs``, ``cbc``, ...; what
             ``auto`` chose), "" for a rule that solves nothing.
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> from selection.selectors import make_selector
         >>> from fl_oracle.experiments.round_step import choose_round
@@ -368,7 +368,7 @@ def choose_round(
     problem already built (a rule's :meth:`SelectionProblem.from_clients`), ``table`` its.
     ``vectors``: (ids, rows) of the clients' update vectors a rule reads (``problem.vectors``).
 
-    Example:
+    Examples:
         A plain callable (the 3 lowest-loss clients) with q-FFL weights (q = 1):
 
         >>> from selection.example import example_stats

@@ -116,7 +116,7 @@ class OracleConfig:
             cores with BLAS left at two threads each oversubscribe the cores
             (results/benchmarks/study_round.md).
 
-    Example:
+    Examples:
         >>> from fl_oracle.sim.config import OracleConfig
         >>> config = OracleConfig(domains=("mnist", "usps"), clients_per_domain=2,
         ...                       samples_per_client=20)
@@ -472,7 +472,7 @@ def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:
     keeping up to ``local_holdout`` (at most a fifth of a client's share) per client for the
     local hold-out.
 
-    Example:
+    Examples:
         Two domains with 10 training and 2 test images of each of two classes: 20 training
         images a domain, 3 of them (15%) for validation, 17 // 2 = 8 for each of 2 clients,
         of which 1 (a fifth, below ``local_holdout=2``) is its hold-out:

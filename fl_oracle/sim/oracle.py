@@ -59,7 +59,7 @@ STATE_FORMAT = "fedsel-oracle-1"
 def resolve_device(name: str) -> torch.device:
     """``auto`` -> cuda when available, else cpu; ``cuda`` without a GPU is an error.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from fl_oracle.sim.oracle import resolve_device
         >>> resolve_device("cpu")
@@ -85,7 +85,7 @@ def set_threads(n: int) -> None:
     OpenMP pools numpy, scipy and scikit-learn use (threadpoolctl; a process-wide setting,
     as torch's is).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from threadpoolctl import threadpool_info
         >>> from fl_oracle.sim.oracle import set_threads
@@ -109,7 +109,7 @@ def accuracy_metrics(hits, sizes, domains: Sequence[str]) -> dict[str, float]:
         sizes: evaluated samples per domain, shape (D,).
         domains: the D domain names.
 
-    Example:
+    Examples:
         8 of 10 mnist and 3 of 5 usps samples right: pooled 11 / 15, the mean of 80 and 60:
 
         >>> import numpy as np
@@ -133,7 +133,7 @@ def stream_seed(seed: int, round_: int, client: int) -> int:
     The oracle, the Flower ClientApp and anything else that replays a client's local
     training take it from here, so the same (seed, round, client) draws the same batches.
 
-    Example:
+    Examples:
         >>> from fl_oracle.sim.oracle import stream_seed
         >>> stream_seed(0, 1, 2)
         8503586547171507477
@@ -157,7 +157,7 @@ def candidate_utilities(
 
     U pools the domains' validation samples (the mean of U_d on equal sets); dU = U − U(w_t).
 
-    Example:
+    Examples:
         Two candidates on 10 mnist and 5 usps samples; w_t itself gets 7 + 3 of 15 right:
 
         >>> import numpy as np
@@ -184,7 +184,7 @@ def load_federation_data(
     an image-folder ``config.dataset`` is decoded whole. A federation whose images cannot fit
     this machine's memory is refused first (:func:`check_fits`).
 
-    Example:
+    Examples:
         The Digits-4 default loads one domain at a time, on first access: each domain's
         training images are its clients' 2 x 8 plus 10 for validation (no hold-outs):
 
@@ -271,7 +271,7 @@ def check_fits(config: OracleConfig, memory: int | None = None) -> None:
     """Refuse, before any data is loaded or generated, a federation whose images alone exceed
     the machine's physical memory (``memory`` bytes; default: this machine's).
 
-    Example:
+    Examples:
         >>> from fl_oracle.sim.config import OracleConfig
         >>> from fl_oracle.sim.oracle import check_fits
         >>> check_fits(OracleConfig(), memory=16 * 2**30)  # 20 clients: fits, no output
@@ -308,7 +308,7 @@ class Oracle:
         sources: domain -> ``"real"`` / ``"genuine, bundled"`` / ``"generated stand-in"``.
         provenance: ``{domain: {split: record}}`` (:mod:`fl_oracle.sim.data.provenance`).
 
-    Example:
+    Examples:
         A tiny federation (2 domains x 2 clients of 8 generated images, one local step each):
         measure every client at w_0, evaluate a selection, then commit it:
 

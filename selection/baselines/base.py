@@ -50,7 +50,7 @@ class Baseline(ABC):
         reports: the probe-pass fields those numbers are (``loss``, ``F``): what a privacy
             mode clips and noises.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import pandas as pd
         >>> from selection.baselines.base import baselines
@@ -146,7 +146,7 @@ class Baseline(ABC):
 def register(cls: type[Baseline]) -> type[Baseline]:
     """Class decorator: make ``cls`` a selector spec under ``cls.name``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from selection.baselines.base import Baseline, baselines, register
         >>> @register
@@ -175,7 +175,7 @@ def register(cls: type[Baseline]) -> type[Baseline]:
 def baselines() -> dict[str, type[Baseline]]:
     """Every registered rule, in listing order (installed plugins' included).
 
-    Example:
+    Examples:
         >>> from selection.baselines.base import baselines
         >>> rules = baselines()
         >>> list(rules)[:3], [name for name, cls in rules.items() if not cls.is_baseline]

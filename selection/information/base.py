@@ -63,7 +63,7 @@ class RoundInputs:
         base_acc: validation accuracy (%) of w_t itself per domain (the server's own pass).
         val_sizes: validation samples per domain (the pooled U weighs the domains by these).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> clients = pd.DataFrame({"client_id": ["a", "b", "c"], "domain": ["x", "x", "y"],
         ...     "n_samples": [10, 30, 20]})
@@ -106,7 +106,7 @@ class InformationModel(ABC):
             that reads one client's update is impossible under secure aggregation, where the
             server sees only their sum (the privacy mode refuses it with this reason).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> clients = pd.DataFrame({"client_id": ["a", "b", "c"], "domain": ["x", "x", "y"],
         ...     "n_samples": [10, 30, 20]})
@@ -210,7 +210,7 @@ class InformationModel(ABC):
 def register(cls: type[InformationModel]) -> type[InformationModel]:
     """Class decorator: make ``cls`` a spec modifier under ``cls.name``.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> clients = pd.DataFrame({"client_id": ["a", "b", "c"], "domain": ["x", "x", "y"],
         ...     "n_samples": [10, 30, 20]})
@@ -238,7 +238,7 @@ def register(cls: type[InformationModel]) -> type[InformationModel]:
 def information_models() -> dict[str, type[InformationModel]]:
     """Every registered information model, in listing order (installed plugins' included).
 
-    Example:
+    Examples:
         >>> from selection.information.base import information_models
         >>> models = information_models()
         >>> list(models)[:4]
@@ -284,7 +284,7 @@ def parse_information(text: str) -> str:
     """The canonical spelling of an information model (``pool:10.0`` -> ``pool:10``);
     SelectionError on an unknown name or a bad argument.
 
-    Example:
+    Examples:
         >>> from selection.information.base import parse_information
         >>> parse_information("pool:10.0"), parse_information(" stale ")
         ('pool:10', 'stale')
@@ -300,7 +300,7 @@ def parse_information(text: str) -> str:
 def make_information(text: str, *, seed: int = 0) -> InformationModel:
     """A new (stateful) model for one run.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> clients = pd.DataFrame({"client_id": ["a", "b", "c"], "domain": ["x", "x", "y"],
         ...     "n_samples": [10, 30, 20]})
@@ -320,7 +320,7 @@ def make_information(text: str, *, seed: int = 0) -> InformationModel:
 def default_information() -> str:
     """The model of a spec without one: ``fresh`` (the oracle's upper bound).
 
-    Example:
+    Examples:
         >>> from selection.information.base import default_information, information_models
         >>> name = default_information()
         >>> name, information_models()[name].upper_bound
@@ -332,7 +332,7 @@ def default_information() -> str:
 def latest(memory: Mapping[str, dict], ids: Sequence[str]) -> pd.DataFrame:
     """The remembered rows of ``ids`` (each client's last measurement), in that order.
 
-    Example:
+    Examples:
         >>> from selection.information.base import latest
         >>> memory = {"a": {"client_id": "a", "U": 60.0, "measured_round": 0},
         ...           "b": {"client_id": "b", "U": 75.0, "measured_round": 1}}

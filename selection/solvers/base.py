@@ -62,7 +62,7 @@ class SweepOptions:
             :class:`~selection.solvers.milp.exact.ExactSolver`); on the complete ε sweep also
             its step in the gap (a front certified within ``tolerance`` in both objectives).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.base import SweepOptions
@@ -121,7 +121,7 @@ class _PerValue:
 class Solver(ABC):
     """Base class: subclasses set ``name`` and implement ``_solve`` (module docstring).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.base import Solver
@@ -253,7 +253,7 @@ class Solver(ABC):
 def solver_options(cls: type[Solver]) -> frozenset[str]:
     """The keyword arguments a solver's constructor takes.
 
-    Example:
+    Examples:
         >>> from selection.solvers.base import solver_options
         >>> from selection.solvers.registry import solvers
         >>> sorted(solver_options(solvers()["eps-rel"]))

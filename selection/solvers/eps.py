@@ -58,7 +58,7 @@ class EpsSolver(ExactSolver):
             tolerance: see
             :class:`selection.solvers.milp.exact.ExactSolver`.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.eps import EpsSolver
@@ -299,7 +299,7 @@ def min_gap_point(
         The smallest-gap point (method ``min-gap``); status ``infeasible`` when the
         constraints admit no selection.
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> from selection.problem import SelectionProblem
         >>> point = min_gap_point(SelectionProblem.from_stats(example_stats(), k=5))

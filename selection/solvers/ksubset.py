@@ -54,7 +54,7 @@ class SelectionMOP(Problem):
         objectives: names of :data:`selection.objectives.OBJECTIVES` (``res.F`` holds them
             negated where they are maximized).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
@@ -89,7 +89,7 @@ class KSubsetSampling(Sampling):
     descent from the best row so far replaces one random row each: this plants points near both
     ends of the front, including the min-gap end that random search reaches slowly.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
@@ -182,7 +182,7 @@ def _swap_descent(
 class KSubsetCrossover(Crossover):
     """Keep the shared clients; split the symmetric difference at random between two children.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from pymoo.core.population import Population
         >>> from pymoo.core.problem import Problem
@@ -213,7 +213,7 @@ class KSubsetCrossover(Crossover):
 class SwapMutation(Mutation):
     """Swap one selected client for an unselected one (a second swap with probability 1/4).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from pymoo.core.population import Population
         >>> from pymoo.core.problem import Problem
@@ -246,7 +246,7 @@ class SwapMutation(Mutation):
 class RowHashDuplicates(DuplicateElimination):
     """Exact duplicate test on packed 0/1 rows (pymoo's default computes an N-wide cdist).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from pymoo.core.population import Population
         >>> from selection.solvers.ksubset import RowHashDuplicates
@@ -280,7 +280,7 @@ def swap_neighbours(
 
     All of them when a row has at most ``cap`` such neighbours, else ``cap`` random ones.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from selection.solvers.ksubset import swap_neighbours
         >>> x = np.array([[True, True, False, False]])  # clients 0 and 1 of 4

@@ -23,7 +23,7 @@ SOLVERS: dict[str, type[Solver]] = {}
 def register(cls: type[Solver]) -> type[Solver]:
     """Class decorator adding a solver to the registry under ``cls.name``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
@@ -55,7 +55,7 @@ def solvers() -> dict[str, type[Solver]]:
     """Every registered solver by name, in display order (``order``, then name); the
     installed plugins' formulations included (:mod:`selection.plugins`).
 
-    Example:
+    Examples:
         >>> from selection.solvers.registry import solvers
         >>> known = solvers()
         >>> list(known)[:4], known["maxmin"].param
@@ -71,7 +71,7 @@ def solvers() -> dict[str, type[Solver]]:
 def make_solver(name: str, **kwargs: Any) -> Solver:
     """Instantiate a registered solver by name.
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> from selection.problem import SelectionProblem
         >>> problem = SelectionProblem.from_stats(example_stats(), k=5)

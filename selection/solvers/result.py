@@ -31,7 +31,7 @@ __all__ = [
 class Status(StrEnum):
     """One status vocabulary for every backend.
 
-    Example:
+    Examples:
         >>> from selection.solvers.result import SOLVED, Status
         >>> Status("time_limit") is Status.TIME_LIMIT, str(Status.OPTIMAL)
         (True, 'optimal')
@@ -59,7 +59,7 @@ def point_rows(front: pd.DataFrame) -> np.ndarray:
     A ``time_limit`` row without an incumbent (``selected`` empty, objectives NaN) is not a
     point of any front, and neither is an ``infeasible`` or ``error`` row.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.solvers.result import point_rows
         >>> front = pd.DataFrame({"status": ["optimal", "time_limit", "time_limit", "infeasible"],
@@ -95,7 +95,7 @@ class SolveResult:
             true selections).
         route_reason: why ``backend`` was the route (``auto``'s portfolio), or "".
 
-    Example:
+    Examples:
         >>> from selection.solvers.result import SolveResult, Status
         >>> found = SolveResult("eps", Status.TIME_LIMIT, selected=(0, 2), ids=("a0", "a1"))
         >>> found.ok, SolveResult("eps", Status.INFEASIBLE).ok  # ok: a selection to use
@@ -142,7 +142,7 @@ def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) 
         problem: the problem the results belong to (its domains name the U_<d> columns).
         results: solve results in the order the rows should have.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.registry import make_solver
@@ -185,7 +185,7 @@ class RawResult:
     """What a formulation's ``_solve`` hands back: selected indices, status and extras
     (:meth:`Solver.solve` turns it into a :class:`SolveResult`, computing the objectives).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.base import Solver

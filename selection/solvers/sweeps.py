@@ -126,7 +126,7 @@ def sweep_eps(
         far above the returned points the exact front may lie at most (0 when proven);
         ``attrs["tolerance"]`` is ``tolerance``.
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> from selection.problem import SelectionProblem
         >>> problem = SelectionProblem.from_stats(example_stats(), k=5)
@@ -312,7 +312,7 @@ def front_step(problem: SelectionProblem, quantum: float | None = None) -> float
     ``quantum``: q as the route sees it (:meth:`~selection.solvers.milp.exact.ExactSolver.
     quantum`; 0 off the grid); None: from the true rows.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.sweeps import front_step
@@ -405,7 +405,7 @@ def max_off(front: pd.DataFrame, objective: str) -> float:
     has gap g_j; for ε in [g_j, ε_j] the exact max-U front f(ε) satisfies
     U_j <= f(ε) <= bound_j, and the next ε is g_j − step.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.solvers.sweeps import max_off
         >>> front = pd.DataFrame({"status": ["optimal", "time_limit", "infeasible"],
@@ -457,7 +457,7 @@ def sweep_delta(
     """Max-min points (max worst s.t. U >= U* − δ) for each δ of a grid (percentage points);
     each within ``tolerance`` points of its max worst (see :func:`sweep_eps`).
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.sweeps import sweep_delta
@@ -491,7 +491,7 @@ def sweep_weighted(
     """One weighted-sum point per weight vector (w_U, w_R, w_F, w_cos, w_B), or per (α, β, γ)
     of the composite score when ``composite`` is true.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.sweeps import sweep_weighted

@@ -51,7 +51,7 @@ class Surrogate(ABC):
         summary: one help line.
         order: position in listings.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
@@ -142,7 +142,7 @@ class Swaps:
         problem: the round's problem.
         selected: the K indices of S.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import pandas as pd
         >>> from selection.problem import SelectionProblem
@@ -191,7 +191,7 @@ class Swaps:
 def register(cls: type[Surrogate]) -> type[Surrogate]:
     """Class decorator adding a surrogate to the registry under ``cls.name``.
 
-    Example:
+    Examples:
         >>> from selection.surrogates.base import SURROGATES, Surrogate, register, surrogates
         >>> @register
         ... class Best(Surrogate):
@@ -220,7 +220,7 @@ def register(cls: type[Surrogate]) -> type[Surrogate]:
 def surrogates() -> dict[str, type[Surrogate]]:
     """Every registered surrogate by name, in display order (installed plugins' included).
 
-    Example:
+    Examples:
         >>> from selection.surrogates.base import surrogates
         >>> known = surrogates()
         >>> list(known)
@@ -244,7 +244,7 @@ _INSTANCES: dict[str, Surrogate] = {}
 def get_surrogate(name: str) -> Surrogate:
     """The (stateless, shared) surrogate called ``name`` (SelectionError naming the choices).
 
-    Example:
+    Examples:
         >>> from selection.surrogates.base import get_surrogate
         >>> weighted = get_surrogate("weighted")
         >>> type(weighted).__name__, weighted.structure, weighted is get_surrogate("weighted")

@@ -161,6 +161,16 @@ def served(site):
         yield url
 
 
+def test_the_api_examples_render_as_code(site):
+    """A docstring's ``Examples:`` section is griffe's examples section: its ``>>>`` lines are
+    highlighted code (``Example:`` was an admonition whose brackets became broken links)."""
+    for page in sorted((site / "reference" / "api").glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        prompts = text.count("&gt;&gt;&gt;")
+        as_code = text.count('class="gp">&gt;&gt;&gt;')
+        assert as_code > 0 and as_code == prompts, (page.name, as_code, prompts)
+
+
 @browser_only
 def test_every_page_loads_without_errors_or_outside_requests(site, served, browser):
     failures = {}

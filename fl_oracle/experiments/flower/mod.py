@@ -52,7 +52,7 @@ def quickstart_data(
     returns ``(trainloader, testloader)``, as Flower's quickstart examples' does: this node's
     train loader, with the run config's batch size (``batch_size_key``).
 
-    Example:
+    Examples:
         >>> from flwr.app import Context, RecordDict
         >>> from fl_oracle.experiments.flower.mod import quickstart_data
         >>> def load_data(partition_id, num_partitions, batch_size):  # the quickstart's shape
@@ -103,7 +103,7 @@ def client_statistics(
     Returns:
         ``{"F": float, "loss": float, "label-hist": [int, ...]}``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from fl_oracle.experiments.flower.mod import client_statistics
         >>> model = torch.nn.Linear(2, 2)  # 2 classes, all weights 0: p(y|x) = 1/2
@@ -165,7 +165,7 @@ def fedsel_stats_mod(
         max_samples: samples F and the loss are computed on.
         keys: image and label keys of dict batches.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
         >>> from fl_oracle.experiments.flower.local_grid import LocalGrid

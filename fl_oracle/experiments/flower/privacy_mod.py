@@ -49,7 +49,7 @@ def privatize_metrics(metrics: dict, privacy: StatsPrivacy, rng: np.random.Gener
     fractions (back to counts of the same total afterwards) are clipped and noised together:
     one report of m fields, Δ = √m in unit widths. Other metrics pass unchanged.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from fl_oracle.experiments.flower.privacy_mod import privatize_metrics
         >>> from fl_oracle.experiments.privacy import StatsPrivacy
@@ -110,7 +110,7 @@ def fedsel_privacy_mod(
             system's entropy); a node mixes in its ``partition-id`` and the message's
             ``server-round``.
 
-    Example:
+    Examples:
         >>> from flwr.app import ConfigRecord, Message, MetricRecord, RecordDict
         >>> from fl_oracle.experiments.flower.local_grid import LocalGrid
         >>> from fl_oracle.experiments.flower.privacy_mod import fedsel_privacy_mod

@@ -126,7 +126,7 @@ def check_flower_selector(selector: Any, spec: Any) -> None:
     candidates' validation logits (``ensemble``) and verified picks (an evaluator of the true
     aggregate), neither of which the Message API's replies carry.
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.flower.strategy import check_flower_selector
         >>> from selection.selectors import make_selector
         >>> check_flower_selector(make_selector("maxmin:2"), "maxmin:2") is None  # accepted
@@ -167,7 +167,7 @@ def flower_information(
     A baseline rule without a model, or a callable selector without ``stats``, reads the
     statistics of every node (``fresh``), as the strategy has always measured them.
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.flower.strategy import flower_information
         >>> flower_information("eps:5@stale"), flower_information("random", "pool:8")
         ('stale', 'pool:8')
@@ -192,7 +192,7 @@ def check_stats(stats: str) -> tuple[str, int | None]:
     :mod:`selection.information`), and the pool's P (None when not a pool); ValueError in one
     line for anything else.
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.flower.strategy import check_stats
         >>> check_stats("pool: 8"), check_stats("stale")
         (('pool:8', 8), ('stale', None))
@@ -287,7 +287,7 @@ class FedselStrategy(FedProx):
     ``start`` returns Flower's ``Result`` with fedsel's per-round ``history`` and ``stats``
     tables attached (``result.fedsel_history``, ``result.fedsel_stats``: DataFrames).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
         >>> from flwr.app import RecordDict

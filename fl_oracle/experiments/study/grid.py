@@ -43,7 +43,7 @@ _GRID_KEYS = ("confirm_seeds", "confirm_first_seed")
 def is_grid(text: str) -> bool:
     """Does the study TOML text describe a grid (a ``grid`` table or array of tables)?
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.study.grid import is_grid
         >>> is_grid("k = 2"), is_grid("grid = {k = [2, 5]}"), is_grid("k = [")  # [: not TOML
         (False, True, False)
@@ -69,7 +69,7 @@ class Cell:
     """One federation of the grid: every axis's value here (``values``, axis order), the
     folder name and the cell's study settings (the grid's seeds and entries).
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.study.grid import GridSettings
         >>> toml = '''
         ... seeds = 2
@@ -117,7 +117,7 @@ class GridSettings:
     product tables (``blocks``: axis -> values, each a product) and the confirmation's
     held-out seeds.
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.study.grid import GridSettings
         >>> toml = '''
         ... seeds = 2
@@ -286,7 +286,7 @@ def confirm_settings(grid: GridSettings, cell: Cell, leaders: Sequence[str]) -> 
     """The held-out study of a cell: every counted baseline and the reference against the
     ``leaders``, on the held-out seeds.
 
-    Example:
+    Examples:
         >>> from fl_oracle.experiments.study.grid import GridSettings, confirm_settings
         >>> toml = '''
         ... seeds = 3

@@ -40,7 +40,7 @@ def check_stored_grid(grid: GridSettings, out: Path, *, grow: bool) -> None:
     same base settings apart from more seeds and entries appended, every stored cell kept
     (its runs are validated again by the cell's own study). Writes ``grid``'s TOML.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from pathlib import Path
         >>> from fl_oracle.experiments.study.grid import GridSettings
@@ -96,7 +96,7 @@ def run_grid(
     Returns:
         ``grid.csv``'s table and the verdict's lines.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from pathlib import Path
         >>> from fl_oracle.experiments.study.grid import GridSettings

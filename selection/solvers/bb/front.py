@@ -145,7 +145,7 @@ def bb_front(
         ``exact`` (finished with c = 0), ``max_off`` and ``gap_slack`` c, ``tolerance`` τ,
         ``history`` ((seconds, points, c) as the front grew), search statistics.
 
-    Example:
+    Examples:
         >>> from selection.example import example_stats
         >>> from selection.problem import SelectionProblem
         >>> front = bb_front(SelectionProblem.from_stats(example_stats(), k=5))

@@ -66,7 +66,7 @@ class LexOutcome:
     """Selected indices (empty if none), normalized status, a message, and the proven upper
     bound on the first stage's objective (model units; NaN when none is known).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from selection.solvers.milp.model import LexOutcome, MilpSpec, make_backend
         >>> U = np.array([3.0, 1.0, 2.0])  # max U·x over x in {0, 1}^3 with x0 + x1 + x2 = 2
@@ -86,7 +86,7 @@ class LexOutcome:
 class LexBackend(GapDescent, ABC):
     """One persistent model: change row bounds, then :meth:`solve` lexicographically.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from selection.solvers.milp.model import INF, MilpSpec, make_backend
         >>> U = np.array([2.0, 1.0, 1.0])  # K = 2: {0, 1} and {0, 2} tie at U = 3
