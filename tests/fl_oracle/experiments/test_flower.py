@@ -209,7 +209,19 @@ def test_probe_phase_matches_the_in_process_loop(data_file, info):
         np.testing.assert_allclose(hist[f"acc_{d}"], r[f"acc_{d}"], atol=100 / N_TEST + 1e-9)
 
 
-@pytest.mark.parametrize("info", ["fresh", "stale", "probe", "predicted", "pool:4"])
+def _every_information_model() -> list[str]:
+    """Each registered information model, its argument filled where it takes one."""
+    from selection.information import information_models
+
+    example = {"P": "4", "A": "20"}
+    out = []
+    for cls in information_models().values():
+        name, _, arg = cls.spec_form().partition(":")
+        out.append(f"{name}:{example[arg]}" if arg else name)
+    return out
+
+
+@pytest.mark.parametrize("info", _every_information_model())
 def test_a_flower_run_is_charged_exactly_as_fedsel_train(data_file, info):
     """Issue 53: the same federation, seed and information model cost the same bytes a round
     in both drivers (a Flower probe run was charged 216 B a round more: its replies' metric
@@ -221,6 +233,8 @@ def test_a_flower_run_is_charged_exactly_as_fedsel_train(data_file, info):
     hist, _ = run_flower(run, 4, engine="local").frames()
     ref = _oracle_run(config, data, "maxmin:2", 2, 2, stats=info).history
     assert list(hist["stats_mode"]) == list(ref["stats_mode"]) == [info] * 2
+    # the same history: every column of the loop's row (Flower adds its own bookkeeping)
+    assert set(ref.columns) - set(hist.columns) == set()
     for col in ("cost_bytes_up", "cost_bytes_down"):
         assert hist[col].tolist() == ref[col].astype(float).tolist(), col
     if not info.startswith("pool"):  # Flower draws its first pool uniformly (no sizes yet)
