@@ -18,6 +18,7 @@ import pandas as pd
 from selection.errors import SelectionError
 from selection.logits import ValidationLogits
 from selection.schema import domain_columns, read_stats, validate_stats
+from selection.surrogates.base import Structure
 
 __all__ = ["SelectionProblem"]
 
@@ -240,7 +241,7 @@ class SelectionProblem:
         The problem itself where the surrogate's values are its own U, U_d (``mean``) or its
         structure is not linear. One view per problem: the routes' caches are per problem.
         """
-        if self.structure != "linear":
+        if self.structure is not Structure.LINEAR:
             return self
         view = _VIEWS.get(self)
         if view is None:

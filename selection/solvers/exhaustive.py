@@ -30,6 +30,7 @@ from selection.solvers.base import Solver, SweepOptions
 from selection.solvers.params import check_finite, check_int, check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult, Status
+from selection.surrogates.base import Structure
 
 __all__ = [
     "DEFAULT_MAX_COUNT",
@@ -233,7 +234,7 @@ def best_delta(
 
 def u_star_of(problem: SelectionProblem, max_count: int = DEFAULT_MAX_COUNT) -> float:
     """U* = max U(S) over the K-selections under the problem's surrogate."""
-    if problem.structure == "linear":  # the closed form: the K largest per-client values
+    if problem.structure is Structure.LINEAR:  # the closed form: the K largest per-client values
         return u_star(problem.linear_view())
     return max(float(b["utility"].max()) for b in _blocks(problem, max_count, ("utility",)))
 
@@ -300,7 +301,7 @@ def top_selections(
 
 def worst_of(problem: SelectionProblem, sel: Sequence[int]) -> float:
     """worst(S) of one selection under the problem's surrogate."""
-    if problem.structure == "linear":
+    if problem.structure is Structure.LINEAR:
         return float(problem.linear_view().Ud[list(sel)].mean(axis=0).min())
     from selection.surrogates import get_surrogate
 

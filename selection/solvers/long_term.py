@@ -60,6 +60,7 @@ from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult, Status
 from selection.surrogates import get_surrogate
+from selection.surrogates.base import Structure
 
 __all__ = ["LongTermEpsSolver", "LongTermFisherSolver", "QUEUE_PREFIX", "top_k_ratio"]
 
@@ -178,7 +179,7 @@ class LongTermEpsSolver(Solver):
 
     def _solve(self, problem: SelectionProblem) -> RawResult:
         surrogate = get_surrogate(problem.surrogate)
-        if surrogate.structure == "black-box":
+        if surrogate.structure is Structure.BLACK_BOX:
             raise SelectionError(
                 f"{self.name}: the {problem.surrogate} surrogate is black-box; the long-term "
                 "objective needs a linear or linear-fractional one (mean, weighted, softvote)"

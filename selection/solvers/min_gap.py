@@ -46,6 +46,7 @@ from selection.solvers.milp.spec import INF, MilpSpec
 from selection.solvers.params import check_finite, check_int, check_nonneg, check_time_limit
 from selection.solvers.result import RawResult, Status
 from selection.solvers.swap_search import SwapData, swap_search
+from selection.surrogates.base import Structure
 
 __all__ = [
     "MinGapSolver",
@@ -160,7 +161,7 @@ class MinGapSolver(Solver):
         small = math.comb(problem.n, problem.k) <= self.enum_limit
         if self.backend == "enum" or (self.backend == "auto" and small):
             return "enum"
-        black_box = problem.structure == "black-box"
+        black_box = problem.structure is Structure.BLACK_BOX
         return "search" if black_box and self.backend == "auto" else "highs"
 
     def _solve(self, problem: SelectionProblem) -> RawResult:

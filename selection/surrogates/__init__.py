@@ -10,6 +10,7 @@ import pkgutil
 from selection.surrogates.base import (
     STRUCTURES,
     SURROGATES,
+    Structure,
     Surrogate,
     get_surrogate,
     register,
@@ -20,4 +21,12 @@ for _mod in pkgutil.iter_modules(__path__):
     if _mod.name != "base" and not _mod.name.startswith("_"):
         importlib.import_module(f"{__name__}.{_mod.name}")
 
-__all__ = ["STRUCTURES", "SURROGATES", "Surrogate", "get_surrogate", "register", "surrogates"]
+__all__ = [
+    "STRUCTURES",
+    "SURROGATES",
+    "Structure",
+    "Surrogate",
+    "get_surrogate",
+    "register",
+    "surrogates",
+]

@@ -18,6 +18,7 @@ accuracy in %.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from selection.problem import SelectionProblem
 
 __all__ = [
+    "Structure",
     "STRUCTURES",
     "SURROGATES",
     "Surrogate",
@@ -37,7 +39,26 @@ __all__ = [
     "get_surrogate",
 ]
 
-STRUCTURES = ("linear", "linear-fractional", "black-box")
+
+class Structure(StrEnum):
+    """What a surrogate's U_d(S) is in x at fixed K, so what a solver route can do with it
+    (a ``str``: a plugin may still write ``structure = "linear"``; :func:`register` makes it
+    the member).
+
+    Examples:
+        >>> from selection.surrogates import Structure, get_surrogate
+        >>> get_surrogate("mean").structure is Structure.LINEAR
+        True
+        >>> Structure("linear-fractional"), Structure.BLACK_BOX == "black-box"
+        (<Structure.LINEAR_FRACTIONAL: 'linear-fractional'>, True)
+    """
+
+    LINEAR = "linear"
+    LINEAR_FRACTIONAL = "linear-fractional"
+    BLACK_BOX = "black-box"
+
+
+STRUCTURES = tuple(s.value for s in Structure)
 SURROGATES: dict[str, type[Surrogate]] = {}
 
 
@@ -63,7 +84,7 @@ class Surrogate(ABC):
         >>> problem = SelectionProblem.from_stats(stats, k=2)  # 3 clients, K = 2, domains x, y
         >>> mean = get_surrogate("mean")  # U_d(S): the mean of the selected clients' U_{i,d}
         >>> mean.structure
-        'linear'
+        <Structure.LINEAR: 'linear'>
         >>> U, Ud = mean.block(problem, np.array([[0, 1], [1, 2]]))  # S = {a, b} and S = {b, c}
         >>> U.tolist(), Ud.tolist()
         ([65.0, 75.0], [[80.0, 50.0], [70.0, 75.0]])
@@ -73,7 +94,7 @@ class Surrogate(ABC):
     """
 
     name: ClassVar[str] = ""
-    structure: ClassVar[str] = "black-box"
+    structure: ClassVar[Structure] = Structure.BLACK_BOX
     needs_logits: ClassVar[bool] = False
     summary: ClassVar[str] = ""
     order: ClassVar[int] = 100
@@ -200,7 +221,7 @@ def register(cls: type[Surrogate]) -> type[Surrogate]:
         ...     def block(self, problem, idx, *, need_ud=True):
         ...         return problem.U[idx].max(axis=1), problem.Ud[idx].max(axis=1)
         >>> surrogates()["best"] is Best, Best.structure
-        (True, 'black-box')
+        (True, <Structure.BLACK_BOX: 'black-box'>)
         >>> del SURROGATES["best"]  # unregister: the example leaves the registry as it was
         >>> class Curved(Best):
         ...     name, structure = "curved", "convex"
@@ -213,6 +234,7 @@ def register(cls: type[Surrogate]) -> type[Surrogate]:
         raise TypeError(f"{cls.__name__} has no name")
     if cls.structure not in STRUCTURES:
         raise TypeError(f"{cls.__name__}: structure {cls.structure!r} is not one of {STRUCTURES}")
+    cls.structure = Structure(cls.structure)
     SURROGATES[cls.name] = cls
     return cls
 
@@ -226,7 +248,7 @@ def surrogates() -> dict[str, type[Surrogate]]:
         >>> list(known)
         ['mean', 'weighted', 'ensemble', 'softvote']
         >>> known["weighted"].structure, known["ensemble"].needs_logits
-        ('linear-fractional', True)
+        (<Structure.LINEAR_FRACTIONAL: 'linear-fractional'>, True)
     """
     import selection.surrogates  # noqa: F401  (registers the built-in surrogates)
     from selection.plugins import plugin_classes
@@ -248,7 +270,7 @@ def get_surrogate(name: str) -> Surrogate:
         >>> from selection.surrogates.base import get_surrogate
         >>> weighted = get_surrogate("weighted")
         >>> type(weighted).__name__, weighted.structure, weighted is get_surrogate("weighted")
-        ('WeightedSurrogate', 'linear-fractional', True)
+        ('WeightedSurrogate', <Structure.LINEAR_FRACTIONAL: 'linear-fractional'>, True)
         >>> get_surrogate("median")
         Traceback (most recent call last):
         ...

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from selection.surrogates.base import Surrogate, Swaps, register
+from selection.surrogates.base import Structure, Surrogate, Swaps, register
 
 CHUNK_ELEMENTS = 1 << 23  # selections × disagreeing samples × classes per chunk (float32)
 
@@ -72,7 +72,7 @@ class EnsembleSurrogate(Surrogate):
     """
 
     name = "ensemble"
-    structure = "black-box"
+    structure = Structure.BLACK_BOX
     needs_logits = True
     summary = "accuracy of argmax Σ p_i z_i, the sample-weighted logit ensemble (black-box)"
     order = 30

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from selection.surrogates.base import Surrogate, register
+from selection.surrogates.base import Structure, Surrogate, register
 
 
 @register
@@ -12,7 +12,7 @@ class MeanSurrogate(Surrogate):
     """The unweighted mean of the selected clients' single-update utilities."""
 
     name = "mean"
-    structure = "linear"
+    structure = Structure.LINEAR
     summary = "mean of the selected clients' U_{i,d} (the problem statement's definition; linear)"
     order = 10
 

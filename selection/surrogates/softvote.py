@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from selection.errors import SelectionError
-from selection.surrogates.base import Surrogate, register
+from selection.surrogates.base import Structure, Surrogate, register
 
 _values: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -51,7 +51,7 @@ class SoftVoteSurrogate(Surrogate):
     """The sample-weighted mean of the selected candidates' true-label probabilities."""
 
     name = "softvote"
-    structure = "linear-fractional"
+    structure = Structure.LINEAR_FRACTIONAL
     needs_logits = True
     summary = "Σ p_i s_{i,d}: FedAvg-weighted true-label probability of the candidates (linear-fractional)"
     order = 40

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from selection.surrogates.base import Surrogate, register
+from selection.surrogates.base import Structure, Surrogate, register
 
 
 @register
@@ -16,7 +16,7 @@ class WeightedSurrogate(Surrogate):
     """The sample-weighted mean of the selected clients' single-update utilities."""
 
     name = "weighted"
-    structure = "linear-fractional"
+    structure = Structure.LINEAR_FRACTIONAL
     summary = "Σ p_i U_{i,d}, p_i = n_i / Σ_S n_j, FedAvg's weights (linear-fractional)"
     order = 20
 

@@ -28,6 +28,7 @@ from selection.progress import ProgressFn, report
 from selection.solvers.bb.certificate import Snapshot
 from selection.solvers.bb.planes import PLANES
 from selection.solvers.bb.search import BoxSearch, SearchOutcome, on_grid
+from selection.surrogates.base import Structure
 
 __all__ = ["bb_front", "bb_search", "BB_REASON"]
 
@@ -60,7 +61,7 @@ def bb_search(
 
     if plane not in PLANES:
         raise SelectionError(f"bb: unknown plane {plane!r}; choose one of {', '.join(PLANES)}")
-    if problem.structure != "linear":
+    if problem.structure is not Structure.LINEAR:
         raise SelectionError(
             f"bb: the {problem.surrogate} surrogate is {problem.structure}; the bi-objective "
             "branch-and-bound takes linear surrogates (mean) only: use --backend auto"

@@ -33,12 +33,12 @@ def model_data(problem: SelectionProblem, backend: str, scale: int) -> dict[str,
     U and U_d are the per-client values the problem's surrogate combines
     (:meth:`selection.surrogates.base.Surrogate.client_values`: the single-update utilities,
     or e.g. the soft vote's true-label probabilities)."""
-    from selection.surrogates import get_surrogate
+    from selection.surrogates import Structure, get_surrogate
 
     sur = get_surrogate(problem.surrogate)
     U, Ud = (
         sur.client_values(problem)
-        if sur.structure in ("linear", "linear-fractional")
+        if sur.structure in (Structure.LINEAR, Structure.LINEAR_FRACTIONAL)
         else (problem.U, problem.Ud)
     )
     data = {"U": U, "Ud": Ud, "F_z": problem.F_z, "B": problem.B}

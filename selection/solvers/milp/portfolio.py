@@ -16,6 +16,7 @@ import numpy as np
 from selection.problem import SelectionProblem
 from selection.solvers.milp.formulations import count_groups
 from selection.solvers.milp.registry import milp_backends
+from selection.surrogates.base import Structure
 
 __all__ = [
     "aligned",
@@ -169,7 +170,7 @@ def portfolio(
     model, whose ε rows it keeps half a value-grid step from every attainable gap).
     ``max_min``: whether its first stage maximizes the worst domain row (maxmin,
     fisher-fair): on float rows that stage takes :data:`MAX_MIN_FLOAT_ROUTE`."""
-    if problem.structure != "linear":
+    if problem.structure is not Structure.LINEAR:
         return AUTO_MILP, f"the {problem.surrogate} surrogate's fractional stages: {AUTO_MILP}"
     n = problem.n
     if max_min and value_quantum(problem.Ud) == 0:
@@ -220,9 +221,9 @@ def route_refusal(route: str, problem: SelectionProblem, *, fractional: bool = F
     from selection.surrogates import get_surrogate
 
     sur = get_surrogate(problem.surrogate)
-    if sur.structure == "linear" or route == "enum":
+    if sur.structure is Structure.LINEAR or route == "enum":
         return ""
-    if sur.structure == "linear-fractional" and fractional:
+    if sur.structure is Structure.LINEAR_FRACTIONAL and fractional:
         return ""
     return (
         f"the {sur.name} surrogate is {sur.structure}: the {route} MILP route cannot take it; "
