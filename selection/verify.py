@@ -18,6 +18,7 @@ import numpy as np
 
 from selection.objectives import evaluate, realized_objectives
 from selection.problem import SelectionProblem
+from selection.solvers.params import Route
 from selection.solvers.result import SolveResult, Status
 
 __all__ = ["DEFAULT_VERIFY", "Evaluator", "verified_solve"]
@@ -61,7 +62,7 @@ def verified_solve(
             Status.INFEASIBLE,
             seconds=time.perf_counter() - t0,
             param=param,
-            backend="enum",
+            backend=Route.ENUM,
             message="no selection satisfies the constraints",
         )
     real = []

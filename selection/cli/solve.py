@@ -32,6 +32,7 @@ from selection.cli.options import (
 from selection.cli.reach import eps_range, range_hint
 from selection.cli.resolve import default_plane, load_problem, solver_class
 from selection.errors import SelectionError
+from selection.solvers.params import Route
 
 __all__ = ["solve", "register"]
 
@@ -73,7 +74,7 @@ def solve(
         "weights": weights,
         "composite": composite,
         "pick": None if pick == "knee" else pick,
-        "backend": None if backend == "auto" else backend,
+        "backend": None if backend == Route.AUTO else backend,
         "time_limit": time_limit,
         "f_min": fisher_min,
         "b_max": b_max,
@@ -148,7 +149,7 @@ def solve(
         and cls.bound_objective
     ):
         why = "stopped at the time limit" if r.status == "time_limit" else "within --tolerance"
-        if r.backend == "search":  # a heuristic's answer: the bound is all that is proven
+        if r.backend == Route.SEARCH:  # a heuristic's answer: the bound is all that is proven
             why = "a local search's answer"
         print(
             f"fedsel: {why}; proven: {cls.bound_objective} <= {r.bound:.6g} "

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from selection.problem import SelectionProblem
+from selection.solvers.params import Route
 from selection.solvers.result import RawResult, Status
 
 __all__ = ["Goal", "SearchOutcome", "search", "first_bound", "answer", "EVALUATIONS"]
@@ -238,6 +239,6 @@ def answer(out: SearchOutcome, param: str, bound: float, what: str) -> RawResult
     work = f"swap search, {out.evaluations:,} neighbours in {out.seconds:.2f} s ({out.stopped})"
     if not out.feasible:
         msg = f"no selection meeting {what} found ({work}; not a proof that none exists)"
-        return RawResult((), Status.TIME_LIMIT, "search", msg, param, exact=False)
+        return RawResult((), Status.TIME_LIMIT, Route.SEARCH, msg, param, exact=False)
     msg = f"{work}; a heuristic: the optimum lies between the value and the bound"
-    return RawResult(out.selected, Status.FEASIBLE, "search", msg, param, bound, exact=False)
+    return RawResult(out.selected, Status.FEASIBLE, Route.SEARCH, msg, param, bound, exact=False)

@@ -27,7 +27,7 @@ from selection.indicators import nondominated_mask
 from selection.objectives import OBJECTIVES, u_star
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver, SweepOptions
-from selection.solvers.params import check_finite, check_int, check_nonneg, fmt_param
+from selection.solvers.params import Route, check_finite, check_int, check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult, Status
 from selection.surrogates.base import Structure
@@ -373,7 +373,7 @@ def exact_front(
             objectives=evaluate(problem, front_idx[j]),
             seconds=seconds,
             param=",".join(objectives),
-            backend="enum",
+            backend=Route.ENUM,
         )
         for j in order
     ]
@@ -434,4 +434,4 @@ class ExhaustiveSolver(Solver):
             param = fmt_param("eps", self.eps) if self.eps is not None else ""
         status = Status.OPTIMAL if sel else Status.INFEASIBLE
         msg = "" if sel else "no selection satisfies the constraints"
-        return RawResult(sel, status, backend="enum", message=msg, param=param)
+        return RawResult(sel, status, backend=Route.ENUM, message=msg, param=param)

@@ -43,7 +43,7 @@ from selection.solvers.exhaustive import top_selections
 from selection.solvers.milp.highs import HighsBackend
 from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT, route_refusal, value_quantum
 from selection.solvers.milp.spec import INF, MilpSpec
-from selection.solvers.params import check_finite, check_int, check_nonneg, check_time_limit
+from selection.solvers.params import Route, check_finite, check_int, check_nonneg, check_time_limit
 from selection.solvers.result import RawResult, Status
 from selection.solvers.swap_search import SwapData, swap_search
 from selection.surrogates.base import Structure
@@ -159,23 +159,23 @@ class MinGapSolver(Solver):
         """``enum``, ``highs``, or ``search`` (``auto`` on a black-box surrogate above the
         enumeration limit: :mod:`.black_box`): the route this solver takes on ``problem``."""
         small = math.comb(problem.n, problem.k) <= self.enum_limit
-        if self.backend == "enum" or (self.backend == "auto" and small):
-            return "enum"
+        if self.backend == Route.ENUM or (self.backend == Route.AUTO and small):
+            return Route.ENUM
         black_box = problem.structure is Structure.BLACK_BOX
-        return "search" if black_box and self.backend == "auto" else "highs"
+        return Route.SEARCH if black_box and self.backend == Route.AUTO else "highs"
 
     def _solve(self, problem: SelectionProblem) -> RawResult:
         problem = problem.linear_view()
-        if self.route(problem) == "enum":
+        if self.route(problem) == Route.ENUM:
             rule = min_gap_rule(self.f_min, self.b_max)
             top = top_selections(problem, rule, 1)
             if not top:
                 msg = "no selection satisfies the constraints"
-                return RawResult((), Status.INFEASIBLE, "enum", msg)
+                return RawResult((), Status.INFEASIBLE, Route.ENUM, msg)
             msg = "smallest gap by enumeration"
             gap = float(evaluate(problem, top[0])["gap"])
-            return RawResult(top[0], Status.OPTIMAL, "enum", msg, bound=gap)
-        if self.route(problem) == "search":
+            return RawResult(top[0], Status.OPTIMAL, Route.ENUM, msg, bound=gap)
+        if self.route(problem) == Route.SEARCH:
             return self._search(problem)
         refusal = route_refusal("highs", problem, fractional=True)
         if refusal:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from enum import StrEnum
 
 import numpy as np
 
 __all__ = [
     "FRONT_ROUTE",
+    "Route",
     "check_route_options",
     "check_nonneg",
     "check_finite",
@@ -61,9 +63,25 @@ def check_time_limit(value: float | None) -> float | None:
     return v
 
 
+class Route(StrEnum):
+    """The routes that are not a MILP backend (those are named by their registry:
+    :func:`selection.solvers.milp.registry.milp_backends`); a ``str``, so a route is either.
+
+    Examples:
+        >>> from selection.solvers.params import Route
+        >>> [str(r) for r in Route], Route("enum") is Route.ENUM
+        (['auto', 'enum', 'search', 'bb'], True)
+    """
+
+    AUTO = "auto"  # the portfolio chooses (selection.solvers.milp.portfolio)
+    ENUM = "enum"  # complete enumeration of the C(N, K) selections
+    SEARCH = "search"  # a black-box heuristic: a bound, no proof (selection.solvers.black_box)
+    BB = "bb"  # the complete ε front in one branch and bound (selection.solvers.bb)
+
+
 #: the route that computes a complete ε front in one search (:mod:`selection.solvers.bb`):
 #: a backend of front sweeps, not of one point
-FRONT_ROUTE = "bb"
+FRONT_ROUTE = Route.BB
 
 
 def check_route_options(

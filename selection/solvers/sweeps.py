@@ -33,7 +33,13 @@ import pandas as pd
 from selection.problem import SelectionProblem
 from selection.progress import ProgressFn
 from selection.solvers.grid import _Counter, _run_grid
-from selection.solvers.params import as_float_list, check_int, check_nonneg, check_route_options
+from selection.solvers.params import (
+    Route,
+    as_float_list,
+    check_int,
+    check_nonneg,
+    check_route_options,
+)
 from selection.solvers.registry import make_solver
 from selection.solvers.result import (
     FRONT_COLUMNS,
@@ -158,8 +164,8 @@ def sweep_eps(
     if step <= 0:
         raise ValueError(f"step={step!r} must be > 0")
     tolerance = check_nonneg("tolerance", tolerance, allow_none=False)
-    by_bb = backend == "auto" and complete and _bb_tolerant(problem, f_min, b_max, tolerance)
-    if backend == "bb" or by_bb:
+    by_bb = backend == Route.AUTO and complete and _bb_tolerant(problem, f_min, b_max, tolerance)
+    if backend == Route.BB or by_bb:
         limits = [v for v in (whole_limit, max_seconds) if v is not None and v < math.inf]
         if not complete:
             raise ValueError(
@@ -339,7 +345,7 @@ def _enumeration_budget(problem, backend, f_min, b_max) -> float | None:
     """The MILP sweep's budget before enumeration takes over, or None (no switch)."""
     from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT
 
-    if backend != "auto" or f_min is not None or b_max is not None:
+    if backend != Route.AUTO or f_min is not None or b_max is not None:
         return None
     count = math.comb(problem.n, problem.k)
     if not DEFAULT_ENUM_LIMIT < count <= FRONT_ENUM_MAX:

@@ -28,6 +28,7 @@ from selection.progress import ProgressFn, report
 from selection.solvers.bb.certificate import Snapshot
 from selection.solvers.bb.planes import PLANES
 from selection.solvers.bb.search import BoxSearch, SearchOutcome, on_grid
+from selection.solvers.params import Route
 from selection.surrogates.base import Structure
 
 __all__ = ["bb_front", "bb_search", "BB_REASON"]
@@ -204,7 +205,7 @@ def bb_front(
                 objectives=obj,
                 seconds=seconds,
                 param=param,
-                backend="bb",
+                backend=Route.BB,
                 message=f"{note}; {out.boxes} boxes, {out.lps} LPs, {out.nodes} nodes, "
                 f"{out.mips} MIPs",
                 bound=obj["utility"] + c,

@@ -40,7 +40,7 @@ from selection.solvers.milp.registry import (
     make_backend,
     milp_backend_class,
 )
-from selection.solvers.params import check_int, check_nonneg, check_route_options
+from selection.solvers.params import Route, check_int, check_nonneg, check_route_options
 from selection.solvers.result import RawResult, Status
 from selection.surrogates.base import Structure
 
@@ -121,15 +121,15 @@ class ExactSolver(Solver):
     def route_choice(self, problem: SelectionProblem) -> tuple[str, str]:
         """(route, why): the backend used on ``problem`` and the reason it was chosen."""
         problem = problem.linear_view()
-        if self.backend != "auto":
+        if self.backend != Route.AUTO:
             return self.backend, "given by --backend"
         count = math.comb(problem.n, problem.k)
         if count <= self.enum_limit:
-            return "enum", f"C(N, K) = {count:,} <= enum_limit {self.enum_limit:,}: enumeration"
+            return Route.ENUM, f"C(N, K) = {count:,} <= enum_limit {self.enum_limit:,}: enumeration"
         if (
             problem.structure is Structure.BLACK_BOX
         ):  # no MILP takes it: selection.solvers.black_box
-            return "search", (
+            return Route.SEARCH, (
                 f"C(N, K) = {count:,} > enum_limit {self.enum_limit:,} and the "
                 f"{problem.surrogate} surrogate is black-box: swap local search"
             )
@@ -168,7 +168,7 @@ class ExactSolver(Solver):
     def model(self, problem: SelectionProblem) -> LexBackend:
         """The persistent backend model of ``problem`` (built on first use)."""
         route = self.route(problem)
-        if route == "enum":
+        if route == Route.ENUM:
             raise ValueError("the enum route has no MILP model")
         models = self._models.setdefault(problem, {})
         if route not in models:
@@ -197,7 +197,7 @@ class ExactSolver(Solver):
             return None
         if self.counts == "auto":
             route = self.route(problem)
-            if route == "enum" or not milp_backend_class(route).counts_default:
+            if route == Route.ENUM or not milp_backend_class(route).counts_default:
                 return None
         return count_groups(problem)
 
@@ -219,14 +219,14 @@ class ExactSolver(Solver):
         # a linear surrogate: the mean problem over its per-client values (same objectives)
         problem = problem.linear_view()
         route, why = self.route_choice(problem)
-        exact = route != "search" and (not integer_data(route) or self.exact_on_cpsat(problem))
+        exact = route != Route.SEARCH and (not integer_data(route) or self.exact_on_cpsat(problem))
         return dataclasses.replace(self._solve_route(problem, route), reason=why, exact=exact)
 
     def _solve_route(self, problem: SelectionProblem, route: str) -> RawResult:
         t0 = time.perf_counter()
-        if route == "enum":
+        if route == Route.ENUM:
             return self._solve_enum(problem)
-        if route == "search":
+        if route == Route.SEARCH:
             return self._solve_search(problem)
         refusal = route_refusal(route, problem, fractional=self.fractional)
         if not refusal and self.tolerance > 0 and integer_data(route):
@@ -281,15 +281,15 @@ class ExactSolver(Solver):
         """The enumeration route's answer: ``selected``, or infeasible when it is empty."""
         if not selected:
             msg = "no selection satisfies the constraints"
-            return RawResult((), Status.INFEASIBLE, "enum", msg, self._param())
-        return RawResult(selected, Status.OPTIMAL, "enum", "", self._param())
+            return RawResult((), Status.INFEASIBLE, Route.ENUM, msg, self._param())
+        return RawResult(selected, Status.OPTIMAL, Route.ENUM, "", self._param())
 
     def candidates(self, problem: SelectionProblem, m: int) -> list[tuple[int, ...]]:
         """The ``m`` best selections by this formulation's criterion, best first (enumeration;
         the first is the one :meth:`solve` returns there)."""
         from selection.solvers.exhaustive import top_selections
 
-        if self.route(problem) != "enum":
+        if self.route(problem) != Route.ENUM:
             raise SelectionError(
                 f"{self.name}: verified picks rank candidates by enumeration; C(N, K) = "
                 f"{math.comb(problem.n, problem.k):,} is above enum_limit={self.enum_limit:,}"

@@ -16,6 +16,7 @@ import numpy as np
 from selection.problem import SelectionProblem
 from selection.solvers.milp.formulations import count_groups
 from selection.solvers.milp.registry import milp_backends
+from selection.solvers.params import Route
 from selection.surrogates.base import Structure
 
 __all__ = [
@@ -199,7 +200,7 @@ def portfolio(
 
 def backends() -> tuple[str, ...]:
     """Every route name: ``auto``, ``enum`` and each registered MILP backend."""
-    return ("auto", "enum", *milp_backends())
+    return (Route.AUTO, Route.ENUM, *milp_backends())
 
 
 def check_backend(backend: str, *, front: bool = False) -> str:
@@ -208,7 +209,7 @@ def check_backend(backend: str, *, front: bool = False) -> str:
 
     allowed = (*backends(), FRONT_ROUTE) if front else backends()
     if backend not in allowed:
-        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(allowed)}")
+        raise ValueError(f"unknown backend {str(backend)!r}; choose one of {', '.join(allowed)}")
     return backend
 
 
@@ -221,7 +222,7 @@ def route_refusal(route: str, problem: SelectionProblem, *, fractional: bool = F
     from selection.surrogates import get_surrogate
 
     sur = get_surrogate(problem.surrogate)
-    if sur.structure is Structure.LINEAR or route == "enum":
+    if sur.structure is Structure.LINEAR or route == Route.ENUM:
         return ""
     if sur.structure is Structure.LINEAR_FRACTIONAL and fractional:
         return ""

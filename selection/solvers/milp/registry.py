@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from selection.solvers.params import Route
+
 if TYPE_CHECKING:
     from selection.solvers.milp.model import LexBackend
     from selection.solvers.milp.spec import MilpSpec
@@ -37,7 +39,7 @@ def register_backend(name: str):
 def integer_data(route: str) -> bool:
     """Whether ``route`` solves the data rounded to integers (``LexBackend.integer_data``),
     so its rows are the true rows only where the data are multiples of 1/scale."""
-    return route != "enum" and milp_backend_class(route).integer_data
+    return route != Route.ENUM and milp_backend_class(route).integer_data
 
 
 def milp_backend_class(name: str) -> type[LexBackend]:
