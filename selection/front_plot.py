@@ -39,7 +39,6 @@ _PALETTE = PALETTE[:7]  # one colour per method, as many as open marker symbols
 # open symbols, largest first: coinciding points of several methods show as nested rings
 _SYMBOLS = ("circle-open", "square-open", "diamond-open", "triangle-up-open", "cross-thin-open",
             "x-thin-open", "star-open")  # fmt: skip
-_GREEK = {"eps": "ε", "delta": "δ", "alpha": "α"}
 
 
 def param_label(param: str) -> str:
@@ -52,7 +51,9 @@ def param_label(param: str) -> str:
         v = float(value)
     except ValueError:
         return text
-    return f"{_GREEK.get(name, name)}={format(v, '.5g')}"
+    from selection.solvers.registry import param_symbols
+
+    return f"{param_symbols().get(name, name)}={format(v, '.5g')}"
 
 
 def axis_title(name: str) -> dict:

@@ -142,6 +142,8 @@ class Solver(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     param: ClassVar[str | None] = None
+    #: how figures and labels write ``param`` (``ε=5``, ``δ=2``); None: the name itself
+    symbol: ClassVar[str | None] = None
     default_grid: ClassVar[tuple | None] = None
     spec_form: ClassVar[str] = ""
     order: ClassVar[int] = 100

@@ -80,6 +80,7 @@ class EpsSolver(ExactSolver):
     name = "eps"
     summary = "ε-constraint MILP: max U s.t. gap <= ε, then min gap (Pareto-optimal points)"
     param = "eps"
+    symbol = "ε"
     spec_form = "eps:E"
     order = 20
     bound_objective = "utility"

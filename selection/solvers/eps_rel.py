@@ -38,6 +38,7 @@ class EpsRelSolver(Solver):
     name: ClassVar[str] = "eps-rel"
     summary: ClassVar[str] = "ε at a fraction α of the round's own gap range (adapts per round)"
     param: ClassVar[str] = "alpha"
+    symbol = "α"
     default_grid: ClassVar[tuple] = (0.0, 0.25, 0.5, 0.75, 1.0)
     spec_form: ClassVar[str] = "eps-rel:A"
     order: ClassVar[int] = 25

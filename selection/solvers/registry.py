@@ -14,7 +14,7 @@ from typing import Any
 from selection.errors import SelectionError
 from selection.solvers.base import Solver
 
-__all__ = ["SOLVERS", "register", "solvers", "make_solver"]
+__all__ = ["SOLVERS", "register", "solvers", "make_solver", "param_symbols"]
 
 
 SOLVERS: dict[str, type[Solver]] = {}
@@ -66,6 +66,23 @@ def solvers() -> dict[str, type[Solver]]:
     for cls in plugin_classes("fedsel.formulations", Solver):
         SOLVERS.setdefault(cls.name, cls)
     return dict(sorted(SOLVERS.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+def param_symbols() -> dict[str, str]:
+    """How labels write each formulation parameter, as the solvers declare it (``param`` ->
+    ``symbol``).
+
+    Examples:
+        >>> from selection.solvers.registry import param_symbols
+        >>> symbols = param_symbols()
+        >>> symbols["eps"], symbols["delta"], symbols["alpha"], symbols["weights"]
+        ('ε', 'δ', 'α', 'w')
+    """
+    out: dict[str, str] = {}
+    for cls in solvers().values():
+        if cls.param and cls.symbol:
+            out.setdefault(cls.param, cls.symbol)
+    return out
 
 
 def make_solver(name: str, **kwargs: Any) -> Solver:

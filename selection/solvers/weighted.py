@@ -135,6 +135,7 @@ class WeightedSolver(Solver):
     name = "weighted"
     summary = "top-K by a weighted sum of z-scored terms (supported points only)"
     param = "weights"
+    symbol = "w"
     default_grid = tuple(default_weight_grid())
     spec_form = "weighted:w_U,w_R,w_F,w_cos,w_B"
     order = 10

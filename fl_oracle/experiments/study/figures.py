@@ -39,10 +39,11 @@ def family(spec: Spec) -> str:
 
 
 def _param(spec: Spec) -> str:
+    from selection.solvers.registry import solvers
+
     name, arg = spec.name, spec.arg
-    sym = {"eps": "ε", "maxmin": "δ", "eps-rel": "α", "weighted": "w", "fisher-fair": "δ"}.get(
-        name, name
-    )
+    cls = solvers().get(name)
+    sym = (cls.symbol if cls is not None else None) or name  # as the solver declares it
     return f"{sym}={arg}" if arg else name
 
 
