@@ -18,7 +18,7 @@ import pandas as pd
 from selection.errors import SelectionError
 from selection.logits import ValidationLogits
 from selection.schema import domain_columns, read_stats, validate_stats
-from selection.surrogates.base import Structure
+from selection.surrogates.base import DEFAULT_SURROGATE, Structure
 
 __all__ = ["SelectionProblem"]
 
@@ -78,7 +78,7 @@ class SelectionProblem:
     k: int
     round: int
     table: pd.DataFrame | None = field(default=None, repr=False)
-    surrogate: str = "mean"
+    surrogate: str = DEFAULT_SURROGATE
     logits: ValidationLogits | None = field(default=None, repr=False)
     vectors: np.ndarray | None = field(default=None, repr=False, compare=False)
 
@@ -107,7 +107,7 @@ class SelectionProblem:
         k: int,
         round: int | None = None,  # noqa: A002 - the maths calls it the round
         *,
-        surrogate: str = "mean",
+        surrogate: str = DEFAULT_SURROGATE,
         logits: ValidationLogits | None = None,
     ) -> SelectionProblem:
         """Build the problem of one round.
@@ -250,7 +250,9 @@ class SelectionProblem:
             U, Ud = get_surrogate(self.surrogate).client_values(self)
             if U is self.U and Ud is self.Ud:
                 return self
-            view = replace(self, U=np.asarray(U, float), Ud=np.asarray(Ud, float), surrogate="mean")
+            view = replace(
+                self, U=np.asarray(U, float), Ud=np.asarray(Ud, float), surrogate=DEFAULT_SURROGATE
+            )
             _VIEWS[self] = view
         return view
 

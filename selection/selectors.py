@@ -77,6 +77,7 @@ from selection.specs import (
     spec_number,
     split_specs,
 )
+from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = [
     # the typed spec (:mod:`selection.specs`), re-exported: a selector is built from it
@@ -321,7 +322,7 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
             )
         if parsed.verify:
             raise bad_spec(text, f"verify needs a formulation; {name} is a baseline rule")
-        if parsed.surrogate != "mean" and name in baselines():
+        if parsed.surrogate != DEFAULT_SURROGATE and name in baselines():
             raise bad_spec(
                 text,
                 f"{name} is a baseline rule: it reads no surrogate of U(S) (a surrogate "

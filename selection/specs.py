@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from selection.errors import SelectionError
+from selection.surrogates.base import DEFAULT_SURROGATE
 from selection.verify import DEFAULT_VERIFY
 
 __all__ = [
@@ -53,7 +54,7 @@ class Spec:
     name: str
     arg: str | None = None
     stats_mode: str | None = None
-    surrogate: str = "mean"
+    surrogate: str = DEFAULT_SURROGATE
     verify: int = 0
 
     @property
@@ -71,7 +72,7 @@ class Spec:
             self.stats_mode == "fresh" and not _is_rule(self.name)
         ):
             mods.append(self.stats_mode)
-        if self.surrogate != "mean":
+        if self.surrogate != DEFAULT_SURROGATE:
             mods.append(self.surrogate)
         if self.verify:
             mods.append("verify" if self.verify == DEFAULT_VERIFY else f"verify={self.verify}")
@@ -90,7 +91,9 @@ class Spec:
         charged for what the rule reads)."""
         if self.stats_mode is not None:
             return self.stats_mode
-        return "rule" if _is_rule(self.name) else "fresh"
+        from selection.information import RULE, default_information
+
+        return RULE if _is_rule(self.name) else default_information()
 
     @property
     def canonical(self) -> str:
@@ -110,7 +113,7 @@ class Spec:
         from selection.surrogates import get_surrogate
 
         get_surrogate(surrogate)
-        if self.surrogate not in ("mean", surrogate):
+        if self.surrogate not in (DEFAULT_SURROGATE, surrogate):
             raise bad_spec(
                 self.canonical, f"it names the {self.surrogate} surrogate, --surrogate {surrogate}"
             )
@@ -142,7 +145,7 @@ class Spec:
         Raises:
             SelectionError: naming the spec, the model and the offending value.
         """
-        from selection.information import get_information, parse_information
+        from selection.information import RULE, get_information, parse_information
 
         spec = self
         if stats is not None:
@@ -162,7 +165,7 @@ class Spec:
             return info
         if k > n:
             raise SelectionError(f"k={k} exceeds the {n} clients of the federation")
-        if info != "rule":
+        if info != RULE:
             name, _, arg = info.partition(":")
             model = get_information(name)(int(arg) if arg else None)
             try:
@@ -326,7 +329,7 @@ def selector_help() -> str:
 
     names = ", ".join(f.split(":")[0].split("[")[0] for f in spec_forms())
     infos = ", ".join(c.spec_form() for c in information_models().values())
-    mods = ", ".join(n for n in surrogates() if n != "mean")
+    mods = ", ".join(n for n in surrogates() if n != DEFAULT_SURROGATE)
     return (
         f"Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any; NAME one of {names} (ARGS: "
         f"fedsel methods); modifiers joined by +: a surrogate ({mods}), an information model "

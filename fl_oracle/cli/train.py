@@ -26,6 +26,7 @@ from fl_oracle.cli.options import (
 from fl_oracle.experiments.demo.run import DemoSettings
 from fl_oracle.experiments.runner import DEMO_ORACLE
 from selection.selectors import selector_help
+from selection.surrogates.base import DEFAULT_SURROGATE
 
 _D = DemoSettings()  # the demo's defaults, shown in --help
 
@@ -99,7 +100,7 @@ def train(
         "--surrogate",
         help="Surrogate of U(S), U_d(S) the selector judges by: mean, weighted, ensemble "
         "(the same as SPEC@NAME).",
-        show_default="mean",
+        show_default=DEFAULT_SURROGATE,
     ),
     k: int = typer.Option(..., "--k", "-k", min=1, help="Clients selected per round."),
     rounds: int = typer.Option(10, "--rounds", "-r", min=1, help="Training rounds."),

@@ -78,7 +78,10 @@ from fl_oracle.experiments.round_step import (
 from selection.baselines.base import Baseline
 from selection.errors import SelectionError
 from selection.information import (
+    RULE,
     RoundInputs,
+    default_information,
+    get_information,
     information_models,
     make_information,
     parse_information,
@@ -86,6 +89,7 @@ from selection.information import (
 from selection.information.probe import Calibrated
 from selection.problem import SelectionProblem
 from selection.selectors import Selector
+from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = [
     "STATS_MODES",
@@ -106,7 +110,15 @@ __all__ = [
 
 # the information models a run takes (``pool`` with its P: ``pool:10``), and ``rule``: a
 # baseline rule charged for what it reads (:attr:`selection.selectors.Spec.information`)
-STATS_MODES = (*information_models(), "rule")
+STATS_MODES = (*information_models(), RULE)
+
+
+def _upper_bound(stats_mode: str) -> bool:
+    """Whether the information model ``stats_mode`` (``pool:10`` spelled with its argument)
+    measures every client every round (the oracle's upper bound)."""
+    return get_information(stats_mode.partition(":")[0]).upper_bound
+
+
 #: what a probing client reports (:data:`fl_oracle.experiments.privacy.FIELDS`)
 PROBE_FIELDS = ("loss", "F", "B", "cos_g", "x")
 #: what a client that trained reports beside its update (its U_d are the server's evaluation)
@@ -127,7 +139,7 @@ def check_information(text: str) -> str:
         ...
         ValueError: stats mode 'bogus': unknown information model 'bogus' (one of fresh, ...)
     """
-    if text == "rule":
+    if text == RULE:
         return text
     try:
         return parse_information(str(text))
@@ -242,12 +254,12 @@ class _Information:
         #: the privacy mode of what clients report (None: off) and the fields a rule reports
         self.privacy = privacy
         self.reports = reports
-        self.rule = spec == "rule"
+        self.rule = spec == RULE
         if self.rule and not callable(getattr(oracle, "probe_table", None)):
-            rule_view = "fresh"  # an oracle without the probe pass (test fakes)
+            rule_view = default_information()  # an oracle without the probe pass (test fakes)
         #: what a rule reads (``Baseline.reads``) when only that is computed: no prediction of
         #: its choice, no statistics of its picks (``run_training(records=())``); else None
-        self.lean = lean if self.rule and rule_view != "fresh" else None
+        self.lean = lean if self.rule and not _upper_bound(rule_view) else None
         self.model = make_information(rule_view if self.rule else spec, seed=seed)
         self._clients: pd.DataFrame | None = getattr(oracle, "clients", None)
         if self._clients is not None:
@@ -481,13 +493,13 @@ def run_training(
         raise ValueError(f"records: {unknown[0]!r} is not one of {', '.join(RECORDS)}")
     if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
         raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
-    if measure is not None and stats_mode not in ("fresh", "rule"):
+    if measure is not None and stats_mode != RULE and not _upper_bound(stats_mode):
         raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
     domains = list(oracle.domains)
     q = getattr(selector, "aggregation_q", None)
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
-    surrogate = selector.surrogate if isinstance(selector, Selector) else "mean"
+    surrogate = selector.surrogate if isinstance(selector, Selector) else DEFAULT_SURROGATE
     reads = None if "predictions" in records else getattr(selector, "reads", None)
     reports = tuple(getattr(selector, "reports", ("loss",)))
     info = _Information(oracle, stats_mode, seed, k, rule_view, reads, privacy, reports)
@@ -592,7 +604,7 @@ def _train_only_round(
     before_step: Callable[[], Mapping[str, Any]] | None,
     keep_metrics: Sequence[str],
     stats_mode: str = "fresh",
-    surrogate: str = "mean",
+    surrogate: str = DEFAULT_SURROGATE,
 ) -> tuple[dict, pd.DataFrame]:
     """One round without statistics: select on the bare client table, commit, log.
 

@@ -162,9 +162,10 @@ class StatsPrivacy:
         """Refuse an information model that secure aggregation makes impossible: one that
         evaluates a single client's update at the server (its ``server_evaluates``); a
         baseline rule's ``rule`` reads what clients report and passes."""
-        if not self.secure_aggregation or name == "rule":
+        from selection.information import RULE, get_information
+
+        if not self.secure_aggregation or name == RULE:
             return
-        from selection.information import get_information
 
         model = get_information(name.partition(":")[0])
         if model.server_evaluates:

@@ -22,6 +22,7 @@ from selection.errors import InfeasibleError, SelectionError
 from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
 from selection.selectors import Selector
+from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = [
     "GLOBAL_KEYS",
@@ -353,7 +354,7 @@ def choose_round(
     *,
     name: str,
     where: str,
-    surrogate: str = "mean",
+    surrogate: str = DEFAULT_SURROGATE,
     logits: Any = None,
     q: float | None = None,
     weights_table: pd.DataFrame | None = None,

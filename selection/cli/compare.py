@@ -28,6 +28,7 @@ from selection.cli.options import (
 )
 from selection.cli.resolve import load_problem
 from selection.errors import SelectionError
+from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = ["compare", "register"]
 
@@ -94,7 +95,7 @@ def compare(
             grids=grids,
         )
     plane = f" in ({objs[0]}, {objs[1]})" if objs != ("utility", "gap") else ""
-    if problem.surrogate != "mean":
+    if problem.surrogate != DEFAULT_SURROGATE:
         plane += f" ({problem.surrogate} surrogate)"
     title = f"fedsel compare{plane} on {stats.name}, round {problem.round}, K={problem.k}"
     page = render_compare_html(c.table, c.fronts, c.reference, title, objectives=objs)

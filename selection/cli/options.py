@@ -13,6 +13,7 @@ import math
 import typer
 
 from selection.errors import SelectionError
+from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = [
     "METHOD_HELP",
@@ -103,7 +104,7 @@ BMAX = typer.Option(
     help="eps: also require Σ B <= this (nats, label divergence of the selected clients).",
     show_default="no constraint",
 )
-SURR = typer.Option("mean", "--surrogate", help=surrogate_help())
+SURR = typer.Option(DEFAULT_SURROGATE, "--surrogate", help=surrogate_help())
 LOGITS = typer.Option(
     None,
     "--logits",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from selection.errors import SelectionError
+from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = ["solver_class", "default_plane", "load_problem", "default_logits"]
 
@@ -29,7 +30,11 @@ def default_plane(method: str) -> tuple[str, str]:
 
 
 def load_problem(
-    stats, k: int, round_: int | None, surrogate: str = "mean", logits: Path | None = None
+    stats,
+    k: int,
+    round_: int | None,
+    surrogate: str = DEFAULT_SURROGATE,
+    logits: Path | None = None,
 ):
     """One round's problem judged by ``surrogate``; its logits from ``logits`` (a file or a
     folder) or, for a surrogate that needs them, the ``logits/`` folder beside ``stats``."""
@@ -60,6 +65,6 @@ def load_problem(
 def default_logits(stats: Path, surrogate: str, logits: Path | None) -> Path | None:
     """``logits`` as given; unset, for a surrogate other than the mean, the ``logits/`` folder
     beside ``stats`` when there is one (so that every round of a sweep reads it), else None."""
-    if logits is None and surrogate != "mean":
+    if logits is None and surrogate != DEFAULT_SURROGATE:
         return stats.parent / "logits" if (stats.parent / "logits").is_dir() else None
     return logits

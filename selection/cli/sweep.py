@@ -44,6 +44,7 @@ from selection.cli.options import (
 from selection.cli.reach import eps_range, range_hint
 from selection.cli.resolve import default_logits, default_plane, load_problem, solver_class
 from selection.errors import SelectionError
+from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = ["sweep", "register"]
 
@@ -184,7 +185,7 @@ def sweep(
     slack = max(float(f.attrs.get("gap_slack", 0.0)) for f in fronts)
     front = pd.concat(fronts, ignore_index=True)
     p0 = problems[0]
-    judged = "" if p0.surrogate == "mean" else f" ({p0.surrogate} surrogate)"
+    judged = "" if p0.surrogate == DEFAULT_SURROGATE else f" ({p0.surrogate} surrogate)"
     if rounds is None:
         title = f"fedsel sweep: {method}{judged} on {stats.name}, round {p0.round}, K={p0.k}"
         page = render_front_html(front, title, x=objs[1], y=objs[0])

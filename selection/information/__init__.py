@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 
 from selection.information.base import (
+    RULE,
     InformationModel,
     RoundInputs,
     default_information,
@@ -27,6 +28,7 @@ for _mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{_mod.name}")
 
 __all__ = [
+    "RULE",
     "InformationModel",
     "RoundInputs",
     "default_information",

@@ -31,6 +31,7 @@ import pandas as pd
 from selection.errors import SelectionError
 
 __all__ = [
+    "RULE",
     "InformationModel",
     "RoundInputs",
     "register",
@@ -315,6 +316,12 @@ def make_information(text: str, *, seed: int = 0) -> InformationModel:
     """
     cls, value = _split(text)
     return cls(value, seed=seed)
+
+
+#: the drivers' model of a baseline rule whose spec names none: no registered model (a spec
+#: cannot name it); the simulator computes only what the rule reads (``Baseline.reads``) and
+#: the run is charged for that (``Spec.information``)
+RULE = "rule"
 
 
 def default_information() -> str:

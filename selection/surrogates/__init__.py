@@ -8,6 +8,7 @@ import importlib
 import pkgutil
 
 from selection.surrogates.base import (
+    DEFAULT_SURROGATE,
     STRUCTURES,
     SURROGATES,
     Structure,
@@ -22,6 +23,7 @@ for _mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{_mod.name}")
 
 __all__ = [
+    "DEFAULT_SURROGATE",
     "STRUCTURES",
     "SURROGATES",
     "Structure",

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from selection.problem import SelectionProblem
 
 __all__ = [
+    "DEFAULT_SURROGATE",
     "Structure",
     "STRUCTURES",
     "SURROGATES",
@@ -59,6 +60,8 @@ class Structure(StrEnum):
 
 
 STRUCTURES = tuple(s.value for s in Structure)
+#: the surrogate a problem, a spec and a command use unless told otherwise
+DEFAULT_SURROGATE = "mean"
 SURROGATES: dict[str, type[Surrogate]] = {}
 
 

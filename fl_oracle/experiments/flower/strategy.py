@@ -107,6 +107,7 @@ from fl_oracle.experiments.round_step import (
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
 from selection.baselines.base import Baseline
 from selection.schema import F_FLOOR
+from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHASE_KEY"]
 
@@ -138,7 +139,7 @@ def check_flower_selector(selector: Any, spec: Any) -> None:
     """
     from selection.surrogates import get_surrogate
 
-    sur = str(getattr(selector, "surrogate", "mean"))
+    sur = str(getattr(selector, "surrogate", DEFAULT_SURROGATE))
     if get_surrogate(sur).needs_logits:
         raise ValueError(
             f"selector {spec}: the {sur} surrogate needs every candidate's validation logits, "
@@ -178,13 +179,14 @@ def flower_information(
             ...
         selection.errors.SelectionError: --stats probe contradicts the spec's @stale ...
     """
+    from selection.information import RULE, default_information
     from selection.specs import parse_spec
 
     if isinstance(selector, str):
         info = parse_spec(selector).run_information(stats, n=n, k=k)
     else:
-        info = check_stats("fresh" if stats is None else stats)[0]
-    return "fresh" if info == "rule" else info
+        info = check_stats(default_information() if stats is None else stats)[0]
+    return default_information() if info == RULE else info
 
 
 def check_stats(stats: str) -> tuple[str, int | None]:
@@ -479,7 +481,7 @@ class FedselStrategy(FedProx):
         if self._info is not None:
             measure = []
             inputs = self._probe_phase(nodes, arrays, config, grid, w_t, t, failures)
-        elif self.stats_mode == "fresh":
+        elif self._declared.upper_bound:  # every node, every round
             measure = nodes
         elif self._pool is not None:
             measure = self._draw_pool(nodes, t)
@@ -508,7 +510,7 @@ class FedselStrategy(FedProx):
             self.k,
             name=self.name,
             where=f"round {t}",
-            surrogate=str(getattr(self.selector, "surrogate", "mean")),
+            surrogate=str(getattr(self.selector, "surrogate", DEFAULT_SURROGATE)),
             q=getattr(self.selector, "aggregation_q", None),
             weights_table=table,
             error=FlowerRunError,
@@ -571,7 +573,7 @@ class FedselStrategy(FedProx):
                 replies, list(p.nodes.values()), p.w_t, p.failures, self._sizes()
             )
             ok = [r for r in got if r.client_id in p.nodes]
-        if self.stats_mode == "stale" and ok:
+        if self._declared.remembers and ok:
             self._ingest(ok, p.w_t, p.t)
         if self._info is not None and ok:  # the picks' true statistics, from their updates
             self._ingest(ok, p.w_t, p.t)
@@ -601,7 +603,7 @@ class FedselStrategy(FedProx):
             ids=p.ids,
             accuracies=accuracies,
             pred=p.pred,
-            surrogate=str(getattr(self.selector, "surrogate", "mean")),
+            surrogate=str(getattr(self.selector, "surrogate", DEFAULT_SURROGATE)),
             solve_seconds=p.solve_seconds,
             fallback=p.fallback,
             clocks=p.clocks,
@@ -856,7 +858,7 @@ class FedselStrategy(FedProx):
         for node in nodes:
             cid = self._ex.client_of.get(node)
             row = self._rows.get(cid) if cid is not None else None
-            if row is None or (self.stats_mode != "stale" and row["measured_round"] != t):
+            if row is None or (not self._declared.remembers and row["measured_round"] != t):
                 continue
             rows.append({"round": t, **row})
         if not rows:
@@ -864,7 +866,7 @@ class FedselStrategy(FedProx):
         table = pd.DataFrame(rows).sort_values("_pid", kind="stable").drop(columns="_pid")
         table = table.drop(columns=[c for c in ("_missing",) if c in table.columns])
         table = _order(table.reset_index(drop=True))
-        if self.stats_mode == "stale":  # each row's age, as the loop's stale view shows it
+        if self._declared.remembers:  # each row's age, as the loop's stale view shows it
             table["age"] = t - table["measured_round"].astype(int)
         return table.assign(predicted=False)
 

@@ -17,6 +17,7 @@ from typing import Any
 from fl_oracle.experiments.runner import DEMO_ORACLE
 from selection.baselines import baselines
 from selection.errors import SelectionError
+from selection.information import RULE
 from selection.selectors import Spec, parse_spec
 from selection.toml_text import toml_value
 
@@ -188,7 +189,7 @@ class StudySettings:
         if privacy is not None:
             for text in self.selectors:
                 spec = self.spec(text)
-                if spec.information != "rule":
+                if spec.information != RULE:
                     try:
                         privacy.check_information(spec.information)
                     except ValueError as exc:
