@@ -1,33 +1,10 @@
-"""What ε can reach on a round (the ε-range logic): the range an infeasible ``--eps`` is told,
-with an ε, or a grid, to try instead."""
+"""The hint an infeasible ``--eps`` is given: the range ε can reach on the round
+(:meth:`selection.solvers.base.Solver.reachable`, the formulation's own), with an ε, or a
+grid, to try instead."""
 
 from __future__ import annotations
 
-import math
-
-__all__ = ["eps_range", "range_hint"]
-
-
-def eps_range(problem, f_min: float | None = None, b_max: float | None = None) -> dict:
-    """What ε can reach on ``problem``: the smallest gap any selection has, the gap at the
-    highest reachable U, and that U (under the optional Σ F_z / Σ B constraints); a grid
-    inside the range. Empty dict when the constraints alone are infeasible."""
-    from selection.solvers.eps import EpsSolver, min_gap_point
-
-    solver = EpsSolver(f_min=f_min, b_max=b_max)
-    top = solver.solve(problem)
-    if not top.ok:
-        return {}
-    best = min_gap_point(problem, solver=solver, highest_u=False)
-    g_min, g_max = float(best.objectives["gap"]), float(top.objectives["gap"])
-    up = [math.ceil(v * 100 - 1e-9) / 100 for v in (g_min, g_max)]
-    grid = sorted({round(up[0] + (up[1] - up[0]) * i / 3, 2) for i in range(4)})
-    return {
-        "min_gap": g_min,
-        "max_gap": g_max,
-        "u_star": float(top.objectives["utility"]),
-        "grid": ",".join(format(v, "g") for v in grid),
-    }
+__all__ = ["range_hint"]
 
 
 def range_hint(rng: dict, *, single: bool = False) -> str:

@@ -29,7 +29,7 @@ from selection.cli.options import (
     only,
     parse_objectives,
 )
-from selection.cli.reach import eps_range, range_hint
+from selection.cli.reach import range_hint
 from selection.cli.resolve import default_plane, load_problem, solver_class
 from selection.errors import SelectionError
 from selection.solvers.params import Route
@@ -93,10 +93,10 @@ def solve(
     objs = parse_objectives(objectives, default_plane(method))
     if weights is not None and composite is not None:
         raise SelectionError("give --weights or --composite, not both")
-    if method == "eps" and eps is None:
+    if cls.param_required and given.get(cls.param) is None:
         raise SelectionError(
-            "--method eps needs --eps E, the bound on gap(S) in pp (--eps inf: max U alone); "
-            "fedsel sweep --method eps gives the whole front"
+            f"--method {method} needs --{cls.param} {cls.param_required}; "
+            f"fedsel sweep --method {method} gives the whole front"
         )
     kw = {name: value for name, value in given.items() if value is not None}
     if "seed" in accepted:
@@ -120,8 +120,9 @@ def solve(
         "message": r.message,
     }
     hint = ""
-    if str(r.status) == "infeasible" and method == "eps":
-        rng = eps_range(problem, fisher_min, b_max)
+    infeasible = str(r.status) == "infeasible"
+    rng = cls.reachable(problem, f_min=fisher_min, b_max=b_max) if infeasible else None
+    if rng is not None:  # the formulation tells what its parameter can reach
         out["reachable"] = rng
         hint = range_hint(rng, single=True)
     print(json.dumps(out, indent=2))

@@ -41,7 +41,7 @@ from selection.cli.options import (
     parse_rounds,
     parse_weight_grid,
 )
-from selection.cli.reach import eps_range, range_hint
+from selection.cli.reach import range_hint
 from selection.cli.resolve import default_logits, default_plane, load_problem, solver_class
 from selection.errors import SelectionError
 from selection.surrogates.base import DEFAULT_SURROGATE
@@ -112,20 +112,19 @@ def sweep(
     from selection.progress import rich_progress
     from selection.report import render_front_html, render_rounds_html
     from selection.schema import read_stats
-    from selection.solvers.base import solver_options
+    from selection.solvers.base import Solver, solver_options
     from selection.solvers.result import point_rows
 
     cls = solver_class(method)
     mine = (method,)
+    grid_flags = {"eps": eps, "delta": delta, "weights": weights}  # --NAME: a grid of NAME
     only(
         method,
-        eps=(eps, mine if cls.param == "eps" else ()),
-        complete=(complete, mine if cls.param == "eps" else ()),
-        delta=(delta, mine if cls.param == "delta" else ()),
-        weights=(weights, mine if cls.param == "weights" else ()),
+        **{flag: (value, mine if cls.param == flag else ()) for flag, value in grid_flags.items()},
+        complete=(complete, mine if cls.adaptive_front else ()),
         **{
-            "fisher-min": (fisher_min, mine if method == "eps" else ()),
-            "b-max": (b_max, mine if method == "eps" else ()),
+            "fisher-min": (fisher_min, mine if "f_min" in cls.front_constraints else ()),
+            "b-max": (b_max, mine if "b_max" in cls.front_constraints else ()),
             "tolerance": (tolerance or None, mine if "tolerance" in solver_options(cls) else ()),
         },
     )
@@ -138,8 +137,8 @@ def sweep(
     w_grid = parse_weight_grid(weights)
     grids = parse_grids(grid, [method])
     one_grid(grids, eps=eps, delta=delta, weights=weights)
-    if "eps" in grids and complete:
-        raise SelectionError("give --grid eps=… or --complete, not both")
+    if cls.param in grids and complete:
+        raise SelectionError(f"give --grid {cls.param}=… or --complete, not both")
     eps_grid = grids.get("eps", eps_grid)
     objs = parse_objectives(objectives, default_plane(method))
     table = read_stats(stats)
@@ -207,7 +206,7 @@ def sweep(
     if verbose:
         say_routes(front)
     n_tl = int((front["status"].astype(str) == "time_limit").sum())
-    whole = method == "eps" and eps_grid is None
+    whole = cls.adaptive_front and eps_grid is None
     if n_tl:
         print(
             f"fedsel: {n_tl} of {len(front)} points stopped at the time limit: each holds the "
@@ -222,13 +221,13 @@ def sweep(
             print(certified_within(max(within), tolerance, finished), file=sys.stderr)
     elif n_tl or (tolerance and cls.bound_objective):
         print(certificate(front, cls, whole, tolerance, finished, slack), file=sys.stderr)
-    if method == "eps" and eps_grid is not None and n_ok < len(front):
+    if eps_grid is not None and n_ok < len(front) and cls.reachable is not Solver.reachable:
         # the first round with an infeasible ε tells the reachable range there
         for problem, f in zip(problems, fronts, strict=True):
             bad = int((~point_rows(f)).sum())
             if bad:
                 at = f" at round {problem.round}" if rounds is not None else ""
-                hint = range_hint(eps_range(problem, fisher_min, b_max))
+                hint = range_hint(cls.reachable(problem, f_min=fisher_min, b_max=b_max))
                 print(f"fedsel: {bad} of {len(f)} ε infeasible{at}: {hint}", file=sys.stderr)
                 break
 

@@ -158,6 +158,31 @@ class Solver(ABC):
     #: the formulation keeps a run's state between rounds (``state``/``load_state``): a
     #: selector keeps one instance for the run instead of one per round
     stateful: ClassVar[bool] = False
+    #: what a user must give for one solve (``fedsel solve``): None, or how to write
+    #: ``param`` (e.g. ``E, the bound on gap(S) in pp``) where the formulation has no default
+    param_required: ClassVar[str | None] = None
+    #: the side constraints its fronts honour (:class:`SweepOptions` ``f_min``, ``b_max``)
+    front_constraints: ClassVar[tuple[str, ...]] = ()
+    #: without a grid, its sweep walks the whole front point by point (the complete ε sweep),
+    #: so a point stopped at a time limit may hide the points near it
+    adaptive_front: ClassVar[bool] = False
+
+    @classmethod
+    def reachable(cls, problem: SelectionProblem, **constraints: float | None) -> dict | None:
+        """What ``param`` can reach on ``problem`` under ``constraints`` (told after an
+        infeasible point, with values to try); None: the formulation says nothing.
+
+        Examples:
+            >>> from selection.example import example_stats
+            >>> from selection.problem import SelectionProblem
+            >>> from selection.solvers.registry import solvers
+            >>> problem = SelectionProblem.from_stats(example_stats(), k=5)
+            >>> solvers()["maxmin"].reachable(problem) is None
+            True
+            >>> sorted(solvers()["eps"].reachable(problem))
+            ['grid', 'max_gap', 'min_gap', 'u_star']
+        """
+        return None
 
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:

@@ -84,6 +84,42 @@ class EpsSolver(ExactSolver):
     spec_form = "eps:E"
     order = 20
     bound_objective = "utility"
+    param_required = "E, the bound on gap(S) in pp (--eps inf: max U alone)"
+    front_constraints = ("f_min", "b_max")
+    adaptive_front = True
+
+    @classmethod
+    def reachable(
+        cls, problem: SelectionProblem, f_min: float | None = None, b_max: float | None = None
+    ) -> dict:
+        """What ε can reach on ``problem``: the smallest gap any selection has, the gap at the
+        highest reachable U, and that U (under the optional Σ F_z / Σ B constraints); a grid
+        of four ε inside the range. Empty dict when the constraints alone are infeasible.
+
+        Examples:
+            >>> from selection.example import example_stats
+            >>> from selection.problem import SelectionProblem
+            >>> from selection.solvers.eps import EpsSolver
+            >>> reach = EpsSolver.reachable(SelectionProblem.from_stats(example_stats(), k=5))
+            >>> reach["min_gap"] <= reach["max_gap"], len(reach["grid"].split(","))
+            (True, 4)
+        """
+        import math
+
+        solver = cls(f_min=f_min, b_max=b_max)
+        top = solver.solve(problem)
+        if not top.ok:
+            return {}
+        best = min_gap_point(problem, solver=solver, highest_u=False)
+        g_min, g_max = float(best.objectives["gap"]), float(top.objectives["gap"])
+        up = [math.ceil(v * 100 - 1e-9) / 100 for v in (g_min, g_max)]
+        grid = sorted({round(up[0] + (up[1] - up[0]) * i / 3, 2) for i in range(4)})
+        return {
+            "min_gap": g_min,
+            "max_gap": g_max,
+            "u_star": float(top.objectives["utility"]),
+            "grid": ",".join(format(v, "g") for v in grid),
+        }
 
     @classmethod
     def sweep_front(cls, problem: SelectionProblem, options: SweepOptions) -> pd.DataFrame:
