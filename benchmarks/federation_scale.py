@@ -12,13 +12,14 @@ Selectors: ``proportional`` (reads nothing), ``maxmin:2@probe`` (max-min with th
 floor on the affordable ``probe`` statistics: every client's probe pass, K trainings) at every
 N, and ``maxmin:2`` on ``fresh`` statistics (every client trains every round: the simulator's
 upper bound) at the N of ``--fresh-sizes``. (``eps:5`` is not in the curve: where ε = 5 is
-infeasible its fallback bisects over ε for the smallest gap, and at N = 100 those MILPs ran
-for minutes: the hard tail of the ε family, measured once, not committed.) The simulator computes the probe pass of every client
-each round for its own ground truth (``global_loss``) whatever the selector reads, so a
-``proportional`` round here includes it.
+infeasible its fallback looks for the smallest gap, whose MILPs are the hard tail of the ε
+family.) The simulator computes the probe pass of every client each round for its own ground
+truth (``global_loss``) whatever the selector reads, so a ``proportional`` round here
+includes it.
 
-Run: ``.venv/bin/python benchmarks/federation_scale.py`` (about 10 minutes on 2 cores; the
-generated data are cached after the first run). The load average is recorded before and after.
+Run: ``.venv/bin/python benchmarks/federation_scale.py`` (473 s on 2 cores in
+results/benchmarks/federation_scale.md; the generated data are cached after the first run).
+The load average is recorded before and after.
 """
 
 from __future__ import annotations

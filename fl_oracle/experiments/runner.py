@@ -28,9 +28,8 @@ __all__ = ["DEMO_ORACLE", "OracleFactory", "RunTask", "cached_oracle", "run_one"
 # Oracle settings of the demo's embedded default: the Digits-4 federation (5 clients per domain,
 # 1% of each training set) with smaller evaluation sets and Fisher probes, one torch thread per
 # run process, so that `make demo` fits in 15 minutes on 2 CPU cores (results/demo/record.toml).
-# Local step size 0.1 and two local epochs: with the oracle's 0.05 / 1 epoch the model is still
-# far from trained after 8 rounds of K=5 (proportional selection, seed 0; measured once, not
-# committed), too early for the selectors to differ; with 0.1 / 2 they do
+# Local step size 0.1 and two local epochs rather than the oracle's 0.05 / 1 epoch, so that the
+# model trains far enough in the demo's 8 rounds of K=5 for the selectors to differ
 # (results/demo/summary.csv), at a somewhat longer round.
 DEMO_ORACLE: dict[str, Any] = {
     "lr": 0.1,

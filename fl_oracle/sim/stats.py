@@ -64,7 +64,8 @@ def probe_stats_vmap(
     """Fisher trace, loss and mean gradient per client: ``torch.func.vmap(grad)`` reference.
 
     Materializes every per-sample gradient (chunk x P floats); :func:`probe_stats` computes
-    the same quantities several times faster and is what the oracle uses.
+    the same quantities from each layer's inputs and output gradients instead and is what the
+    oracle uses.
 
     Args:
         arch: the architecture.
@@ -111,8 +112,10 @@ def _probe_stats_loop(
     segment: torch.Tensor,
     n_segments: int,
 ) -> ProbeStats:
-    """:func:`probe_stats_vmap`'s quantities by one backward per sample: on CPU about 3x faster
-    than ``vmap(grad)`` for a generic module (``benchmarks/generic_model.py``)."""
+    """:func:`probe_stats_vmap`'s quantities by one backward per sample: a generic module's
+    path on CPU, where it need not hold every per-sample gradient of a chunk as ``vmap(grad)``
+    does (results/benchmarks/generic_model.md, row ``generic``: F 4.0x the built-in path's
+    time)."""
     named = {k: v.detach().clone().requires_grad_(True) for k, v in unflatten(arch, params).items()}
     leaves = list(named.values())
     P = params.numel()
@@ -133,7 +136,7 @@ def _probe_stats_loop(
 
 def _im2col(a: torch.Tensor, k: int, pad: int) -> torch.Tensor:
     """(n, c*k*k, L) patches of ``a`` (n, c, H, W) in ``F.unfold`` order, built from strided
-    views (``F.unfold`` is orders of magnitude slower on CPU)."""
+    views (cheaper on CPU than ``F.unfold``)."""
     n, c = a.shape[:2]
     if pad:
         a = Fn.pad(a, (pad, pad, pad, pad))
@@ -198,16 +201,14 @@ def probe_stats(
     conv_geom = {f"conv{i}": (k, pad) for i, (_, k, pad) in enumerate(arch.convs)}
     for c0 in range(0, len(y), chunk):
         # channels-last: the convolutions and the max pooling's forward and backward are
-        # vectorized over channels in that layout (the pass is faster on CPU so; measured
-        # once, not committed)
+        # vectorized over channels in that layout on CPU
         xc = x[c0 : c0 + chunk].detach().contiguous(memory_format=torch.channels_last)
         xc.requires_grad_(True)
         yc, seg = y[c0 : c0 + chunk], segment[c0 : c0 + chunk]
         n = len(yc)
         # beyond ONEHOT_CLIENTS clients the FC sums below run over the k clients this chunk
         # holds (rows ``present`` of gsum): a pass costs O(n·k·out·in) with k <= n rather than
-        # O(n·K·out·in), quadratic in the federation's size (5,000 clients did not finish two
-        # rounds in 40 min; 500 clients took as long as 1,000); up to ONEHOT_CLIENTS (the
+        # O(n·K·out·in), quadratic in the federation's size; up to ONEHOT_CLIENTS (the
         # default federation's 20) it is the product over all K
         if K <= ONEHOT_CLIENTS:
             present, onehot = slice(None), Fn.one_hot(seg, K).to(w.dtype)  # (n, K)

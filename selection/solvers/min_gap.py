@@ -4,7 +4,8 @@ The fallback of an infeasible ε (:func:`selection.solvers.eps.min_gap_point`) a
 of ``eps-rel``'s range. Where C(N, K) is small, enumeration answers it exactly (the rule
 :func:`min_gap_rule`: the smallest gap rounded to 9 decimals, then the highest U, then the first
 selection enumerated). Above that, bisecting ε with one exact MILP per step took minutes at
-N = 200 (results/benchmarks/min_gap.md); here the work is bounded and deterministic instead:
+N = 200 (results/benchmarks/min_gap_long.md: near-tied N = 200 still bisecting after 240 s;
+min_gap.md: this route against it); here the work is bounded and deterministic instead:
 
 1. a start: the K clients of highest U, or where Σ F_z / Σ B rows apply the MILP max U under
    them (which also proves them infeasible);
@@ -57,8 +58,8 @@ __all__ = [
     "DINKELBACH_STEPS",
 ]
 
-# kicks of the swap local search: cheap beside the MILPs, and on the near-tied rows it reached
-# smaller gaps than node-limited HiGHS alone (measured once, not committed)
+# kicks of the swap local search: cheap beside the MILPs, and it hands them a good incumbent
+# (the MILPs are node-limited, so their start shapes the gap they reach)
 ITERATIONS = 100
 # branch-and-bound nodes per MILP unless given: NODE_WORK / N (a node's LP grows with N), at
 # least MIN_NODES; what the route then costs and reaches at N = 200 and 1,000 against the

@@ -63,7 +63,7 @@ __all__ = [
 DEFAULT_STEP = 1e-6
 MAX_POINTS = 100_000
 # Seconds per point of a complete sweep unless the caller gives ``time_limit``: the tight-ε
-# points of near-tied per-domain rows (``near_tied_stats``) can keep the MILP busy for minutes,
+# points of near-tied per-domain rows (``near_tied_stats``) can keep the MILP busy for long,
 # so a complete sweep never hangs silently; a point stopped by it is labelled ``time_limit``
 # and the front is not proven.
 COMPLETE_POINT_BUDGET = 60.0
@@ -275,18 +275,18 @@ def sweep_eps(
 # The complete sweep's enumeration switch (``backend="auto"``): above the per-point
 # enumeration limit and up to FRONT_ENUM_MAX selections, the MILP sweep first gets as long as
 # enumerating every selection is estimated to take (ENUM_SECONDS_PER_SELECTION: an upper
-# estimate of exhaustive.exact_front's time per selection, taken at C(50, 5) on an idle and a
-# loaded core; measured once, not committed); if it has not proven the whole front by then,
-# the front is enumerated. Time is then at most about twice the better of the two (the
-# near-tied N = 50 front is enumerated: results/benchmarks/exact_peers.md).
+# estimate of exhaustive.exact_front's time per selection); if it has not proven the whole
+# front by then, the front is enumerated. Time is then at most about twice the better of the
+# two (the near-tied N = 50 front is enumerated: results/benchmarks/exact_peers.md).
 # Which of the two finishes depends on the machine's speed: both fronts are exact (the same
 # (U, gap) points), but tied points may be represented by different selections; the rows'
 # backend and route_reason say which one ran. With a caller's ``max_seconds`` below twice the
 # estimate there is no switch (the budget would not hold both).
 FRONT_ENUM_MAX = 5_000_000
 # No point of the complete sweep caps U by the previous point's bound (max U cannot grow as ε
-# shrinks): a row parallel to the objective slowed CBC's search on most instances
-# (results/benchmarks/certified_fronts.md, rows "exact, U cap").
+# shrinks): a row parallel to the objective slowed the MILP search on most instances (the
+# rows "exact, U cap" of results/benchmarks/certified_fronts.md as committed in 87521d7,
+# dropped from it since: slower on 7 of the 8 fronts both variants finished).
 ENUM_SECONDS_PER_SELECTION = 1e-6
 
 
@@ -438,11 +438,11 @@ def _tied(prev: SolveResult, new: SolveResult, k: int) -> bool:
     """Whether ``new`` (solved at an ε below ``prev``'s gap) has ``prev``'s U or more (more
     only where points are solved within a tolerance).
 
-    The complete sweep solves max U alone at each ε (one MILP per point instead of two; the
-    second, min-gap stage was the larger part of the time). A point whose U the next, tighter
-    ε still reaches was weakly dominated, so it is dropped: the last point of a run of equal U
-    is the one with the smallest gap. Equal means within the lexicographic stage tolerance
-    (1e-6 + 1e-9·|K·U| in sum units).
+    The complete sweep solves max U alone at each ε (one MILP per point instead of two: the
+    next, tighter ε finds a lower gap at the same U if there is one). A point whose U the
+    next, tighter ε still reaches was weakly dominated, so it is dropped: the last point of a
+    run of equal U is the one with the smallest gap. Equal means within the lexicographic stage
+    tolerance (1e-6 + 1e-9·|K·U| in sum units).
     """
     if not (prev.ok and new.ok):
         return False

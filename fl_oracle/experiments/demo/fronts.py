@@ -2,7 +2,7 @@
 
 :func:`front_points` sweeps the ε and δ fronts of the oracle's current round with
 :mod:`selection.solvers.sweeps` and realizes every point with ``oracle.evaluate`` (the aggregate of
-exactly those updates, not committed).
+exactly those updates, evaluated without stepping the oracle).
 """
 
 from __future__ import annotations

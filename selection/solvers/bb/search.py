@@ -54,7 +54,7 @@ _CHECK_EVERY = 1024
 # the certificate until it is within ANYTIME_PP points (or 10 τ), then sweeps. bb_search takes
 # "anytime" where a time limit may stop the search: it holds a far smaller certificate early
 # at about the same time to finish within a tolerance (results/benchmarks/biobj_tolerance.md,
-# both orders); on an exact front, compared once, it finished later
+# both orders); without a time limit nothing stops the search early, so it keeps "sweep"
 ANYTIME_PP = 0.5
 ORDERS = ("sweep", "anytime")
 
@@ -69,9 +69,8 @@ class _Handoff(Exception):
 
 # LPs a box's tree may solve before a HiGHS MIP (cuts, its own search) takes the box over:
 # the tails where the LP balances the domains with fractional selections (gap near 0)
-# (BOX_NODES: enumeration nodes likewise). Chosen on synthetic N = 200 and oracle N = 100
-# among three settings, measured once, not committed (results/benchmarks/biobj.md has the
-# route's times)
+# (BOX_NODES: enumeration nodes likewise). The route's times with these settings:
+# results/benchmarks/biobj.md
 BOX_LPS = 100
 BOX_NODES = 5_000
 

@@ -41,11 +41,9 @@ class GapDescent:
         asked with the *first* objective (max Σ U x under the earlier stages' rows, a
         feasibility question here), whose LP bound and reduced-cost fixing are sharp, where
         minimizing r directly leaves an LP that balances the domains with fractions of clients
-        (cross-penalty N = 1,000, ε = g0/10, on SCIP: several times faster by descent than
-        directly; measured once, not committed). Each
-        yes lowers r and asks again; the first no proves the incumbent optimal for the stage
-        (within ``abs_gap`` where a tolerance is set: the step is then the larger of q/2 and
-        it, the row still half a grid step from any attainable r). After
+        (a weak bound). Each yes lowers r and asks again; the first no proves the incumbent
+        optimal for the stage (within ``abs_gap`` where a tolerance is set: the step is then
+        the larger of q/2 and it, the row still half a grid step from any attainable r). After
         :data:`DESCENT_STEPS` yeses the stage is solved directly from the last incumbent.
         Columns the last stage's LP bound fixes on the way are appended to ``fixed`` (the
         caller restores them, also after an exception).
@@ -108,10 +106,10 @@ class GapDescent:
 
         Any selection that answers yes has U >= the row ``obj0``'s lower bound ``need``. The
         LP's Lagrangian bound B (over the binaries' current bounds) answers no when
-        B < need, and fixes every free binary whose flip lowers B below need (oracle
-        N = 5,000, ε = g0/10: 48 more than the stage's own LP, and a shorter CBC search for the
-        question; measured once, not committed). The fixings hold for every later question and the
-        direct stage: the selections that matter there satisfy every lowered row asked.
+        B < need, and fixes every free binary whose flip lowers B below need (the lowered row
+        makes this bound tighter than the stage's own LP, so it fixes more and leaves the
+        question a smaller search). The fixings hold for every later question and the direct
+        stage: the selections that matter there satisfy every lowered row asked.
         """
         spec = self.spec
         none = np.zeros(0, dtype=np.int64)

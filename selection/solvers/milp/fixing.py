@@ -1,9 +1,10 @@
 """Exact LP reduced-cost fixing before the first lexicographic stage (the HiGHS route).
 
-Why: at N=5000, K=500 the first stage of an ε point spent nearly all its time at the root
-looking for an incumbent (HiGHS's LP bound came close to the optimum early; its heuristics
-took far longer to find a good selection; measured once, not committed). Once a good
-incumbent is known, reduced-cost fixing leaves ~100 of the 5000 binaries free.
+Why: on large models (N = 5000, K = 500) the first stage of an ε point spends most of its
+time at the root looking for an incumbent: HiGHS's LP bound comes close to the optimum early,
+its heuristics find a good selection much later. Once a good incumbent is known, reduced-cost
+fixing leaves only a small share of the binaries free (results/benchmarks/solvers.md has the
+N = 5000 times of the routes that fix).
 
 How (all of it exact, no tolerance on the answer):
 
@@ -46,8 +47,8 @@ __all__ = [
 ]
 
 # binaries left free in the incumbent's restricted MILP (smallest |d_j|): at most CORE_SIZE,
-# and a tenth of N (at N=100 a 60-binary restricted MILP cost HiGHS more per point than
-# CBC's whole solve; measured once, not committed)
+# and a tenth of N, so that on a small model the restricted MILP stays small beside the
+# whole solve
 CORE_SIZE = 60
 
 

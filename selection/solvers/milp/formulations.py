@@ -78,8 +78,7 @@ def eps_spec(
     optional rows ``fmin`` (sum F_z x >= F_min) and ``bmax`` (sum B x <= b). With
     ``pairwise`` the model also has the D·(D−1) rows ``pair<a>_<b>``:
     sum_i (U_ia − U_ib) x_i <= K·ε, pure-binary rows that carry ε instead of ``gap`` (the
-    same feasible set; HiGHS solved an N=5000 point faster with them, CBC slower; measured
-    once, not committed).
+    same feasible set; a backend takes them where its ``pairwise_eps`` says so: HiGHS).
     ``descent_step`` q > 0 (every U_id a whole multiple of q, so every hi − lo at a selection
     is one) lets the backend answer the second stage by gap descent on the row ``gap``
     (:meth:`.descent.GapDescent._descend`).

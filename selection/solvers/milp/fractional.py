@@ -39,13 +39,11 @@ __all__ = ["FracStage", "lex_fractional", "weighted_data", "ratio_star"]
 
 _TOL = 1e-7  # percentage points a later stage may lose on an earlier one (HiGHS/CBC)
 # CP-SAT workers of a fractional stage unless ``threads`` says otherwise. One worker (the
-# deterministic default of the linear routes) stalls on the Dinkelbach steps of the weighted
-# max-min stage: on 48 weighted maxmin / fisher-fair rounds of 10 clients (seeds 1-8, K = 3,
-# the first three grid values, under a short time limit) it once stopped at the limit and
-# took far longer in all than two workers, which proved every case optimal with the
-# selections HiGHS returns (measured once, not committed). The optimum's
-# key is exact either way; among tied selections parallel workers may pick another one from
-# run to run (threads=1 restores the deterministic single worker).
+# deterministic default of the linear routes) can stall on the Dinkelbach steps of the
+# weighted max-min stage; two workers run two different searches, so one that stalls does
+# not hold the stage. The optimum's key is exact either way; among tied selections parallel
+# workers may pick another one from run to run (threads=1 restores the deterministic single
+# worker).
 CPSAT_FRACTIONAL_WORKERS = 2
 _MAX_ITER = 60
 # The largest client weight (n_samples) the float routes' rows carry as it is: the rows' absolute

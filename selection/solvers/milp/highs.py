@@ -1,26 +1,25 @@
 """HiGHS backend through highspy's array API: one persistent model, bounds change per point.
 
 Columns and the CSR rows are passed in two calls (``addCols``/``addRows``), so building the
-model at N=5000 takes milliseconds. Options: ``mip_rel_gap = 0`` and ``mip_abs_gap = 1e-9``
-(exact optimum, HiGHS defaults to 1e-4), feasibility tolerances 1e-9 (at the default 1e-6,
-x_i = 1 − 1e-6 times utilities of ~100 let a selection exceed an ε row by ~1e-4 sum units, so
-the complete sweep met the same point again), ``output_flag = False``, ``random_seed`` from the
-solver's seed, ``threads`` (default 1: on 2 shared cores one thread was faster than HiGHS's
-automatic choice at N=100, measured once, not committed; and it is deterministic),
-``time_limit`` per stage from what is left of the solve's limit. Presolve stays on (with
-``presolve = "off"`` HiGHS 1.16 once returned a wrong "optimal" ε point on a 14-client
-instance; on the fixed model of ``milp.fixing`` presolve off was also far slower, measured
-once, not committed, because presolve is what drops the ~4900 fixed columns).
+model is cheap (results/benchmarks/solvers.md: build_s 0.006 s at N = 5000). Options:
+``mip_rel_gap = 0`` and ``mip_abs_gap = 1e-9`` (exact optimum, HiGHS defaults to 1e-4),
+feasibility tolerances 1e-9 (at the default 1e-6, x_i = 1 − 1e-6 times utilities of ~100 let a
+selection exceed an ε row by ~1e-4 sum units, so the complete sweep met the same point again),
+``output_flag = False``, ``random_seed`` from the solver's seed, ``threads`` (default 1:
+deterministic), ``time_limit`` per stage from what is left of the solve's limit. Presolve stays
+on (with ``presolve = "off"`` HiGHS 1.16 once returned a wrong "optimal" ε point on a 14-client
+instance; on the fixed model of ``milp.fixing`` presolve is also what drops the fixed columns).
 
-Speed (N=5000, K=500, D=4, one ε point): HiGHS's own search spent nearly all its time at the
-root looking for an incumbent (the LP bound comes early, a good selection much later), so
+Large models (N = 5000, K = 500): HiGHS's own search spends most of its time at the root
+looking for an incumbent (the LP bound comes early, a good selection much later), so
 :meth:`_relax` (LP relaxation with row duals) and :meth:`_incumbent` (the MILP restricted
 to the LP core, at most ``INCUMBENT_NODES`` nodes) feed the exact reduced-cost fixing of
-:mod:`.fixing`; ε sits on the pairwise rows of ``eps_spec(pairwise=True)`` (faster than on
-``hi − lo``; measured once, not committed). What is left is the proof on ~80-150 free
-binaries, which takes HiGHS thousands of nodes on the tight ε points; CBC does that part
-faster (the N = 5000 rows of results/benchmarks/solvers.md), so the CBC backend borrows this
-model for its LP and incumbent and ``auto`` uses CBC.
+:mod:`.fixing`; ε sits on the pairwise rows of ``eps_spec(pairwise=True)``, which HiGHS's dual
+simplex prefers to ``hi − lo``. What is left is the proof on the few binaries left free, which
+takes HiGHS many nodes on the tight ε points; CBC does that part faster
+(results/benchmarks/solvers.md, N = 5000: ε point median 2.3 s by CBC, 8.5 s by HiGHS, both
+with the fixing), so the CBC backend borrows this model for its LP and incumbent and ``auto``
+uses CBC.
 
 This is the only HiGHS build fedsel loads: PuLP serves CBC only and OR-Tools CP-SAT only.
 """

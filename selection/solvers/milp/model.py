@@ -121,12 +121,11 @@ class LexBackend(GapDescent, ABC):
     pairwise_eps = False
     use_core = False  # True: exact LP reduced-cost fixing before stage 1 (milp.fixing)
     # ... from this many binaries on: below it the LP and the restricted MILP cost more than
-    # the fixing saves (timed per N on one CBC ε point of synthetic_stats, K = N/10)
+    # the fixing saves
     core_min_n = 1500
     # whether the ε model's second stage runs as a gap descent (:meth:`_descend`) where the
-    # spec allows it: measured per backend (cross-penalty N = 1,000, ε = g0/10: SCIP's second
-    # stage and CBC's without cuts several times faster by descent than directly; measured
-    # once, not committed)
+    # spec allows it: for a backend whose search answers the descent's feasibility questions
+    # (max U, a sharp LP bound) more easily than it minimizes the gap directly
     descends = False
     # whether ``counts="auto"`` gives this backend per-domain count columns (measured per
     # backend, counts off and on, in results/benchmarks/exact_families_200_1000.md)
@@ -391,9 +390,8 @@ class LexBackend(GapDescent, ABC):
     ) -> np.ndarray | None:
         """A first incumbent: the MILP with every binary outside the LP's core (the smallest
         |d_j|) fixed at its preferred bound. On a tight ε the core of :func:`.fixing.core_size`
-        may admit no selection (oracle N = 5,000, ε = g0/10: none with 60 free binaries, one
-        with 240; measured once, not committed); the core then grows :data:`CORE_GROWTH`-fold,
-        up to :data:`CORE_TRIES` restricted MILPs.
+        may admit no selection; the core then grows :data:`CORE_GROWTH`-fold, up to
+        :data:`CORE_TRIES` restricted MILPs.
         None when none gave a selection."""
         spec, t0 = self.spec, time.perf_counter()
         order = np.argsort(np.abs(d[: spec.n_x]), kind="stable")

@@ -40,8 +40,7 @@ __all__ = [
 DEFAULT_ENUM_LIMIT = 200_000
 # The backends stop this share short of the tolerance asked for, so that the reported bound,
 # which may add its own rounding (CBC prints its bound to 3 decimals; where a backend reports
-# none the value + gap gets 1e-7 relative), stays within it (cross-penalty N = 100 at τ = 0.1
-# was certified within 0.100005 pp before)
+# none the value + gap gets 1e-7 relative), stays within it
 TOLERANCE_MARGIN = 1e-3
 
 
@@ -65,25 +64,17 @@ def tolerance_gap(tolerance: float, k: int) -> float:
 AUTO_MILP = "cbc"
 
 
-# ``auto``'s portfolio (:func:`portfolio`), read from the per-family one-ε-point table of
-# benchmarks/exact_families.py (results/benchmarks/exact_families*.md). CBC, with the exact LP
-# fixing from :func:`fixing_from` clients on and every stage stopped on the value grid
-# (``MilpSpec.quanta``), takes every shape from PORTFOLIO_MIN_N clients on (its ratio to the
-# fastest route per point is the table's ``auto/fastest``). It took over two shapes that had
-# other routes before the value-grid stop:
-# rows on a coarse grid (accuracies on a few hundred validation images: the oracle family),
-# where CBC's second stage stalled far behind CP-SAT's (measured once, not committed) and now
-# leads it at N = 1,000 mid (results/benchmarks/exact_families_200_1000.md); and U not the
-# mean of the rows (U pooled with other weights: the cross-penalty family), where SCIP
-# branching on the count columns led CBC (measured once, not committed) and CBC (cuts off,
-# second stage by gap descent) now proves the N = 1,000 points and the N = 5,000 mid one
-# faster than SCIP (results/benchmarks/exact_families_200_1000.md, exact_families_5000.md).
-# Below PORTFOLIO_MIN_N one shape is the exception: where the domain rows are nearly
-# determined by the client's own domain (domain_share >= DOMAIN_SHARE_MIN: the near-tied
-# family, 0.97; cross-penalty 0.87, synthetic 0.45, oracle 0.03) balancing the domains is a
+# ``auto``'s portfolio (:func:`portfolio`): CBC, with the exact LP fixing from
+# :func:`fixing_from` clients on and every stage stopped on the value grid (``MilpSpec.quanta``),
+# with two exceptions: a max-min stage on float rows (MAX_MIN_FLOAT_ROUTE, below) and, below
+# PORTFOLIO_MIN_N, the ε model on a value grid whose domain rows are nearly determined by the
+# client's own domain (domain_share >= DOMAIN_SHARE_MIN): balancing the domains is then a
 # question of how many clients each domain gets, which the count columns state and SCIP
-# branches on: its complete sweep certified within 0.1 pp at N = 100 far faster than CBC's
-# (results/benchmarks/certified_fronts.md).
+# branches on. Read from results/benchmarks/exact_families_200_1000.md and
+# exact_families_5000.md (one ε point per family and route; CBC's ratio to the fastest is
+# ``auto/fastest``) and, for SCIP, results/benchmarks/certified_fronts.md (domain share:
+# near-tied 0.97, cross-penalty 0.87, synthetic 0.45, oracle 0.03; near-tied N = 100 at
+# τ = 0.1: the scip route 3.5 s, the cbc route 90 s).
 DOMAIN_SHARE_MIN = 0.9
 # A max-min stage (maxmin, fisher-fair) on rows with no value grid (predicted utilities: the
 # probe information model's continuous rows, every client near the same base accuracy) takes
@@ -147,12 +138,9 @@ def value_quantum(values: np.ndarray) -> float:
     return q if float(np.max(np.abs(r - np.round(r)))) <= 1e-6 else 0.0
 
 
-# From how many clients the exact LP reduced-cost fixing (:mod:`.fixing`) runs first, timed
-# on one CBC ε point per family at N = 500 and 1,000 (K = N/10, ε = g0/2 and g0/10; before
-# the value-grid stop, single runs; measured once, not committed): where U is the mean of the
-# domain rows it paid from 1,000 on (faster on the oracle tail and on near-tied, about even on
-# synthetic, which it slowed at 500); where it is not (cross-penalty) already at 500, and by
-# far more at 1,000.
+# From how many clients the exact LP reduced-cost fixing (:mod:`.fixing`) runs first: its LP
+# and restricted MILP pay for themselves only on large enough models; where U is not the
+# mean of the domain rows (U pooled with other weights: the cross-penalty family) from fewer.
 FIXING_FROM_ALIGNED = 1000
 FIXING_FROM_MISALIGNED = 500
 

@@ -12,8 +12,8 @@ The per-domain count columns of :meth:`.spec.MilpSpec.build` get SCIP branching 
 
 From ``core_min_n`` binaries on, the exact reduced-cost fixing of :mod:`.fixing` runs first,
 its LP relaxation and incumbent taken from a HiGHS twin of the model (as the CBC backend
-does): at N = 5,000 SCIP alone found no selection at its root in a long wait (measured once,
-not committed).
+does): on large models SCIP's own root search is slow to find a first selection, which the
+fixing needs.
 
 Statuses: ``optimal`` and ``gaplimit`` (the gap reached) are proven answers, ``timelimit``
 returns the incumbent with SCIP's dual bound, ``infeasible``/``inforunbd`` no selection.
