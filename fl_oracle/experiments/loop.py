@@ -76,6 +76,7 @@ from fl_oracle.experiments.round_step import (
     selector_state,
 )
 from selection.baselines.base import Baseline
+from selection.baselines.reads import VECTOR_READS, Reads
 from selection.errors import SelectionError
 from selection.information import (
     RULE,
@@ -326,7 +327,7 @@ class _Information:
     def vectors(self, reads: str | None) -> tuple[list[str], np.ndarray] | None:
         """The clients' update vectors a rule reading them sees this round (ids, rows);
         None for every other selector."""
-        source = Baseline.VECTOR_READS.get(str(reads))
+        source = VECTOR_READS.get(str(reads))
         if source is None:
             return None
         ids = list(self.clients()["client_id"])
@@ -381,7 +382,7 @@ class _Information:
         all_ids = list(inputs.clients["client_id"])
         down = None
         if self.rule and hasattr(selector, "probed_ids"):
-            every = getattr(selector, "reads", None) == "fresh-updates"  # all train at w_t
+            every = getattr(selector, "reads", None) == Reads.FRESH_UPDATES  # all train at w_t
             trained = {c: work[c] for c in (work if every else ids)}
             probed = selector.probed_ids(problem)
             floats = int(selector.probe_floats)
@@ -504,7 +505,7 @@ def run_training(
     reports = tuple(getattr(selector, "reports", ("loss",)))
     info = _Information(oracle, stats_mode, seed, k, rule_view, reads, privacy, reports)
     vector_reads = getattr(selector, "reads", None) if getattr(selector, "rule", None) else None
-    if vector_reads in Baseline.VECTOR_READS:
+    if vector_reads in VECTOR_READS:
         if not callable(getattr(oracle, "update_vectors", None)):
             raise SelectionError(
                 f"selector {name} reads the clients' update vectors; this oracle has none"
@@ -514,7 +515,7 @@ def run_training(
                 f"selector {name} reads the clients' update vectors, which private statistics "
                 "do not cover (--dp-epsilon): run it without them"
             )
-        if vector_reads == "updates":
+        if vector_reads == Reads.UPDATES:
             oracle.keep_committed = True  # the server keeps what it aggregated
     accountant = RunAccountant(privacy) if privacy is not None else None
     if "local" not in records:

@@ -47,6 +47,7 @@ from fl_oracle.sim.stats import (
     probe_stats_vmap,
 )
 from fl_oracle.sim.store import ClientImages, Paired
+from selection.baselines.reads import VectorSource
 from selection.logits import ValidationLogits
 from selection.progress import ProgressFn
 from selection.schema import F_FLOOR, validate_stats
@@ -774,18 +775,18 @@ class Oracle:
           direction of a first local step; the probe pass, uploaded model-sized).
         """
         n = len(self._index)
-        if source == "stale":
+        if source == VectorSource.STALE:
             if not self.keep_committed:
                 raise OracleError("update vectors: stale ones need keep_committed from round 0")
             out = torch.full((n, self._w.numel()), float("nan"), dtype=torch.float32)
             for i, delta in self._committed.items():
                 out[i] = delta.to("cpu", torch.float32)
             return out.numpy()
-        if source == "fresh":
+        if source == VectorSource.FRESH:
             idx = list(range(n))
             self._ensure_updates(idx)
             return torch.stack([self._updates[i][0] for i in idx]).to("cpu", torch.float32).numpy()
-        if source == "probe":
+        if source == VectorSource.PROBE:
             return (-self._probe_stats().grad).to("cpu", torch.float32).numpy()
         raise OracleError(f"update vectors: source {source!r} is not stale, fresh or probe")
 

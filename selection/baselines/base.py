@@ -18,6 +18,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from selection.baselines.reads import PROBES_EVERY_CLIENT, VECTOR_READS, Reads
 from selection.errors import SelectionError
 
 __all__ = ["Baseline", "register", "baselines", "get_baseline"]
@@ -62,7 +63,7 @@ class Baseline(ABC):
         >>> rule = baselines()["fisher-topk"]("fisher-topk")  # the K largest Fisher traces F
         >>> picked = rule.pick(problem, np.random.default_rng(0))
         >>> problem.ids[picked].tolist(), rule.reads, rule.probed_by(problem.n, picked).tolist()
-        (['a', 'c'], 'probe', [0, 1, 2])
+        (['a', 'c'], <Reads.PROBE: 'probe'>, [0, 1, 2])
     """
 
     name: ClassVar[str] = ""
@@ -75,17 +76,13 @@ class Baseline(ABC):
     is_baseline: ClassVar[bool] = True
     study_entry: ClassVar[str | None] = None
     order: ClassVar[int] = 100
-    reads: ClassVar[str] = "nothing"
+    reads: ClassVar[str] = Reads.NOTHING
     probe_floats: ClassVar[int] = 1
     reports: ClassVar[tuple[str, ...]] = ("loss",)
     #: ``probe_floats`` of a probe upload as large as the model
     MODEL_SIZED: ClassVar[int] = -1
     #: the reads that give the rule the clients' update vectors (``problem.vectors``)
-    VECTOR_READS: ClassVar[dict[str, str]] = {
-        "updates": "stale",
-        "probe-gradients": "probe",
-        "fresh-updates": "fresh",
-    }
+    VECTOR_READS: ClassVar[dict[str, str]] = VECTOR_READS
 
     def __init__(self, spec: str, value: float | str | None = None) -> None:
         self.spec = spec
@@ -95,11 +92,11 @@ class Baseline(ABC):
 
     def probed_by(self, n: int, picked: np.ndarray) -> np.ndarray:
         """Indices of the clients whose probe pass the last pick read (``reads``)."""
-        if self.reads in ("probe", "probe-gradients"):
+        if self.reads in PROBES_EVERY_CLIENT:
             return np.arange(n)
-        if self.reads == "probe-picks":
+        if self.reads == Reads.PROBE_PICKS:
             return np.asarray(picked, dtype=np.int64)
-        if self.reads == "probe-candidates":
+        if self.reads == Reads.PROBE_CANDIDATES:
             return self.probed
         return np.empty(0, dtype=np.int64)
 
@@ -181,7 +178,7 @@ def baselines() -> dict[str, type[Baseline]]:
         >>> list(rules)[:3], [name for name, cls in rules.items() if not cls.is_baseline]
         (['proportional', 'random', 'stratified'], ['all'])
         >>> rules["power-of-choice"].spec_form(), rules["power-of-choice"].reads
-        ('power-of-choice:d', 'probe-candidates')
+        ('power-of-choice:d', <Reads.PROBE_CANDIDATES: 'probe-candidates'>)
     """
     import selection.baselines  # noqa: F401 - discovery registers the modules
     from selection.plugins import plugin_classes

@@ -37,6 +37,7 @@ import numpy as np
 from scipy.cluster.hierarchy import ClusterWarning, linkage, to_tree
 
 from selection.baselines.base import Baseline, register
+from selection.baselines.reads import Reads
 from selection.errors import SelectionError
 
 
@@ -172,7 +173,7 @@ class ClusteredSampling(Baseline):
             )
         self.algorithm = int(value)
         #: Algorithm 2 reads the updates the server last committed from each client
-        self.reads = "updates" if self.algorithm == 2 else "nothing"
+        self.reads = Reads.UPDATES if self.algorithm == 2 else Reads.NOTHING
 
     def distributions(self, problem, rng) -> np.ndarray:
         if self.algorithm == 1:

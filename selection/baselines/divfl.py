@@ -38,9 +38,10 @@ import math
 import numpy as np
 
 from selection.baselines.base import Baseline, register
+from selection.baselines.reads import VECTOR_READS, Reads, VectorSource
 from selection.errors import SelectionError
 
-SOURCES = {"stale": "updates", "probe": "probe-gradients", "fresh": "fresh-updates"}
+SOURCES = {str(source): reads for reads, source in VECTOR_READS.items()}  # stale, probe, fresh
 EPSILON = 0.01  # stochastic greedy's sample size (N/K) ln(1/ε)
 
 
@@ -99,7 +100,7 @@ class DivFL(Baseline):
     def counts_as_baseline(cls, arg: str | None) -> bool:
         """``divfl:fresh`` is the paper's upper bound (N trainings a round), not a baseline to
         beat at a deployment's cost; the study reports it as a reference."""
-        return arg != "fresh"
+        return arg != VectorSource.FRESH
 
     def __init__(self, spec: str, value: str | None = None) -> None:
         super().__init__(spec, value)
@@ -107,7 +108,7 @@ class DivFL(Baseline):
             raise SelectionError(f"{spec}: source {value!r}: one of {', '.join(SOURCES)}")
         self.source = str(value)
         self.reads = SOURCES[self.source]
-        if self.reads == "probe-gradients":
+        if self.reads == Reads.PROBE_GRADIENTS:
             self.probe_floats = Baseline.MODEL_SIZED
             self.reports = ()
 

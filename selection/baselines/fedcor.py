@@ -31,6 +31,7 @@ import numpy as np
 from sklearn.covariance import ledoit_wolf
 
 from selection.baselines.base import Baseline, register
+from selection.baselines.reads import Reads
 from selection.errors import SelectionError
 
 WINDOW = 20  # loss-change vectors the covariance is estimated from
@@ -66,7 +67,7 @@ class FedCor(Baseline):
     integer = True
     minimum = 2
     order = 85
-    reads = "probe"
+    reads = Reads.PROBE
 
     def __init__(self, spec: str, value: float | None = None) -> None:
         super().__init__(spec, value)

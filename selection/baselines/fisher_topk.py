@@ -3,6 +3,7 @@
 import numpy as np
 
 from selection.baselines.base import Baseline, register
+from selection.baselines.reads import Reads
 
 
 @register
@@ -11,7 +12,7 @@ class FisherTopK(Baseline):
     summary = "the K largest Fisher traces F"
     study_entry = "fisher-topk"
     order = 50
-    reads = "probe"
+    reads = Reads.PROBE
     reports = ("F",)
 
     def pick(self, problem, rng):

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from selection.baselines.base import Baseline, register
+from selection.baselines.reads import Reads
 from selection.errors import SelectionError
 
 DECAY = 0.98  # ε per round
@@ -47,7 +48,7 @@ class Oort(Baseline):
     arg_example = "0.9"
     minimum = 0.0
     order = 70
-    reads = "probe-picks"
+    reads = Reads.PROBE_PICKS
 
     def __init__(self, spec: str, value: float | None = None) -> None:
         super().__init__(spec, value)

@@ -3,6 +3,7 @@
 import numpy as np
 
 from selection.baselines.base import Baseline, register
+from selection.baselines.reads import Reads
 from selection.errors import SelectionError
 
 
@@ -16,7 +17,7 @@ class PowerOfChoice(Baseline):
     minimum = 1
     study_entry = "power-of-choice:10"
     order = 40
-    reads = "probe-candidates"
+    reads = Reads.PROBE_CANDIDATES
 
     def pick(self, problem, rng):
         n, k, d = problem.n, problem.k, int(self.value)

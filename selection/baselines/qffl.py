@@ -1,6 +1,7 @@
 """``qffl:q``: q-FFL — K clients uniformly, aggregated with weights ∝ n_i·loss_i^q."""
 
 from selection.baselines.base import Baseline, register
+from selection.baselines.reads import Reads
 
 
 @register
@@ -11,7 +12,7 @@ class QFFL(Baseline):
     arg_example = "1"
     study_entry = "qffl:1"
     order = 60
-    reads = "probe-picks"
+    reads = Reads.PROBE_PICKS
 
     def aggregation_q(self):
         return float(self.value)

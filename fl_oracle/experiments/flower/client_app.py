@@ -24,6 +24,7 @@ import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
+from fl_oracle.experiments.flower.codec import PHASE_KEY, ROUND_KEY, Phase
 from fl_oracle.experiments.flower.digits import (
     DigitsSettings,
     client_first_order,
@@ -114,7 +115,7 @@ def _reply(message: Message, info: dict, metrics: dict, w: np.ndarray, delta=Non
 
 def _train(settings: DigitsSettings, message: Message, context: Context) -> Message:
     cfg = message.content["config"]
-    if cfg.get("fedsel-phase") == "probe":
+    if cfg.get(PHASE_KEY) == Phase.PROBE:
         return _probe(settings, message, context)
     pid = _partition(context)
     extra = {k: cfg[k] for k in ("lr", "gamma", "local-epochs") if k in cfg}
@@ -123,7 +124,7 @@ def _train(settings: DigitsSettings, message: Message, context: Context) -> Mess
         settings,
         pid,
         w,
-        round_=int(cfg.get("fedsel-round", int(cfg.get("server-round", 1)) - 1)),
+        round_=int(cfg.get(ROUND_KEY, int(cfg.get("server-round", 1)) - 1)),
         mu=float(cfg.get("proximal-mu", 0.0)),
         lr=extra.get("lr"),
         gamma=extra.get("gamma"),

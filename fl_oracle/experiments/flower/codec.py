@@ -15,12 +15,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, Message, RecordDict
 
 __all__ = [
+    "PHASE_KEY",
+    "ROUND_KEY",
+    "Phase",
     "MessageCost",
     "Reply",
     "first_metrics",
@@ -31,6 +35,25 @@ __all__ = [
     "reply_order",
     "unflatten_like",
 ]
+
+
+#: the train message's config keys: its exchange and its round (0-based)
+PHASE_KEY = "fedsel-phase"
+ROUND_KEY = "fedsel-round"
+
+
+class Phase(StrEnum):
+    """The exchanges of a round, as a train message's ``PHASE_KEY`` names them.
+
+    Examples:
+        >>> from fl_oracle.experiments.flower.codec import Phase
+        >>> [str(p) for p in Phase], Phase("probe") is Phase.PROBE
+        (['measure', 'commit', 'probe'], True)
+    """
+
+    MEASURE = "measure"  # train at w_t and reply with the update and its statistics
+    COMMIT = "commit"  # train at w_t for the aggregate (the K picks of a remembering model)
+    PROBE = "probe"  # the probe pass at w_t: statistics, no update
 
 
 def flatten(arrays: ArrayRecord) -> np.ndarray:

@@ -87,7 +87,10 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedProx
 
 from fl_oracle.experiments.flower.codec import (
+    PHASE_KEY,
+    ROUND_KEY,
     MessageCost,
+    Phase,
     Reply,
     first_metrics,
     flatten,
@@ -105,14 +108,12 @@ from fl_oracle.experiments.round_step import (
     selector_state,
 )
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
-from selection.baselines.base import Baseline
+from selection.baselines.reads import VECTOR_READS, Reads, VectorSource
 from selection.schema import F_FLOOR
 from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHASE_KEY"]
 
-PHASE_KEY = "fedsel-phase"
-ROUND_KEY = "fedsel-round"
 # Reply metrics that are bookkeeping, not statistics columns.
 _INTERNAL = {
     "partition-id", "num-examples", "label-hist", "gamma-achieved", "train-samples",
@@ -150,7 +151,7 @@ def check_flower_selector(selector: Any, spec: Any) -> None:
             f"selector {spec}: verified picks need the true aggregate of candidates evaluated "
             "in-process; run it in fedsel train or fedsel study"
         )
-    if getattr(selector, "reads", None) == "probe-gradients":
+    if getattr(selector, "reads", None) == Reads.PROBE_GRADIENTS:
         raise ValueError(
             f"selector {spec}: it reads every node's probe gradient, which fedsel's Flower "
             "messages do not carry; use the updates (divfl:stale, divfl:fresh) in Flower, or "
@@ -488,7 +489,7 @@ class FedselStrategy(FedProx):
         else:
             measure = [n for n in nodes if n not in self._ex.client_of]
         if measure:
-            msgs = self._messages(measure, arrays, config, "measure", t)
+            msgs = self._messages(measure, arrays, config, Phase.MEASURE, t)
             replies = grid.send_and_receive(msgs, timeout=self.timeout)
             got = self._ex.collect(replies, measure, w_t, failures, self._sizes())
             self._ingest(got, w_t, t)
@@ -543,17 +544,17 @@ class FedselStrategy(FedProx):
         if self._pending.reuse:  # the K measured updates are the commit: nobody trains again
             self._like = arrays
             return []
-        return self._messages([self._ex.node_of[c] for c in ids], arrays, config, "commit", t)
+        return self._messages([self._ex.node_of[c] for c in ids], arrays, config, Phase.COMMIT, t)
 
     def _rule_vectors(self, ids: list[str], size: int) -> tuple[list[str], np.ndarray] | None:
         """The update vectors a rule reading them sees (``Baseline.VECTOR_READS``): the
         updates last aggregated from each node (``updates``; NaN rows for nodes never
         aggregated) or this round's measured updates (``fresh-updates``); None otherwise."""
-        source = Baseline.VECTOR_READS.get(str(getattr(self.selector, "reads", None)))
+        source = VECTOR_READS.get(str(getattr(self.selector, "reads", None)))
         if source is None:
             return None
         nan = np.full(size, np.nan, dtype=np.float32)
-        if source == "fresh":
+        if source is VectorSource.FRESH:
             kept = {c: r.delta for c, r in self._measured.items() if r.delta is not None}
         else:
             kept = self._committed
@@ -582,7 +583,7 @@ class FedselStrategy(FedProx):
             )
             self._info.observe(p.t, rows, p.inputs)
         new_arrays, new_w = None, p.w_t
-        if getattr(self.selector, "reads", None) == "updates":
+        if getattr(self.selector, "reads", None) == Reads.UPDATES:
             self._committed.update({r.client_id: r.delta for r in ok if r.delta is not None})
         if ok:
             D = torch.as_tensor(np.stack([r.delta for r in ok]), dtype=torch.float32)
@@ -631,7 +632,7 @@ class FedselStrategy(FedProx):
         if self.fraction_evaluate == 0.0 and self.on_round is not None:
             self.on_round(row, table)
         out = self._client_metrics([r.content for r in ok], self.train_metrics_aggr_fn)
-        out.update({"n-aggregated": len(ok), "n-failed": len(p.failures), "fedsel-round": p.t})
+        out.update({"n-aggregated": len(ok), "n-failed": len(p.failures), ROUND_KEY: p.t})
         return new_arrays, out
 
     def _client_metrics(self, contents: list, aggr) -> MetricRecord:
@@ -749,7 +750,7 @@ class FedselStrategy(FedProx):
         nodes: Sequence[int],
         arrays: ArrayRecord,
         config: ConfigRecord,
-        phase: str,
+        phase: Phase,
         t: int,
         extra: Mapping[str, ArrayRecord] | None = None,
     ) -> list[Message]:
@@ -761,7 +762,7 @@ class FedselStrategy(FedProx):
             cfg[key] = value
         cfg["server-round"] = t + 1
         cfg[ROUND_KEY] = t
-        cfg[PHASE_KEY] = phase
+        cfg[PHASE_KEY] = str(phase)
         cfg["proximal-mu"] = float(self.proximal_mu)
         record = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: cfg})
         for key, rec in (extra or {}).items():
@@ -784,7 +785,7 @@ class FedselStrategy(FedProx):
         g, acc, val_sizes = self.validation_gradients(w_t)
         self._ex.cost.probed = True
         gd = {"fedsel-gd": ArrayRecord({"g": Array(np.asarray(g, dtype=np.float32))})}
-        msgs = self._messages(nodes, arrays, config, "probe", t, extra=gd)
+        msgs = self._messages(nodes, arrays, config, Phase.PROBE, t, extra=gd)
         return self._ex.probe(
             grid.send_and_receive(msgs, timeout=self.timeout),
             nodes,
