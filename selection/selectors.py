@@ -203,13 +203,11 @@ class Selector:
 
 
 class _SolverSelector(Selector):
-    def __init__(
-        self, spec: Spec, make: Callable[[int], Solver], *, seed: int = 0, eps: float | None = None
-    ) -> None:
+    def __init__(self, spec: Spec, make: Callable[[int], Solver], *, seed: int = 0) -> None:
         super().__init__(spec, seed=seed)
         self._make = make
-        self._eps = eps
         solver = make(0)  # validate the parameters now
+        self._eps = getattr(solver, "gap_bound", None)  # infeasible: every gap exceeds it
         if self.verify and not hasattr(solver, "candidates"):
             raise SelectionError(f"{self.label}: {solver.name} has no candidates to verify")
         #: a formulation with a run's state (``Solver.stateful``: the long-term queues) is one
@@ -313,12 +311,10 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
             else:
                 kw = cls.spec_kwargs(arg if has_arg else None)
             seeded = "seed" in solver_options(cls)
-            eps = kw.get("eps") if solver_name == "eps" else None
             return _SolverSelector(
                 parsed,
                 lambda s: cls(**kw, **({"seed": s} if seeded else {})),
                 seed=seed,
-                eps=eps,
             )
         if parsed.verify:
             raise bad_spec(text, f"verify needs a formulation; {name} is a baseline rule")

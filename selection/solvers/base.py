@@ -142,6 +142,9 @@ class Solver(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     param: ClassVar[str | None] = None
+    #: how a selector spec's ``name:arg`` gives ``param`` (:meth:`spec_kwargs`: ``float``, a
+    #: number; ``str``, the text as written)
+    param_type: ClassVar[type] = float
     #: how figures and labels write ``param`` (``ε=5``, ``δ=2``); None: the name itself
     symbol: ClassVar[str | None] = None
     default_grid: ClassVar[tuple | None] = None
@@ -166,6 +169,13 @@ class Solver(ABC):
     #: without a grid, its sweep walks the whole front point by point (the complete ε sweep),
     #: so a point stopped at a time limit may hide the points near it
     adaptive_front: ClassVar[bool] = False
+
+    @property
+    def gap_bound(self) -> float | None:
+        """The bound on gap(S) this instance imposes (None: none): an infeasible answer then
+        proves that every selection's gap exceeds it, which a fallback to the smallest-gap
+        point starts from (:class:`selection.selectors.Selector`)."""
+        return None
 
     @classmethod
     def reachable(cls, problem: SelectionProblem, **constraints: float | None) -> dict | None:
@@ -216,19 +226,20 @@ class Solver(ABC):
     def spec_kwargs(cls, arg: str | None) -> dict[str, Any]:
         """Constructor keywords of the selector spec ``name:arg`` (``arg`` None: no ``:``).
 
-        The default reads ``arg`` as the value of ``param`` (a number for ``eps``/``delta``),
-        and takes no argument when ``param`` is None.
+        The default reads ``arg`` as the value of ``param`` (converted by ``param_type``: a
+        number unless the formulation says otherwise), and takes no argument when ``param`` is
+        None.
         """
         if arg is None:
             return {}
         if cls.param is None:
             raise ValueError(f"{cls.name} takes no argument")
-        if cls.param in ("eps", "delta"):
-            try:
-                return {cls.param: float(arg)}
-            except ValueError:
-                raise ValueError(f"{arg!r} is not a number") from None
-        return {cls.param: arg}
+        if cls.param_type is str:
+            return {cls.param: arg}
+        try:
+            return {cls.param: cls.param_type(arg)}
+        except ValueError:
+            raise ValueError(f"{arg!r} is not a number") from None
 
     def solve(self, problem: SelectionProblem) -> SolveResult:
         """Solve one problem; never raises for infeasibility (status says it)."""

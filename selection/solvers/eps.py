@@ -88,6 +88,17 @@ class EpsSolver(ExactSolver):
     front_constraints = ("f_min", "b_max")
     adaptive_front = True
 
+    @property
+    def gap_bound(self) -> float | None:
+        """ε, the bound on gap(S) (None: unconstrained).
+
+        Examples:
+            >>> from selection.solvers.eps import EpsSolver
+            >>> EpsSolver(eps=5.0).gap_bound, EpsSolver().gap_bound
+            (5.0, None)
+        """
+        return self.eps
+
     @classmethod
     def reachable(
         cls, problem: SelectionProblem, f_min: float | None = None, b_max: float | None = None
