@@ -2,6 +2,8 @@
 
 * :mod:`.strategy` — :class:`FedselStrategy`, Flower FedProx whose ``configure_train`` picks K
   nodes with any fedsel selector (usable in any Flower app).
+* :mod:`.server_side` — :class:`ServerSide`: what the server holds beside the nodes (validation
+  data to evaluate candidates and the global model, the partition's sizes and steps).
 * :mod:`.digits` — the oracle's per-client and server-side computations, one node at a time.
 * :mod:`.client_app`, :mod:`.server_app` — the Digits-4 ClientApp and ServerApp (``flwr run``).
 * :mod:`.local_grid` — a Grid that runs ClientApps in this process (tests, ``--engine local``).

@@ -27,6 +27,7 @@ from fl_oracle.experiments.flower.digits import (
     settings_from_run_config,
     strategy_run_config,
 )
+from fl_oracle.experiments.flower.server_side import ServerSide
 from fl_oracle.experiments.flower.strategy import FedselStrategy, flower_information
 from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.sim.local import plan_steps
@@ -120,17 +121,19 @@ def run_strategy(grid: Grid, run: FlowerRun) -> FlowerResult:
         stats=run.stats,
         proximal_mu=cfg.mu,
         client_ids=server.client_ids,
-        evaluate_candidates=server.candidate_utilities,
-        validation_gradients=server.validation_gradients,
-        evaluate_global=server.test_metrics,
+        server=ServerSide(
+            evaluate_candidates=server.candidate_utilities,
+            validation_gradients=server.validation_gradients,
+            evaluate_global=server.test_metrics,
+            # a node's steps are the plan of its (accepted) size: a bigger claim is refused
+            max_steps=lambda cid, n: plan_steps(n, cfg.batch_size, cfg.budget(cid))[1],
+        ),
         aggregation=cfg.aggregation,
         timeout=run.timeout,
         wait_for_nodes=run.wait_for_nodes,
         train_config={"lr": cfg.lr, "gamma": cfg.gamma},
         on_round=on_round,
         clip_updates=run.clip_updates,
-        # a node's steps are the plan of its (accepted) size: a bigger claim is refused
-        max_steps=lambda cid, n: plan_steps(n, cfg.batch_size, cfg.budget(cid))[1],
         # private statistics: no evaluate round (its replies carry a node's loss, F and
         # gradient for the simulator's own records, which the Mod does not noise)
         fraction_evaluate=0.0 if run.privacy is not None and run.privacy.on else 1.0,

@@ -4,12 +4,13 @@ Why this module is longer than the project's ~450 lines: about 110 of its lines 
 the class's argument list, and the rest is Flower's hooks, the checks of a selector and a stats
 mode before a run, and the round state the hooks share (the statistics rows and table, the
 pending selection, the history); the stock-client inference (:mod:`.stock`), the reply checks
-(:mod:`.guard`) and the node exchanges with the probe phase (:mod:`.probe`) have their own modules.
+(:mod:`.guard`), the node exchanges with the probe phase (:mod:`.probe`) and what the server holds
+beside the nodes (:mod:`.server_side`) have their own modules.
 
 A drop-in strategy for a Flower ServerApp on the Message API (``flwr.serverapp``)::
 
     strategy = FedselStrategy("maxmin:2", k=5, proximal_mu=0.01,
-                              evaluate_candidates=my_val_accuracies)
+                              server=ServerSide(evaluate_candidates=my_val_accuracies))
     strategy.start(grid=grid, initial_arrays=ArrayRecord(model.state_dict()), num_rounds=10)
 
 Every round t (Flower's ``server_round`` = t + 1):
@@ -20,7 +21,7 @@ Every round t (Flower's ``server_round`` = t + 1):
    nodes never measured before get it; the others keep the statistics of their last training
    reply (measured at the model they trained from, so up to several rounds old).
    ``stats="probe"`` / ``"predicted"``: every node gets a ``probe`` message (w_t and the
-   server's per-domain validation gradients, ``validation_gradients``) and answers its probe
+   server's per-domain validation gradients, ``ServerSide.validation_gradients``) and answers its probe
    statistics without training; the information model predicts U, U_<domain> from them,
    calibrated on the nodes that trained in earlier rounds.
 2. **Select.** The statistics of the connected nodes become a round-stats table
@@ -36,7 +37,7 @@ Every round t (Flower's ``server_round`` = t + 1):
 
 Who computes what. The server computes from the replies: ``cos_g`` (cosine of Δ_i with the
 sample-weighted mean update of the nodes measured with it), ``B`` (JS divergence of the node's
-label histogram from the sum of all histograms seen) and, with ``evaluate_candidates``, ``U``,
+label histogram from the sum of all histograms seen) and, with ``ServerSide.evaluate_candidates``, ``U``,
 ``U_<domain>`` (and any further column it returns) of w_t + Δ_i on server-held validation data.
 The node reports the rest in its reply's ``MetricRecord``: ``partition-id`` (echoed back: it
 maps the Flower node id to the fedsel client id ``client_ids[partition-id]``),
@@ -99,6 +100,7 @@ from fl_oracle.experiments.flower.codec import (
 )
 from fl_oracle.experiments.flower.guard import ClaimGuard, ReplyGuard
 from fl_oracle.experiments.flower.probe import Exchange, FlowerRunError
+from fl_oracle.experiments.flower.server_side import ServerSide
 from fl_oracle.experiments.flower.stock import BACK, StockClients
 from fl_oracle.experiments.round_step import (
     GLOBAL_KEYS,
@@ -252,14 +254,9 @@ class FedselStrategy(FedProx):
             One that contradicts the spec's is refused (:func:`flower_information`).
         proximal_mu: FedProx μ, sent in every train message's config.
         client_ids: fedsel client id of each partition id (default ``str(partition_id)``).
-        evaluate_candidates: ``(w_t, deltas (M, P)) -> {column: (M,) values}`` giving at
-            least ``U`` and ``U_<domain>`` on server-held validation data; None = the nodes
-            report them.
-        evaluate_global: ``w -> {"acc_<domain>": %, ...}`` test accuracy of a model for the
-            history (None = no accuracy columns).
-        validation_gradients: ``w -> (grads (D, P), {domain: accuracy %}, {domain: size})``,
-            the server's per-domain validation gradients, accuracy and sizes at w: what the
-            ``probe`` and ``predicted`` phases send and calibrate with.
+        server: what the server holds beside the nodes (:class:`.server_side.ServerSide`:
+            candidate evaluation, global evaluation, validation gradients, declared sizes,
+            planned steps); None: nothing, the nodes report their statistics.
         aggregation: ``samples`` (α ∝ n) or ``uniform``; q-FFL selectors override it.
         timeout: seconds to wait for the replies of one exchange.
         wait_for_nodes: seconds to wait for K nodes to connect before failing.
@@ -280,10 +277,6 @@ class FedselStrategy(FedProx):
             (default: the mean weighted by ``weighted_by_key``) into the round's
             ``MetricRecord`` and Flower's ``Result``.
         evaluate_metrics_aggr_fn: the same for the evaluation metrics.
-        declared_sizes: each client id's known training-set size (the deployment's
-            partition); a node claiming more ``num-examples`` is capped to it. Without it a
-            claim far beyond the federation's others is capped (:mod:`.guard`). Either way the
-            client is named in the round's ``suspects`` and its statistics row's ``suspect``.
         clip_updates: scale an update whose norm lies beyond the round's others down to the
             largest norm within them (it is named either way).
 
@@ -323,9 +316,7 @@ class FedselStrategy(FedProx):
         stats: str | None = None,
         proximal_mu: float = 0.0,
         client_ids: Sequence[str] | None = None,
-        evaluate_candidates: Callable[[np.ndarray, np.ndarray], Mapping[str, Any]] | None = None,
-        evaluate_global: Callable[[np.ndarray], Mapping[str, float]] | None = None,
-        validation_gradients: Callable[[np.ndarray], tuple] | None = None,
+        server: ServerSide | None = None,
         aggregation: str = "samples",
         timeout: float = 600.0,
         wait_for_nodes: float = 30.0,
@@ -338,9 +329,7 @@ class FedselStrategy(FedProx):
         weighted_by_key: str = "num-examples",
         train_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
         evaluate_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
-        declared_sizes: Mapping[str, int] | None = None,
         clip_updates: bool = False,
-        max_steps: Callable[[str, int], int] | None = None,
     ) -> None:
         from selection.selectors import make_selector
 
@@ -357,13 +346,14 @@ class FedselStrategy(FedProx):
         self._declared = make_information(stats, seed=seed)
         self._info = None  # the probe phase's information model (probe, predicted, boosted)
         if isinstance(self._declared, Calibrated):  # its view is the probe pass's, as the loop's
-            if validation_gradients is None or evaluate_candidates is None:
+            if server is None or not server.calibrates:
                 raise ValueError(
                     f"stats mode {stats} needs the server's validation_gradients and "
                     "evaluate_candidates (the digits server supplies both)"
                 )
             self._info = make_information(stats, seed=seed)
-        self.validation_gradients = validation_gradients
+        #: the server's callbacks and knowledge (validation data, the partition)
+        self.server = server if server is not None else ServerSide()
         if aggregation not in ("samples", "uniform"):
             raise ValueError(f"aggregation {aggregation!r} must be 'samples' or 'uniform'")
         if not (timeout > 0 and wait_for_nodes >= 0):
@@ -388,8 +378,6 @@ class FedselStrategy(FedProx):
         self.seed = int(seed)
         self.stats_mode = stats
         self.client_ids = None if client_ids is None else [str(c) for c in client_ids]
-        self.evaluate_candidates = evaluate_candidates
-        self.evaluate_global = evaluate_global
         self.aggregation = aggregation
         self.timeout = float(timeout)
         self.wait_for_nodes = float(wait_for_nodes)
@@ -413,18 +401,17 @@ class FedselStrategy(FedProx):
             k=self.k,
             on_missing=on_missing,
             fallback=fallback,
-            evaluate_candidates=evaluate_candidates,
+            evaluate_candidates=self.server.evaluate_candidates,
         )
         self._like: ArrayRecord | None = None
         self._measured: dict[str, Reply] = {}  # fresh: this round's measured replies
         #: client id -> the update last aggregated from it (a rule reading ``updates``)
         self._committed: dict[str, np.ndarray] = {}
-        self.max_steps = max_steps
         # the replies' checks (.guard) and the exchanges with the nodes (.probe)
         self._guard = ReplyGuard(
-            ClaimGuard(declared_sizes, clip=clip_updates),
+            ClaimGuard(self.server.declared_sizes, clip=clip_updates),
             lr=self.train_config.get("lr"),
-            max_steps=max_steps,
+            max_steps=self.server.max_steps,
         )
         self._ex = Exchange(
             self._construct_messages,
@@ -592,8 +579,8 @@ class FedselStrategy(FedProx):
             new_w = (w + (alpha.unsqueeze(1) * D).sum(0)).numpy()
             new_arrays = unflatten_like(new_w, self._like)
         accuracies: dict[str, float] = {}
-        if self.evaluate_global is not None:
-            metrics = dict(self.evaluate_global(new_w))
+        if self.server.evaluate_global is not None:
+            metrics = dict(self.server.evaluate_global(new_w))
             accuracies = domain_metrics(metrics, self._stock_clients.domain_list(metrics))
         row = history_row(
             t=p.t,
@@ -782,7 +769,7 @@ class FedselStrategy(FedProx):
         """``probe`` / ``predicted``: every node's probe pass against the server's per-domain
         validation gradients (no training), as the model's :class:`RoundInputs`
         (:meth:`.probe.Exchange.probe`)."""
-        g, acc, val_sizes = self.validation_gradients(w_t)
+        g, acc, val_sizes = self.server.validation_gradients(w_t)
         self._ex.cost.probed = True
         gd = {"fedsel-gd": ArrayRecord({"g": Array(np.asarray(g, dtype=np.float32))})}
         msgs = self._messages(nodes, arrays, config, Phase.PROBE, t, extra=gd)
@@ -809,8 +796,8 @@ class FedselStrategy(FedProx):
             return
         D = np.stack([r.delta for r in replies])
         server: dict[str, np.ndarray] = {}
-        if self.evaluate_candidates is not None:
-            server = {c: np.asarray(v) for c, v in self.evaluate_candidates(w_t, D).items()}
+        if self.server.evaluate_candidates is not None:
+            server = {c: np.asarray(v) for c, v in self.server.evaluate_candidates(w_t, D).items()}
         Dt = torch.as_tensor(D, dtype=torch.float32)
         n = torch.as_tensor([r.n for r in replies], dtype=torch.float32)
         cos = cosine_to(Dt, (n.unsqueeze(1) * Dt).sum(0) / n.sum()).numpy()

@@ -35,6 +35,7 @@ from fl_oracle.experiments.flower.digits import DigitsSettings, save_data  # noq
 from fl_oracle.experiments.flower.local_grid import LocalGrid  # noqa: E402
 from fl_oracle.experiments.flower.run import run_flower  # noqa: E402
 from fl_oracle.experiments.flower.server_app import FlowerRun, run_strategy  # noqa: E402
+from fl_oracle.experiments.flower.server_side import ServerSide
 from fl_oracle.experiments.flower.strategy import FedselStrategy, FlowerRunError  # noqa: E402
 
 from helpers.oracle import DOMAINS, tiny_config, tiny_data
@@ -246,7 +247,11 @@ def test_a_flower_run_is_charged_exactly_as_fedsel_train(data_file, info):
 @pytest.mark.parametrize("model", ["probe", "predicted", "stale", "pool:8"])
 def test_the_strategy_runs_the_specs_own_information_model(model):
     """A spec's @MODEL is the strategy's model; a stats naming another one is refused."""
-    kw = {"validation_gradients": lambda w: None, "evaluate_candidates": lambda w, d: {}}
+    kw = {
+        "server": ServerSide(
+            validation_gradients=lambda w: None, evaluate_candidates=lambda w, d: {}
+        )
+    }
     s = FedselStrategy(f"maxmin:2@{model}", k=2, **kw)
     assert s.stats_mode == model
     assert FedselStrategy(f"maxmin:2@{model}", k=2, stats=model, **kw).stats_mode == model

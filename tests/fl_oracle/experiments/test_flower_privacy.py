@@ -14,6 +14,7 @@ from fl_oracle.experiments.flower.digits import DigitsSettings, save_data  # noq
 from fl_oracle.experiments.flower.local_grid import LocalGrid  # noqa: E402
 from fl_oracle.experiments.flower.privacy_mod import privatize_metrics  # noqa: E402
 from fl_oracle.experiments.flower.server_app import FlowerRun, run_strategy  # noqa: E402
+from fl_oracle.experiments.flower.server_side import ServerSide
 from fl_oracle.experiments.privacy import FIELDS, StatsPrivacy  # noqa: E402
 
 from helpers.oracle import tiny_config, tiny_data
@@ -115,8 +116,8 @@ def test_under_secure_aggregation_flowers_probe_model_is_uncalibrated(data_file)
     from fl_oracle.experiments.flower.strategy import FedselStrategy
 
     strategy = FedselStrategy(
-        "maxmin:2", 3, stats="probe", validation_gradients=lambda w: None,
-        evaluate_candidates=lambda w, d: {},
+        "maxmin:2", 3, stats="probe",
+        server=ServerSide(validation_gradients=lambda w: None, evaluate_candidates=lambda w, d: {}),
     )  # fmt: skip
     strategy.prepare_privacy(StatsPrivacy(secure_aggregation=True))
     assert strategy._info.calibrate is False

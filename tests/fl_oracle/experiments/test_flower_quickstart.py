@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from fl_oracle.experiments.flower.local_grid import LocalGrid
 from fl_oracle.experiments.flower.mod import fedsel_stats_mod, quickstart_data
+from fl_oracle.experiments.flower.server_side import ServerSide
 from fl_oracle.experiments.flower.strategy import FedselStrategy
 
 N_NODES = 4
@@ -99,7 +100,7 @@ def test_the_tutorials_mod_line_works_on_a_quickstart_shaped_app():
         ctx.node_config["domain"] = ("a", "b")[i % 2]
     strategy = FedselStrategy("fisher-topk", k=2, wait_for_nodes=0.1, on_missing="error",
                               train_config={"lr": 0.05}, fraction_evaluate=0.0,
-                              evaluate_candidates=evaluate_candidates)  # fmt: skip
+                              server=ServerSide(evaluate_candidates=evaluate_candidates))  # fmt: skip
     torch.manual_seed(0)
     strategy.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()), num_rounds=2)
     assert len(strategy.history) == 2 and all(r["failed"] == "" for r in strategy.history)
