@@ -50,7 +50,8 @@ from fl_oracle.experiments.cost import round_cost  # noqa: E402
 from fl_oracle.experiments.run_record import cpu_model  # noqa: E402
 from fl_oracle.experiments.study.settings import STUDY_ORACLE  # noqa: E402
 from fl_oracle.sim.config import OracleConfig  # noqa: E402
-from fl_oracle.sim.oracle import Oracle, load_federation_data  # noqa: E402
+from fl_oracle.sim.loading import load_federation_data  # noqa: E402
+from fl_oracle.sim.oracle import Oracle  # noqa: E402
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.baselines.sampling import proportional_sample  # noqa: E402
 from selection.information import RoundInputs, make_information  # noqa: E402

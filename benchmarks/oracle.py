@@ -58,9 +58,11 @@ sys.path.insert(0, str(ROOT))
 
 from fl_oracle.errors import OracleError  # noqa: E402
 from fl_oracle.sim.config import OracleConfig  # noqa: E402
+from fl_oracle.sim.loading import load_federation_data  # noqa: E402
 from fl_oracle.sim.local import SampleStream, plan_steps  # noqa: E402
 from fl_oracle.sim.model import IMAGE_SHAPE, N_CLASSES, Arch, unflatten  # noqa: E402
-from fl_oracle.sim.oracle import Oracle, load_federation_data, resolve_device  # noqa: E402
+from fl_oracle.sim.oracle import Oracle  # noqa: E402
+from fl_oracle.sim.runtime import resolve_device  # noqa: E402
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 
 OUT = ROOT / "results" / "benchmarks"

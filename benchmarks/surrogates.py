@@ -51,7 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fl_oracle.experiments.run_record import cpu_model  # noqa: E402
 from fl_oracle.experiments.study.settings import STUDY_ORACLE  # noqa: E402
 from fl_oracle.sim.config import OracleConfig  # noqa: E402
-from fl_oracle.sim.oracle import Oracle, load_federation_data  # noqa: E402
+from fl_oracle.sim.loading import load_federation_data  # noqa: E402
+from fl_oracle.sim.oracle import Oracle  # noqa: E402
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.selectors import make_selector  # noqa: E402

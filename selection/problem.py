@@ -15,10 +15,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.logits import ValidationLogits
 from selection.schema import domain_columns, read_stats, validate_stats
-from selection.surrogates.base import DEFAULT_SURROGATE, Structure
+from selection.surrogates.base import Structure
 
 __all__ = ["SelectionProblem"]
 

@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from selection.baselines.sampling import proportional_sample, stratified_sample
+from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
@@ -77,7 +78,6 @@ from selection.specs import (
     spec_number,
     split_specs,
 )
-from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = [
     # the typed spec (:mod:`selection.specs`), re-exported: a selector is built from it

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
-from selection.surrogates.base import DEFAULT_SURROGATE
 from selection.verify import DEFAULT_VERIFY
 
 __all__ = [

@@ -25,8 +25,8 @@ from fl_oracle.cli.options import (
 )
 from fl_oracle.experiments.demo.run import DemoSettings
 from fl_oracle.experiments.runner import DEMO_ORACLE
+from selection.defaults import DEFAULT_SURROGATE
 from selection.selectors import selector_help
-from selection.surrogates.base import DEFAULT_SURROGATE
 
 _D = DemoSettings()  # the demo's defaults, shown in --help
 

@@ -77,6 +77,7 @@ from fl_oracle.experiments.round_step import (
 )
 from selection.baselines.base import Baseline
 from selection.baselines.reads import VECTOR_READS, Reads
+from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.information import (
     RULE,
@@ -90,7 +91,6 @@ from selection.information import (
 from selection.information.probe import Calibrated
 from selection.problem import SelectionProblem
 from selection.selectors import Selector
-from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = [
     "STATS_MODES",

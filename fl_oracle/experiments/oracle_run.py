@@ -201,7 +201,7 @@ def run_oracle(
     from fl_oracle.experiments.runfolder import claim_run_folder
 
     if overwrite and kwargs.get("data") is None:  # fail on the data before deleting the old run
-        from fl_oracle.sim.oracle import load_federation_data
+        from fl_oracle.sim.loading import load_federation_data
 
         kwargs["data"] = load_federation_data(
             config, cache_dir=kwargs.get("cache_dir"), progress=kwargs.get("progress")

@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import InfeasibleError, SelectionError
 from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
 from selection.selectors import Selector
-from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = [
     "GLOBAL_KEYS",

@@ -64,7 +64,7 @@ class OracleFactory:
         Call it in the parent before starting workers: generated stand-ins are then made
         once and the workers read them from the disk cache.
         """
-        from fl_oracle.sim.oracle import load_federation_data
+        from fl_oracle.sim.loading import load_federation_data
 
         if self.data is not None:
             return self.data

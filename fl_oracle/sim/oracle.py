@@ -14,15 +14,16 @@ Randomness is a pure function of (seed, round, client): the partition and probe 
 Why one module past 450 lines: :class:`Oracle` is one object whose methods (measure, probe,
 evaluate, commit, checkpoint) all read and write the same federation state (w_t, the round,
 the client images, probe sets, the measured updates and their logits, the bit-for-bit
-invariants the tests hold); the computations it delegates already live beside it (local
-training in :mod:`.local`, statistics in :mod:`.stats`, models in :mod:`.model`, client data in
-:mod:`.store`). Splitting the class would spread that state, not a concept.
+invariants the tests hold); the computations it delegates live beside it (local training in
+:mod:`.local`, statistics in :mod:`.stats`, models in :mod:`.model`, client data in
+:mod:`.store`, loading the federation's data in :mod:`.loading`, accuracies from hits in
+:mod:`.utilities`, the device, threads and seed streams in :mod:`.runtime`). Splitting the
+class would spread that state, not a concept.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -30,12 +31,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fl_oracle.errors import CheckpointError, ConfigError, OracleError, UnknownClientError
+from fl_oracle.errors import CheckpointError, OracleError, UnknownClientError
 from fl_oracle.sim.config import OracleConfig
 from fl_oracle.sim.decoded import DecodedCache
+from fl_oracle.sim.loading import load_federation_data
 from fl_oracle.sim.local import MODEL_CHUNK, plan_steps, train_clients
 from fl_oracle.sim.model import forward_stacked, init_params, prepool, resolve_model, unflatten
 from fl_oracle.sim.partition import build_federation
+from fl_oracle.sim.runtime import resolve_device, set_threads, stream_seed
 from fl_oracle.sim.stats import (
     ProbeStats,
     b_dissimilarity,
@@ -47,255 +50,22 @@ from fl_oracle.sim.stats import (
     probe_stats_vmap,
 )
 from fl_oracle.sim.store import ClientImages, Paired
+from fl_oracle.sim.utilities import accuracy_metrics, candidate_utilities
 from selection.baselines.reads import VectorSource
 from selection.logits import ValidationLogits
 from selection.progress import ProgressFn
 from selection.schema import F_FLOOR, validate_stats
 
+# resolve_device and load_federation_data: re-exported, where callers have imported them
 __all__ = ["Oracle", "resolve_device", "load_federation_data"]
 
 STATE_FORMAT = "fedsel-oracle-1"
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto`` -> cuda when available, else cpu; ``cuda`` without a GPU is an error.
-
-    Examples:
-        >>> import torch
-        >>> from fl_oracle.sim.oracle import resolve_device
-        >>> resolve_device("cpu")
-        device(type='cpu')
-        >>> resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
-        True
-    """
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise OracleError("device=cuda requested but no CUDA device is available")
-    return torch.device(name)
 
 
 def _decoded(images: ClientImages) -> DecodedCache:
     """Compact client images kept decoded for reuse (:mod:`fl_oracle.sim.decoded`); nothing
     kept when the blocks live in a file."""
     return DecodedCache(images, budget=0 if images.blocks.on_disk else None)
-
-
-def set_threads(n: int) -> None:
-    """Run this process's compute on ``n`` threads: torch's intra-op pool and the BLAS and
-    OpenMP pools numpy, scipy and scikit-learn use (threadpoolctl; a process-wide setting,
-    as torch's is).
-
-    Examples:
-        >>> import torch
-        >>> from threadpoolctl import threadpool_info
-        >>> from fl_oracle.sim.oracle import set_threads
-        >>> n = torch.get_num_threads()
-        >>> set_threads(1)
-        >>> torch.get_num_threads(), {pool["num_threads"] for pool in threadpool_info()}
-        (1, {1})
-        >>> set_threads(n)  # back to torch's count
-    """
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(int(n))
-    threadpool_limits(int(n))
-
-
-def accuracy_metrics(hits, sizes, domains: Sequence[str]) -> dict[str, float]:
-    """``acc_<domain>``, ``acc_pooled``, ``acc_avg``, ``acc_worst`` (%) from correct counts.
-
-    Args:
-        hits: correct predictions per domain, shape (D,).
-        sizes: evaluated samples per domain, shape (D,).
-        domains: the D domain names.
-
-    Examples:
-        8 of 10 mnist and 3 of 5 usps samples right: pooled 11 / 15, the mean of 80 and 60:
-
-        >>> import numpy as np
-        >>> from fl_oracle.sim.oracle import accuracy_metrics
-        >>> metrics = accuracy_metrics(np.array([8, 3]), np.array([10, 5]), ["mnist", "usps"])
-        >>> {key: round(v, 2) for key, v in metrics.items()}
-        {'acc_mnist': 80.0, 'acc_usps': 60.0, 'acc_pooled': 73.33, 'acc_avg': 70.0,
-         'acc_worst': 60.0}
-    """
-    acc = 100.0 * hits / sizes
-    out = {f"acc_{d}": float(a) for d, a in zip(domains, acc, strict=True)}
-    out["acc_pooled"] = float(100.0 * hits.sum() / sizes.sum())
-    out["acc_avg"] = float(acc.mean())
-    out["acc_worst"] = float(acc.min())
-    return out
-
-
-def stream_seed(seed: int, round_: int, client: int) -> int:
-    """The mini-batch stream seed of client ``client`` (federation index) in round ``round_``.
-
-    The oracle, the Flower ClientApp and anything else that replays a client's local
-    training take it from here, so the same (seed, round, client) draws the same batches.
-
-    Examples:
-        >>> from fl_oracle.sim.oracle import stream_seed
-        >>> stream_seed(0, 1, 2)
-        8503586547171507477
-        >>> [stream_seed(0, 1, 2) == stream_seed(*other) for other in [(0, 1, 2), (0, 2, 2)]]
-        [True, False]
-    """
-    ss = np.random.SeedSequence([seed, round_, client, 0xB47C])
-    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-
-
-def candidate_utilities(
-    hits: np.ndarray, sizes: np.ndarray, hits0: np.ndarray, domains: Sequence[str]
-) -> dict[str, np.ndarray]:
-    """U, ``U_<domain>`` and dU (%) of M candidates from their correct counts.
-
-    Args:
-        hits: (M, D) correct predictions of each candidate w_t + Δ_i per domain.
-        sizes: (D,) validation samples per domain.
-        hits0: (D,) correct predictions of w_t itself.
-        domains: the D domain names.
-
-    U pools the domains' validation samples (the mean of U_d on equal sets); dU = U − U(w_t).
-
-    Examples:
-        Two candidates on 10 mnist and 5 usps samples; w_t itself gets 7 + 3 of 15 right:
-
-        >>> import numpy as np
-        >>> from fl_oracle.sim.oracle import candidate_utilities
-        >>> out = candidate_utilities(np.array([[9, 3], [6, 4]]), np.array([10, 5]),
-        ...                           np.array([7, 3]), ["mnist", "usps"])
-        >>> {key: v.round(2).tolist() for key, v in out.items()}
-        {'U': [80.0, 66.67], 'U_mnist': [90.0, 60.0], 'U_usps': [60.0, 80.0],
-         'dU': [13.33, 0.0]}
-    """
-    Ud = 100.0 * hits / sizes
-    U = 100.0 * hits.sum(1) / sizes.sum()
-    out = {"U": U}
-    for j, d in enumerate(domains):
-        out[f"U_{d}"] = Ud[:, j]
-    out["dU"] = U - 100.0 * hits0.sum() / sizes.sum()
-    return out
-
-
-def load_federation_data(
-    config: OracleConfig, *, cache_dir=None, progress: ProgressFn | None = None
-) -> dict:
-    """Load exactly what the federation needs (clients x samples + validation per domain);
-    an image-folder ``config.dataset`` is decoded whole. A federation whose images cannot fit
-    this machine's memory is refused first (:func:`check_fits`).
-
-    Examples:
-        The Digits-4 default loads one domain at a time, on first access: each domain's
-        training images are its clients' 2 x 8 plus 10 for validation (no hold-outs):
-
-        >>> import tempfile
-        >>> from fl_oracle.sim.config import OracleConfig
-        >>> from fl_oracle.sim.oracle import load_federation_data
-        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
-        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
-        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
-        ...                       device="cpu", threads=1)
-        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
-        ...     data = load_federation_data(config, cache_dir=cache)
-        ...     train, test = data["syn"]["train"], data["syn"]["test"]
-        >>> list(data), len(train.labels), len(test.labels), config.train_needed()["syn"]
-        (['svhn', 'syn'], 26, 10, 26)
-        >>> tuple(train.images.shape), train.images.dtype, train.source
-        ((26, 32, 32, 3), torch.uint8, 'generated')
-    """
-    check_fits(config)
-    if config.dataset is not None:
-        from fl_oracle.sim.data.folders import load_dataset, scan_dataset
-
-        index = scan_dataset(
-            config.dataset,
-            split_file=config.split_file,
-            test_fraction=config.test_fraction,
-            seed=config.data_seed,
-        )
-        train = config.train_needed()
-        need = {  # decode only what the federation uses (a seeded subset of a large folder)
-            d: {"train": train[d], "test": config.test_per_domain} for d in config.domains
-        }
-        return load_dataset(
-            index,
-            resolution=config.resolution,
-            domains=config.domains,
-            limit=need,
-            seed=config.data_seed,
-            progress=progress,
-        )
-    from fl_oracle.sim.data import load_digits
-    from fl_oracle.sim.data.api import bundled_shortfall
-    from fl_oracle.sim.data.bundled import TRAIN_IMAGES
-    from fl_oracle.sim.partition import share_split, shared_request
-
-    # the bundled genuine digits shared by their clients where they fall short (arithmetic,
-    # the partition shares them the same way); refused only where not one image per client
-    # is left
-    short = {
-        d: TRAIN_IMAGES
-        for d, need in config.train_needed().items()
-        if bundled_shortfall(d, need, config.data_root, config.data_mode)
-    }
-    config, notes = share_split(config, short)
-    n_train = shared_request(config, {d: short[d] for d in notes})
-    for d, need in n_train.items():
-        why = bundled_shortfall(d, need, config.data_root, config.data_mode)
-        if why:
-            raise ConfigError(why)
-    from fl_oracle.sim.data.api import check_real
-    from fl_oracle.sim.data.stream import DomainStream
-
-    check_real(config.domains, config.data_root, config.data_mode)  # every missing file at once
-
-    def load(d: str) -> dict:
-        return load_digits(
-            [d],
-            root=config.data_root,
-            mode=config.data_mode,
-            n_train=n_train,
-            n_test=config.test_per_domain,
-            seed=config.data_seed,
-            standardize=True,
-            cache_dir=cache_dir,
-            progress=progress,
-            compact=True,  # uint8 pixels, decoded per client on use (fl_oracle.sim.store)
-        )[d]
-
-    # one domain at a time: the partition stores each domain's clients before the next loads
-    return DomainStream(config.domains, load)
-
-
-def check_fits(config: OracleConfig, memory: int | None = None) -> None:
-    """Refuse, before any data is loaded or generated, a federation whose images alone exceed
-    the machine's physical memory (``memory`` bytes; default: this machine's).
-
-    Examples:
-        >>> from fl_oracle.sim.config import OracleConfig
-        >>> from fl_oracle.sim.oracle import check_fits
-        >>> check_fits(OracleConfig(), memory=16 * 2**30)  # 20 clients: fits, no output
-        >>> check_fits(OracleConfig(clients_per_domain=100_000), memory=16 * 2**30)
-        Traceback (most recent call last):
-        ...
-        fl_oracle.errors.ConfigError: the federation's images need 544.7 GiB (400,000 clients,
-        100,000 per domain, ...), more than this machine's 16.0 GiB
-    """
-    if memory is None:
-        try:
-            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):  # not a POSIX machine: no check
-            return
-    need = config.federation_bytes()
-    if need > memory:
-        n = config.clients_per_domain * len(config.domains)
-        raise ConfigError(
-            f"the federation's images need {need / 2**30:,.1f} GiB ({n:,} clients, "
-            f"{config.clients_per_domain:,} per domain, samples per client "
-            f"{dict(config.samples_per_client)}), more than this machine's "
-            f"{memory / 2**30:,.1f} GiB"
-        )
 
 
 class Oracle:

@@ -27,8 +27,8 @@ from selection.cli.options import (
     parse_objectives,
 )
 from selection.cli.resolve import load_problem
+from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
-from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = ["compare", "register"]
 

@@ -12,8 +12,8 @@ import math
 
 import typer
 
+from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
-from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = [
     "METHOD_HELP",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
-from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = ["solver_class", "default_plane", "load_problem", "default_logits"]
 

@@ -32,7 +32,6 @@ from selection.cli.options import (
 from selection.cli.reach import range_hint
 from selection.cli.resolve import default_plane, load_problem, solver_class
 from selection.errors import SelectionError
-from selection.solvers.params import Route
 
 __all__ = ["solve", "register"]
 
@@ -65,6 +64,7 @@ def solve(
     import json
 
     from selection.solvers.base import solver_options
+    from selection.solvers.params import Route
 
     cls = solver_class(method)
     accepted = solver_options(cls)

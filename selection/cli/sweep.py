@@ -43,8 +43,8 @@ from selection.cli.options import (
 )
 from selection.cli.reach import range_hint
 from selection.cli.resolve import default_logits, default_plane, load_problem, solver_class
+from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
-from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = ["sweep", "register"]
 

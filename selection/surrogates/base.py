@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from selection.defaults import DEFAULT_SURROGATE  # re-exported: the registry names it
 from selection.errors import SelectionError
 
 if TYPE_CHECKING:
@@ -60,8 +61,7 @@ class Structure(StrEnum):
 
 
 STRUCTURES = tuple(s.value for s in Structure)
-#: the surrogate a problem, a spec and a command use unless told otherwise
-DEFAULT_SURROGATE = "mean"
+
 SURROGATES: dict[str, type[Surrogate]] = {}
 
 

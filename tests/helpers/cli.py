@@ -22,6 +22,7 @@ def forbid_data(monkeypatch, why: str) -> None:
     fail the test with ``why``: a refusal that must come before any data."""
     import fl_oracle.cli.study as cli_study
     import fl_oracle.cli.train as cli_train
+    import fl_oracle.sim.loading as loading
     import fl_oracle.sim.oracle as oracle
 
     def touched(*args, **kwargs):
@@ -29,7 +30,8 @@ def forbid_data(monkeypatch, why: str) -> None:
 
     monkeypatch.setattr(cli_train, "make_oracle", touched)
     monkeypatch.setattr(cli_study, "study_factory", touched)
-    monkeypatch.setattr(oracle, "load_federation_data", touched)
+    monkeypatch.setattr(oracle, "load_federation_data", touched)  # the Oracle's
+    monkeypatch.setattr(loading, "load_federation_data", touched)  # the runners' and Flower's
     try:
         import fl_oracle.cli.flower as cli_flower
     except ImportError:  # the flower extra is missing: its doors skip

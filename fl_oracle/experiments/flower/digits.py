@@ -39,9 +39,10 @@ import torch
 from fl_oracle.sim.config import OracleConfig
 from fl_oracle.sim.local import plan_steps, train_clients
 from fl_oracle.sim.model import init_params, resolve_model
-from fl_oracle.sim.oracle import candidate_utilities, stream_seed
 from fl_oracle.sim.partition import build_federation
+from fl_oracle.sim.runtime import stream_seed
 from fl_oracle.sim.stats import correct_stacked, probe_stats
+from fl_oracle.sim.utilities import candidate_utilities
 from selection.schema import F_FLOOR
 
 __all__ = [
@@ -122,7 +123,7 @@ def federation(settings: DigitsSettings) -> tuple[Any, Any, dict]:
         if settings.data_file is not None:
             data = _load_data(settings.data_file)
         else:
-            from fl_oracle.sim.oracle import load_federation_data
+            from fl_oracle.sim.loading import load_federation_data
 
             data = load_federation_data(config)
         device = torch.device("cpu")
@@ -396,7 +397,7 @@ class DigitsServer:
 
     def test_metrics(self, w: np.ndarray) -> dict[str, float]:
         """``acc_<domain>``, ``acc_pooled``, ``acc_avg``, ``acc_worst`` (%) of w on the test sets."""
-        from fl_oracle.sim.oracle import accuracy_metrics
+        from fl_oracle.sim.utilities import accuracy_metrics
 
         hits, sizes = self._hits(torch.as_tensor(w, dtype=torch.float32).unsqueeze(0), "test")
         return accuracy_metrics(hits[0], sizes, self.domains)

@@ -111,8 +111,8 @@ from fl_oracle.experiments.round_step import (
 )
 from fl_oracle.sim.stats import b_dissimilarity, cosine_to, js_divergence
 from selection.baselines.reads import VECTOR_READS, Reads, VectorSource
+from selection.defaults import DEFAULT_SURROGATE
 from selection.schema import F_FLOOR
-from selection.surrogates.base import DEFAULT_SURROGATE
 
 __all__ = ["FedselStrategy", "FlowerRunError", "flatten", "unflatten_like", "PHASE_KEY"]
 

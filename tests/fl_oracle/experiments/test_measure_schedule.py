@@ -92,11 +92,13 @@ _CLI_DATA: dict = {}  # the CLI's default client sizes (600 / 72 / 732 / 100), o
     ],
 )
 def test_cli_measure_at_alone_measures_only_those_rounds(tmp_path, monkeypatch, flags, measured):
+    import fl_oracle.sim.loading as loading
     import fl_oracle.sim.oracle as oracle_mod
     from fl_oracle.cli import main
 
     data = _CLI_DATA.setdefault("d", tiny_data(n_train=800, n_test=20))
-    monkeypatch.setattr(oracle_mod, "load_federation_data", lambda *a, **k: data)
+    for module in (oracle_mod, loading):  # the Oracle's name and the runners'
+        monkeypatch.setattr(module, "load_federation_data", lambda *a, **k: data)
     out = tmp_path / "run"
     main(["oracle", "--rounds", "4", "--out", str(out), "--clients-per-domain", "1",
           "--val-per-domain", "30", "--local-holdout", "0", "--model", "cnn-small",

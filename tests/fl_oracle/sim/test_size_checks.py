@@ -8,7 +8,7 @@ import pytest
 
 from fl_oracle.errors import ConfigError
 from fl_oracle.sim.config import OracleConfig
-from fl_oracle.sim.oracle import check_fits, load_federation_data
+from fl_oracle.sim.loading import check_fits, load_federation_data
 
 
 def test_the_bundled_digits_train_split_holds_what_the_check_assumes():
