@@ -1,5 +1,10 @@
 """Benchmark of the FL oracle: a round of client statistics vs a GEMM peak and a per-client loop.
 
+Why one script past 450 lines: a benchmark is one run writing one table, and its three parts
+(the peak, fedsel's round, the per-client peer) must run in one process on the same model,
+data and thread count for their ratios to mean anything; :func:`sample_flops` is imported by
+the study-round benchmark.
+
 One round of full client statistics (20 clients), measured against a roofline and against the
 per-client loop a user would write.
 

@@ -1,5 +1,8 @@
 """Scale curves of the exact route; writes results/benchmarks/scale.{csv,md,png}.
 
+Why one script past 450 lines: the two curves share the instance families, the caps and
+the table and figure they are written to; one run makes the committed table.
+
 Two curves, K = N/10 throughout (at least 1), D = 4:
 
 * ``front`` — the complete exact (U, gap) front, :func:`selection.solvers.sweeps.sweep_eps`

@@ -1,5 +1,9 @@
 """Benchmark of a study round: where its time goes, and study rounds per CPU second.
 
+Why one script past 450 lines: its two parts measure the same round against the same GEMM
+peak in one run (the profile says where the time goes, the throughput what the study gains);
+splitting them would split the table's one measurement.
+
 Two parts, one run, one table each (``results/benchmarks/study_round.{md,csv}`` and
 ``study_throughput.csv``):
 

@@ -1,5 +1,10 @@
 """Objectives of a selection, and the one objective table every part of fedsel reads.
 
+Why one module past 450 lines: two thirds of it are the definitions' documentation and their
+runnable examples; the table and the functions it names must stay together, since every reader
+(indicators, enumeration, NSGA-II, the CLI, the reports) takes senses and labels from the one
+table.
+
 All functions take a 0/1 selection matrix ``X`` of shape (M, N) (or one vector of shape
 (N,)) with exactly K ones per row and return one value per row. Because K is fixed, every
 mean is linear in ``x``: U(S) = (1/K) * sum_i x_i U_i. The definitions are written out in

@@ -1,5 +1,10 @@
 """Live training with a selector in the loop.
 
+Why one module past 450 lines: most of its length is documentation (the history's columns
+below, every function's runnable examples); its code is one job, the in-process driver's round
+(the information model's view, the choice, the commit, the costs, the history row), whose
+shared steps with the Flower driver already live in :mod:`.round_step` and :mod:`.cost`.
+
 Each round t the oracle measures client statistics at the global model w_t, the selector picks
 K client ids from that table, the oracle commits the aggregation of exactly those clients'
 updates (w_{t+1}) and the round is logged:

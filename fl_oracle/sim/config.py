@@ -4,7 +4,7 @@ Every field is checked in ``__post_init__``; a bad value raises :class:`ConfigEr
 field. ``to_toml``/``from_toml`` round-trip the configuration exactly (the run folder keeps it
 as ``config.toml``, and ``--resume`` refuses a folder written with another configuration).
 
-Why one module of about 460 lines: the dataclass is the one place where each of its ~30
+Why one module past 450 lines: the dataclass is the one place where each of its ~30
 settings is declared, documented and checked (the commands' flags, studies' ``[oracle]``
 tables and run folders all read it); :func:`dataset_fields` fills those fields from a dataset
 folder.

@@ -1,5 +1,11 @@
 """Split each domain's training set into disjoint client shards and a validation subset.
 
+Why one module past 450 lines: its code is one job (which sample goes to which client, to
+validation or to a hold-out) whose rules (equal shares, Dirichlet label skew, log-normal
+sizes, bundled digits shared where they fall short) must agree with each other and with
+:meth:`fl_oracle.sim.config.OracleConfig.train_needed` to the sample; the rest is their
+documentation.
+
 Every client of a domain gets the same number of samples (1% of the real training set by
 default), drawn without replacement; an optional Dirichlet(alpha) label skew tilts each
 client's class mix. The validation subset is drawn from what is left of the training split,

@@ -1,5 +1,9 @@
 """Sweeps over ε, δ and weights, returned as front tables (one row per solved point).
 
+Why one module past 450 lines: about half of it is documentation and runnable examples; the
+code is one job, turning a formulation's parameter grid into a front table, and its three
+sweeps share the grid splitting, the threads and the table.
+
 Every table has the columns of :data:`~selection.solvers.result.FRONT_COLUMNS` plus ``U_<domain>`` per domain:
 ``selected`` holds the client ids joined by ``;`` ("" when no selection was found) and the
 objective columns are NaN then. An infeasible point is a row with status ``infeasible``.

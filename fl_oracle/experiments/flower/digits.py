@@ -20,7 +20,7 @@ generated stand-ins come from the on-disk cache). Each process builds the partit
 keeps it (:func:`federation`). In this simulation a client rebuilds the whole partition to find
 its own shard; a deployed client would load only its local data.
 
-Why one module of about 500 lines: the client half and the server half are one computation
+Why one module past 450 lines: the client half and the server half are one computation
 split in two, kept side by side so that a change to one is seen beside the other (the
 equivalence test holds them to the oracle together); the settings and run-config readers at
 the ends are what both halves are built from.

@@ -1,9 +1,9 @@
 """``FedselStrategy``: Flower FedProx whose ``configure_train`` picks K nodes with a fedsel selector.
 
-Why this module is longer than the project's ~450 lines: about 110 of its lines are this text and
-the class's argument list, and the rest is Flower's hooks, the checks of a selector and a stats
-mode before a run, and the round state the hooks share (the statistics rows and table, the
-pending selection, the history); the stock-client inference (:mod:`.stock`), the reply checks
+Why this module is longer than the project's ~450 lines: much of it is this text, the class's
+arguments and its runnable example; the code is Flower's hooks, the checks of a selector and a
+stats mode before a run, and the round state the hooks share (the statistics rows and table,
+the pending selection, the history); the stock-client inference (:mod:`.stock`), the reply checks
 (:mod:`.guard`), the node exchanges with the probe phase (:mod:`.probe`) and what the server holds
 beside the nodes (:mod:`.server_side`) have their own modules.
 

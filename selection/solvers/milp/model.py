@@ -1,5 +1,9 @@
 """The lexicographic solve loop over one persistent MILP model: :class:`LexBackend`.
 
+Why one module past 450 lines: much of it is the loop's documentation and examples; the code
+is the one loop every backend runs (stages, tolerances, the reduced-cost fixing's incumbent),
+whose other jobs already live beside it (listed below).
+
 Lexicographic stages: stage j maximizes ``objectives[j]``; before stage j+1 a dedicated row
 ``obj<j>`` (same coefficients) gets the lower bound ``opt_j - tol`` so later stages cannot
 lose what earlier ones won. ``tol`` is 0 for CP-SAT (integer data) and
