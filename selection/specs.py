@@ -91,9 +91,9 @@ class Spec:
         charged for what the rule reads)."""
         if self.stats_mode is not None:
             return self.stats_mode
-        from selection.information import RULE, default_information
+        from selection.information import RULE, Information, default_information
 
-        return RULE if _is_rule(self.name) else default_information()
+        return RULE if _is_rule(self.name) else Information(default_information())
 
     @property
     def canonical(self) -> str:
@@ -145,7 +145,7 @@ class Spec:
         Raises:
             SelectionError: naming the spec, the model and the offending value.
         """
-        from selection.information import RULE, get_information, parse_information
+        from selection.information import RULE, Information, parse_information
 
         spec = self
         if stats is not None:
@@ -166,8 +166,7 @@ class Spec:
         if k > n:
             raise SelectionError(f"k={k} exceeds the {n} clients of the federation")
         if info != RULE:
-            name, _, arg = info.partition(":")
-            model = get_information(name)(int(arg) if arg else None)
+            model = Information(info).make()  # parsed once: the spec's own Information
             try:
                 model.check_k(int(n), int(k))
             except SelectionError as exc:
@@ -259,12 +258,12 @@ def parse_spec(text: str) -> Spec:
 
 def _check_information(text: str, spec: Spec) -> None:
     """Refuse a surrogate whose inputs the information model does not supply."""
-    from selection.information import get_information
+    from selection.information import Information
     from selection.surrogates import get_surrogate
 
     if spec.stats_mode is None:
         return
-    info = get_information(spec.stats_mode.partition(":")[0])
+    info = Information(spec.stats_mode).model
     if spec.verify and (not info.logits or info.remembers):
         raise bad_spec(
             text,

@@ -86,9 +86,9 @@ from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.information import (
     RULE,
+    Information,
     RoundInputs,
     default_information,
-    get_information,
     information_models,
     make_information,
     parse_information,
@@ -122,7 +122,7 @@ STATS_MODES = (*information_models(), RULE)
 def _upper_bound(stats_mode: str) -> bool:
     """Whether the information model ``stats_mode`` (``pool:10`` spelled with its argument)
     measures every client every round (the oracle's upper bound)."""
-    return get_information(stats_mode.partition(":")[0]).upper_bound
+    return Information(stats_mode).model.upper_bound
 
 
 #: what a probing client reports (:data:`fl_oracle.experiments.privacy.FIELDS`)
@@ -148,7 +148,7 @@ def check_information(text: str) -> str:
     if text == RULE:
         return text
     try:
-        return parse_information(str(text))
+        return parse_information(text)  # a spec's parsed model comes back as it is
     except SelectionError as exc:
         raise ValueError(f"stats mode {text!r}: {exc}") from None
 

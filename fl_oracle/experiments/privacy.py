@@ -162,13 +162,15 @@ class StatsPrivacy:
         """Refuse an information model that secure aggregation makes impossible: one that
         evaluates a single client's update at the server (its ``server_evaluates``); a
         baseline rule's ``rule`` reads what clients report and passes."""
-        from selection.information import RULE, get_information
+        from selection.information import RULE, Information
 
         if not self.secure_aggregation or name == RULE:
             return
+        self._refuse(Information(name).model)
 
-        model = get_information(name.partition(":")[0])
-        if model.server_evaluates:
+    def _refuse(self, model) -> None:
+        """The refusal of a model class (or instance) secure aggregation rules out."""
+        if self.secure_aggregation and model.server_evaluates:
             raise ValueError(
                 f"information model {model.name} is impossible under secure aggregation: it "
                 f"evaluates {model.server_evaluates}, and the server sees only the sum of "
@@ -179,7 +181,7 @@ class StatsPrivacy:
         """Fit one run's information model to the mode, in every driver: refused where
         secure aggregation makes it impossible; a calibrated model (``probe``) left
         uncalibrated under it (no single client's update is evaluated at the server)."""
-        self.check_information(model.name)
+        self._refuse(model)
         if self.secure_aggregation and hasattr(model, "calibrate"):
             model.calibrate = False
 

@@ -13,6 +13,7 @@ import pkgutil
 
 from selection.information.base import (
     RULE,
+    Information,
     InformationModel,
     RoundInputs,
     default_information,
@@ -29,6 +30,7 @@ for _mod in pkgutil.iter_modules(__path__):
 
 __all__ = [
     "RULE",
+    "Information",
     "InformationModel",
     "RoundInputs",
     "default_information",

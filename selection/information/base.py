@@ -32,6 +32,7 @@ from selection.errors import SelectionError
 
 __all__ = [
     "RULE",
+    "Information",
     "InformationModel",
     "RoundInputs",
     "register",
@@ -281,6 +282,39 @@ def _split(text: str) -> tuple[type[InformationModel], int | None]:
     return cls, value
 
 
+class Information(str):
+    """An information model as a spec or ``--stats`` names it, parsed once: its canonical
+    spelling (a ``str``, so history columns, TOML and comparisons read it as text) carrying
+    the registered class and its argument. Parsing a parsed one returns it unchanged, so a spec
+    parsed by a study is not parsed again by the loop, the strategy or the cost table.
+
+    Examples:
+        >>> from selection.information import Information
+        >>> info = Information("pool:10.0")
+        >>> info, info.model.__name__, info.arg, Information(info) is info
+        ('pool:10', 'Pool', 10, True)
+        >>> info.model.upper_bound, Information("fresh").model.upper_bound
+        (False, True)
+        >>> info.make(seed=0).trains_before  # a new model for one run
+        <bound method Pool.trains_before of Pool('pool:10')>
+    """
+
+    model: type[InformationModel]
+    arg: int | None
+
+    def __new__(cls, text: str) -> Information:
+        if isinstance(text, Information):
+            return text
+        model, value = _split(text)
+        out = super().__new__(cls, model.name if value is None else f"{model.name}:{value}")
+        out.model, out.arg = model, value
+        return out
+
+    def make(self, *, seed: int = 0) -> InformationModel:
+        """A new (stateful) model of this kind for one run."""
+        return self.model(self.arg, seed=seed)
+
+
 def parse_information(text: str) -> str:
     """The canonical spelling of an information model (``pool:10.0`` -> ``pool:10``);
     SelectionError on an unknown name or a bad argument.
@@ -294,8 +328,7 @@ def parse_information(text: str) -> str:
         ...
         selection.errors.SelectionError: information model pool needs P, e.g. pool:10
     """
-    cls, value = _split(text)
-    return cls.name if value is None else f"{cls.name}:{value}"
+    return Information(text)
 
 
 def make_information(text: str, *, seed: int = 0) -> InformationModel:
@@ -314,8 +347,7 @@ def make_information(text: str, *, seed: int = 0) -> InformationModel:
         >>> make_information("stale").memory  # a new model remembers nothing yet
         {}
     """
-    cls, value = _split(text)
-    return cls(value, seed=seed)
+    return Information(text).make(seed=seed)
 
 
 #: the drivers' model of a baseline rule whose spec names none: no registered model (a spec

@@ -207,19 +207,18 @@ def check_stats(stats: str) -> tuple[str, int | None]:
         ValueError: stats mode 'bogus': unknown information model 'bogus' (one of fresh, ...)
     """
     from selection.errors import SelectionError
-    from selection.information import get_information, parse_information
+    from selection.information import Information
 
     try:
-        canon = parse_information(str(stats))
+        canon = Information(stats)  # a spec's parsed model is not parsed again
     except SelectionError as exc:
         raise ValueError(f"stats mode {stats!r}: {exc}") from None
-    name, _, p = canon.partition(":")
-    model = get_information(name)
+    model, p = canon.model, canon.arg
     # the strategy's message phases, by what the model declares: every node measured (the
     # upper bound), unseen nodes (remembered rows), a drawn pool, or a probe message
     if not (model.upper_bound or model.remembers or model.probes or p):
-        raise ValueError(f"stats mode {canon!r} has no Flower message phase")
-    return canon, (int(p) if p else None)
+        raise ValueError(f"stats mode {str(canon)!r} has no Flower message phase")
+    return canon, p
 
 
 @dataclass

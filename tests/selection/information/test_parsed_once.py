@@ -1,0 +1,47 @@
+"""An information model is parsed once (issue 49): the spec's ``@MODEL`` (or ``--stats``)
+becomes an :class:`~selection.information.Information`, a ``str`` carrying its class and
+argument, and the drivers' checks and constructors take it as it is."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import selection.information.base as base
+from selection.errors import SelectionError
+from selection.information import Information, make_information, parse_information
+from selection.specs import parse_spec
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    calls: list[str] = []
+    real = base._split
+    monkeypatch.setattr(base, "_split", lambda text: calls.append(str(text)) or real(text))
+    return calls
+
+
+def test_a_parsed_model_is_not_parsed_again(parses):
+    spec = parse_spec("maxmin:2@pool:4.0")
+    assert parses == ["pool:4.0"]  # the spec's parse
+    info = spec.run_information(n=8, k=2)  # every driver's check, by arithmetic
+    assert info == "pool:4" and info is spec.stats_mode
+    assert Information(info) is info and parse_information(info) is info
+    model = make_information(info, seed=1)
+    assert type(model).__name__ == "Pool" and (model.value, model.seed) == (4, 1)
+    pytest.importorskip("torch")
+    from fl_oracle.experiments.loop import check_information
+
+    assert check_information(info) is info
+    assert parses == ["pool:4.0"]
+
+
+def test_it_reads_as_its_canonical_text_and_survives_a_worker():
+    info = Information(" pool:10.0 ")
+    assert info == "pool:10" and f"{info}" == "pool:10" and {info: 1}["pool:10"] == 1
+    assert (info.model.__name__, info.arg) == ("Pool", 10)
+    back = pickle.loads(pickle.dumps(info))
+    assert back == info and back.model is info.model and back.arg == 10
+    with pytest.raises(SelectionError, match="needs P"):
+        Information("pool")
