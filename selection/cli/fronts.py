@@ -43,14 +43,22 @@ def realize_front(front, problem, table, realizer, folder: Path):
     return pd.concat([front, cols.reindex(front.index)], axis=1)
 
 
-def say_routes(front) -> None:
-    """--verbose: each route a front's points took, how many, and why."""
+def route_lines(front) -> list[str]:
+    """--verbose: each route a front's points took, how many, and why (one line each)."""
     if "route_reason" not in front or not len(front):
-        return
+        return []
+    lines = []
     for (backend, why), g in front.groupby(["backend", "route_reason"], sort=False):
         if backend:
             said = f" ({why})" if why else ""
-            print(f"fedsel: route {backend}{said}: {len(g)} point(s)", file=sys.stderr)
+            lines.append(f"fedsel: route {backend}{said}: {len(g)} point(s)")
+    return lines
+
+
+def say_routes(front) -> None:
+    """--verbose: :func:`route_lines` on stderr."""
+    for line in route_lines(front):
+        print(line, file=sys.stderr)
 
 
 def certificate(

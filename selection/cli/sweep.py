@@ -5,6 +5,7 @@ its routes, time-limited points, its certificate, the reachable range of an infe
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -14,7 +15,7 @@ from selection.cli.fronts import (
     certified_within,
     realize_front,
     record_surrogate,
-    say_routes,
+    route_lines,
 )
 from selection.cli.options import (
     BACKEND,
@@ -46,7 +47,15 @@ from selection.cli.resolve import default_logits, default_plane, load_problem, s
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 
-__all__ = ["sweep", "register"]
+__all__ = [
+    "sweep",
+    "register",
+    "SweepPlan",
+    "plan_sweep",
+    "sweep_fronts",
+    "front_page",
+    "sweep_report",
+]
 
 
 def sweep(
@@ -105,15 +114,93 @@ def sweep(
     no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Sweep one formulation; write DIR/front.csv and DIR/front.html (plot and points)."""
-    import pandas as pd
-
     from selection.atomic import write_table_atomic, write_text_atomic
-    from selection.compare import run_method
     from selection.progress import rich_progress
-    from selection.report import render_front_html, render_rounds_html
     from selection.schema import read_stats
-    from selection.solvers.base import Solver, solver_options
-    from selection.solvers.result import point_rows
+
+    plan = plan_sweep(
+        method, eps=eps, complete=complete, delta=delta, weights=weights, grid=grid,
+        fisher_min=fisher_min, b_max=b_max, tolerance=tolerance, objectives=objectives,
+        rounds=rounds, round_=round_,
+    )  # fmt: skip
+    table = read_stats(stats)
+    logits = default_logits(stats, surrogate, logits)
+    if rounds is None:
+        problems = [load_problem(table, k, round_, surrogate, logits)]
+    else:
+        available = sorted(int(r) for r in table["round"].unique())
+        problems = [
+            load_problem(table, k, r, surrogate, logits) for r in parse_rounds(rounds, available)
+        ]
+    realizer = None
+    if realize:
+        from selection.realize import realizer_for
+
+        realizer = realizer_for(Path(stats).parent)
+    with rich_progress(enabled=not no_progress) as progress:
+        fronts = sweep_fronts(
+            plan, problems, backend=backend, n_jobs=jobs, time_limit=time_limit, seed=seed,
+            progress=progress, realize=None if realizer is None else (realizer, table, stats),
+            per_round=rounds is not None,
+        )  # fmt: skip
+    front, page = front_page(plan, problems, fronts, stats.name, per_round=rounds is not None)
+    write_table_atomic(front, Path(out) / "front.csv")
+    write_text_atomic(page, Path(out) / "front.html")
+    for line in sweep_report(
+        plan, problems, fronts, front, out=Path(out), per_round=rounds is not None,
+        verbose=verbose,
+    ):  # fmt: skip
+        print(line, file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """One formulation's sweep as its options ask for it, checked: the solver class, its
+    grids (None: the formulation's default, or the complete sweep), the plane drawn and the
+    side constraints.
+    """
+
+    method: str
+    cls: type
+    eps: list[float] | None
+    delta: list[float] | None
+    weights: list | None
+    grids: dict[str, list]
+    objectives: tuple[str, ...]
+    fisher_min: float | None
+    b_max: float | None
+    tolerance: float
+
+
+def plan_sweep(
+    method: str,
+    *,
+    eps: str | None = None,
+    complete: bool = False,
+    delta: str | None = None,
+    weights: str | None = None,
+    grid: list[str] | None = None,
+    fisher_min: float | None = None,
+    b_max: float | None = None,
+    tolerance: float = 0.0,
+    objectives: str | None = None,
+    rounds: str | None = None,
+    round_: int | None = None,
+) -> SweepPlan:
+    """The sweep ``fedsel sweep`` options describe, refused in one line (SelectionError) where
+    an option does not apply to the formulation or two options say the same thing.
+
+    Examples:
+        >>> from selection.cli.sweep import plan_sweep
+        >>> plan = plan_sweep("eps", eps="0,5", fisher_min=1.0)
+        >>> plan.eps, plan.fisher_min, plan.objectives
+        ([0.0, 5.0], 1.0, ('utility', 'gap'))
+        >>> plan_sweep("maxmin", fisher_min=1.0)
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: --fisher-min does not apply to method 'maxmin'
+    """
+    from selection.solvers.base import solver_options
 
     cls = solver_class(method)
     mine = (method,)
@@ -139,97 +226,148 @@ def sweep(
     one_grid(grids, eps=eps, delta=delta, weights=weights)
     if cls.param in grids and complete:
         raise SelectionError(f"give --grid {cls.param}=… or --complete, not both")
-    eps_grid = grids.get("eps", eps_grid)
-    objs = parse_objectives(objectives, default_plane(method))
-    table = read_stats(stats)
-    realizer = None
-    if realize:
-        from selection.realize import realizer_for
+    return SweepPlan(
+        method=method,
+        cls=cls,
+        eps=grids.get("eps", eps_grid),
+        delta=delta_grid,
+        weights=w_grid,
+        grids=grids,
+        objectives=tuple(parse_objectives(objectives, default_plane(method))),
+        fisher_min=fisher_min,
+        b_max=b_max,
+        tolerance=tolerance,
+    )
 
-        realizer = realizer_for(Path(stats).parent)
-    logits = default_logits(stats, surrogate, logits)
-    if rounds is None:
-        problems = [load_problem(table, k, round_, surrogate, logits)]
-    else:
-        available = sorted(int(r) for r in table["round"].unique())
-        problems = [
-            load_problem(table, k, r, surrogate, logits) for r in parse_rounds(rounds, available)
-        ]
+
+def sweep_fronts(
+    plan: SweepPlan,
+    problems: list,
+    *,
+    backend: str = "auto",
+    n_jobs: int = 1,
+    time_limit: float | None = None,
+    seed: int = 0,
+    progress=None,
+    realize: tuple | None = None,
+    per_round: bool = False,
+) -> list:
+    """One front table per problem (a round), the surrogate recorded; with ``realize``
+    ``(realizer, table, stats path)`` each point's realized value beside it.
+
+    Examples:
+        >>> from selection.cli.sweep import plan_sweep, sweep_fronts
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> problem = SelectionProblem.from_stats(example_stats(), k=5)
+        >>> [front] = sweep_fronts(plan_sweep("eps", eps="5,30"), [problem])
+        >>> front["param"].tolist(), front["status"].astype(str).tolist()
+        (['eps=5', 'eps=30'], ['infeasible', 'optimal'])
+    """
+    from selection.compare import run_method
+
     fronts = []
-    with rich_progress(enabled=not no_progress) as progress:
-        for problem in problems:
-            front = run_method(
-                problem,
-                method,
-                eps=eps_grid,
-                delta=delta_grid,
-                weights=w_grid,
-                backend=backend,
-                n_jobs=jobs,
-                time_limit=time_limit,
-                seed=seed,
-                progress=progress,
-                objectives=objs,
-                f_min=fisher_min,
-                b_max=b_max,
-                grids=grids,
-                tolerance=tolerance,
-            )
-            if realizer is not None:
-                front = realize_front(front, problem, table, realizer, Path(stats).parent)
-            if rounds is not None:
-                front.insert(0, "round", problem.round)
-            fronts.append(record_surrogate(front, problem))
-    finished = all(bool(f.attrs.get("complete")) for f in fronts)
-    slack = max(float(f.attrs.get("gap_slack", 0.0)) for f in fronts)
+    for problem in problems:
+        front = run_method(
+            problem,
+            plan.method,
+            eps=plan.eps,
+            delta=plan.delta,
+            weights=plan.weights,
+            backend=backend,
+            n_jobs=n_jobs,
+            time_limit=time_limit,
+            seed=seed,
+            progress=progress,
+            objectives=plan.objectives,
+            f_min=plan.fisher_min,
+            b_max=plan.b_max,
+            grids=plan.grids,
+            tolerance=plan.tolerance,
+        )
+        if realize is not None:
+            realizer, table, stats = realize
+            front = realize_front(front, problem, table, realizer, Path(stats).parent)
+        if per_round:
+            front.insert(0, "round", problem.round)
+        fronts.append(record_surrogate(front, problem))
+    return fronts
+
+
+def front_page(plan: SweepPlan, problems: list, fronts: list, stats_name: str, *, per_round: bool):
+    """The sweep's one table (the fronts stacked) and its page (one front, or one per round)."""
+    import pandas as pd
+
+    from selection.report import render_front_html, render_rounds_html
+
     front = pd.concat(fronts, ignore_index=True)
     p0 = problems[0]
     judged = "" if p0.surrogate == DEFAULT_SURROGATE else f" ({p0.surrogate} surrogate)"
-    if rounds is None:
-        title = f"fedsel sweep: {method}{judged} on {stats.name}, round {p0.round}, K={p0.k}"
-        page = render_front_html(front, title, x=objs[1], y=objs[0])
-    else:
-        title = (
-            f"fedsel sweep: {method}{judged} on {stats.name}, rounds {p0.round}..{problems[-1].round} "
-            f"({len(problems)} fronts), K={p0.k}"
-        )
-        page = render_rounds_html(front, title, x=objs[1], y=objs[0])
-    write_table_atomic(front, Path(out) / "front.csv")
-    write_text_atomic(page, Path(out) / "front.html")
+    x, y = plan.objectives[1], plan.objectives[0]
+    if not per_round:
+        title = f"fedsel sweep: {plan.method}{judged} on {stats_name}, round {p0.round}, K={p0.k}"
+        return front, render_front_html(front, title, x=x, y=y)
+    title = (
+        f"fedsel sweep: {plan.method}{judged} on {stats_name}, rounds {p0.round}.."
+        f"{problems[-1].round} ({len(problems)} fronts), K={p0.k}"
+    )
+    return front, render_rounds_html(front, title, x=x, y=y)
+
+
+def sweep_report(
+    plan: SweepPlan,
+    problems: list,
+    fronts: list,
+    front,
+    *,
+    out: Path,
+    per_round: bool,
+    verbose: bool = False,
+) -> list[str]:
+    """What ``fedsel sweep`` says on stderr: the points written, the routes (``verbose``),
+    time-limited points, the certificate, and the reachable range of an infeasible ε."""
+    from selection.solvers.base import Solver
+    from selection.solvers.result import point_rows
+
+    cls = plan.cls
+    lines = []
+    finished = all(bool(f.attrs.get("complete")) for f in fronts)
+    slack = max(float(f.attrs.get("gap_slack", 0.0)) for f in fronts)
     n_ok = int(point_rows(front).sum())
-    where = f" over {len(problems)} rounds" if rounds is not None else ""
-    print(
-        f"{method}: {len(front)} points{where} ({n_ok} feasible) -> {Path(out) / 'front.csv'}, "
-        "front.html",
-        file=sys.stderr,
+    where = f" over {len(problems)} rounds" if per_round else ""
+    lines.append(
+        f"{plan.method}: {len(front)} points{where} ({n_ok} feasible) -> {out / 'front.csv'}, "
+        "front.html"
     )
     if verbose:
-        say_routes(front)
+        lines += route_lines(front)
     n_tl = int((front["status"].astype(str) == "time_limit").sum())
-    whole = cls.adaptive_front and eps_grid is None
+    whole = cls.adaptive_front and plan.eps is None
     if n_tl:
-        print(
+        lines.append(
             f"fedsel: {n_tl} of {len(front)} points stopped at the time limit: each holds the "
             "best selection found, not a proven optimum"
             + (", and the front may miss points near them" if whole else "")
-            + "; raise --time-limit (inf for none) to prove them",
-            file=sys.stderr,
+            + "; raise --time-limit (inf for none) to prove them"
         )
     within = [float(f.attrs["certified"]) for f in fronts if "certified" in f.attrs]
+    tolerance = plan.tolerance
     if within:  # the bi-objective search (--backend bb): its own certificate
         if max(within) > 0 or not finished:
-            print(certified_within(max(within), tolerance, finished), file=sys.stderr)
+            lines.append(certified_within(max(within), tolerance, finished))
     elif n_tl or (tolerance and cls.bound_objective):
-        print(certificate(front, cls, whole, tolerance, finished, slack), file=sys.stderr)
-    if eps_grid is not None and n_ok < len(front) and cls.reachable is not Solver.reachable:
+        lines.append(certificate(front, cls, whole, tolerance, finished, slack))
+    infeasible_hint = cls.reachable is not Solver.reachable
+    if plan.eps is not None and n_ok < len(front) and infeasible_hint:
         # the first round with an infeasible ε tells the reachable range there
         for problem, f in zip(problems, fronts, strict=True):
             bad = int((~point_rows(f)).sum())
             if bad:
-                at = f" at round {problem.round}" if rounds is not None else ""
-                hint = range_hint(cls.reachable(problem, f_min=fisher_min, b_max=b_max))
-                print(f"fedsel: {bad} of {len(f)} ε infeasible{at}: {hint}", file=sys.stderr)
+                at = f" at round {problem.round}" if per_round else ""
+                reach = cls.reachable(problem, f_min=plan.fisher_min, b_max=plan.b_max)
+                lines.append(f"fedsel: {bad} of {len(f)} ε infeasible{at}: {range_hint(reach)}")
                 break
+    return lines
 
 
 def register(app: typer.Typer) -> None:
