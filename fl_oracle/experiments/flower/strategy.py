@@ -726,10 +726,13 @@ class FedselStrategy(FedProx):
             n: self._rows[c]["n_samples"] for n, c in self._ex.client_of.items() if c in self._rows
         }
         mean = float(np.mean(list(known.values()))) if known else 1.0
-        w = np.array([float(known.get(n, mean)) for n in nodes])
-        rng = np.random.default_rng([self.seed, int(t), 0x706F6F6C])
-        pick = rng.choice(len(nodes), self._pool, replace=False, p=w / w.sum())
-        return [nodes[i] for i in sorted(pick)]
+        # the pool model's own draw (selection.information.pool), over the connected nodes
+        clients = pd.DataFrame(
+            {"client_id": [str(i) for i in range(len(nodes))],
+             "n_samples": [float(known.get(n, mean)) for n in nodes]}
+        )  # fmt: skip
+        drawn = self._declared.trains_before(t, clients, self.k)
+        return [nodes[int(i)] for i in drawn]
 
     def _messages(
         self,
