@@ -314,6 +314,16 @@ class Information(str):
         """A new (stateful) model of this kind for one run."""
         return self.model(self.arg, seed=seed)
 
+    def __reduce__(self):
+        # to a worker process as parsed: the class by its registered name, no second parse
+        return _restore_information, (str(self), self.model.name, self.arg)
+
+
+def _restore_information(text: str, name: str, arg: int | None) -> Information:
+    out = str.__new__(Information, text)
+    out.model, out.arg = get_information(name), arg
+    return out
+
 
 def parse_information(text: str) -> str:
     """The canonical spelling of an information model (``pool:10.0`` -> ``pool:10``);

@@ -37,11 +37,12 @@ def test_a_parsed_model_is_not_parsed_again(parses):
     assert parses == ["pool:4.0"]
 
 
-def test_it_reads_as_its_canonical_text_and_survives_a_worker():
+def test_it_reads_as_its_canonical_text_and_reaches_a_worker_as_parsed(parses):
     info = Information(" pool:10.0 ")
     assert info == "pool:10" and f"{info}" == "pool:10" and {info: 1}["pool:10"] == 1
     assert (info.model.__name__, info.arg) == ("Pool", 10)
     back = pickle.loads(pickle.dumps(info))
     assert back == info and back.model is info.model and back.arg == 10
+    assert isinstance(back, Information) and parses == [" pool:10.0 "]  # not parsed again
     with pytest.raises(SelectionError, match="needs P"):
         Information("pool")
