@@ -268,14 +268,22 @@ def _check_information(text: str, spec: Spec) -> None:
         raise bad_spec(
             text,
             f"verified picks evaluate the true aggregate of candidates trained at w_t, which "
-            f"{spec.stats_mode} does not train (fresh and pool do)",
+            f"{spec.stats_mode} does not train ({_models_that(lambda m: m.logits and not m.remembers)} do)",
         )
     if get_surrogate(spec.surrogate).needs_logits and not info.logits:
         raise bad_spec(
             text,
             f"the {spec.surrogate} surrogate needs the trained clients' validation logits, "
-            f"which {spec.stats_mode} does not supply (fresh, stale and pool do)",
+            f"which {spec.stats_mode} does not supply ({_models_that(lambda m: m.logits)} do)",
         )
+
+
+def _models_that(has) -> str:
+    """The registered information models with a capability, as a message lists them."""
+    from selection.information import information_models
+
+    names = [name for name, model in information_models().items() if has(model)]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def bad_spec(spec: str, why: str) -> SelectionError:

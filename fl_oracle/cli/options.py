@@ -52,8 +52,9 @@ DP_DELTA = typer.Option(1e-5, "--dp-delta", help="The run's delta of --dp-epsilo
 SECURE_AGGREGATION = typer.Option(
     False,
     "--secure-aggregation",
-    help="The server sees only the sum of the updates: fresh, pool, stale and predicted "
-    "statistics are refused, probe runs uncalibrated.",
+    help="The server sees only the sum of the updates: an information model that evaluates "
+    "one client's update at the server is refused (every one but probe), probe runs "
+    "uncalibrated.",
 )
 
 

@@ -558,7 +558,8 @@ class Oracle:
             return torch.stack([self._updates[i][0] for i in idx]).to("cpu", torch.float32).numpy()
         if source == VectorSource.PROBE:
             return (-self._probe_stats().grad).to("cpu", torch.float32).numpy()
-        raise OracleError(f"update vectors: source {source!r} is not stale, fresh or probe")
+        known = ", ".join(VectorSource)
+        raise OracleError(f"update vectors: source {source!r} is not one of {known}")
 
     def local_work(self) -> dict[str, int]:
         """Sample-gradient evaluations of local training of every client trained at w_t so

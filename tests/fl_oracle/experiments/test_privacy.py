@@ -178,3 +178,14 @@ def test_study_settings_carry_and_check_the_privacy_mode():
         StudySettings(secure_aggregation=True, selectors=("proportional", "maxmin:2@pool:10"))
     with pytest.raises(ValueError, match="epsilon"):
         StudySettings.from_toml("dp_epsilon = -3.0")
+
+
+def test_the_secure_aggregation_help_names_what_the_models_declare():
+    """The help says which models secure aggregation leaves (every one but probe): what the
+    registry declares (server_evaluates), not a hand-kept list (it once named four of seven)."""
+    from fl_oracle.cli.options import SECURE_AGGREGATION
+    from selection.information import information_models
+
+    left = [name for name, model in information_models().items() if not model.server_evaluates]
+    assert left == ["probe"]
+    assert "every one but probe" in SECURE_AGGREGATION.help
