@@ -209,9 +209,11 @@ def study(
                 oracle.pop("val_per_domain", None)
             oracle.pop("dataset", None)  # already read against the folder (from_toml)
             oracle = dataset_fields(dataset, **oracle)
-        settings = StudySettings.from_toml(settings.to_toml(), oracle=oracle)
-    for entry in settings.selectors:
-        make_selector(settings.spec(entry), seed=0)  # bad spec -> one line before any work
+        from dataclasses import replace
+
+        settings = replace(settings, oracle=oracle)  # checked again as it is built
+    for entry in settings.entries:
+        make_selector(entry.spec, seed=0)  # bad spec -> one line before any work
     overrides = dict(settings.oracle)  # K is the runs' (settings.k), checked by the settings
     make_config(0, **overrides)  # bad oracle setting -> one line before any process starts
     with claim_run_folder(out, "study", resume=True, committed="study.toml"):
@@ -275,8 +277,8 @@ def _grid(
         grid = grid.grown(split_specs(add))
     if federation:  # the settings check the merged oracle as they are built
         grid = replace(grid, base=replace(grid.base, oracle={**grid.base.oracle, **federation}))
-    for entry in grid.base.selectors:
-        make_selector(grid.base.spec(entry), seed=0)  # bad spec -> one line before any work
+    for entry in grid.base.entries:
+        make_selector(entry.spec, seed=0)  # bad spec -> one line before any work
     for cell in grid.cells:  # bad cell -> one line before any process starts
         try:
             make_config(0, **cell.settings.oracle)

@@ -140,8 +140,8 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     paired = paired_differences(
         metrics, settings.reference, entries=order, resamples=settings.bootstrap, seed=0
     )
-    baselines = [e for e in order if is_baseline(settings.spec(e))]
-    candidates = [e for e in order if not settings.spec(e).is_rule]
+    baselines = [e.text for e in settings.entries if is_baseline(e.spec)]
+    candidates = [e.text for e in settings.entries if not e.spec.is_rule]
     doms = {
         plane: (
             dominance(metrics, candidates, baselines, resamples=settings.bootstrap, seed=0, on=on)

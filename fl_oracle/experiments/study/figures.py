@@ -50,7 +50,7 @@ def _param(spec: Spec) -> str:
 def family_colors(settings: StudySettings) -> dict[str, str]:
     """One colour per formulation family (baselines each their own), distinct for up to 34
     families (:func:`selection.html_page.long_palette`)."""
-    fams = dict.fromkeys(family(settings.spec(e)) for e in settings.selectors)
+    fams = dict.fromkeys(family(e.spec) for e in settings.entries)
     return palette_colors(fams, long_palette())
 
 
@@ -97,7 +97,7 @@ def plane_figure(res: StudyResult, zoom: bool = False) -> dict:
     colors = family_colors(res.settings)
     traces = []
     m = res.metrics
-    fam_of = {e: family(res.settings.spec(e)) for e in res.settings.selectors}
+    fam_of = {e.text: family(e.spec) for e in res.settings.entries}
     labelled: list[tuple[float, float, str, str]] = []
     means: list[tuple[float, float, float, float, str, str]] = []  # x, y, hx, hy, label, color
     xs_all, ys_all = list(m["final_avg"]), list(m["final_worst"])

@@ -303,7 +303,7 @@ def confirm_settings(grid: GridSettings, cell: Cell, leaders: Sequence[str]) -> 
     from fl_oracle.experiments.study.settings import is_baseline
 
     s = cell.settings
-    base = [e for e in s.selectors if is_baseline(s.spec(e)) or e == s.reference]
+    base = [e.text for e in s.entries if is_baseline(e.spec) or e.text == s.reference]
     entries = [*base, *(e for e in leaders if e not in base)]
     return replace(
         s,

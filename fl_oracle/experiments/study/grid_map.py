@@ -73,7 +73,7 @@ class Lead:
 
 def _affordable(res: StudyResult) -> list[str]:
     s = res.settings
-    forms = [e for e in s.selectors if not s.spec(e).is_rule]
+    forms = [e.text for e in s.entries if not e.spec.is_rule]
     if res.cost.empty:
         return forms
     c = res.cost.set_index("entry")
@@ -100,7 +100,7 @@ def leads(res: StudyResult) -> dict[str, Lead]:
     """Each panel's :class:`Lead` of a screened cell (none without an affordable formulation
     or a counted baseline)."""
     s = res.settings
-    base = [e for e in s.selectors if is_baseline(s.spec(e))]
+    base = [e.text for e in s.entries if is_baseline(e.spec)]
     cands = _affordable(res)
     if not base or not cands or res.metrics.empty:
         return {}
@@ -141,7 +141,7 @@ def _confirmation(confirm: StudyResult | None, lead: Lead) -> dict:
     s = confirm.settings
     if lead.leader not in s.selectors:
         return {"status": "unconfirmed" if lead.ahead else "baselines lead"}
-    base = [e for e in s.selectors if is_baseline(s.spec(e))]
+    base = [e.text for e in s.entries if is_baseline(e.spec)]
     rows = _against(confirm, lead.leader, base, lead.metric)
     if confirm.missing or len(rows) < len(base):  # held-out runs still missing
         return {"status": "unconfirmed" if lead.ahead else "baselines lead"}

@@ -205,7 +205,7 @@ def _cost(res: StudyResult) -> Section:
         return Section("")
     s = res.settings
     colors = family_colors(s)
-    by_entry = {e: colors[family(s.spec(e))] for e in s.selectors}
+    by_entry = {e.text: colors[family(e.spec)] for e in s.entries}
     return Section(
         f"""<h2>8. What the information costs a deployment</h2>
 <p class="note">Client compute per round (sample-gradient evaluations of local training plus

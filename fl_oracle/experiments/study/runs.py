@@ -27,7 +27,6 @@ The study folder:
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
@@ -39,7 +38,7 @@ import pandas as pd
 
 from fl_oracle.experiments.cost import COST_COLUMNS
 from fl_oracle.experiments.runner import RunTask, run_all
-from fl_oracle.experiments.study.settings import StudySettings
+from fl_oracle.experiments.study.settings import StudySettings, entry_slug
 from selection.atomic import write_table_atomic, write_text_atomic
 from selection.progress import ProgressFn, report
 
@@ -55,11 +54,6 @@ __all__ = [
 ]
 
 
-def entry_slug(entry: str) -> str:
-    """A folder name for an entry: ``eps:5@stale`` -> ``eps_5@stale``."""
-    return re.sub(r"[^A-Za-z0-9.@-]+", "_", entry)
-
-
 def run_path(out: Path, entry: str, seed: int) -> Path:
     return out / "runs" / entry_slug(entry) / f"seed{seed:02d}.csv"
 
@@ -67,10 +61,11 @@ def run_path(out: Path, entry: str, seed: int) -> Path:
 def _tasks(settings: StudySettings) -> list[tuple[str, RunTask]]:
     out = []
     for seed in settings.seed_list:  # seed-major: every selector of a seed, then the next
-        for entry in settings.selectors:
+        for e in settings.entries:
+            entry = e.text
             truth = entry == settings.reference and seed == settings.first_seed  # its stats kept
             task = RunTask(
-                settings.spec(entry),
+                e.spec,
                 seed,
                 settings.rounds,
                 settings.k,

@@ -10,8 +10,10 @@ the swept formulations (:data:`DEFAULT_SELECTORS`).
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 from fl_oracle.experiments.runner import DEMO_ORACLE
@@ -21,7 +23,15 @@ from selection.information import RULE
 from selection.selectors import Spec, parse_spec
 from selection.toml_text import toml_value
 
-__all__ = ["BASELINES", "DEFAULT_SELECTORS", "STUDY_ORACLE", "StudySettings", "is_baseline"]
+__all__ = [
+    "BASELINES",
+    "DEFAULT_SELECTORS",
+    "STUDY_ORACLE",
+    "Entry",
+    "StudySettings",
+    "entry_slug",
+    "is_baseline",
+]
 
 BASELINES: tuple[str, ...] = tuple(  # the registered rules' study entries, in their order
     b.study_entry for b in baselines().values() if b.study_entry
@@ -60,6 +70,37 @@ def _parse_entry(entry: str | Spec) -> tuple[str, Spec]:
         return entry, parse_spec(str(entry))
     except SelectionError as exc:
         raise ValueError(f"study entry {entry!r}: {exc}") from None
+
+
+def entry_slug(entry: str) -> str:
+    """A folder name for an entry: ``eps:5@stale`` -> ``eps_5@stale``."""
+    return re.sub(r"[^A-Za-z0-9.@-]+", "_", entry)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A study entry, built once from its text: the text (as the study names it in its TOML,
+    its runs and its reports), its parsed spec (what the runs, the cost table and the figures
+    read) and its run folder's name.
+
+    Examples:
+        >>> from fl_oracle.experiments.study.settings import StudySettings
+        >>> s = StudySettings(selectors=("proportional", "maxmin:2@pool:10.0"))
+        >>> entry = s.entries[1]
+        >>> entry.text, entry.slug, entry.spec.information, s.entry("maxmin:2@pool:10.0") is entry
+        ('maxmin:2@pool:10.0', 'maxmin_2@pool_10.0', 'pool:10', True)
+    """
+
+    text: str
+    spec: Spec
+
+    @property
+    def slug(self) -> str:
+        """The entry's folder under ``runs/``."""
+        return entry_slug(self.text)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def is_baseline(spec: Spec) -> bool:
@@ -147,13 +188,15 @@ class StudySettings:
         except ValueError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
         parsed = [_parse_entry(e) for e in self.selectors]  # each entry parsed once
+        object.__setattr__(self, "selectors", tuple(text for text, _ in parsed))
+        # the entries, built once (a cached property of the frozen settings)
+        self.__dict__["entries"] = tuple(Entry(text, spec) for text, spec in parsed)
         for text, spec in parsed:  # its information model against N and K, before any run
             try:
                 spec.run_information(n=config.n_clients, k=self.k)
             except SelectionError as exc:
                 raise ValueError(f"study entry {text!r}: {exc}") from None
         specs = dict(parsed)
-        object.__setattr__(self, "selectors", tuple(text for text, _ in parsed))
         object.__setattr__(self, "front_rounds", tuple(int(r) for r in self.front_rounds))
         from fl_oracle.experiments.loop import RECORDS
 
@@ -179,7 +222,6 @@ class StudySettings:
                     f"study: entries {seen[canon]!r} and {entry!r} are the same selector ({canon})"
                 )
             seen[canon] = entry
-        object.__setattr__(self, "_specs", specs)  # not a field: settings compare by their text
         if self.reference not in self.selectors:
             raise ValueError(f"study: reference {self.reference!r} is not among the selectors")
         bad = [r for r in self.front_rounds if not 0 <= r < self.rounds]
@@ -187,8 +229,7 @@ class StudySettings:
             raise ValueError(f"study: front_rounds {bad} outside 0..{self.rounds - 1}")
         privacy = self.privacy  # the values checked now
         if privacy is not None:
-            for text in self.selectors:
-                spec = self.spec(text)
+            for text, spec in parsed:
                 if spec.information != RULE:
                     try:
                         privacy.check_information(spec.information)
@@ -212,9 +253,22 @@ class StudySettings:
             raise ValueError(f"study: {exc}") from None
         return p if p.on or p.secure_aggregation else None
 
+    @cached_property
+    def entries(self) -> tuple[Entry, ...]:
+        """The entries, in the study's order, each parsed once (set by the constructor)."""
+        return tuple(Entry(text, spec) for text, spec in map(_parse_entry, self.selectors))
+
+    @cached_property
+    def _by_text(self) -> dict[str, Entry]:
+        return {e.text: e for e in self.entries}
+
+    def entry(self, text: str) -> Entry:
+        """The entry named ``text`` (KeyError if the study has none)."""
+        return self._by_text[text]
+
     def spec(self, entry: str) -> Spec:
         """The parsed spec of one of the entries (its information model the run's)."""
-        return self._specs[entry]
+        return self._by_text[entry].spec
 
     @property
     def seed_list(self) -> range:
