@@ -577,9 +577,9 @@ def run_training(
                 clocks=(t0, c0),
                 route=choice.route,
                 state=selector_state(selector),
+                cost=cost,
+                upper_bound=info.model.upper_bound and not info.rule,
             ),  # fmt: skip
-            **cost,
-            "upper_bound": bool(info.model.upper_bound and not info.rule),
             **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
             **extra,
             **{key: metrics[key] for key in keep_metrics},
@@ -650,9 +650,9 @@ def _train_only_round(
             fallback="",
             clocks=(t0, c0),
             state=selector_state(selector),
+            cost=cost,
+            upper_bound=False,
         ),  # fmt: skip
-        **cost,
-        "upper_bound": False,
         **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
         **extra,
         **{key: metrics[key] for key in keep_metrics},

@@ -175,11 +175,15 @@ def history_row(
     clocks: tuple[float, float],
     route: str = "",
     state: Mapping[str, float] | None = None,
+    cost: Mapping[str, float] | None = None,
+    upper_bound: bool | None = None,
 ) -> dict:
     """The columns every round cycle writes first (in-process, training-only, Flower), in the
     contract's order; each cycle appends its own (global statistics, engine, failures).
     ``state``: a stateful selector's state after the round (the long-term queues,
-    ``lt_Q_<domain>``), appended after ``fallback``.
+    ``lt_Q_<domain>``), appended after ``fallback``; ``cost`` (the deployment cost columns,
+    :func:`fl_oracle.experiments.cost.round_cost`) and ``upper_bound`` (the run measured every
+    client: the oracle's upper bound) close the part every driver writes alike.
 
     Examples:
         >>> import time
@@ -214,6 +218,8 @@ def history_row(
         **{str(key): float(v) for key, v in (state or {}).items()},
         "round_seconds": time.perf_counter() - clocks[0],
         "round_cpu_seconds": time.process_time() - clocks[1],
+        **(cost or {}),
+        **({} if upper_bound is None else {"upper_bound": bool(upper_bound)}),
     }
 
 

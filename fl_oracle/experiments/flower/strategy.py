@@ -596,10 +596,10 @@ class FedselStrategy(FedProx):
             clocks=p.clocks,
             route=p.route,
             state=p.state,
+            cost=self._ex.cost.columns(),
+            upper_bound=self._declared.upper_bound,
         )
-        row.update(self._ex.cost.columns())
         row.update(
-            upper_bound=bool(self._declared.upper_bound),
             mu=float(self.proximal_mu),
             engine="flower",
             n_aggregated=len(ok),
