@@ -81,9 +81,8 @@ def surrogate_values(p: SelectionProblem, X) -> tuple[np.ndarray, np.ndarray]:
         >>> U.tolist(), Ud.tolist()  # means of the selected rows; columns U_x, U_y
         ([85.0, 75.0], [[85.0, 60.0], [70.0, 70.0]])
     """
-    from selection.surrogates import get_surrogate
 
-    return get_surrogate(p.surrogate).matrix(p, as_matrix(X, p.n))
+    return p.surrogate_model.matrix(p, as_matrix(X, p.n))
 
 
 def utility(p: SelectionProblem, X) -> np.ndarray:

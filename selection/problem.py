@@ -19,7 +19,7 @@ from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.logits import ValidationLogits
 from selection.schema import domain_columns, read_stats, validate_stats
-from selection.surrogates.base import Structure
+from selection.surrogates.base import Structure, Surrogate
 
 __all__ = ["SelectionProblem"]
 
@@ -82,11 +82,16 @@ class SelectionProblem:
     surrogate: str = DEFAULT_SURROGATE
     logits: ValidationLogits | None = field(default=None, repr=False)
     vectors: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: the registered surrogate object ``surrogate`` names (set at construction)
+    surrogate_model: Surrogate = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         from selection.surrogates import get_surrogate
 
         sur = get_surrogate(self.surrogate)
+        # the problem holds its surrogate object (the name stays the field: it compares and
+        # prints); set once here, read by every route
+        object.__setattr__(self, "surrogate_model", sur)
         if sur.needs_logits and self.logits is None:
             raise SelectionError(
                 f"the {self.surrogate} surrogate needs the round's validation logits "
@@ -229,9 +234,7 @@ class SelectionProblem:
     def structure(self) -> str:
         """The structure of the problem's surrogate (``linear``, ``linear-fractional`` or
         ``black-box``, :data:`selection.surrogates.STRUCTURES`): what the routes can do."""
-        from selection.surrogates import get_surrogate
-
-        return get_surrogate(self.surrogate).structure
+        return self.surrogate_model.structure
 
     def linear_view(self) -> SelectionProblem:
         """Under a ``linear`` surrogate, the same round as a ``mean`` problem over the
@@ -246,9 +249,7 @@ class SelectionProblem:
             return self
         view = _VIEWS.get(self)
         if view is None:
-            from selection.surrogates import get_surrogate
-
-            U, Ud = get_surrogate(self.surrogate).client_values(self)
+            U, Ud = self.surrogate_model.client_values(self)
             if U is self.U and Ud is self.Ud:
                 return self
             view = replace(

@@ -123,7 +123,6 @@ def search(
         time_limit: seconds, besides the budget (None: the budget alone).
         start: the first selection (default: the K clients of highest single-update U).
     """
-    from selection.surrogates import get_surrogate
 
     t0 = time.perf_counter()
     if evaluations is None:  # a time limit, where given, is the budget
@@ -134,7 +133,7 @@ def search(
     fz, bb = np.asarray(problem.F_z, dtype=float), np.asarray(problem.B, dtype=float)
     if start is None:
         start = np.argsort(-np.asarray(problem.U), kind="stable")[:k]
-    sw = get_surrogate(problem.surrogate).swaps(problem, start)
+    sw = problem.surrogate_model.swaps(problem, start)
 
     def rank_now() -> tuple[float, ...]:
         U, Ud = sw.current()
@@ -211,11 +210,10 @@ def first_bound(problem: SelectionProblem, objective: str, eps: float | None = N
     samples), U(S) <= Σ_d w_d min(up_d, min_d' up_d' + ε) where gap(S) <= ε. ``sum_Fz``: the
     K largest F_z. ``gap``: a lower bound, max(0, max_d lo_d − min_d up_d).
     """
-    from selection.surrogates import get_surrogate
 
     if objective == "sum_Fz":
         return float(np.sort(np.asarray(problem.F_z))[::-1][: problem.k].sum())
-    bounds = get_surrogate(problem.surrogate).value_bounds(problem)
+    bounds = problem.surrogate_model.value_bounds(problem)
     if bounds is None:
         return math.nan
     lo, up = (np.asarray(b, dtype=float) for b in bounds)
@@ -224,7 +222,7 @@ def first_bound(problem: SelectionProblem, objective: str, eps: float | None = N
     if objective == "gap":
         return float(max(0.0, lo.max() - up.min()))
     if objective == "utility":
-        w = get_surrogate(problem.surrogate).domain_shares(problem)
+        w = problem.surrogate_model.domain_shares(problem)
         if w is None:
             return math.nan
         cap = up if eps is None or math.isinf(eps) else np.minimum(up, up.min() + eps)

@@ -41,7 +41,6 @@ from selection.solvers.min_gap import MinGapSolver
 from selection.solvers.params import check_finite, check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult, SolveResult
-from selection.surrogates import get_surrogate
 
 __all__ = ["EpsSolver", "min_gap_point"]
 
@@ -312,7 +311,7 @@ class EpsSolver(ExactSolver):
         """
         x = np.zeros(problem.n)
         x[list(selected)] = 1.0
-        w = x * get_surrogate(problem.surrogate).client_weights(problem)
+        w = x * problem.surrogate_model.client_weights(problem)
         Ud = w @ self.model_data(problem)["Ud"] / w.sum()
         return (
             float(Ud.max() - Ud.min())

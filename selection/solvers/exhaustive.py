@@ -96,13 +96,12 @@ def block_objectives(
 
     U(S) and U_d(S) come from the problem's surrogate (:mod:`selection.surrogates`).
     """
-    from selection.surrogates import get_surrogate
 
     names = tuple(SENSES) if names is None else tuple(names)
     out: dict[str, np.ndarray] = {}
     need_ud = bool({"gap", "worst", "mean_minus_worst", "var_d"} & set(names))
     if need_ud or "utility" in names:
-        U, Ud = get_surrogate(problem.surrogate).block(problem, idx, need_ud=need_ud)
+        U, Ud = problem.surrogate_model.block(problem, idx, need_ud=need_ud)
         out["utility"] = U
     if need_ud:
         mn = Ud.min(axis=1)
@@ -303,9 +302,8 @@ def worst_of(problem: SelectionProblem, sel: Sequence[int]) -> float:
     """worst(S) of one selection under the problem's surrogate."""
     if problem.structure is Structure.LINEAR:
         return float(problem.linear_view().Ud[list(sel)].mean(axis=0).min())
-    from selection.surrogates import get_surrogate
 
-    _, Ud = get_surrogate(problem.surrogate).block(problem, np.array([sel], dtype=np.int64))
+    _, Ud = problem.surrogate_model.block(problem, np.array([sel], dtype=np.int64))
     return float(Ud[0].min())
 
 

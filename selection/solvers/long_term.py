@@ -59,7 +59,6 @@ from selection.solvers.base import Solver
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult, Status
-from selection.surrogates import get_surrogate
 from selection.surrogates.base import Structure
 
 __all__ = ["LongTermEpsSolver", "LongTermFisherSolver", "QUEUE_PREFIX", "top_k_ratio"]
@@ -178,7 +177,7 @@ class LongTermEpsSolver(Solver):
         return U
 
     def _solve(self, problem: SelectionProblem) -> RawResult:
-        surrogate = get_surrogate(problem.surrogate)
+        surrogate = problem.surrogate_model
         if surrogate.structure is Structure.BLACK_BOX:
             raise SelectionError(
                 f"{self.name}: the {problem.surrogate} surrogate is black-box; the long-term "

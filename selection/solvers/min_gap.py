@@ -205,11 +205,10 @@ class _Bounded:
 
     def __init__(self, solver: MinGapSolver, problem: SelectionProblem) -> None:
         from selection.solvers.milp.formulations import model_data
-        from selection.surrogates import get_surrogate
 
         self.s, self.p = solver, problem
         values = model_data(problem, "highs", 1)
-        w = np.asarray(get_surrogate(problem.surrogate).client_weights(problem), dtype=float)
+        w = np.asarray(problem.surrogate_model.client_weights(problem), dtype=float)
         self.linear = bool(np.all(w == w[0]))
         self.w = np.ones(problem.n) if self.linear else w
         self.data = SwapData(

@@ -33,9 +33,9 @@ def model_data(problem: SelectionProblem, backend: str, scale: int) -> dict[str,
     U and U_d are the per-client values the problem's surrogate combines
     (:meth:`selection.surrogates.base.Surrogate.client_values`: the single-update utilities,
     or e.g. the soft vote's true-label probabilities)."""
-    from selection.surrogates import Structure, get_surrogate
+    from selection.surrogates import Structure
 
-    sur = get_surrogate(problem.surrogate)
+    sur = problem.surrogate_model
     U, Ud = (
         sur.client_values(problem)
         if sur.structure in (Structure.LINEAR, Structure.LINEAR_FRACTIONAL)

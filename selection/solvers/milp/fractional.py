@@ -57,10 +57,9 @@ def weighted_data(problem: SelectionProblem, route: str, scale: int) -> dict[str
     """Weighted data of the problem's linear-fractional surrogate (its ``client_weights`` n
     and ``client_values`` U, U_d): nU (N,), nUd (N, D), n (N,), F_z, B (CP-SAT: U rounded to
     1/scale)."""
-    from selection.surrogates import get_surrogate
 
     data = model_data(problem, route, scale)
-    n = np.asarray(get_surrogate(problem.surrogate).client_weights(problem), dtype=float)
+    n = np.asarray(problem.surrogate_model.client_weights(problem), dtype=float)
     top = float(n.max()) if n.size else 0.0
     if not integer_data(route) and top > WEIGHT_MAX:
         # every row and stage is homogeneous in n (a ratio is the same for n and c·n): the

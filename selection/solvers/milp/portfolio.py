@@ -207,9 +207,8 @@ def route_refusal(route: str, problem: SelectionProblem, *, fractional: bool = F
     The MILP models are written for the ``linear`` surrogate (``mean``); a ``black-box`` one
     (``ensemble``) is answered by enumeration, the ``search`` route or NSGA-II.
     """
-    from selection.surrogates import get_surrogate
 
-    sur = get_surrogate(problem.surrogate)
+    sur = problem.surrogate_model
     if sur.structure is Structure.LINEAR or route == Route.ENUM:
         return ""
     if sur.structure is Structure.LINEAR_FRACTIONAL and fractional:
