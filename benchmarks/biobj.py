@@ -3,7 +3,8 @@
 Writes results/benchmarks/biobj.{csv,md}: the complete exact (U, gap) front of each instance by
 
 * ``fedsel auto`` — ``sweep_eps(complete=True)``, the default route (one ε-MILP per point);
-* ``fedsel bb`` — ``sweep_eps(complete=True, backend="bb")`` (:mod:`selection.solvers.bb`);
+* ``fedsel bb`` — ``sweep_eps(complete=True, options=SweepOptions(backend="bb"))``
+  (:mod:`selection.solvers.bb`);
 * ``pulp textbook`` — the ε-constraint loop that rebuilds a PuLP + CBC model per ε
   (``benchmarks/exact_peers.py``'s ``run_pulp_textbook``).
 
@@ -109,7 +110,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         "the fronts do not.",
         "",
         "Complete exact (max U, min gap) front, K = N/10. Routes: `bb` = "
-        '`sweep_eps(complete=True, backend="bb")`; `auto` = `sweep_eps(complete=True)` (the '
+        '`sweep_eps(complete=True, options=SweepOptions(backend="bb"))`; `auto` = '
+        '`sweep_eps(complete=True)` (the '
         "default ε loop); `textbook` = the PuLP + CBC ε loop rebuilding the model per ε "
         f"(benchmarks/exact_peers.py). Cap {args.cap:.0f} s per instance and route. "
         "ratio = the route's seconds / bb's seconds (> 1: bb faster); `>`/`<` where one side "

@@ -41,6 +41,7 @@ from exact_peers import bounded_ratio  # noqa: E402
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.solvers import sweeps  # noqa: E402
+from selection.solvers.base import SweepOptions  # noqa: E402
 from selection.solvers.bb.front import bb_search  # noqa: E402
 
 
@@ -49,7 +50,9 @@ def run(p: SelectionProblem, tau: float, cap: float, backend: str) -> dict:
     sweeps.BB_TOLERANCE_MIN_N = math.inf  # "auto": the ε loop, never bb
     t0 = time.perf_counter()
     try:
-        f = sweeps.sweep_eps(p, complete=True, backend=backend, tolerance=tau, max_seconds=cap)
+        f = sweeps.sweep_eps(
+            p, complete=True, max_seconds=cap, options=SweepOptions(backend=backend, tolerance=tau)
+        )
     finally:
         sweeps.BB_TOLERANCE_MIN_N = rule
     secs = time.perf_counter() - t0

@@ -41,6 +41,7 @@ from exact_peers import FAMILIES  # noqa: E402
 
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
+from selection.solvers.base import SweepOptions  # noqa: E402
 from selection.solvers.milp.portfolio import domain_share  # noqa: E402
 from selection.solvers.sweeps import sweep_eps  # noqa: E402
 
@@ -49,7 +50,12 @@ ROUTES = ("auto", "bb", "cbc", "scip", "highs")
 
 def run_sweep(p: SelectionProblem, cap: float, backend: str, tolerance: float) -> dict:
     t0 = time.perf_counter()
-    f = sweep_eps(p, complete=True, backend=backend, tolerance=tolerance, max_seconds=cap)
+    f = sweep_eps(
+        p,
+        complete=True,
+        max_seconds=cap,
+        options=SweepOptions(backend=backend, tolerance=tolerance),
+    )
     secs = time.perf_counter() - t0
     ok = f[f["selected"] != ""]
     return {

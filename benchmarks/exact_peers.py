@@ -77,6 +77,8 @@ from selection.synthetic import (  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _families import oracle_stats  # noqa: E402
 
+from selection.solvers.base import SweepOptions  # noqa: E402
+
 OBJ = ("utility", "gap")
 PEERS_PY = ROOT / ".venv-peers" / "bin" / "python"
 RUNNER = Path(__file__).resolve().parent / "_pyaugmecon_runner.py"
@@ -133,7 +135,7 @@ def run_sweep(p: SelectionProblem, cap: float, backend: str = "auto") -> dict:
     """fedsel's complete front: ``sweep_eps(complete=True)`` on ``backend`` (``auto``: the ε
     loop's portfolio; ``bb``: the bi-objective branch-and-bound, one tree)."""
     t0 = time.perf_counter()
-    f = sweep_eps(p, complete=True, backend=backend, max_seconds=cap)
+    f = sweep_eps(p, complete=True, max_seconds=cap, options=SweepOptions(backend=backend))
     secs = time.perf_counter() - t0
     ok = f[f["selected"] != ""]
     pts = nondominated(ok[list(OBJ)].to_numpy(), OBJ)

@@ -82,6 +82,8 @@ def _near_tied(n: int) -> pd.DataFrame:
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from _families import oracle_stats  # noqa: E402
 
+from selection.solvers.base import SweepOptions  # noqa: E402
+
 FAMILIES = {
     "synthetic": lambda n: synthetic_stats(n, seed=0),
     "near-tied": _near_tied,
@@ -157,7 +159,9 @@ def run_front(family: str, n: int, cap: float, progress=None) -> dict:
     """The complete (U, gap) front of one instance (auto backend) within ``cap`` seconds."""
     p, gen_s, problem_s = _instance(family, n)
     t0 = time.perf_counter()
-    f = sweep_eps(p, complete=True, max_seconds=cap, time_limit=cap, progress=progress)
+    f = sweep_eps(
+        p, complete=True, max_seconds=cap, options=SweepOptions(time_limit=cap, progress=progress)
+    )
     secs = time.perf_counter() - t0
     ok = f[f["selected"] != ""]
     pts = nondominated(ok[list(OBJ)].to_numpy(), OBJ) if len(ok) else np.empty((0, 2))

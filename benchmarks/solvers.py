@@ -37,6 +37,7 @@ from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.objectives import gap  # noqa: E402
 from selection.problem import SelectionProblem  # noqa: E402
 from selection.solvers import make_solver  # noqa: E402
+from selection.solvers.base import SweepOptions  # noqa: E402
 from selection.solvers.exhaustive import exact_front  # noqa: E402
 from selection.solvers.milp.formulations import eps_spec, model_data  # noqa: E402
 from selection.solvers.milp.model import make_backend  # noqa: E402
@@ -88,7 +89,9 @@ def run_front(p, backend, budget, point_limit):
     p = SelectionProblem.from_stats(p.table, p.k)  # a fresh problem: no cached enumeration
     t0 = time.perf_counter()
     kw = {} if backend == "enum" else {"time_limit": point_limit}
-    df = sweep_eps(p, complete=True, backend=backend, max_seconds=budget, **kw)
+    df = sweep_eps(
+        p, complete=True, max_seconds=budget, **kw, options=SweepOptions(backend=backend)
+    )
     return df, time.perf_counter() - t0, bool(df.attrs.get("complete"))
 
 

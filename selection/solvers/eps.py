@@ -136,19 +136,8 @@ class EpsSolver(ExactSolver):
         """The ε grid, or (no grid) the complete sweep: the whole (U, gap) front."""
         from selection.solvers.sweeps import sweep_eps
 
-        kw = dict(
-            backend=options.backend,
-            n_jobs=options.n_jobs,
-            time_limit=options.time_limit,
-            seed=options.seed,
-            progress=options.progress,
-            f_min=options.f_min,
-            b_max=options.b_max,
-            tolerance=options.tolerance,
-        )
-        if options.grid is None:
-            return sweep_eps(problem, complete=True, **kw)
-        return sweep_eps(problem, list(options.grid), **kw)
+        # its options are the sweep's own: the grid, or (none) the complete sweep
+        return sweep_eps(problem, options=options, complete=options.grid is None)
 
     @classmethod
     def spec_kwargs(cls, arg: str | None) -> dict:

@@ -36,6 +36,7 @@ import pandas as pd
 
 from selection.problem import SelectionProblem
 from selection.progress import ProgressFn
+from selection.solvers.base import SweepOptions
 from selection.solvers.grid import _Counter, _run_grid
 from selection.solvers.params import (
     Route,
@@ -77,24 +78,21 @@ def sweep_eps(
     problem: SelectionProblem,
     eps: Sequence[float] | None = None,
     *,
+    options: SweepOptions | None = None,
     complete: bool = False,
-    backend: str = "auto",
-    n_jobs: int = 1,
-    time_limit: float | None = None,
-    f_min: float | None = None,
-    b_max: float | None = None,
     step: float | None = None,
-    seed: int = 0,
-    progress: ProgressFn | None = None,
     max_points: int = MAX_POINTS,
     max_seconds: float | None = None,
-    tolerance: float = 0.0,
 ) -> pd.DataFrame:
     """ε-constraint points over a grid, or the complete (U, gap) front.
 
     Args:
         problem: the round's selection problem.
         eps: ε values, percentage points (>= 0; ``inf`` = unconstrained). Not with ``complete``.
+        options: the route options every sweep takes (:class:`SweepOptions`; default: the
+            defaults): ``backend``, ``n_jobs``, ``time_limit``, ``seed``, ``progress``,
+            ``f_min``, ``b_max``, ``tolerance``, as below; its ``grid`` stands for ``eps``
+            when ``eps`` is None.
         complete: sweep ε downwards from the unconstrained optimum until infeasible.
         backend: ``auto``, ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip`` (see EpsSolver),
             or, for a complete sweep only, ``bb``: the whole front in one bi-objective
@@ -145,6 +143,11 @@ def sweep_eps(
         >>> bool(front.attrs["exact"]), front[["utility", "gap"]].round(2).iloc[0].tolist()
         (True, [68.94, 45.35])
     """
+    o = options if options is not None else SweepOptions()
+    backend, n_jobs, time_limit, seed = o.backend, o.n_jobs, o.time_limit, o.seed
+    progress, f_min, b_max, tolerance = o.progress, o.f_min, o.b_max, o.tolerance
+    if eps is None and o.grid is not None:
+        eps = list(o.grid)
     if complete and eps is not None:
         raise ValueError("sweep_eps: give an eps grid or complete=True, not both")
     if not complete and eps is None:

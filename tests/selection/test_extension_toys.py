@@ -95,6 +95,7 @@ import pytest
 
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
+from selection.solvers.base import SweepOptions
 from selection.solvers.exhaustive import enumerate_table, exact_front
 from selection.solvers.milp.registry import _REGISTRY
 from selection.solvers.registry import make_solver
@@ -198,7 +199,7 @@ def test_toy_surrogate_complete_sweep_equals_the_exact_front(shrunk):
     p = _problem(2, 4, shrunk)
     exact = exact_front(p, ("utility", "gap"))
     for route in ("highs", "cbc", "bb"):  # bb: the one tree reads the same linear view
-        _same_front(sweep_eps(p, complete=True, backend=route), exact)
+        _same_front(sweep_eps(p, complete=True, options=SweepOptions(backend=route)), exact)
 
 
 # -- the toy backend --------------------------------------------------------------------
@@ -225,7 +226,7 @@ def test_toy_backend_complete_sweep_equals_highs_and_the_exact_front(scipy_backe
     p = _problem(2, 4)
     exact = exact_front(p, ("utility", "gap"))
     for route in ("highs", scipy_backend):
-        _same_front(sweep_eps(p, complete=True, backend=route), exact)
+        _same_front(sweep_eps(p, complete=True, options=SweepOptions(backend=route)), exact)
 
 
 def test_toy_backend_honours_the_time_limit(scipy_backend):

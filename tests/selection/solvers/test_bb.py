@@ -8,6 +8,7 @@ import pytest
 
 from selection.errors import SelectionError
 from selection.problem import SelectionProblem
+from selection.solvers.base import SweepOptions
 from selection.solvers.bb import bb_front
 from selection.solvers.bb import search as bb_search_mod
 from selection.solvers.bb.staircase import Proven, Staircase
@@ -85,7 +86,7 @@ def test_boxes_handed_to_the_mip_stay_exact(monkeypatch, objectives):
 
 def test_complete_sweep_with_backend_bb_is_the_exact_front():
     p = _problem(3, n=14, k=4, d=3, kind="cents")
-    got = sweep_eps(p, complete=True, backend="bb")
+    got = sweep_eps(p, complete=True, options=SweepOptions(backend="bb"))
     want = exact_front(p)
     np.testing.assert_allclose(_points(got, ("utility", "gap")), _points(want, ("utility", "gap")))
     assert got.attrs["exact"] and (got["method"] == "eps").all()
@@ -98,9 +99,9 @@ def test_complete_sweep_with_backend_bb_is_the_exact_front():
 def test_bb_refuses_what_it_does_not_cover():
     p = _problem(1, n=10, k=3, d=2, kind="cents")
     with pytest.raises(ValueError, match="complete"):
-        sweep_eps(p, [1.0], backend="bb")
+        sweep_eps(p, [1.0], options=SweepOptions(backend="bb"))
     with pytest.raises(ValueError, match="f_min"):
-        sweep_eps(p, complete=True, backend="bb", f_min=0.0)
+        sweep_eps(p, complete=True, options=SweepOptions(backend="bb", f_min=0.0))
     with pytest.raises(SelectionError, match="linear"):
         bb_front(p.with_surrogate("weighted"))
     with pytest.raises(SelectionError, match="objectives"):

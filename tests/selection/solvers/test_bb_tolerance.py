@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from selection.problem import SelectionProblem
+from selection.solvers.base import SweepOptions
 from selection.solvers.bb import bb_front
 from selection.solvers.bb.certificate import certified_gap, worst_corner
 from selection.solvers.bb.front import bb_search
@@ -125,14 +126,18 @@ def test_the_sweep_rows_state_their_bound_at_their_eps():
     exact = exact_front(p)
     said = []
     front = sweep_eps(
-        p, complete=True, backend="bb", tolerance=0.5, progress=lambda *a: said.append(a)
+        p,
+        complete=True,
+        options=SweepOptions(backend="bb", tolerance=0.5, progress=lambda *a: said.append(a)),
     )
     assert front.attrs["certified"] <= 0.5 and (front["backend"] == "bb").all()
     for param, bound in zip(front["param"], front["bound"], strict=True):
         eps = float(param.split("=")[1])
         assert exact.loc[exact["gap"] <= eps + 1e-9, "utility"].max() <= bound + 1e-6
     assert said and said[-1][2].startswith("bb front: within ")
-    stopped = sweep_eps(p, complete=True, backend="bb", tolerance=0.5, time_limit=1e-9)
+    stopped = sweep_eps(
+        p, complete=True, options=SweepOptions(backend="bb", tolerance=0.5, time_limit=1e-9)
+    )
     assert not stopped.attrs["complete"]
 
 
@@ -141,14 +146,19 @@ def test_auto_takes_bb_for_a_tolerant_complete_sweep_from_its_n(monkeypatch):
 
     p = _problem("cross-penalty", 24, 4, seed=1)
     assert p.n < sweeps.BB_TOLERANCE_MIN_N  # below it: the ε loop
-    assert (sweep_eps(p, complete=True, tolerance=0.5)["backend"] != "bb").all()
+    assert (
+        sweep_eps(p, complete=True, options=SweepOptions(tolerance=0.5))["backend"] != "bb"
+    ).all()
     monkeypatch.setattr(sweeps, "BB_TOLERANCE_MIN_N", 20)
-    got = sweep_eps(p, complete=True, tolerance=0.5)
+    got = sweep_eps(p, complete=True, options=SweepOptions(tolerance=0.5))
     assert (got["backend"] == "bb").all() and got.attrs["certified"] <= 0.5
     assert got["route_reason"].iloc[0].startswith("auto: a complete front within --tolerance")
     # not without a tolerance, nor with rows bb does not take
     assert (sweep_eps(p, complete=True)["backend"] != "bb").all()
-    assert (sweep_eps(p, complete=True, tolerance=0.5, f_min=0.0)["backend"] != "bb").all()
+    assert (
+        sweep_eps(p, complete=True, options=SweepOptions(tolerance=0.5, f_min=0.0))["backend"]
+        != "bb"
+    ).all()
 
 
 def test_certified_gap_by_hand():

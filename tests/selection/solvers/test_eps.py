@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from selection.solvers.base import SweepOptions
 from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import ExhaustiveSolver, exact_front
 from selection.solvers.sweeps import sweep_eps
@@ -34,7 +35,7 @@ def _points(df, cols=("utility", "gap")):
 )
 def test_complete_front_equals_enumeration(make_problem, backend, seed, n, k, kind):
     p = make_problem(n, k, seed=seed, kind=kind)
-    sweep = sweep_eps(p, complete=True, backend=backend)
+    sweep = sweep_eps(p, complete=True, options=SweepOptions(backend=backend))
     np.testing.assert_array_equal(_points(sweep), _points(exact_front(p)))
     assert sweep.status.iloc[-1] == "infeasible" or sweep.gap.iloc[-1] < 1e-6
     assert (sweep.status.iloc[:-1] == "optimal").all()
@@ -45,7 +46,7 @@ def test_complete_front_equals_enumeration(make_problem, backend, seed, n, k, ki
 def test_cpsat_complete_front_on_scaled_data(make_problem, seed, n, k):
     # utilities with 3 decimals: CP-SAT's scale 1000 represents them exactly
     p = make_problem(n, k, seed=seed, kind="random", decimals=3)
-    sweep = sweep_eps(p, complete=True, backend="cpsat")
+    sweep = sweep_eps(p, complete=True, options=SweepOptions(backend="cpsat"))
     np.testing.assert_array_equal(_points(sweep), _points(exact_front(p)))
 
 
@@ -139,5 +140,5 @@ def test_invalid_arguments(kwargs):
 def test_larger_complete_fronts_equal_enumeration(make_problem, backend, seed):
     for kind in ("synthetic", "random"):
         p = make_problem(18, 5, seed=seed, kind=kind, decimals=3 if backend == "cpsat" else None)
-        sweep = sweep_eps(p, complete=True, backend=backend)
+        sweep = sweep_eps(p, complete=True, options=SweepOptions(backend=backend))
         np.testing.assert_array_equal(_points(sweep), _points(exact_front(p)))

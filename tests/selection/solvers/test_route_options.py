@@ -73,7 +73,11 @@ def test_the_library_front_routes_refuse_a_bad_time_limit(limit):
 
     problem = SelectionProblem.from_stats(synthetic_stats(8, seed=1), k=3)
     with pytest.raises(ValueError, match="time_limit="):
-        sweep_eps(problem, complete=True, backend=FRONT_ROUTE, time_limit=float(limit))
+        sweep_eps(
+            problem,
+            complete=True,
+            options=SweepOptions(backend=FRONT_ROUTE, time_limit=float(limit)),
+        )
     with pytest.raises(ValueError, match="time_limit="):
         bb_front(problem, time_limit=float(limit))
     with pytest.raises(ValueError, match="time_limit="):

@@ -10,6 +10,7 @@ import pytest
 
 from selection.problem import SelectionProblem
 from selection.solvers import make_solver
+from selection.solvers.base import SweepOptions
 from selection.solvers.exhaustive import exact_front
 from selection.solvers.sweeps import (
     FRONT_COLUMNS,
@@ -69,7 +70,7 @@ def test_weighted_sum_misses_an_unsupported_point_that_eps_finds():
     assert "b" not in reached and reached <= {"a", "c"}
     # the complete ε sweep finds it, on every route
     for backend in ("enum", "highs", "cbc", "cpsat"):
-        sweep = sweep_eps(p, complete=True, backend=backend)
+        sweep = sweep_eps(p, complete=True, options=SweepOptions(backend=backend))
         assert "b" in set(sweep.selected), backend
         assert sweep.selected.tolist()[:3] == ["a", "b", "c"]
 
@@ -90,7 +91,7 @@ def test_results_to_frame_columns_and_rows(make_problem):
 
 def test_grid_sweep_with_infeasible_rows(make_problem):
     p = make_problem(12, 3, seed=2)
-    df = sweep_eps(p, [0, 5, 10, 1000], backend="highs")
+    df = sweep_eps(p, [0, 5, 10, 1000], options=SweepOptions(backend="highs"))
     assert df.param.tolist() == ["eps=0", "eps=5", "eps=10", "eps=1000"]
     assert df.status.iloc[0] == "infeasible"
     feas = df[df.status == "optimal"]
@@ -101,8 +102,8 @@ def test_grid_sweep_with_infeasible_rows(make_problem):
 def test_parallel_grid_equals_sequential(make_problem):
     p = make_problem(14, 4, seed=3)
     grid = [30, 20, 15, 10, 8, 6]
-    a = sweep_eps(p, grid, backend="highs", n_jobs=1)
-    b = sweep_eps(p, grid, backend="highs", n_jobs=2)
+    a = sweep_eps(p, grid, options=SweepOptions(backend="highs", n_jobs=1))
+    b = sweep_eps(p, grid, options=SweepOptions(backend="highs", n_jobs=2))
     cols = ["param", "status", "selected", "utility", "gap"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
 
@@ -110,7 +111,7 @@ def test_parallel_grid_equals_sequential(make_problem):
 def test_complete_sweep_rows(make_problem):
     p = make_problem(10, 3, seed=4)
     calls = []
-    df = sweep_eps(p, complete=True, progress=lambda *a: calls.append(a))
+    df = sweep_eps(p, complete=True, options=SweepOptions(progress=lambda *a: calls.append(a)))
     assert df.param.iloc[0] == "eps=inf"
     # progress is reported through the callback: one call per solved point, total unknown
     assert calls == [(i + 1, None, "complete ε sweep") for i in range(len(df))]
@@ -141,8 +142,8 @@ def test_sweep_weighted_rows(make_problem):
         (lambda p: sweep_eps(p, [1.0], complete=True), "not both"),
         (lambda p: sweep_eps(p, []), "empty"),
         (lambda p: sweep_eps(p, [-1.0]), "eps=-1"),
-        (lambda p: sweep_eps(p, [1.0], n_jobs=0), "n_jobs"),
-        (lambda p: sweep_eps(p, [1.0], backend="nope"), "nope"),
+        (lambda p: sweep_eps(p, [1.0], options=SweepOptions(n_jobs=0)), "n_jobs"),
+        (lambda p: sweep_eps(p, [1.0], options=SweepOptions(backend="nope")), "nope"),
         (lambda p: sweep_delta(p, [-2.0]), "delta"),
         (lambda p: sweep_weighted(p, []), "empty"),
     ],
@@ -168,7 +169,9 @@ def test_complete_sweep_labels_points_stopped_by_the_budget(monkeypatch):
 
     monkeypatch.setattr(sw, "make_solver", spy)
     problem = SelectionProblem.from_stats(near_tied_stats(100), 10)
-    front = sw.sweep_eps(problem, complete=True, backend="cbc", time_limit=0.3, max_seconds=8)
+    front = sw.sweep_eps(
+        problem, complete=True, max_seconds=8, options=SweepOptions(backend="cbc", time_limit=0.3)
+    )
     assert seen == [0.3]
     stopped = front["status"] == "time_limit"
     assert stopped.any()  # the tight ε points of this family take CBC far longer than 0.3 s
@@ -180,7 +183,7 @@ def test_complete_sweep_labels_points_stopped_by_the_budget(monkeypatch):
     assert seen == [sw.COMPLETE_POINT_BUDGET]
     assert front.attrs["exact"] is True and front.attrs["unproven"] == 0
     seen.clear()
-    sw.sweep_eps(small, complete=True, time_limit=float("inf"))
+    sw.sweep_eps(small, complete=True, options=SweepOptions(time_limit=float("inf")))
     assert seen == [None]
 
 
@@ -194,7 +197,9 @@ def test_complete_milp_sweep_is_the_exact_front_on_near_tied_rows(backend, n, k,
 
     p = SelectionProblem.from_stats(near_tied_stats(n, seed=seed), k)
     calls = []
-    df = sweep_eps(p, complete=True, backend=backend, progress=lambda *a: calls.append(a))
+    df = sweep_eps(
+        p, complete=True, options=SweepOptions(backend=backend, progress=lambda *a: calls.append(a))
+    )
     assert df.attrs["exact"]
     ok = df[df.status == "optimal"]
     got = np.round(ok[["utility", "gap"]].to_numpy(), 6)
@@ -244,7 +249,7 @@ def test_complete_sweep_drops_points_the_next_eps_ties_on_utility(monkeypatch):
 
     monkeypatch.setattr(sw, "make_solver", lambda *a, **kw: WorstTieFirstStage())
     calls = []
-    df = sw.sweep_eps(p, complete=True, progress=lambda *a: calls.append(a))
+    df = sw.sweep_eps(p, complete=True, options=SweepOptions(progress=lambda *a: calls.append(a)))
     ok = df[df.status == "optimal"]
     got = sorted(map(tuple, np.round(ok[["utility", "gap"]].to_numpy(), 6)))
     want = sorted(map(tuple, np.round(exact_front(p)[["utility", "gap"]].to_numpy(), 6)))
@@ -260,6 +265,6 @@ def test_complete_sweep_budget_bounds_the_last_point_too():
 
     p = SelectionProblem.from_stats(near_tied_stats(100), 10)
     t0 = time.perf_counter()
-    df = sweep_eps(p, complete=True, backend="cbc", max_seconds=2.0)
+    df = sweep_eps(p, complete=True, max_seconds=2.0, options=SweepOptions(backend="cbc"))
     assert time.perf_counter() - t0 < 30.0  # not the 60 s per-point default: the budget binds
     assert not df.attrs["complete"] and not df.attrs["exact"]

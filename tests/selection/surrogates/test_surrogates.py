@@ -14,6 +14,7 @@ from selection.logits import ValidationLogits, read_logits, write_logits
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 from selection.selectors import make_selector, parse_spec
+from selection.solvers.base import SweepOptions
 from selection.solvers.exhaustive import (
     best_delta,
     best_eps,
@@ -129,7 +130,7 @@ def test_weighted_complete_sweep_equals_the_exact_front():
     p = _weighted(n=10, k=3, seed=4)
     exact = exact_front(p, ("utility", "gap"))
     for route in ("highs", "cbc"):
-        front = sweep_eps(p, complete=True, backend=route)
+        front = sweep_eps(p, complete=True, options=SweepOptions(backend=route))
         front = front[front["status"] == "optimal"].sort_values("utility", ascending=False)
         np.testing.assert_allclose(front["utility"], exact["utility"], atol=1e-6)
         np.testing.assert_allclose(front["gap"], exact["gap"], atol=1e-5)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from selection.problem import SelectionProblem
+from selection.solvers.base import SweepOptions
 from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps
 from selection.solvers.maxmin import MaxminSolver
@@ -282,7 +283,7 @@ def test_the_complete_sweep_is_the_exact_front_on_every_backend(backend, family)
 
     p = _problem(family, 26, 3, seed=5)
     want = exact_front(p)[["utility", "gap"]].to_numpy()
-    front = sweep_eps(p, complete=True, backend=backend)
+    front = sweep_eps(p, complete=True, options=SweepOptions(backend=backend))
     got = front[front["selected"] != ""][["utility", "gap"]].to_numpy()
     order = np.lexsort((got[:, 1], -got[:, 0]))
     np.testing.assert_allclose(got[order], want, atol=1e-9)
@@ -304,7 +305,7 @@ def test_the_front_step_follows_the_value_grid():
     from selection.solvers.exhaustive import exact_front
 
     want = exact_front(p)[["utility", "gap"]].to_numpy()
-    front = sweep_eps(p, complete=True, backend="scip")
+    front = sweep_eps(p, complete=True, options=SweepOptions(backend="scip"))
     got = front[front["selected"] != ""][["utility", "gap"]].to_numpy()
     np.testing.assert_allclose(got[np.lexsort((got[:, 1], -got[:, 0]))], want, atol=1e-9)
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from selection.problem import SelectionProblem
+from selection.solvers.base import SweepOptions
 from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps, exact_front, worst_star_of
 from selection.solvers.fisher_fair import FisherFairSolver
@@ -64,7 +65,7 @@ def test_bad_tolerance_is_refused(bad):
 def test_the_tolerant_front_covers_the_exact_front(backend, family):
     p = _problem(family, 30, 3, seed=2)
     exact = exact_front(p)
-    front = sweep_eps(p, complete=True, backend=backend, tolerance=TAU)
+    front = sweep_eps(p, complete=True, options=SweepOptions(backend=backend, tolerance=TAU))
     assert front.attrs["complete"] and not front.attrs["exact"]
     assert front.attrs["tolerance"] == TAU
     assert front.attrs["max_off"] <= TAU
@@ -80,12 +81,12 @@ def test_the_tolerant_front_covers_the_exact_front(backend, family):
     for u, g in pts:
         assert u <= float(exact.loc[exact["gap"] <= g + 1e-9, "utility"].max()) + 1e-6
     # fewer MILP points than the exact sweep: the tail below τ is not walked point by point
-    assert len(front) <= len(sweep_eps(p, complete=True, backend=backend))
+    assert len(front) <= len(sweep_eps(p, complete=True, options=SweepOptions(backend=backend)))
 
 
 def test_the_tolerant_sweep_drops_a_point_a_later_one_dominates():
     p = _problem("cross-penalty", 30, 3, seed=2)
-    front = sweep_eps(p, complete=True, backend="cbc", tolerance=2.0)
+    front = sweep_eps(p, complete=True, options=SweepOptions(backend="cbc", tolerance=2.0))
     ok = front[front["selected"] != ""]
     u, g = ok["utility"].to_numpy(), ok["gap"].to_numpy()
     for i in range(len(ok)):
