@@ -93,37 +93,38 @@ def sweep_eps(
             defaults): ``backend``, ``n_jobs``, ``time_limit``, ``seed``, ``progress``,
             ``f_min``, ``b_max``, ``tolerance``, as below; its ``grid`` stands for ``eps``
             when ``eps`` is None.
+
+            - ``backend``: ``auto``, ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip`` (see EpsSolver),
+                or, for a complete sweep only, ``bb``: the whole front in one bi-objective
+                branch-and-bound (:mod:`selection.solvers.bb`; linear surrogates; ``time_limit``
+                and ``max_seconds`` are its seconds for the whole front, a stopped search keeps
+                the certificate it reached: ``attrs["certified"]``); ``auto`` takes ``bb`` for a
+                complete sweep within a ``tolerance`` from :data:`BB_TOLERANCE_MIN_N` clients on
+                (linear surrogates, no ``f_min``/``b_max``; its ``time_limit`` then bounds the
+                whole front; the rows' ``route_reason`` says so), and otherwise,
+                a complete sweep of 200k–5M selections may switch to enumeration
+                (:data:`FRONT_ENUM_MAX`; the rows' ``route_reason`` says so).
+            - ``n_jobs``: threads for grid points (ignored by the complete sweep).
+            - ``time_limit``: seconds per point; a point stopped by it keeps its incumbent (status
+                ``time_limit``). The complete sweep uses :data:`COMPLETE_POINT_BUDGET` (60 s)
+                when None; pass ``math.inf`` for no limit.
+            - ``f_min``: optional Σ F_z >= f_min on every point.
+            - ``b_max``: optional Σ B <= b_max on every point.
+            - ``seed``: solver seed.
+            - ``progress``: callback ``(done, total, label)`` per point (:mod:`selection.progress`).
+            - ``tolerance``: points (>= 0). Each point is solved to within ``tolerance`` of its max U
+                (status ``feasible``, ``bound`` <= U + tolerance); the complete sweep also steps
+                the next ε ``max(step, tolerance)`` below the last gap. The complete tolerant
+                front is certified: every exact front point (U*, g*) has a returned point with
+                U >= U* − tolerance and gap <= g* + tolerance (``attrs["tolerance"]``). Proofs on
+                the front's tail (gaps of hundredths of a point) are what a tolerance skips.
         complete: sweep ε downwards from the unconstrained optimum until infeasible.
-        backend: ``auto``, ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip`` (see EpsSolver),
-            or, for a complete sweep only, ``bb``: the whole front in one bi-objective
-            branch-and-bound (:mod:`selection.solvers.bb`; linear surrogates; ``time_limit``
-            and ``max_seconds`` are its seconds for the whole front, a stopped search keeps
-            the certificate it reached: ``attrs["certified"]``); ``auto`` takes ``bb`` for a
-            complete sweep within a ``tolerance`` from :data:`BB_TOLERANCE_MIN_N` clients on
-            (linear surrogates, no ``f_min``/``b_max``; its ``time_limit`` then bounds the
-            whole front; the rows' ``route_reason`` says so), and otherwise,
-            a complete sweep of 200k–5M selections may switch to enumeration
-            (:data:`FRONT_ENUM_MAX`; the rows' ``route_reason`` says so).
-        n_jobs: threads for grid points (ignored by the complete sweep).
-        time_limit: seconds per point; a point stopped by it keeps its incumbent (status
-            ``time_limit``). The complete sweep uses :data:`COMPLETE_POINT_BUDGET` (60 s)
-            when None; pass ``math.inf`` for no limit.
-        f_min: optional Σ F_z >= f_min on every point.
-        b_max: optional Σ B <= b_max on every point.
         step: the complete sweep's next ε is the last gap minus ``step`` (points); None:
             :func:`front_step` (half the smallest difference two gaps can have where the
             domain rows sit on a value grid, else :data:`DEFAULT_STEP`).
-        seed: solver seed.
-        progress: callback ``(done, total, label)`` per point (:mod:`selection.progress`).
         max_points: safety cap on the complete sweep's number of points.
         max_seconds: the complete sweep's wall-time budget: no point starts after it and the
             last one is stopped by it (a point it stops is labelled ``time_limit``).
-        tolerance: points (>= 0). Each point is solved to within ``tolerance`` of its max U
-            (status ``feasible``, ``bound`` <= U + tolerance); the complete sweep also steps
-            the next ε ``max(step, tolerance)`` below the last gap. The complete tolerant
-            front is certified: every exact front point (U*, g*) has a returned point with
-            U >= U* − tolerance and gap <= g* + tolerance (``attrs["tolerance"]``). Proofs on
-            the front's tail (gaps of hundredths of a point) are what a tolerance skips.
 
     Returns:
         The front table (see :func:`results_to_frame`), rows in solve order. For a complete
