@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         "",
         "Complete exact (max U, min gap) front, K = N/10. Routes: `bb` = "
         '`sweep_eps(complete=True, options=SweepOptions(backend="bb"))`; `auto` = '
-        '`sweep_eps(complete=True)` (the '
+        "`sweep_eps(complete=True)` (the "
         "default ε loop); `textbook` = the PuLP + CBC ε loop rebuilding the model per ε "
         f"(benchmarks/exact_peers.py). Cap {args.cap:.0f} s per instance and route. "
         "ratio = the route's seconds / bb's seconds (> 1: bb faster); `>`/`<` where one side "
