@@ -109,22 +109,46 @@ def _remove_run_files(folder: Path) -> None:
             p.unlink()
 
 
+# inside the set-aside folder while files move between it and the run folder: a move cut
+# short (a second interrupt, a kill) is finished by the next claim, never taken for a new run
+_MOVING = ".moving"
+
+
 def _set_aside(folder: Path) -> Path:
     """Move the run files into ``folder/.fedsel-replaced/`` (one rename each) and return it."""
     aside = folder / REPLACED_NAME
     shutil.rmtree(aside, ignore_errors=True)
     aside.mkdir()
+    (aside / _MOVING).touch()
     for name in RUN_FILES:
         if (folder / name).exists() or (folder / name).is_symlink():
             (folder / name).rename(aside / name)
+    (aside / _MOVING).unlink()
     return aside
 
 
 def _put_back(folder: Path, aside: Path) -> None:
-    """The set-aside run back in place (after the new run's files were removed)."""
+    """The set-aside run back in place (the new run's files already removed)."""
+    (aside / _MOVING).touch()
     for p in aside.iterdir():
-        p.rename(folder / p.name)
+        if p.name != _MOVING:
+            p.rename(folder / p.name)
+    (aside / _MOVING).unlink()
     aside.rmdir()
+
+
+def _recover(folder: Path, aside: Path, committed: str) -> None:
+    """What a replacement left when it was killed outright (``kill -9``, out of memory): a
+    move cut short is finished (the folder holds only the old run's files then); a
+    replacement that committed keeps its run and the old one goes; one that never committed
+    is removed and the old run comes back."""
+    if (aside / _MOVING).exists():
+        _put_back(folder, aside)
+    elif (folder / committed).exists():
+        shutil.rmtree(aside)
+    else:
+        _remove_run_files(folder)
+        _put_back(folder, aside)
 
 
 def _open_locked(path: Path, folder: Path) -> int:
@@ -222,10 +246,7 @@ def claim_run_folder(
             tmp.unlink(missing_ok=True)
         stale = d / REPLACED_NAME  # a replacement killed (kill -9) before it decided
         if stale.is_dir():
-            if run_kind(d) is None:
-                _put_back(d, stale)
-            else:
-                shutil.rmtree(stale)
+            _recover(d, stale, committed)
         found = run_kind(d)
         aside = None  # the old run while --overwrite replaces it
         if resume:
@@ -248,10 +269,11 @@ def claim_run_folder(
             if fresh and not (d / committed).exists():
                 _remove_run_files(d)
                 if aside is not None:
-                    _put_back(d, aside)
-                    aside = None
+                    _put_back(d, aside)  # cut short by a second interrupt: the next claim
+                    aside = None  # finishes it (_recover)
+            elif aside is not None:  # the replacement committed: it is the run now
+                shutil.rmtree(aside, ignore_errors=True)
             _leave_nothing(d, created)
             raise
-        finally:
-            if aside is not None:
-                shutil.rmtree(aside, ignore_errors=True)
+        if aside is not None:  # finished: the old run is replaced for good
+            shutil.rmtree(aside, ignore_errors=True)

@@ -113,22 +113,80 @@ def test_an_interrupted_overwrite_puts_the_old_run_back(tmp_path):
     assert not (folder / REPLACED_NAME).exists()
 
 
-def test_a_replacement_killed_outright_is_undone_by_the_next_claim(tmp_path):
+def _files(folder):
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != LOCK_NAME
+    }
+
+
+def test_a_replacement_killed_before_it_committed_is_undone_by_the_next_claim(tmp_path):
+    """kill -9 during a replacement's first round: the old run set aside, the new run's
+    config.toml written, nothing committed. The next claim puts the old run back."""
+    from fl_oracle.experiments.runfolder import _set_aside
+
     folder = fake_oracle_run(tmp_path / "run")
-    kept = (folder / "config.toml").read_bytes()
-    aside = folder / REPLACED_NAME  # as a kill -9 mid-replacement leaves it
-    aside.mkdir()
-    for name in [n for n in RUN_FILES if (folder / n).exists()]:
-        (folder / name).rename(aside / name)
+    before = _files(folder)
+    _set_aside(folder)
+    (folder / "config.toml").write_text("seed = 9\n")  # the killed replacement's
+    with pytest.raises(RunFolderError, match="already holds a run"):
+        with claim_run_folder(folder, "oracle"):  # the old run is back, and is refused
+            pass
+    assert _files(folder) == before and not (folder / REPLACED_NAME).exists()
+
+
+def test_a_replacement_killed_after_it_committed_keeps_its_run(tmp_path):
+    from fl_oracle.experiments.runfolder import _set_aside
+
+    folder = fake_oracle_run(tmp_path / "run")
+    _set_aside(folder)
+    (folder / "config.toml").write_text("seed = 9\n")
+    (folder / "checkpoints").mkdir()
+    (folder / "checkpoints" / "round_00001.pt").write_bytes(b"new")  # committed
     with claim_run_folder(folder, "oracle", resume=True) as d:
-        assert run_kind(d) == "oracle"
-    assert (folder / "config.toml").read_bytes() == kept and not aside.exists()
-    # beside a new run's files the set-aside one is stale: it goes
+        assert (d / "config.toml").read_text() == "seed = 9\n"
+    assert not (folder / REPLACED_NAME).exists()
+    assert (folder / "checkpoints" / "round_00001.pt").read_bytes() == b"new"
+
+
+def test_a_move_cut_short_is_finished_by_the_next_claim(tmp_path):
+    """A set-aside or a put-back cut short (a second interrupt, a kill) leaves old files on
+    both sides; the next claim finishes putting them back, losing none."""
+    folder = fake_oracle_run(tmp_path / "run")
+    before = _files(folder)
+    aside = folder / REPLACED_NAME
     aside.mkdir()
-    (aside / "history.csv").write_text("old")
+    (aside / ".moving").touch()
+    (folder / "config.toml").rename(aside / "config.toml")  # one moved, the rest not yet
     with claim_run_folder(folder, "oracle", resume=True):
         pass
-    assert not aside.exists()
+    assert _files(folder) == before and not aside.exists()
+
+
+def test_a_second_interrupt_while_putting_back_loses_nothing(tmp_path, monkeypatch):
+    import fl_oracle.experiments.runfolder as runfolder
+
+    folder = fake_oracle_run(tmp_path / "run")
+    before = _files(folder)
+    real = runfolder._put_back
+
+    def interrupted(d, aside):  # the first file back, then a second Ctrl-C
+        (aside / ".moving").touch()
+        first = next(p for p in aside.iterdir() if p.name != ".moving")
+        first.rename(d / first.name)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runfolder, "_put_back", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with claim_run_folder(folder, "demo", overwrite=True, committed="summary.csv") as d:
+            (d / "fronts.csv").write_text("half")
+            raise KeyboardInterrupt
+    monkeypatch.setattr(runfolder, "_put_back", real)
+    with pytest.raises(RunFolderError, match="already holds a run"):
+        with claim_run_folder(folder, "oracle"):
+            pass
+    assert _files(folder) == before
 
 
 def test_out_that_is_a_file_is_refused(tmp_path):
