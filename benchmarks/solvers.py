@@ -88,10 +88,9 @@ def run_front(p, backend, budget, point_limit):
     """The complete ε sweep within ``budget`` seconds: (frame, seconds, finished)."""
     p = SelectionProblem.from_stats(p.table, p.k)  # a fresh problem: no cached enumeration
     t0 = time.perf_counter()
-    kw = {} if backend == "enum" else {"time_limit": point_limit}
-    df = sweep_eps(
-        p, complete=True, max_seconds=budget, **kw, options=SweepOptions(backend=backend)
-    )
+    limit = None if backend == "enum" else point_limit
+    options = SweepOptions(backend=backend, time_limit=limit)
+    df = sweep_eps(p, complete=True, max_seconds=budget, options=options)
     return df, time.perf_counter() - t0, bool(df.attrs.get("complete"))
 
 

@@ -50,7 +50,9 @@ def _git_identity(env: dict[str, str]) -> dict[str, str]:
         ("user.name", "GIT_COMMITTER_NAME", "fedsel docs"),
         ("user.email", "GIT_COMMITTER_EMAIL", "docs@fedsel.invalid"),
     ):
-        known = subprocess.run(["git", "config", key], capture_output=True, text=True, env=env)
+        known = subprocess.run(
+            ["git", "config", key], capture_output=True, text=True, env=env, cwd=ROOT
+        )
         if not env.get(var) and (known.returncode != 0 or not known.stdout.strip()):
             found[var] = fallback
     return found
@@ -69,7 +71,7 @@ def _mike(*args: str, env: dict[str, str]) -> None:
 def export(branch: str, out: Path, env: dict[str, str]) -> None:
     """Every version on ``branch`` into ``out``, replacing it whole (temp folder, rename)."""
     archive = subprocess.run(
-        ["git", "archive", "--format=tar", branch], capture_output=True, env=env
+        ["git", "archive", "--format=tar", branch], capture_output=True, env=env, cwd=ROOT
     )
     if archive.returncode != 0:
         raise SystemExit(f"error: cannot read branch {branch!r}: {archive.stderr.decode().strip()}")

@@ -245,7 +245,7 @@ class SelectionProblem:
         The problem itself where the surrogate's values are its own U, U_d (``mean``) or its
         structure is not linear. One view per problem: the routes' caches are per problem.
         """
-        if self.structure is not Structure.LINEAR:
+        if self.structure != Structure.LINEAR:
             return self
         view = _VIEWS.get(self)
         if view is None:

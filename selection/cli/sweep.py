@@ -124,6 +124,11 @@ def sweep(
         rounds=rounds, round_=round_,
     )  # fmt: skip
     table = read_stats(stats)
+    realizer = None
+    if realize:
+        from selection.realize import realizer_for
+
+        realizer = realizer_for(Path(stats).parent)
     logits = default_logits(stats, surrogate, logits)
     if rounds is None:
         problems = [load_problem(table, k, round_, surrogate, logits)]
@@ -132,11 +137,6 @@ def sweep(
         problems = [
             load_problem(table, k, r, surrogate, logits) for r in parse_rounds(rounds, available)
         ]
-    realizer = None
-    if realize:
-        from selection.realize import realizer_for
-
-        realizer = realizer_for(Path(stats).parent)
     with rich_progress(enabled=not no_progress) as progress:
         fronts = sweep_fronts(
             plan, problems, backend=backend, n_jobs=jobs, time_limit=time_limit, seed=seed,
@@ -151,6 +151,10 @@ def sweep(
         verbose=verbose,
     ):  # fmt: skip
         print(line, file=sys.stderr)
+
+
+#: the grid option --complete stands in for (the whole front instead of an --eps grid)
+COMPLETE_OF = "eps"
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,8 @@ def plan_sweep(
     only(
         method,
         **{flag: (value, mine if cls.param == flag else ()) for flag, value in grid_flags.items()},
-        complete=(complete, mine if cls.adaptive_front else ()),
+        # --complete stands for "no --eps grid": it applies where --eps does
+        complete=(complete, mine if cls.param == COMPLETE_OF else ()),
         **{
             "fisher-min": (fisher_min, mine if "f_min" in cls.front_constraints else ()),
             "b-max": (b_max, mine if "b_max" in cls.front_constraints else ()),
@@ -326,7 +331,6 @@ def sweep_report(
 ) -> list[str]:
     """What ``fedsel sweep`` says on stderr: the points written, the routes (``verbose``),
     time-limited points, the certificate, and the reachable range of an infeasible ε."""
-    from selection.solvers.base import Solver
     from selection.solvers.result import point_rows
 
     cls = plan.cls
@@ -357,15 +361,17 @@ def sweep_report(
             lines.append(certified_within(max(within), tolerance, finished))
     elif n_tl or (tolerance and cls.bound_objective):
         lines.append(certificate(front, cls, whole, tolerance, finished, slack))
-    infeasible_hint = cls.reachable is not Solver.reachable
-    if plan.eps is not None and n_ok < len(front) and infeasible_hint:
-        # the first round with an infeasible ε tells the reachable range there
+    if plan.eps is not None and n_ok < len(front):
+        # the first round with an infeasible ε tells the reachable range there, where the
+        # formulation says what its parameter can reach
         for problem, f in zip(problems, fronts, strict=True):
             bad = int((~point_rows(f)).sum())
             if bad:
                 at = f" at round {problem.round}" if per_round else ""
                 reach = cls.reachable(problem, f_min=plan.fisher_min, b_max=plan.b_max)
-                lines.append(f"fedsel: {bad} of {len(f)} ε infeasible{at}: {range_hint(reach)}")
+                if reach is not None:
+                    hint = range_hint(reach)
+                    lines.append(f"fedsel: {bad} of {len(f)} ε infeasible{at}: {hint}")
                 break
     return lines
 

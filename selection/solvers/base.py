@@ -142,9 +142,10 @@ class Solver(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     param: ClassVar[str | None] = None
-    #: how a selector spec's ``name:arg`` gives ``param`` (:meth:`spec_kwargs`: ``float``, a
-    #: number; ``str``, the text as written)
-    param_type: ClassVar[type] = float
+    #: how a selector spec's ``name:arg`` gives ``param`` (:meth:`spec_kwargs`): ``float``, a
+    #: number (or a one-line error); ``str``, the text as written; None (the default, what a
+    #: formulation from a plugin gets), a number where the text is one, else the text
+    param_type: ClassVar[type | None] = None
     #: how figures and labels write ``param`` (``ε=5``, ``δ=2``); None: the name itself
     symbol: ClassVar[str | None] = None
     default_grid: ClassVar[tuple | None] = None
@@ -226,9 +227,8 @@ class Solver(ABC):
     def spec_kwargs(cls, arg: str | None) -> dict[str, Any]:
         """Constructor keywords of the selector spec ``name:arg`` (``arg`` None: no ``:``).
 
-        The default reads ``arg`` as the value of ``param`` (converted by ``param_type``: a
-        number unless the formulation says otherwise), and takes no argument when ``param`` is
-        None.
+        The default reads ``arg`` as the value of ``param``, converted as ``param_type`` says,
+        and takes no argument when ``param`` is None.
         """
         if arg is None:
             return {}
@@ -237,8 +237,10 @@ class Solver(ABC):
         if cls.param_type is str:
             return {cls.param: arg}
         try:
-            return {cls.param: cls.param_type(arg)}
+            return {cls.param: (cls.param_type or float)(arg)}
         except ValueError:
+            if cls.param_type is None:
+                return {cls.param: arg}
             raise ValueError(f"{arg!r} is not a number") from None
 
     def solve(self, problem: SelectionProblem) -> SolveResult:

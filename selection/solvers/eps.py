@@ -79,6 +79,7 @@ class EpsSolver(ExactSolver):
     name = "eps"
     summary = "ε-constraint MILP: max U s.t. gap <= ε, then min gap (Pareto-optimal points)"
     param = "eps"
+    param_type = float
     symbol = "ε"
     spec_form = "eps:E"
     order = 20

@@ -233,7 +233,7 @@ def best_delta(
 
 def u_star_of(problem: SelectionProblem, max_count: int = DEFAULT_MAX_COUNT) -> float:
     """U* = max U(S) over the K-selections under the problem's surrogate."""
-    if problem.structure is Structure.LINEAR:  # the closed form: the K largest per-client values
+    if problem.structure == Structure.LINEAR:  # the closed form: the K largest per-client values
         return u_star(problem.linear_view())
     return max(float(b["utility"].max()) for b in _blocks(problem, max_count, ("utility",)))
 
@@ -300,7 +300,7 @@ def top_selections(
 
 def worst_of(problem: SelectionProblem, sel: Sequence[int]) -> float:
     """worst(S) of one selection under the problem's surrogate."""
-    if problem.structure is Structure.LINEAR:
+    if problem.structure == Structure.LINEAR:
         return float(problem.linear_view().Ud[list(sel)].mean(axis=0).min())
 
     _, Ud = problem.surrogate_model.block(problem, np.array([sel], dtype=np.int64))

@@ -67,6 +67,7 @@ class FisherFairSolver(ExactSolver):
     name = "fisher-fair"
     summary = "max Σ F_z s.t. worst >= worst* − δ (Fisher within δ of the max-min point)"
     param = "delta"
+    param_type = float
     symbol = "δ"
     plane = ("sum_Fz", "worst")
     default_grid = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)

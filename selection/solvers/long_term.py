@@ -178,7 +178,7 @@ class LongTermEpsSolver(Solver):
 
     def _solve(self, problem: SelectionProblem) -> RawResult:
         surrogate = problem.surrogate_model
-        if surrogate.structure is Structure.BLACK_BOX:
+        if surrogate.structure == Structure.BLACK_BOX:
             raise SelectionError(
                 f"{self.name}: the {problem.surrogate} surrogate is black-box; the long-term "
                 "objective needs a linear or linear-fractional one (mean, weighted, softvote)"

@@ -50,6 +50,7 @@ class MaxminSolver(ExactSolver):
     name = "maxmin"
     summary = "max worst-domain utility s.t. U >= U* − δ, ties to higher U"
     param = "delta"
+    param_type = float
     symbol = "δ"
     plane = ("utility", "worst")
     default_grid = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0)

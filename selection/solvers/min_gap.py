@@ -162,7 +162,7 @@ class MinGapSolver(Solver):
         small = math.comb(problem.n, problem.k) <= self.enum_limit
         if self.backend == Route.ENUM or (self.backend == Route.AUTO and small):
             return Route.ENUM
-        black_box = problem.structure is Structure.BLACK_BOX
+        black_box = problem.structure == Structure.BLACK_BOX
         return Route.SEARCH if black_box and self.backend == Route.AUTO else "highs"
 
     def _solve(self, problem: SelectionProblem) -> RawResult:

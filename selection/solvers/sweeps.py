@@ -311,7 +311,7 @@ def _bb_tolerant(problem, f_min, b_max, tolerance: float) -> bool:
         tolerance > 0
         and f_min is None
         and b_max is None
-        and problem.structure is Structure.LINEAR
+        and problem.structure == Structure.LINEAR
         and problem.n >= BB_TOLERANCE_MIN_N
     )
 
@@ -343,7 +343,7 @@ def front_step(problem: SelectionProblem, quantum: float | None = None) -> float
     """
     from selection.solvers.milp.portfolio import value_quantum
 
-    if problem.structure is not Structure.LINEAR or problem.d == 0:
+    if problem.structure != Structure.LINEAR or problem.d == 0:
         return DEFAULT_STEP
     q = value_quantum(problem.linear_view().Ud) if quantum is None else quantum
     return max(DEFAULT_STEP, q / (2 * problem.k)) if q > 0 else DEFAULT_STEP

@@ -49,7 +49,7 @@ class Structure(StrEnum):
 
     Examples:
         >>> from selection.surrogates import Structure, get_surrogate
-        >>> get_surrogate("mean").structure is Structure.LINEAR
+        >>> get_surrogate("mean").structure == Structure.LINEAR
         True
         >>> Structure("linear-fractional"), Structure.BLACK_BOX == "black-box"
         (<Structure.LINEAR_FRACTIONAL: 'linear-fractional'>, True)

@@ -540,7 +540,7 @@ class FedselStrategy(FedProx):
         if source is None:
             return None
         nan = np.full(size, np.nan, dtype=np.float32)
-        if source is VectorSource.FRESH:
+        if source == VectorSource.FRESH:
             kept = {c: r.delta for c, r in self._measured.items() if r.delta is not None}
         else:
             kept = self._committed

@@ -62,7 +62,7 @@ def bb_search(
 
     if plane not in PLANES:
         raise SelectionError(f"bb: unknown plane {plane!r}; choose one of {', '.join(PLANES)}")
-    if problem.structure is not Structure.LINEAR:
+    if problem.structure != Structure.LINEAR:
         raise SelectionError(
             f"bb: the {problem.surrogate} surrogate is {problem.structure}; the bi-objective "
             "branch-and-bound takes linear surrogates (mean) only: use --backend auto"

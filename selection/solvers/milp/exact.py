@@ -127,7 +127,7 @@ class ExactSolver(Solver):
         if count <= self.enum_limit:
             return Route.ENUM, f"C(N, K) = {count:,} <= enum_limit {self.enum_limit:,}: enumeration"
         if (
-            problem.structure is Structure.BLACK_BOX
+            problem.structure == Structure.BLACK_BOX
         ):  # no MILP takes it: selection.solvers.black_box
             return Route.SEARCH, (
                 f"C(N, K) = {count:,} > enum_limit {self.enum_limit:,} and the "
@@ -150,7 +150,7 @@ class ExactSolver(Solver):
         problem = problem.linear_view()
         if problem not in self._quanta:
             off_grid = self.integer_route(problem) and not self.exact_on_cpsat(problem)
-            mean = problem.structure is Structure.LINEAR and problem.d > 0
+            mean = problem.structure == Structure.LINEAR and problem.d > 0
             self._quanta[problem] = value_quantum(problem.Ud) if mean and not off_grid else 0.0
         return self._quanta[problem]
 
@@ -161,7 +161,7 @@ class ExactSolver(Solver):
     def objective_quanta(self, problem: SelectionProblem) -> list[float]:
         """Per objective, the grid its values lie on (sum units; 0: none), for
         ``MilpSpec.quanta``: the U column's and the domain rows' :func:`value_quantum`."""
-        mean = problem.structure is Structure.LINEAR and problem.d > 0
+        mean = problem.structure == Structure.LINEAR and problem.d > 0
         q = {"U": value_quantum(problem.U) if mean else 0.0, "Ud": self.quantum(problem), None: 0.0}
         return [q[kind] for kind in self.objective_kinds]
 
@@ -238,7 +238,7 @@ class ExactSolver(Solver):
                 )
         if refusal:  # a request this route cannot answer: bad input, not a failed solve
             raise SelectionError(refusal)
-        if problem.structure is Structure.LINEAR_FRACTIONAL:  # milp.fractional, fresh models
+        if problem.structure == Structure.LINEAR_FRACTIONAL:  # milp.fractional, fresh models
             left = None if self.time_limit is None else self.time_limit
             return self._solve_fractional(problem, route, left)
         model = self.model(problem)  # building the model counts against the time limit

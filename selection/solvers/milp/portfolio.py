@@ -159,7 +159,7 @@ def portfolio(
     model, whose ε rows it keeps half a value-grid step from every attainable gap).
     ``max_min``: whether its first stage maximizes the worst domain row (maxmin,
     fisher-fair): on float rows that stage takes :data:`MAX_MIN_FLOAT_ROUTE`."""
-    if problem.structure is not Structure.LINEAR:
+    if problem.structure != Structure.LINEAR:
         return AUTO_MILP, f"the {problem.surrogate} surrogate's fractional stages: {AUTO_MILP}"
     n = problem.n
     if max_min and value_quantum(problem.Ud) == 0:
@@ -209,9 +209,9 @@ def route_refusal(route: str, problem: SelectionProblem, *, fractional: bool = F
     """
 
     sur = problem.surrogate_model
-    if sur.structure is Structure.LINEAR or route == Route.ENUM:
+    if sur.structure == Structure.LINEAR or route == Route.ENUM:
         return ""
-    if sur.structure is Structure.LINEAR_FRACTIONAL and fractional:
+    if sur.structure == Structure.LINEAR_FRACTIONAL and fractional:
         return ""
     return (
         f"the {sur.name} surrogate is {sur.structure}: the {route} MILP route cannot take it; "
