@@ -255,14 +255,14 @@ def demo(
     if selectors is not None:
         kw["selectors"] = tuple(split_specs(selectors))
     settings = DemoSettings(**{a: v for a, v in kw.items() if v is not None})
-    for text in settings.selectors:
-        make_selector(settings.spec(text), seed=0)  # bad spec -> one line before any training
+    for entry in settings.entries:
+        make_selector(entry.spec, seed=0)  # bad spec -> one line before any training
     overrides = {**DEMO_ORACLE, **federation}
     # bad value, or K beyond the clients -> one line before any process starts (K is the runs':
     # settings.k; the oracle's configuration holds none)
     config = make_config(0, k=settings.k, **overrides)
-    for text in settings.selectors:  # each information model against N and K, before any data
-        settings.spec(text).run_information(n=config.n_clients, k=settings.k)
+    for entry in settings.entries:  # each information model against N and K, before any data
+        entry.spec.run_information(n=config.n_clients, k=settings.k)
     runs = settings.seeds * len(settings.selectors)
     n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
     factory = demo_factory(overrides)

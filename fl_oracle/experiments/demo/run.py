@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import pandas as pd
 
 from fl_oracle.experiments.demo.fronts import front_points
+from fl_oracle.experiments.entry import Entry
 from fl_oracle.experiments.loop import OracleLike, TrainResult
 from fl_oracle.experiments.runner import RunTask, run_all
 from selection.progress import ProgressFn, report
@@ -83,14 +85,24 @@ class DemoSettings:
             raise ValueError(f"duplicate selector in {', '.join(self.selectors)}")
         if self.front_round is not None and not 0 <= self.front_round < self.rounds:
             raise ValueError(f"front_round={self.front_round} must lie in 0..{self.rounds - 1}")
-        specs = {text: parse_spec(text) for text in self.selectors}
+        # the selectors, parsed once (set here; settings compare by their fields)
+        self.__dict__["entries"] = self._entries()
+
+    def _entries(self) -> tuple[Entry, ...]:
+        specs = [(text, parse_spec(text)) for text in self.selectors]
         if self.stats_mode is not None:  # one information model for every run
-            specs = {t: replace(p, stats_mode=self.stats_mode) for t, p in specs.items()}
-        object.__setattr__(self, "_specs", specs)  # not a field: settings compare by their text
+            specs = [(t, replace(p, stats_mode=self.stats_mode)) for t, p in specs]
+        return tuple(Entry(text, spec) for text, spec in specs)
+
+    @cached_property
+    def entries(self) -> tuple[Entry, ...]:
+        """The selectors as :class:`~fl_oracle.experiments.entry.Entry` objects, each parsed
+        once, their information model the run's."""
+        return self._entries()
 
     def spec(self, selector: str) -> Spec:
         """The parsed spec of one of ``selectors``, its information model the run's."""
-        return self._specs[selector]
+        return next(e.spec for e in self.entries if e.text == selector)
 
     @property
     def chosen_round(self) -> int:
@@ -181,16 +193,16 @@ def run_demo(
     ref = s.selectors[0]
     tasks = [
         RunTask(
-            s.spec(text),
+            e.spec,
             seed,
             s.rounds,
             s.k,
-            name=text,  # the history names a run by its spec as written
-            snapshot_round=s.chosen_round if (text == ref and seed == 0) else None,
-            truth=text == ref,  # the reference's statistics draw the fronts
+            name=e.text,  # the history names a run by its spec as written
+            snapshot_round=s.chosen_round if (e.text == ref and seed == 0) else None,
+            truth=e.text == ref,  # the reference's statistics draw the fronts
         )
         for seed in range(s.seeds)
-        for text in s.selectors
+        for e in s.entries
     ]
     runs: dict[tuple[str, int], TrainResult] = {}
     snapshot, setup = None, {}

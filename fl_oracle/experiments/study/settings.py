@@ -10,12 +10,12 @@ the swept formulations (:data:`DEFAULT_SELECTORS`).
 from __future__ import annotations
 
 import math
-import re
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
+from fl_oracle.experiments.entry import Entry, entry_slug
 from fl_oracle.experiments.runner import DEMO_ORACLE
 from selection.baselines import baselines
 from selection.errors import SelectionError
@@ -70,37 +70,6 @@ def _parse_entry(entry: str | Spec) -> tuple[str, Spec]:
         return entry, parse_spec(str(entry))
     except SelectionError as exc:
         raise ValueError(f"study entry {entry!r}: {exc}") from None
-
-
-def entry_slug(entry: str) -> str:
-    """A folder name for an entry: ``eps:5@stale`` -> ``eps_5@stale``."""
-    return re.sub(r"[^A-Za-z0-9.@-]+", "_", entry)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A study entry, built once from its text: the text (as the study names it in its TOML,
-    its runs and its reports), its parsed spec (what the runs, the cost table and the figures
-    read) and its run folder's name.
-
-    Examples:
-        >>> from fl_oracle.experiments.study.settings import StudySettings
-        >>> s = StudySettings(selectors=("proportional", "maxmin:2@pool:10.0"))
-        >>> entry = s.entries[1]
-        >>> entry.text, entry.slug, entry.spec.information, s.entry("maxmin:2@pool:10.0") is entry
-        ('maxmin:2@pool:10.0', 'maxmin_2@pool_10.0', 'pool:10', True)
-    """
-
-    text: str
-    spec: Spec
-
-    @property
-    def slug(self) -> str:
-        """The entry's folder under ``runs/``."""
-        return entry_slug(self.text)
-
-    def __str__(self) -> str:
-        return self.text
 
 
 def is_baseline(spec: Spec) -> bool:
