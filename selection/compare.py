@@ -109,13 +109,10 @@ def run_method(
             :func:`selection.solvers.sweeps.sweep_eps`).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.compare import run_method
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> front = run_method(problem, "eps")  # the complete ε sweep: both Pareto points
         >>> front[["param", "utility", "gap", "selected"]].values.tolist()
@@ -163,13 +160,10 @@ class Comparison:
         notes: why a requested method has no row (e.g. enumeration refused as too large).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.compare import compare_methods
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> c = compare_methods(problem, methods=["exhaustive", "maxmin", "fisher-fair"])
         >>> c.exact, c.reference.values.tolist()  # enumeration ran: the exact (U, gap) front

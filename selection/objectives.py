@@ -69,13 +69,10 @@ def surrogate_values(p: SelectionProblem, X) -> tuple[np.ndarray, np.ndarray]:
     """(U(S) (M,), U_d(S) (M, D)) by the problem's surrogate (:mod:`selection.surrogates`).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import surrogate_values
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> U, Ud = surrogate_values(p, [[1, 1, 0], [1, 0, 1]])  # {a, b} and {a, c}
         >>> U.tolist(), Ud.tolist()  # means of the selected rows; columns U_x, U_y
@@ -91,13 +88,10 @@ def utility(p: SelectionProblem, X) -> np.ndarray:
     With the default ``mean`` surrogate the mean of the selected clients' U_i.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import utility
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> utility(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # (90 + 80) / 2, (90 + 60) / 2
         [85.0, 75.0]
@@ -109,13 +103,10 @@ def domain_utility(p: SelectionProblem, X) -> np.ndarray:
     """U_d(S) for every domain by the problem's surrogate, accuracy %, shape (M, D).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import domain_utility
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> p.domains, domain_utility(p, [[1, 1, 0], [1, 0, 1]]).tolist()
         (('x', 'y'), [[85.0, 60.0], [70.0, 70.0]])
@@ -127,13 +118,10 @@ def gap(p: SelectionProblem, X) -> np.ndarray:
     """max_d U_d(S) - min_d U_d(S), percentage points, shape (M,).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import gap
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> gap(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # U_d(S): (85, 60) and (70, 70)
         [25.0, 0.0]
@@ -146,13 +134,10 @@ def worst(p: SelectionProblem, X) -> np.ndarray:
     """min_d U_d(S), accuracy %, shape (M,).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import worst
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> worst(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # U_d(S): (85, 60) and (70, 70)
         [60.0, 70.0]
@@ -164,13 +149,10 @@ def mean_minus_worst(p: SelectionProblem, X) -> np.ndarray:
     """mean_d U_d(S) - min_d U_d(S), percentage points, shape (M,).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import mean_minus_worst
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> mean_minus_worst(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # 72.5 - 60, 70 - 70
         [12.5, 0.0]
@@ -183,13 +165,10 @@ def var_domains(p: SelectionProblem, X) -> np.ndarray:
     """Var_d U_d(S) (population variance over domains), %^2, shape (M,).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import var_domains
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> var_domains(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # U_d(S) 72.5 ± 12.5, 70 ± 0
         [156.25, 0.0]
@@ -201,13 +180,10 @@ def sum_B(p: SelectionProblem, X) -> np.ndarray:
     """Sum of label divergences of the selected clients, nats, shape (M,).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import sum_B
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> sum_B(p, [[1, 1, 0], [1, 0, 1]]).round(3).tolist()  # 0.1 + 0.2, 0.1 + 0.3
         [0.3, 0.4]
@@ -219,13 +195,10 @@ def sum_Fz(p: SelectionProblem, X) -> np.ndarray:
     """Sum of within-round z-scores of log F over the selected clients, shape (M,).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import sum_Fz
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> p.F_z.round(3).tolist()  # log F = 0, ln 2, 2 ln 2: evenly spaced
         [-1.225, 0.0, 1.225]
@@ -239,13 +212,10 @@ def sum_cos(p: SelectionProblem, X) -> np.ndarray:
     """Sum of update-alignment cosines of the selected clients, shape (M,).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import sum_cos
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> sum_cos(p, [[1, 1, 0], [1, 0, 1]]).round(3).tolist()  # 0.5 + 0.3, 0.5 - 0.1
         [0.8, 0.4]
@@ -258,13 +228,10 @@ def u_star(p: SelectionProblem) -> float:
     utilities.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import u_star
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> u_star(p)  # the two largest U: (90 + 80) / 2
         85.0
@@ -285,13 +252,10 @@ class Objective:
         axis: a plot axis title: the definition, its unit and which way is better.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import OBJECTIVES
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> o = OBJECTIVES["gap"]  # the registered gap objective
         >>> o.sense, o.maximize, o.unit, o(p, [[1, 1, 0], [1, 0, 1]]).tolist()
@@ -405,13 +369,10 @@ def evaluate(p: SelectionProblem, idx) -> dict[str, float]:
     surrogate, evaluated once).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import evaluate
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> values = evaluate(p, [0, 2])  # clients a and c: U_x 70, U_y 70
         >>> values["utility"], values["gap"], values["worst"], round(values["sum_B"], 3)
@@ -430,13 +391,10 @@ def realized_objectives(p: SelectionProblem, idx, U: float, Ud: np.ndarray) -> d
     on the true aggregate) instead of predicted; the per-client sums stay as they are.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.objectives import realized_objectives
         >>> from selection.problem import SelectionProblem
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> p = SelectionProblem.from_stats(stats, k=2)
         >>> values = realized_objectives(p, [0, 2], 72.5, [78.0, 61.0])  # measured U, U_d
         >>> values["utility"], values["gap"], values["worst"], round(values["sum_B"], 3)

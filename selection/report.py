@@ -101,14 +101,11 @@ def front_takeaway(data: pd.DataFrame, x: str, y: str) -> str:
     """Two computed sentences: the span of the front and what moving along it costs.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.compare import run_method
         >>> from selection.problem import SelectionProblem
         >>> from selection.report import front_plot_data, front_takeaway
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> data = front_plot_data(run_method(problem, "eps"), "gap", "utility")
         >>> print(front_takeaway(data, "gap", "utility"))
@@ -155,14 +152,11 @@ def certified_note(front: pd.DataFrame, y: str) -> str:
     """What the ``bound`` column of a front with stopped points still guarantees, in words.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.compare import run_method
         >>> from selection.problem import SelectionProblem
         >>> from selection.report import certified_note
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> print(certified_note(run_method(problem, "eps"), "utility"))  # every point proven
         Certified: the exact front's utility is at most 0 pp above these points (the bars),
@@ -198,14 +192,11 @@ def render_front_html(
 
     Examples:
         >>> import re
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.compare import run_method
         >>> from selection.problem import SelectionProblem
         >>> from selection.report import render_front_html
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> page = render_front_html(run_method(problem, "eps"), title="round 0")
         >>> page.startswith("<!DOCTYPE html>"), "<title>round 0</title>" in page
@@ -344,14 +335,11 @@ def compare_takeaway(table: pd.DataFrame, plane: tuple[str, str]) -> str:
     formulations optimize another plane (their points lie off this one's front by design).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.compare import compare_methods
         >>> from selection.problem import SelectionProblem
         >>> from selection.report import compare_takeaway
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> c = compare_methods(problem, methods=["exhaustive", "maxmin", "fisher-fair"])
         >>> print(compare_takeaway(c.table, ("utility", "gap")))
@@ -408,14 +396,11 @@ def render_compare_html(
 
     Examples:
         >>> import re
-        >>> import pandas as pd
+        >>> from selection.example import small_round
         >>> from selection.compare import compare_methods
         >>> from selection.problem import SelectionProblem
         >>> from selection.report import render_compare_html
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a", "b", "c"],
-        ...     "domain": ["x", "x", "y"], "n_samples": 100, "U": [90, 80, 60],
-        ...     "U_x": [90, 80, 50], "U_y": [60, 60, 80], "F": [1, 2, 4],
-        ...     "B": [0.1, 0.2, 0.3], "cos_g": [0.5, 0.3, -0.1]})
+        >>> stats = small_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> c = compare_methods(problem, methods=["exhaustive", "fisher-fair"])
         >>> page = render_compare_html(c.table, c.fronts, c.reference, title="round 0")

@@ -63,14 +63,11 @@ class SweepOptions:
             its step in the gap (a front certified within ``tolerance`` in both objectives).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.base import SweepOptions
         >>> from selection.solvers.registry import solvers
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> front = solvers()["maxmin"].sweep_front(problem, SweepOptions(grid=[0.0, 5.0]))
         >>> front[["param", "selected", "utility", "worst"]].values.tolist()
@@ -122,14 +119,11 @@ class Solver(ABC):
     """Base class: subclasses set ``name`` and implement ``_solve`` (module docstring).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.base import Solver
         >>> from selection.solvers.registry import solvers
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> solver = solvers()["eps"](eps=10.0)  # a registered formulation
         >>> isinstance(solver, Solver), solver.spec_kwargs("5")

@@ -58,13 +58,10 @@ class EpsSolver(ExactSolver):
             :class:`selection.solvers.milp.exact.ExactSolver`.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.eps import EpsSolver
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> result = EpsSolver().solve(problem)  # a0+a1 and b0+a1 tie at U = 72.5
         >>> result.ids, result.objectives["utility"], result.objectives["gap"]  # the smaller gap

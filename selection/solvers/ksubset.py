@@ -56,13 +56,10 @@ class SelectionMOP(Problem):
 
     Examples:
         >>> import numpy as np
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.ksubset import SelectionMOP
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> mop = SelectionMOP(SelectionProblem.from_stats(stats, k=2), ["utility", "gap"])
         >>> X = np.array([[True, True, False], [False, True, True]])  # {a0, b0}, {b0, a1}
         >>> mop.evaluate(X, return_values_of=["F"])  # (-U, gap): both minimized
@@ -91,13 +88,10 @@ class KSubsetSampling(Sampling):
 
     Examples:
         >>> import numpy as np
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.ksubset import KSubsetSampling, SelectionMOP
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> mop = SelectionMOP(SelectionProblem.from_stats(stats, k=2), ["utility", "gap"])
         >>> X = KSubsetSampling().do(mop, 4, random_state=np.random.default_rng(0)).get("X")
         >>> X[:3].astype(int)  # the top-2 by U, by U_a and by U_b

@@ -25,7 +25,7 @@ def register(cls: type[Solver]) -> type[Solver]:
 
     Examples:
         >>> import numpy as np
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.base import Solver
         >>> from selection.solvers.registry import SOLVERS, make_solver, register, solvers
@@ -36,10 +36,7 @@ def register(cls: type[Solver]) -> type[Solver]:
         ...     def _solve(self, problem):
         ...         top = np.argsort(-problem.U, kind="stable")[: problem.k]
         ...         return RawResult(tuple(top), Status.OPTIMAL)
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> "top-u" in solvers(), make_solver("top-u").solve(problem).ids
         (True, ('a0', 'a1'))

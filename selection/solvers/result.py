@@ -143,14 +143,11 @@ def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) 
         results: solve results in the order the rows should have.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.registry import make_solver
         >>> from selection.solvers.result import results_to_frame
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> results = [make_solver("eps", eps=e).solve(problem) for e in (None, 10.0)]
         >>> frame = results_to_frame(problem, results)
@@ -186,7 +183,7 @@ class RawResult:
     (:meth:`Solver.solve` turns it into a :class:`SolveResult`, computing the objectives).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.base import Solver
         >>> from selection.solvers.result import RawResult, Status
@@ -194,10 +191,7 @@ class RawResult:
         ...     name = "first-k"
         ...     def _solve(self, problem):
         ...         return RawResult(tuple(range(problem.k))[::-1], Status.FEASIBLE, backend="hand")
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> result = FirstK().solve(SelectionProblem.from_stats(stats, k=2))
         >>> result.selected, result.ids, str(result.status), result.backend
         ((0, 1), ('a0', 'b0'), 'feasible', 'hand')

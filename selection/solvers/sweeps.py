@@ -328,13 +328,10 @@ def front_step(problem: SelectionProblem, quantum: float | None = None) -> float
     quantum`; 0 off the grid); None: from the true rows.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.sweeps import front_step
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> front_step(problem)  # every U_d a multiple of q = 10, K = 2: q/(2K)
         2.5
@@ -473,13 +470,10 @@ def sweep_delta(
     each within ``tolerance`` points of its max worst (see :func:`sweep_eps`).
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.sweeps import sweep_delta
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> front = sweep_delta(problem, [0.0, 5.0])  # U* = 72.5
         >>> front[["param", "selected", "utility", "worst"]].values.tolist()
@@ -507,13 +501,10 @@ def sweep_weighted(
     of the composite score when ``composite`` is true.
 
     Examples:
-        >>> import pandas as pd
+        >>> from selection.example import tied_round
         >>> from selection.problem import SelectionProblem
         >>> from selection.solvers.sweeps import sweep_weighted
-        >>> stats = pd.DataFrame({"round": 0, "client_id": ["a0", "b0", "a1"],
-        ...     "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
-        ...     "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
-        ...     "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})
+        >>> stats = tied_round()
         >>> problem = SelectionProblem.from_stats(stats, k=2)
         >>> front = sweep_weighted(problem, [(1, 0), (0, 1)])  # w_U alone, then w_R alone
         >>> front[["param", "selected", "utility", "gap"]].values.tolist()
