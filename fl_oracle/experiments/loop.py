@@ -161,12 +161,9 @@ class OracleLike(Protocol):
         generated images, one local step each):
 
         >>> import tempfile
-        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.config import small_config
         >>> from fl_oracle.sim.oracle import Oracle
-        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
-        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
-        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
-        ...                       device="cpu", threads=1)
+        >>> config = small_config()
         >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
         ...     oracle = Oracle(config, cache_dir=cache)
         >>> oracle.round, list(oracle.domains)
@@ -209,12 +206,9 @@ class TrainResult:
         round 1's rows are the reports of round 0:
 
         >>> import tempfile
-        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.config import small_config
         >>> from fl_oracle.sim.oracle import Oracle
-        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
-        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
-        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
-        ...                       device="cpu", threads=1)
+        >>> config = small_config()
         >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
         ...     oracle = Oracle(config, cache_dir=cache)
         >>> from fl_oracle.experiments.loop import run_training
@@ -473,12 +467,9 @@ def run_training(
         Two rounds of the stratified rule (one client per domain) on a tiny federation:
 
         >>> import tempfile
-        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.config import small_config
         >>> from fl_oracle.sim.oracle import Oracle
-        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
-        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
-        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
-        ...                       device="cpu", threads=1)
+        >>> config = small_config()
         >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
         ...     oracle = Oracle(config, cache_dir=cache)
         >>> from selection.selectors import make_selector

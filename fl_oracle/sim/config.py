@@ -30,6 +30,7 @@ from selection.toml_text import toml_key, toml_value
 
 __all__ = [
     "OracleConfig",
+    "small_config",
     "DEFAULT_SAMPLES_PER_CLIENT",
     "MODELS",
     "GENERIC_MODELS",
@@ -461,6 +462,23 @@ def _value(v: Any) -> str:
         return toml_value(v, strict=True)
     except TypeError:
         raise ConfigError(f"cannot write {v!r} to TOML") from None
+
+
+def small_config(**changes: Any) -> OracleConfig:
+    """The smallest federation the docstring examples train: domains ``svhn`` and ``syn``, 2
+    clients each of 8 generated images, 10 validation and 10 test images a domain, no local
+    hold-out, ``cnn-small`` on one CPU thread; ``changes`` override any field.
+
+    Examples:
+        >>> from fl_oracle.sim.config import small_config
+        >>> config = small_config()
+        >>> config.domains, config.n_clients, config.train_needed()["syn"]
+        (('svhn', 'syn'), 4, 26)
+    """
+    settings = dict(domains=("svhn", "syn"), clients_per_domain=2, samples_per_client=8,
+                    val_per_domain=10, test_per_domain=10, local_holdout=0, model="cnn-small",
+                    data_mode="generated", device="cpu", threads=1)  # fmt: skip
+    return OracleConfig(**{**settings, **changes})
 
 
 def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:

@@ -24,12 +24,9 @@ def load_federation_data(
         training images are its clients' 2 x 8 plus 10 for validation (no hold-outs):
 
         >>> import tempfile
-        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.config import small_config
         >>> from fl_oracle.sim.loading import load_federation_data
-        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
-        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
-        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
-        ...                       device="cpu", threads=1)
+        >>> config = small_config()
         >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
         ...     data = load_federation_data(config, cache_dir=cache)
         ...     train, test = data["syn"]["train"], data["syn"]["test"]

@@ -84,12 +84,9 @@ class Oracle:
         measure every client at w_0, evaluate a selection, then commit it:
 
         >>> import tempfile
-        >>> from fl_oracle.sim.config import OracleConfig
+        >>> from fl_oracle.sim.config import small_config
         >>> from fl_oracle.sim.oracle import Oracle
-        >>> config = OracleConfig(domains=("svhn", "syn"), clients_per_domain=2,
-        ...                       samples_per_client=8, val_per_domain=10, test_per_domain=10,
-        ...                       local_holdout=0, model="cnn-small", data_mode="generated",
-        ...                       device="cpu", threads=1)
+        >>> config = small_config()
         >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
         ...     oracle = Oracle(config, cache_dir=cache)
         >>> oracle.clients.values.tolist()
