@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from selection.baselines.reads import PROBES_EVERY_CLIENT, VECTOR_READS, Reads
+from selection.baselines.reads import PROBES_EVERY_CLIENT, Reads
 from selection.errors import SelectionError
 
 __all__ = ["Baseline", "register", "baselines", "get_baseline"]
@@ -81,8 +81,6 @@ class Baseline(ABC):
     reports: ClassVar[tuple[str, ...]] = ("loss",)
     #: ``probe_floats`` of a probe upload as large as the model
     MODEL_SIZED: ClassVar[int] = -1
-    #: the reads that give the rule the clients' update vectors (``problem.vectors``)
-    VECTOR_READS: ClassVar[dict[str, str]] = VECTOR_READS
 
     def __init__(self, spec: str, value: float | str | None = None) -> None:
         self.spec = spec

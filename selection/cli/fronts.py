@@ -7,7 +7,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-__all__ = ["record_surrogate", "realize_front", "say_routes", "certificate", "certified_within"]
+__all__ = [
+    "record_surrogate",
+    "realize_front",
+    "route_lines",
+    "say_routes",
+    "certificate",
+    "certified_within",
+]
 
 
 def record_surrogate(front, problem):

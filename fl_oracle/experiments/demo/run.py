@@ -85,20 +85,16 @@ class DemoSettings:
             raise ValueError(f"duplicate selector in {', '.join(self.selectors)}")
         if self.front_round is not None and not 0 <= self.front_round < self.rounds:
             raise ValueError(f"front_round={self.front_round} must lie in 0..{self.rounds - 1}")
-        # the selectors, parsed once (set here; settings compare by their fields)
-        self.__dict__["entries"] = self._entries()
-
-    def _entries(self) -> tuple[Entry, ...]:
-        specs = [(text, parse_spec(text)) for text in self.selectors]
-        if self.stats_mode is not None:  # one information model for every run
-            specs = [(t, replace(p, stats_mode=self.stats_mode)) for t, p in specs]
-        return tuple(Entry(text, spec) for text, spec in specs)
+        self.entries  # noqa: B018 - every selector parsed now: a bad spec fails here
 
     @cached_property
     def entries(self) -> tuple[Entry, ...]:
         """The selectors as :class:`~fl_oracle.experiments.entry.Entry` objects, each parsed
-        once, their information model the run's."""
-        return self._entries()
+        once (by the constructor), their information model the run's."""
+        specs = [(text, parse_spec(text)) for text in self.selectors]
+        if self.stats_mode is not None:  # one information model for every run
+            specs = [(t, replace(p, stats_mode=self.stats_mode)) for t, p in specs]
+        return tuple(Entry(text, spec) for text, spec in specs)
 
     def spec(self, selector: str) -> Spec:
         """The parsed spec of one of ``selectors``, its information model the run's."""

@@ -533,7 +533,7 @@ class FedselStrategy(FedProx):
         return self._messages([self._ex.node_of[c] for c in ids], arrays, config, Phase.COMMIT, t)
 
     def _rule_vectors(self, ids: list[str], size: int) -> tuple[list[str], np.ndarray] | None:
-        """The update vectors a rule reading them sees (``Baseline.VECTOR_READS``): the
+        """The update vectors a rule reading them sees (:data:`selection.baselines.reads.VECTOR_READS`): the
         updates last aggregated from each node (``updates``; NaN rows for nodes never
         aggregated) or this round's measured updates (``fresh-updates``); None otherwise."""
         source = VECTOR_READS.get(str(getattr(self.selector, "reads", None)))

@@ -156,10 +156,8 @@ class StudySettings:
             raise ValueError(f"study: [oracle]: {exc}") from None
         except ValueError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
-        parsed = [_parse_entry(e) for e in self.selectors]  # each entry parsed once
+        parsed = [(e.text, e.spec) for e in self.entries]  # each entry parsed once, here
         object.__setattr__(self, "selectors", tuple(text for text, _ in parsed))
-        # the entries, built once (a cached property of the frozen settings)
-        self.__dict__["entries"] = tuple(Entry(text, spec) for text, spec in parsed)
         for text, spec in parsed:  # its information model against N and K, before any run
             try:
                 spec.run_information(n=config.n_clients, k=self.k)
@@ -224,7 +222,8 @@ class StudySettings:
 
     @cached_property
     def entries(self) -> tuple[Entry, ...]:
-        """The entries, in the study's order, each parsed once (set by the constructor)."""
+        """The entries, in the study's order, each parsed once (by the constructor, which
+        writes ``selectors`` as their texts)."""
         return tuple(Entry(text, spec) for text, spec in map(_parse_entry, self.selectors))
 
     @cached_property
