@@ -1,11 +1,7 @@
 """Live training with a selector in the loop.
 
-Why one module past 450 lines: most of its length is documentation (the history's columns
-below, every function's runnable examples); its code is one job, the in-process driver's round
-(the information model's view, the choice, the commit, the costs, the history row), whose
-shared steps with the Flower driver already live in :mod:`.round_step` and :mod:`.cost`.
-
-Each round t the oracle measures client statistics at the global model w_t, the selector picks
+Each round is :func:`fl_oracle.experiments.transport.play_round`, the round the Flower strategy
+plays too, over the oracle's transport (:class:`.oracle_transport.OracleTransport`): each round t the oracle measures client statistics at the global model w_t, the selector picks
 K client ids from that table, the oracle commits the aggregation of exactly those clients'
 updates (w_{t+1}) and the round is logged:
 
@@ -62,11 +58,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
 import pandas as pd
 
-from fl_oracle.experiments.cost import COST_COLUMNS, FLOAT_BYTES, round_cost
-from fl_oracle.experiments.privacy import RunAccountant, StatsPrivacy
+from fl_oracle.experiments.cost import COST_COLUMNS, round_cost
+from fl_oracle.experiments.oracle_transport import OracleTransport
+from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.experiments.round_step import (
     GLOBAL_KEYS,
     RoundChoice,
@@ -80,21 +76,18 @@ from fl_oracle.experiments.round_step import (
     run_selector,
     selector_state,
 )
-from selection.baselines.base import Baseline
+from fl_oracle.experiments.transport import RoundRun, play_round
 from selection.baselines.reads import VECTOR_READS, Reads
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.information import (
     RULE,
     Information,
-    RoundInputs,
     default_information,
     information_models,
     make_information,
     parse_information,
 )
-from selection.information.probe import Calibrated
-from selection.problem import SelectionProblem
 from selection.selectors import Selector
 
 __all__ = [
@@ -125,10 +118,6 @@ def _upper_bound(stats_mode: str) -> bool:
     return Information(stats_mode).model.upper_bound
 
 
-#: what a probing client reports (:data:`fl_oracle.experiments.privacy.FIELDS`)
-PROBE_FIELDS = ("loss", "F", "B", "cos_g", "x")
-#: what a client that trained reports beside its update (its U_d are the server's evaluation)
-TRAINED_FIELDS = ("loss", "F", "B")
 #: the simulator's own records a run may skip (``run_training(records=...)``)
 RECORDS = ("global", "predictions", "local")
 
@@ -227,182 +216,6 @@ class TrainResult:
     stats: pd.DataFrame
 
 
-class _Information:
-    """One run's information model bound to its oracle: who trains before the choice, the
-    table the selector sees, the logits it may read, what a deployment pays.
-
-    ``rule`` (a baseline rule without an information model) runs the probe pass in the
-    simulator (``rule_view``; ``fresh`` where the run's statistics are kept as ground truth),
-    which gives the rule exactly what it reads (F, loss; sizes), and is charged for what the
-    rule reads.
-    """
-
-    def __init__(
-        self,
-        oracle: Any,
-        spec: str,
-        seed: int,
-        k: int,
-        rule_view: str,
-        lean: str | None = None,
-        privacy: StatsPrivacy | None = None,
-        reports: tuple[str, ...] = PROBE_FIELDS,
-    ) -> None:
-        self.oracle = oracle
-        self.spec = spec
-        self.seed = int(seed)
-        #: the privacy mode of what clients report (None: off) and the fields a rule reports
-        self.privacy = privacy
-        self.reports = reports
-        self.rule = spec == RULE
-        if self.rule and not callable(getattr(oracle, "probe_table", None)):
-            rule_view = default_information()  # an oracle without the probe pass (test fakes)
-        #: what a rule reads (``Baseline.reads``) when only that is computed: no prediction of
-        #: its choice, no statistics of its picks (``run_training(records=())``); else None
-        self.lean = lean if self.rule and not _upper_bound(rule_view) else None
-        self.model = make_information(rule_view if self.rule else spec, seed=seed)
-        self._clients: pd.DataFrame | None = getattr(oracle, "clients", None)
-        if self._clients is not None:
-            self.model.check_k(len(self._clients), k)
-        if privacy is not None and not self.rule:  # a rule reads what clients report
-            privacy.prepare(self.model)
-        self.logits = None  # ValidationLogits the selector sees (stale: of each row's round)
-        self.stats_kw: dict[str, Any] = {}  # round_stats' options (records skipped)
-
-    def clients(self) -> pd.DataFrame:
-        if self._clients is None:  # an oracle without a client table: its statistics name them
-            self._clients = self.oracle.round_stats()[["client_id", "domain", "n_samples"]]
-        return self._clients
-
-    def inputs(self, t: int, k: int, domains: Sequence[str]) -> RoundInputs:
-        """Train who trains before the choice, run the probe pass where needed."""
-        clients = self.clients()
-        if self.lean is not None:
-            return RoundInputs(t=t, k=k, clients=clients, domains=tuple(domains))
-        before = self.model.trains_before(t, clients, k)
-        measured = None
-        if before is not None:
-            every = len(before) == len(clients)
-            measured = self.oracle.round_stats(
-                None if every else list(before), **self.stats_kw
-            ).copy()
-            # a rule reads its own report (the same mechanism as its lean rounds')
-            fields, stream = (self.reports, 0) if self.rule else (TRAINED_FIELDS, 1)
-            measured = self.private(measured, t, fields, stream=stream)
-        probe = acc = sizes = None
-        if isinstance(self.model, Calibrated):
-            probe, acc, sizes = self.oracle.probe_table()
-            probe = self.private(probe, t, PROBE_FIELDS if not self.rule else self.reports)
-        return RoundInputs(
-            t=t,
-            k=k,
-            clients=clients,
-            domains=tuple(domains),
-            measured=measured,
-            probe=probe,
-            base_acc=acc,
-            val_sizes=sizes,
-        )
-
-    def private(
-        self, table: pd.DataFrame, t: int, fields: tuple[str, ...], stream: int = 0
-    ) -> pd.DataFrame:
-        """``table``'s reported ``fields`` as the privacy mode lets them leave the clients
-        (unchanged without one); the noise is drawn from the (seed, round, stream) stream."""
-        if self.privacy is None or not self.privacy.on:
-            return table
-        rng = np.random.default_rng([self.seed, int(t), 0x5EC, int(stream)])
-        return self.privacy.privatize(table, fields, rng)
-
-    def lean_problem(self, inputs: RoundInputs) -> SelectionProblem:
-        """A lean rule's problem: the clients' sizes, and its probe pass where it reads one."""
-        table = inputs.clients.reset_index(drop=True)
-        if self.lean.startswith("probe"):
-            probe = self.private(self.oracle.probe_pass(), inputs.t, self.reports)
-            table = table.merge(probe.drop(columns=["domain", "n_samples"]), on="client_id")
-        table.insert(0, "round", int(inputs.t))
-        return SelectionProblem.from_clients(table, inputs.k, inputs.domains, inputs.t)
-
-    def vectors(self, reads: str | None) -> tuple[list[str], np.ndarray] | None:
-        """The clients' update vectors a rule reading them sees this round (ids, rows);
-        None for every other selector."""
-        source = VECTOR_READS.get(str(reads))
-        if source is None:
-            return None
-        ids = list(self.clients()["client_id"])
-        return ids, self.oracle.update_vectors(source)
-
-    def view(self, inputs: RoundInputs) -> tuple[pd.DataFrame, Any]:
-        table = self.model.view(inputs)
-        logits = None
-        get = getattr(self.oracle, "round_logits", None)
-        if self.model.logits and callable(get) and inputs.measured is not None:
-            fresh = get(list(inputs.measured["client_id"]))
-            logits = fresh if self.logits is None else self.logits.replace_rows(fresh)
-        elif self.model.logits and self.logits is not None:
-            logits = self.logits
-        if logits is not None and self.model.remembers:
-            self.logits = logits
-        return table, logits
-
-    def observe(self, t: int, inputs: RoundInputs, ids: list[str]) -> None:
-        """The committed clients' true statistics (their updates train for the commit)."""
-        if self.lean is not None:
-            return  # a rule keeps nothing between rounds
-        m = inputs.measured
-        if m is not None and set(ids) <= set(m["client_id"]):
-            rows = m[m["client_id"].isin(ids)]
-        else:
-            rows = self.private(
-                self.oracle.round_stats(list(ids), **self.stats_kw), t, TRAINED_FIELDS, 2
-            )
-        self.model.observe(t, rows, inputs)
-        get = getattr(self.oracle, "round_logits", None)
-        if self.model.remembers and self.logits is not None and callable(get):
-            self.logits = self.logits.replace_rows(get(list(ids)))
-
-    def cost(
-        self,
-        selector: Any,
-        problem: SelectionProblem,
-        inputs: RoundInputs,
-        ids: list[str],
-        work: Mapping[str, int] | None = None,
-    ) -> dict[str, float]:
-        """The round's deployment cost (:mod:`fl_oracle.experiments.cost`); NaN where the
-        oracle does not report its work. ``work``: the round's local work when the oracle has
-        already committed it (``oracle.last_work``), else read from the oracle now."""
-        o = self.oracle
-        work_of = getattr(o, "local_work", None)
-        if not callable(work_of) or not callable(getattr(o, "probe_sizes", None)):
-            return {c: float("nan") for c in COST_COLUMNS}
-        work = work_of() if work is None else work
-        before = [] if inputs.measured is None else list(inputs.measured["client_id"])
-        all_ids = list(inputs.clients["client_id"])
-        down = None
-        if self.rule and hasattr(selector, "probed_ids"):
-            every = getattr(selector, "reads", None) == Reads.FRESH_UPDATES  # all train at w_t
-            trained = {c: work[c] for c in (work if every else ids)}
-            probed = selector.probed_ids(problem)
-            floats = int(selector.probe_floats)
-            if floats == Baseline.MODEL_SIZED:
-                floats = int(o.model_bytes) // FLOAT_BYTES
-        else:
-            trained = {c: work[c] for c in dict.fromkeys([*before, *ids])}
-            probed = self.model.probed(all_ids, before, ids)
-            floats = self.model.probe_floats(int(getattr(o, "n_classes", 10)), len(o.domains))
-            if self.model.probes and not before:  # probed, then the picks committed
-                down = self.model.down_messages(len(probed), len(trained), len(o.domains))
-        return round_cost(
-            trained=trained,
-            probed=probed,
-            probe_sizes=o.probe_sizes(),
-            probe_floats=floats,
-            model_bytes=int(o.model_bytes),
-            down_messages=down,
-        )
-
-
 def run_training(
     oracle: OracleLike,
     selector: SelectorLike,
@@ -493,13 +306,22 @@ def run_training(
     if measure is not None and stats_mode != RULE and not _upper_bound(stats_mode):
         raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
     domains = list(oracle.domains)
-    q = getattr(selector, "aggregation_q", None)
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
     surrogate = selector.surrogate if isinstance(selector, Selector) else DEFAULT_SURROGATE
+    rule = stats_mode == RULE
+    if rule and not callable(getattr(oracle, "probe_table", None)):
+        rule_view = default_information()  # an oracle without the probe pass (test fakes)
+    model = make_information(rule_view if rule else stats_mode, seed=seed)
+    clients = getattr(oracle, "clients", None)
+    if clients is not None:
+        model.check_k(len(clients), k)
+    if privacy is not None and not rule:  # a rule reads what clients report
+        privacy.prepare(model)
+    # what a rule reads (``Baseline.reads``) when only that is computed: no prediction of its
+    # choice, no statistics of its picks (``records=()``); else None
     reads = None if "predictions" in records else getattr(selector, "reads", None)
-    reports = tuple(getattr(selector, "reports", ("loss",)))
-    info = _Information(oracle, stats_mode, seed, k, rule_view, reads, privacy, reports)
+    lean = reads if rule and not model.upper_bound else None
     vector_reads = getattr(selector, "reads", None) if getattr(selector, "rule", None) else None
     if vector_reads in VECTOR_READS:
         if not callable(getattr(oracle, "update_vectors", None)):
@@ -513,10 +335,30 @@ def run_training(
             )
         if vector_reads == Reads.UPDATES:
             oracle.keep_committed = True  # the server keeps what it aggregated
-    accountant = RunAccountant(privacy) if privacy is not None else None
-    if "local" not in records:
-        info.stats_kw = {"local": False}
-    step_kw = {} if "global" in records else {"global_stats": False}
+    transport = OracleTransport(
+        oracle,
+        model,
+        selector,
+        seed=seed,
+        rule=rule,
+        lean=lean,
+        privacy=privacy,
+        stats_kw={} if "local" in records else {"local": False},
+        step_kw={} if "global" in records else {"global_stats": False},
+        before_step=before_step,
+        keep_metrics=keep_metrics,
+        measured_column=measure is not None,
+    )
+    run = RoundRun(
+        selector,
+        k=int(k),
+        name=name,
+        seed=int(seed),
+        stats_mode=stats_mode,
+        surrogate=surrogate,
+        q=getattr(selector, "aggregation_q", None),
+        upper_bound=model.upper_bound and not rule,
+    )
     if isinstance(selector, Selector) and selector.verify:
         evaluate_aggregate = getattr(oracle, "evaluate_aggregate", None)
         if not callable(evaluate_aggregate):
@@ -525,64 +367,17 @@ def run_training(
             )
         selector.evaluator = evaluate_aggregate
     for _ in range(int(rounds)):
-        t0, c0 = time.perf_counter(), time.process_time()
+        clocks = (time.perf_counter(), time.process_time())
         t = int(oracle.round)
-        measured = measure is None or bool(measure(t))
-        if not measured:
+        if measure is None or bool(measure(t)):
+            row, table = play_round(model, transport, run, t, clocks)
+            tables.append(table)
+        else:
             row, table = _train_only_round(
-                oracle, selector, t, k, name, seed, domains, (t0, c0), before_step,
+                oracle, selector, t, k, name, seed, domains, clocks, before_step,
                 keep_metrics, stats_mode, surrogate,
             )  # fmt: skip
-            history.append(row)
-            if on_round is not None:
-                on_round(row, table)
-            continue
-        inputs = info.inputs(t, k, domains)
-        lean = info.lean_problem(inputs) if info.lean is not None else None
-        table, logits = (lean.table, None) if lean is not None else info.view(inputs)
-        choice = choose_round(selector, table, k, name=name, where=f"round {t}",
-                              surrogate=surrogate, logits=logits, q=q, problem=lean,
-                              vectors=info.vectors(vector_reads))  # fmt: skip
-        problem, ids, weights, pred = choice.problem, choice.ids, choice.weights, choice.pred
-        solve_seconds, fallback = choice.solve_seconds, choice.fallback
-        info.observe(t, inputs, ids)
-        # a lean rule's picks train inside the step (nothing measured them before it)
-        cost = None if lean is not None else info.cost(selector, problem, inputs, ids)
-        extra = dict(before_step()) if before_step is not None else {}
-        metrics = oracle.step(ids, weights=weights, **step_kw)
-        if cost is None:
-            cost = info.cost(selector, problem, inputs, ids, work=oracle.last_work)
-        row = {
-            **history_row(
-                t=t,
-                name=name,
-                seed=seed,
-                stats_mode=stats_mode,
-                k=k,
-                ids=ids,
-                accuracies=domain_metrics(metrics, domains),
-                pred=pred,
-                surrogate=surrogate,
-                solve_seconds=solve_seconds,
-                fallback=fallback,
-                clocks=(t0, c0),
-                route=choice.route,
-                state=selector_state(selector),
-                cost=cost,
-                upper_bound=info.model.upper_bound and not info.rule,
-            ),  # fmt: skip
-            **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
-            **extra,
-            **{key: metrics[key] for key in keep_metrics},
-        }
-        if accountant is not None:
-            row["dp_epsilon"] = accountant.step()
-            row["dp_z"] = float(privacy.z)
-        if measure is not None:
-            row["measured"] = True
-        table = table.assign(chosen=table["client_id"].isin(ids))
         history.append(row)
-        tables.append(table)
         if on_round is not None:
             on_round(row, table)
     stats = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()

@@ -98,6 +98,8 @@ class InformationModel(ABC):
         upper_bound: the model needs what a deployment cannot afford (``fresh``): labelled as
             the oracle's upper bound wherever it appears.
         probes: every client runs the probe pass at w_t every round.
+        reads_probe: the view reads that probe pass (``RoundInputs.probe``, ``base_acc``,
+            ``val_sizes``): a driver runs it before the choice and hands it over.
         logits: the view's clients have validation logits (the ``ensemble`` surrogate's
             input): ``fresh`` and ``pool`` (the clients that trained this round), ``stale``
             (the logits of the round each row was measured at).
@@ -131,6 +133,7 @@ class InformationModel(ABC):
     arg_example: ClassVar[str] = ""
     upper_bound: ClassVar[bool] = False
     probes: ClassVar[bool] = False
+    reads_probe: ClassVar[bool] = False
     logits: ClassVar[bool] = False
     #: the view shows remembered rows, so its logits are each row's from its own round
     remembers: ClassVar[bool] = False

@@ -54,6 +54,7 @@ class Calibrated(InformationModel):
     """The probe pass mapped to predicted U_{i,d}: shared by ``probe`` and ``predicted``."""
 
     probes = True
+    reads_probe = True
 
     def __init__(self, value=None, *, seed=0):
         super().__init__(value, seed=seed)

@@ -1,0 +1,248 @@
+"""One round of live training, the same for both drivers: the information model's round over
+a transport.
+
+A :class:`Transport` is what a round can ask of the clients: who can be asked, train some at
+w_t before the choice, run the probe pass, commit the chosen. It is implemented once over the
+oracle (:class:`fl_oracle.experiments.loop.OracleTransport`, the in-process ``fedsel train``)
+and once over Flower's grid (:class:`fl_oracle.experiments.flower.transport.FlowerRound`, inside
+:class:`~fl_oracle.experiments.flower.strategy.FedselStrategy`'s ``configure_train``).
+:func:`play_round` owns the rest, for both: the information model decides who trains before
+the choice and builds the view the selector sees, the selector chooses
+(:func:`.round_step.choose_round`), the model keeps what the committed clients reported, and
+the history row is written with the cost the transport measured. What differs between the
+drivers (how a client is asked, what a reply costs, the failures of a node) stays in the
+transports.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pandas as pd
+
+from fl_oracle.experiments.round_step import (
+    RoundChoice,
+    SelectorLike,
+    choose_round,
+    history_row,
+    selector_state,
+)
+from selection.information import InformationModel, RoundInputs
+from selection.problem import SelectionProblem
+
+__all__ = ["Committed", "RoundRun", "Transport", "play_round"]
+
+
+@dataclass
+class Committed:
+    """What committing a round's choice gave (:meth:`Transport.commit`).
+
+    Attributes:
+        accuracies: ``acc_<domain>``, ``acc_avg``, ``acc_worst``, ``acc_gap`` of w_{t+1}
+            ({} where the driver evaluates nothing).
+        observed: the committed clients' true statistics, measured from their updates (what
+            the information model keeps); None: nothing to keep.
+        cost: the round's deployment cost columns (:mod:`fl_oracle.experiments.cost`).
+        columns: the transport's own history columns, written after the shared ones.
+        note: why the commit differs from the choice ("" when it does not), appended to
+            ``fallback``.
+    """
+
+    accuracies: dict[str, float]
+    observed: pd.DataFrame | None
+    cost: dict[str, float]
+    columns: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+class Transport(Protocol):
+    """What one round can ask of the clients (module docstring).
+
+    ``domains`` are the federation's domains in report order. A round calls, in this order:
+    :meth:`rule_problem` (a baseline rule that reads only sizes or its probe pass gets its
+    problem straight from the clients; None: the information model's round), :meth:`clients`,
+    :meth:`train` (the clients the model trains before the choice) and :meth:`probe` (where
+    the model's view reads the probe pass), :meth:`clients` again (the names learned from the
+    replies), :meth:`logits`, :meth:`prepare`, :meth:`vectors` and :meth:`commit`.
+    """
+
+    domains: Sequence[str]
+    #: the exception a round that cannot proceed raises (a selector's bad answer included)
+    error: type[Exception]
+
+    def rule_problem(self, t: int, k: int) -> SelectionProblem | None: ...
+
+    def clients(self, t: int) -> pd.DataFrame:
+        """``client_id, domain, n_samples`` of the clients this round can ask (a client not
+        heard from yet under a provisional name, its size the mean of those known)."""
+
+    def train(self, t: int, ids: Sequence[str]) -> pd.DataFrame:
+        """Train ``ids`` at w_t before the choice: the round-stats rows of those that reported
+        (their updates kept for the commit)."""
+
+    def probe(self, t: int) -> tuple[pd.DataFrame, Mapping[str, float], Mapping[str, int]]:
+        """Every client's probe pass at w_t: (its table, w_t's validation accuracy per domain,
+        the validation sizes)."""
+
+    def logits(self, model: InformationModel, inputs: RoundInputs) -> Any:
+        """The view's validation logits (the ``ensemble`` surrogate's input), or None."""
+
+    def prepare(self, t: int, table: pd.DataFrame) -> tuple[pd.DataFrame, SelectorLike, str]:
+        """The table and selector the choice reads (a statistic a client does not report
+        filled in, or a fallback selector; None: the run's own) and why they differ ("")."""
+
+    def vectors(self, selector: SelectorLike, table: pd.DataFrame) -> Any:
+        """(ids, rows) of the update vectors a rule reading them sees, None otherwise."""
+
+    def commit(
+        self, t: int, choice: RoundChoice, inputs: RoundInputs, lean: bool
+    ) -> Committed:
+        """Aggregate the chosen clients' updates into w_{t+1} (``lean``: a rule's round that
+        measured nothing before the choice)."""
+
+
+@dataclass(frozen=True)
+class RoundRun:
+    """What stays fixed over a run's rounds: the selector and how the history names it.
+
+    Attributes:
+        selector: a :class:`~selection.selectors.Selector` or a callable ``(table, k) -> ids``.
+        k: clients committed per round.
+        name: the selector's spec in the history.
+        seed: the run's seed.
+        stats_mode: the information model's spelling in the history.
+        surrogate: the surrogate judging the round's problem.
+        q: q-FFL's q (aggregation weights), None for none.
+        upper_bound: the run measures every client every round (the oracle's upper bound).
+    """
+
+    selector: SelectorLike
+    k: int
+    name: str
+    seed: int
+    stats_mode: str
+    surrogate: str
+    q: float | None = None
+    upper_bound: bool = False
+
+
+def play_round(
+    model: InformationModel,
+    transport: Transport,
+    run: RoundRun,
+    t: int,
+    clocks: tuple[float, float] | None = None,
+) -> tuple[dict, pd.DataFrame]:
+    """One round: the model's view, the choice, the commit, what the model keeps, the row.
+
+    Returns the history row (:func:`.round_step.history_row`'s columns, then the transport's)
+    and the table the selector saw with ``chosen``.
+
+    Examples:
+        A transport over a fixed table of three clients (their statistics as every one of
+        them reports them at w_t) and the ``fresh`` model: all three train before the choice,
+        ``fisher-topk`` takes the two largest F (b, c), and the model keeps their reports:
+
+        >>> import pandas as pd
+        >>> from selection.example import small_round
+        >>> from selection.information import make_information
+        >>> from selection.selectors import make_selector
+        >>> from fl_oracle.experiments.transport import Committed, RoundRun, play_round
+        >>> class Table:
+        ...     domains, error = ("x", "y"), ValueError
+        ...     def __init__(self, stats):
+        ...         self.stats = stats
+        ...     def rule_problem(self, t, k):
+        ...         return None
+        ...     def clients(self, t):
+        ...         return self.stats[["client_id", "domain", "n_samples"]]
+        ...     def train(self, t, ids):
+        ...         return self.stats[self.stats["client_id"].isin(ids)]
+        ...     def logits(self, model, inputs):
+        ...         return None
+        ...     def prepare(self, t, table):
+        ...         return table, None, ""
+        ...     def vectors(self, selector, table):
+        ...         return None
+        ...     def commit(self, t, choice, inputs, lean):
+        ...         kept = self.stats[self.stats["client_id"].isin(choice.ids)]
+        ...         return Committed({"acc_avg": 50.0}, kept, {"cost_train_samples": 3.0})
+        >>> model, selector = make_information("fresh"), make_selector("fisher-topk")
+        >>> run = RoundRun(selector, k=2, name="fisher-topk", seed=0, stats_mode="fresh",
+        ...                surrogate="mean", upper_bound=True)
+        >>> row, table = play_round(model, Table(small_round()), run, t=0)
+        >>> row["selected"], row["acc_avg"], row["cost_train_samples"], row["upper_bound"]
+        ('b;c', 50.0, 3.0, True)
+        >>> table["chosen"].tolist(), sorted(model.memory)
+        ([False, True, True], ['b', 'c'])
+    """
+    t0, c0 = clocks if clocks is not None else (time.perf_counter(), time.process_time())
+    k, domains = int(run.k), tuple(transport.domains)
+    lean = transport.rule_problem(t, k)
+    if lean is not None:  # a rule's own problem: nothing measured before the choice
+        inputs = RoundInputs(t=t, k=k, clients=transport.clients(t), domains=domains)
+        table, logits = lean.table, None
+    else:
+        before = model.trains_before(t, transport.clients(t), k)
+        measured = transport.train(t, before) if before is not None else None
+        probe = base_acc = val_sizes = None
+        if model.reads_probe:
+            probe, base_acc, val_sizes = transport.probe(t)
+        inputs = RoundInputs(
+            t=t,
+            k=k,
+            clients=transport.clients(t),
+            domains=domains,
+            measured=measured,
+            probe=probe,
+            base_acc=base_acc,
+            val_sizes=val_sizes,
+        )
+        table = model.view(inputs)
+        logits = transport.logits(model, inputs)
+    solved, selector, note = transport.prepare(t, table)
+    selector = run.selector if selector is None else selector
+    choice = choose_round(
+        selector,
+        solved,
+        k,
+        name=run.name,
+        where=f"round {t}",
+        surrogate=run.surrogate,
+        logits=logits,
+        q=run.q,
+        weights_table=table,
+        error=transport.error,
+        problem=lean,
+        vectors=transport.vectors(run.selector, solved),
+    )
+    state = selector_state(run.selector)
+    committed = transport.commit(t, choice, inputs, lean is not None)
+    if committed.observed is not None and lean is None:  # a lean rule keeps nothing
+        model.observe(t, committed.observed, inputs)
+    fallback = "; ".join(m for m in (note, choice.fallback, committed.note) if m)
+    row = {
+        **history_row(
+            t=t,
+            name=run.name,
+            seed=run.seed,
+            stats_mode=run.stats_mode,
+            k=k,
+            ids=choice.ids,
+            accuracies=committed.accuracies,
+            pred=choice.pred,
+            surrogate=run.surrogate,
+            solve_seconds=choice.solve_seconds,
+            fallback=fallback,
+            clocks=(t0, c0),
+            route=choice.route,
+            state=state,
+            cost=committed.cost,
+            upper_bound=run.upper_bound,
+        ),
+        **committed.columns,
+    }
+    return row, table.assign(chosen=table["client_id"].isin(choice.ids))
