@@ -140,7 +140,7 @@ def flower(
     secure_aggregation: bool = SECURE_AGGREGATION,
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
-    from fl_oracle.experiments.flower.strategy import check_flower_selector, flower_information
+    from fl_oracle.experiments.flower.checks import check_flower_selector, flower_information
     from selection.selectors import make_selector, parse_spec
 
     _check_choice("--engine", engine, _ENGINES)

@@ -49,6 +49,16 @@ class Committed:
         columns: the transport's own history columns, written after the shared ones.
         note: why the commit differs from the choice ("" when it does not), appended to
             ``fallback``.
+
+    Examples:
+        A Flower round none of whose chosen nodes replied: the model is unchanged, the
+        history says why:
+
+        >>> from fl_oracle.experiments.transport import Committed
+        >>> done = Committed({}, None, {"cost_train_samples": 0.0}, {"n_aggregated": 0},
+        ...                  note="no selected node replied: the model is unchanged")
+        >>> done.observed is None, done.columns
+        (True, {'n_aggregated': 0})
     """
 
     accuracies: dict[str, float]
@@ -67,6 +77,19 @@ class Transport(Protocol):
     :meth:`train` (the clients the model trains before the choice) and :meth:`probe` (where
     the model's view reads the probe pass), :meth:`clients` again (the names learned from the
     replies), :meth:`logits`, :meth:`prepare`, :meth:`vectors` and :meth:`commit`.
+
+    Examples:
+        The two implementations (:func:`play_round`'s example writes a third, over a table):
+
+        >>> from fl_oracle.experiments.oracle_transport import OracleTransport
+        >>> from fl_oracle.experiments.flower.transport import FlowerTransport
+        >>> from fl_oracle.experiments.transport import Transport
+        >>> needs = sorted(m for m in vars(Transport) if not m.startswith("_"))
+        >>> needs  # and the attributes domains, error
+        ['clients', 'commit', 'logits', 'prepare', 'probe', 'rule_problem', 'train', 'vectors']
+        >>> [all(hasattr(t, m) for m in [*needs, "error"])
+        ...  for t in (OracleTransport, FlowerTransport)]
+        [True, True]
     """
 
     domains: Sequence[str]
@@ -97,9 +120,7 @@ class Transport(Protocol):
     def vectors(self, selector: SelectorLike, table: pd.DataFrame) -> Any:
         """(ids, rows) of the update vectors a rule reading them sees, None otherwise."""
 
-    def commit(
-        self, t: int, choice: RoundChoice, inputs: RoundInputs, lean: bool
-    ) -> Committed:
+    def commit(self, t: int, choice: RoundChoice, inputs: RoundInputs, lean: bool) -> Committed:
         """Aggregate the chosen clients' updates into w_{t+1} (``lean``: a rule's round that
         measured nothing before the choice)."""
 
@@ -117,6 +138,14 @@ class RoundRun:
         surrogate: the surrogate judging the round's problem.
         q: q-FFL's q (aggregation weights), None for none.
         upper_bound: the run measures every client every round (the oracle's upper bound).
+
+    Examples:
+        >>> from selection.selectors import make_selector
+        >>> from fl_oracle.experiments.transport import RoundRun
+        >>> run = RoundRun(make_selector("maxmin:2"), k=5, name="maxmin:2", seed=0,
+        ...                stats_mode="stale", surrogate="mean")
+        >>> run.k, run.q, run.upper_bound  # no q-FFL weights; stale is affordable
+        (5, None, False)
     """
 
     selector: SelectorLike
@@ -180,10 +209,11 @@ def play_round(
         ([False, True, True], ['b', 'c'])
     """
     t0, c0 = clocks if clocks is not None else (time.perf_counter(), time.process_time())
-    k, domains = int(run.k), tuple(transport.domains)
+    k = int(run.k)
     lean = transport.rule_problem(t, k)
     if lean is not None:  # a rule's own problem: nothing measured before the choice
-        inputs = RoundInputs(t=t, k=k, clients=transport.clients(t), domains=domains)
+        clients, domains = transport.clients(t), tuple(transport.domains)
+        inputs = RoundInputs(t=t, k=k, clients=clients, domains=domains)
         table, logits = lean.table, None
     else:
         before = model.trains_before(t, transport.clients(t), k)
@@ -195,7 +225,7 @@ def play_round(
             t=t,
             k=k,
             clients=transport.clients(t),
-            domains=domains,
+            domains=tuple(transport.domains),  # the probe pass's, where one ran
             measured=measured,
             probe=probe,
             base_acc=base_acc,

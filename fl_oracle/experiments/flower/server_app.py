@@ -21,6 +21,7 @@ import pandas as pd
 from flwr.app import Array, ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 
+from fl_oracle.experiments.flower.checks import flower_information
 from fl_oracle.experiments.flower.digits import (
     DigitsServer,
     DigitsSettings,
@@ -28,7 +29,7 @@ from fl_oracle.experiments.flower.digits import (
     strategy_run_config,
 )
 from fl_oracle.experiments.flower.server_side import ServerSide
-from fl_oracle.experiments.flower.strategy import FedselStrategy, flower_information
+from fl_oracle.experiments.flower.strategy import FedselStrategy
 from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.sim.local import plan_steps
 
@@ -61,7 +62,7 @@ class FlowerRun:
         stats: the information model (``fresh``, ``stale``, ``pool:P``, ``probe``,
             ``predicted``); None or "" (default): the selector spec's own ``@MODEL``, else
             ``fresh``. Resolved and checked at construction
-            (:func:`~fl_oracle.experiments.flower.strategy.flower_information`): a contradiction
+            (:func:`~fl_oracle.experiments.flower.checks.flower_information`): a contradiction
             with the spec is refused.
         timeout: seconds to wait for one exchange's replies.
         wait_for_nodes: seconds to wait for K nodes to connect.

@@ -120,4 +120,4 @@ def test_under_secure_aggregation_flowers_probe_model_is_uncalibrated(data_file)
         server=ServerSide(validation_gradients=lambda w: None, evaluate_candidates=lambda w, d: {}),
     )  # fmt: skip
     strategy.prepare_privacy(StatsPrivacy(secure_aggregation=True))
-    assert strategy._info.calibrate is False
+    assert strategy.model.calibrate is False
