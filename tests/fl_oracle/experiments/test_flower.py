@@ -244,6 +244,42 @@ def test_a_flower_run_is_charged_exactly_as_fedsel_train(data_file, info):
             assert hist[col].tolist() == ref[col].astype(float).tolist(), col
 
 
+def test_a_plugin_information_model_runs_in_both_drivers_alike(data_file):
+    """Issue 49: both drivers play one round (fl_oracle.experiments.transport.play_round), so a
+    model the drivers never heard of (here: every client trains in even rounds, the others
+    show each client's last report) runs in Flower exactly as in fedsel train: the same
+    choices, the same work and bytes charged, the same statistics shown."""
+    from selection.information.base import _REGISTRY, register
+    from selection.information.stale import Stale
+
+    @register
+    class EveryOther(Stale):
+        name = "every-other"
+        summary = "every client trains in even rounds; odd rounds show the last reports"
+
+        def trains_before(self, t, clients, k):
+            if t % 2 == 0:
+                return [str(c) for c in clients["client_id"]]
+            return super().trains_before(t, clients, k)
+
+    try:
+        data, path = data_file
+        config = _config(clients_per_domain=1)
+        run = FlowerRun(DigitsSettings.of(config, path), "maxmin:2", 2, 3, stats="every-other")
+        hist, stats = run_flower(run, 4, engine="local").frames()
+        ref = _oracle_run(config, data, "maxmin:2", 3, 2, stats="every-other")
+    finally:
+        del _REGISTRY["every-other"]
+    r = ref.history
+    assert list(hist["selected"]) == list(r["selected"])
+    # rounds 0 and 2: all four train; round 1: the two committed train after the choice
+    assert hist["cost_bytes_up"].tolist() == r["cost_bytes_up"].astype(float).tolist()
+    assert hist["cost_train_samples"].tolist() == r["cost_train_samples"].astype(float).tolist()
+    assert r["cost_train_samples"].iloc[0] > r["cost_train_samples"].iloc[1]
+    assert stats.groupby("round")["measured_round"].min().tolist() == [0, 0, 2]
+    assert ref.stats.groupby("round")["measured_round"].min().tolist() == [0, 0, 2]
+
+
 @pytest.mark.parametrize("model", ["probe", "predicted", "stale", "pool:8"])
 def test_the_strategy_runs_the_specs_own_information_model(model):
     """A spec's @MODEL is the strategy's model; a stats naming another one is refused."""
