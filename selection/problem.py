@@ -86,11 +86,13 @@ class SelectionProblem:
     surrogate_model: Surrogate = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from selection.surrogates import get_surrogate
+        from selection.surrogates import SurrogateSpec
 
-        sur = get_surrogate(self.surrogate)
+        judged = SurrogateSpec(self.surrogate)  # a spec's parsed surrogate: no second look-up
+        sur = judged.model
         # the problem holds its surrogate object (the name stays the field: it compares and
         # prints); set once here, read by every route
+        object.__setattr__(self, "surrogate", judged)
         object.__setattr__(self, "surrogate_model", sur)
         if sur.needs_logits and self.logits is None:
             raise SelectionError(

@@ -10,12 +10,17 @@ what each name means: :mod:`selection.selectors`. :func:`spec_forms`, :func:`sel
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.verify import DEFAULT_VERIFY
+
+if TYPE_CHECKING:
+    from selection.information import Information
+    from selection.surrogates import SurrogateSpec
 
 __all__ = [
     "Spec",
@@ -35,10 +40,17 @@ class Spec:
     Attributes:
         name: selector (formulation or baseline) name.
         arg: the text after ``:`` (None without one).
-        stats_mode: the information model (:mod:`selection.information`, canonical, e.g.
-            ``pool:10``); None when the spec names none (:func:`information_of`).
-        surrogate: the surrogate of U(S), U_d(S) (default ``mean``).
+        stats_mode: the information model as parsed
+            (:class:`selection.information.Information`: canonical text, e.g. ``pool:10``,
+            carrying the registered model class and its argument); None when the spec names
+            none (:func:`information_of`).
+        surrogate: the surrogate of U(S), U_d(S) as parsed
+            (:class:`selection.surrogates.SurrogateSpec`: its name carrying the registered
+            surrogate object; default ``mean``).
         verify: verified picks: candidates measured per round (0 = off).
+
+    Text given for either is parsed at construction (an unknown name is a SelectionError), so
+    a spec holds objects: nothing downstream looks a name up again.
 
     Examples:
         >>> from selection.specs import Spec
@@ -53,9 +65,18 @@ class Spec:
 
     name: str
     arg: str | None = None
-    stats_mode: str | None = None
-    surrogate: str = DEFAULT_SURROGATE
+    stats_mode: Information | None = None
+    surrogate: SurrogateSpec = DEFAULT_SURROGATE
     verify: int = 0
+
+    def __post_init__(self) -> None:
+        from selection.information import Information
+        from selection.surrogates import SurrogateSpec
+
+        # a frozen value: its parts parsed once, here (a parsed one is kept as it is)
+        object.__setattr__(self, "surrogate", SurrogateSpec(self.surrogate))
+        if self.stats_mode is not None:
+            object.__setattr__(self, "stats_mode", Information(self.stats_mode))
 
     @property
     def base(self) -> str:
@@ -258,19 +279,16 @@ def parse_spec(text: str) -> Spec:
 
 def _check_information(text: str, spec: Spec) -> None:
     """Refuse a surrogate whose inputs the information model does not supply."""
-    from selection.information import Information
-    from selection.surrogates import get_surrogate
-
     if spec.stats_mode is None:
         return
-    info = Information(spec.stats_mode).model
+    info = spec.stats_mode.model  # both parsed with the spec
     if spec.verify and (not info.logits or info.remembers):
         raise bad_spec(
             text,
             f"verified picks evaluate the true aggregate of candidates trained at w_t, which "
             f"{spec.stats_mode} does not train ({_models_that(lambda m: m.logits and not m.remembers)} do)",
         )
-    if get_surrogate(spec.surrogate).needs_logits and not info.logits:
+    if spec.surrogate.model.needs_logits and not info.logits:
         raise bad_spec(
             text,
             f"the {spec.surrogate} surrogate needs the trained clients' validation logits, "

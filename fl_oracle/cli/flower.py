@@ -149,7 +149,7 @@ def flower(
     # an unknown spec, or one Flower cannot serve, fails here, before anything starts; the
     # information model (--stats or the spec's @MODEL) is checked against the nodes and K
     spec = parse_spec(selector)
-    stats = flower_information(selector, stats, n=num_supernodes, k=k)
+    stats = flower_information(spec, stats, n=num_supernodes, k=k)
     check_flower_selector(make_selector(spec, seed=seed), selector)
     privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats)
     if num_cpus is not None and client_cpus is not None and client_cpus > num_cpus:

@@ -39,6 +39,7 @@ __all__ = [
     "register",
     "surrogates",
     "get_surrogate",
+    "SurrogateSpec",
 ]
 
 
@@ -285,3 +286,37 @@ def get_surrogate(name: str) -> Surrogate:
     if name not in _INSTANCES:
         _INSTANCES[name] = known[name]()
     return _INSTANCES[name]
+
+
+class SurrogateSpec(str):
+    """A surrogate as a spec or ``--surrogate`` names it, parsed once: its name (a ``str``, so
+    history columns, TOML and comparisons read it as text) carrying the registered, shared
+    surrogate object. Parsing a parsed one returns it unchanged, so a spec's surrogate is looked
+    up once, where the spec is parsed; the problems built from it hold the same object.
+
+    Examples:
+        >>> from selection.surrogates.base import SurrogateSpec, get_surrogate
+        >>> judged = SurrogateSpec(" weighted ")
+        >>> judged, judged.model is get_surrogate("weighted"), SurrogateSpec(judged) is judged
+        ('weighted', True, True)
+        >>> judged.model.structure, judged == "weighted"
+        (<Structure.LINEAR_FRACTIONAL: 'linear-fractional'>, True)
+        >>> SurrogateSpec("median")
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: unknown surrogate 'median'; choose one of mean, ...
+    """
+
+    model: Surrogate
+
+    def __new__(cls, text: str) -> SurrogateSpec:
+        if isinstance(text, SurrogateSpec):
+            return text
+        model = get_surrogate(str(text).strip())
+        out = super().__new__(cls, model.name)
+        out.model = model
+        return out
+
+    def __reduce__(self):
+        # to a worker process by name: the worker's registry holds the same surrogate
+        return SurrogateSpec, (str(self),)

@@ -30,10 +30,10 @@ def check_flower_selector(selector: Any, spec: Any) -> None:
             ...
         ValueError: selector eps:5@verify: verified picks need the true aggregate of ...
     """
-    from selection.surrogates import get_surrogate
+    from selection.surrogates import SurrogateSpec
 
-    sur = str(getattr(selector, "surrogate", DEFAULT_SURROGATE))
-    if get_surrogate(sur).needs_logits:
+    sur = SurrogateSpec(getattr(selector, "surrogate", DEFAULT_SURROGATE))  # a spec's, as parsed
+    if sur.model.needs_logits:
         raise ValueError(
             f"selector {spec}: the {sur} surrogate needs every candidate's validation logits, "
             "which Flower's replies do not carry; use mean or weighted in Flower"
@@ -73,10 +73,12 @@ def flower_information(
         selection.errors.SelectionError: --stats probe contradicts the spec's @stale ...
     """
     from selection.information import RULE, default_information
-    from selection.specs import parse_spec
+    from selection.specs import Spec, parse_spec
 
     if isinstance(selector, str):
-        info = parse_spec(selector).run_information(stats, n=n, k=k)
+        selector = parse_spec(selector)
+    if isinstance(selector, Spec):  # parsed once by the caller (a FlowerRun's spec)
+        info = selector.run_information(stats, n=n, k=k)
     else:
         info = check_stats(default_information() if stats is None else stats)
     return default_information() if info == RULE else info

@@ -13,7 +13,7 @@ accuracy of each new global model for the history, as the in-process oracle does
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from fl_oracle.experiments.flower.server_side import ServerSide
 from fl_oracle.experiments.flower.strategy import FedselStrategy
 from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.sim.local import plan_steps
+from selection.specs import Spec, parse_spec
 
 __all__ = ["FlowerRun", "FlowerResult", "make_server_app", "write_run", "app"]
 
@@ -56,7 +57,7 @@ class FlowerRun:
 
     Attributes:
         settings: the Digits-4 federation.
-        selector: selector spec.
+        selector: selector spec, as given (the history's ``selector``).
         k: nodes trained per round.
         rounds: rounds R.
         stats: the information model (``fresh``, ``stale``, ``pool:P``, ``probe``,
@@ -73,6 +74,9 @@ class FlowerRun:
             honest runs are unchanged; ``FedselStrategy``'s option, on for the digits apps).
         privacy: the privacy mode of the nodes' statistics (their ClientApp's Mod; None: off).
         result: filled while the ServerApp runs.
+        spec: ``selector`` parsed, once, at construction (:class:`selection.specs.Spec`),
+            its information model the one the run reads: what the strategy is built from.
+            Across processes (``flwr run``) the run config carries its text and ``stats``.
     """
 
     settings: DigitsSettings
@@ -86,9 +90,12 @@ class FlowerRun:
     clip_updates: bool = True
     privacy: StatsPrivacy | None = None
     result: FlowerResult = field(default_factory=FlowerResult)
+    spec: Spec = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.stats = flower_information(self.selector, self.stats or None, k=int(self.k))
+        spec = parse_spec(self.selector)
+        self.stats = flower_information(spec, self.stats or None, k=int(self.k))
+        self.spec = replace(spec, stats_mode=self.stats)
         if self.privacy is not None:
             self.privacy.check_information(str(self.stats))
 
@@ -116,8 +123,9 @@ def run_strategy(grid: Grid, run: FlowerRun) -> FlowerResult:
             write_run(Path(run.out), *res.frames())
 
     strategy = FedselStrategy(
-        run.selector,
+        run.spec,
         run.k,
+        name=run.selector,
         seed=cfg.seed,
         stats=run.stats,
         proximal_mu=cfg.mu,

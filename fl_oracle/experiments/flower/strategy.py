@@ -98,6 +98,8 @@ from fl_oracle.experiments.transport import RoundRun, play_round
 from fl_oracle.sim.stats import b_dissimilarity
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
+from selection.selectors import make_selector
+from selection.specs import Spec, parse_spec
 
 __all__ = [
     "FedselStrategy",
@@ -119,8 +121,9 @@ class FedselStrategy(FedProx):
     """FedProx whose training nodes are chosen by a fedsel selector (module docstring).
 
     Args:
-        selector: a selector spec (``eps:5``, ``maxmin:2``, ``nsga2:knee``, ``random``, ...) or
-            a callable ``(round_stats, k) -> ids`` (optionally with ``.choose(problem)``).
+        selector: a selector spec (``eps:5``, ``maxmin:2``, ``nsga2:knee``, ``random``, ...),
+            parsed (:class:`selection.specs.Spec`) or its text, or a callable
+            ``(round_stats, k) -> ids`` (optionally with ``.choose(problem)``).
         k: nodes trained per round.
         seed: seed of the selector's own random stream.
         stats: ``fresh``, ``stale``, ``pool:P``, ``probe`` or ``predicted`` (module
@@ -183,7 +186,7 @@ class FedselStrategy(FedProx):
 
     def __init__(
         self,
-        selector: str | Callable,
+        selector: str | Spec | Callable,
         k: int,
         *,
         seed: int = 0,
@@ -205,10 +208,12 @@ class FedselStrategy(FedProx):
         evaluate_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
         clip_updates: bool = False,
     ) -> None:
-        from selection.selectors import make_selector
-
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
+        text = selector if isinstance(selector, str) else None
+        if text is not None:  # parsed once, here
+            selector = parse_spec(text)
+        spec = selector if isinstance(selector, Spec) else None
         # the spec's own @MODEL unless stats names it again (a contradiction is refused)
         stats = check_stats(flower_information(selector, stats, k=int(k)))
         #: the run's information model: the round is fedsel train's (fl_oracle.experiments.
@@ -229,11 +234,10 @@ class FedselStrategy(FedProx):
             raise ValueError(f"aggregation {aggregation!r} must be 'samples' or 'uniform'")
         if not (timeout > 0 and wait_for_nodes >= 0):
             raise ValueError("timeout must be > 0 and wait_for_nodes >= 0 seconds")
-        self.selector = (
-            make_selector(selector, seed=seed) if isinstance(selector, str) else selector
-        )
-        check_flower_selector(self.selector, selector)
-        self.name = name or (selector if isinstance(selector, str) else type(selector).__name__)
+        self.selector = make_selector(spec, seed=seed) if spec is not None else selector
+        label = text or (spec.canonical if spec is not None else type(selector).__name__)
+        check_flower_selector(self.selector, label)
+        self.name = name or label
         super().__init__(
             fraction_train=1.0,
             fraction_evaluate=fraction_evaluate,
