@@ -114,10 +114,9 @@ def study(
     from fl_oracle.cli.train import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.assembly import finish_study
-    from fl_oracle.experiments.study.runs import grown, run_study
     from fl_oracle.experiments.study.settings import StudySettings
-    from selection.progress import rich_progress
-    from selection.selectors import make_selector, parse_spec, split_specs
+    from fl_oracle.experiments.study.setup import judged_entries, study_settings
+    from selection.selectors import make_selector
 
     if show_defaults:
         print(StudySettings().to_toml(), end="")
@@ -136,17 +135,7 @@ def study(
         if not config.is_file():
             raise ValueError(f"--config {config}: no such file")
         text = config.read_text(encoding="utf-8")
-    entries = None if selectors is None else tuple(split_specs(selectors))
-    if surrogate is not None:
-        if entries is None:
-            raise ValueError("--surrogate applies to the entries of --selectors; give them")
-        # the field set on each formulation's parsed spec (baseline rules and ``all`` read no
-        # surrogate: they stay as written); the settings keep the specs, not their text
-        specs = [parse_spec(e) for e in entries]
-        entries = tuple(
-            e if s.is_rule else s.with_surrogate(surrogate)
-            for e, s in zip(entries, specs, strict=True)
-        )
+    entries = judged_entries(selectors, surrogate)
     given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
              ("--k", k), ("--selectors", selectors), ("--reference", reference),
              ("--dp-epsilon", dp_epsilon), ("--dp-delta", dp_delta),
@@ -161,6 +150,9 @@ def study(
         text = stored.read_text(encoding="utf-8")
     from fl_oracle.experiments.study.grid import is_grid
 
+    overrides = dict(seeds=seeds, first_seed=first_seed, rounds=rounds, k=k, selectors=entries,
+                     reference=reference, dp_epsilon=dp_epsilon, dp_delta=dp_delta,
+                     secure_aggregation=secure_aggregation or None)  # fmt: skip
     if is_grid(text):
         if surrogate is not None:
             raise ValueError("--surrogate: give a grid's entries with their @SURROGATE")
@@ -168,82 +160,69 @@ def study(
             text, out, add=add, grow=grow, federation=federation, dataset=dataset,
             run=dict(workers=workers, executor=executor, address=address,
                      report_only=report_only, progress=not no_progress),
-            overrides=dict(seeds=seeds, first_seed=first_seed, rounds=rounds, k=k,
-                           selectors=entries, reference=reference, dp_epsilon=dp_epsilon,
-                           dp_delta=dp_delta, secure_aggregation=secure_aggregation or None),
+            overrides=overrides,
         )  # fmt: skip
         return
     if grow:
         raise ValueError("--grow extends a grid study (a [grid] in --config); --add grows a study")
-    settings = StudySettings.from_toml(
+    settings, added = study_settings(
         text,
         dataset=dataset,
-        seeds=seeds,
-        first_seed=first_seed,
-        rounds=rounds,
-        k=k,
-        selectors=entries,
-        reference=reference,
-        dp_epsilon=dp_epsilon,
-        dp_delta=dp_delta,
-        secure_aggregation=secure_aggregation or None,
+        federation=federation,
+        add=add,
+        overrides=overrides,
     )
-    added = None
-    if add is not None:
-        already = [e for e in dict.fromkeys(split_specs(add)) if e in settings.selectors]
-        if already:
-            print(
-                f"fedsel: note: already in the study: {', '.join(already)} (never run twice: "
-                "only their unfinished runs run now)",
-                file=sys.stderr,
-            )
-        bigger = grown(settings, split_specs(add))
-        added = list(bigger.selectors[len(settings.selectors) :])
-        settings = bigger
-    if federation or dataset is not None:
-        oracle = {**settings.oracle, **federation}
-        if dataset is not None:  # the folder's domains and sizes, fixed in study.toml
-            from fl_oracle.sim.config import dataset_fields
-
-            if "val_per_domain" not in text:  # the Digits-4 default need not fit the folder
-                oracle.pop("val_per_domain", None)
-            oracle.pop("dataset", None)  # already read against the folder (from_toml)
-            oracle = dataset_fields(dataset, **oracle)
-        from dataclasses import replace
-
-        settings = replace(settings, oracle=oracle)  # checked again as it is built
     for entry in settings.entries:
         make_selector(entry.spec, seed=0)  # bad spec -> one line before any work
-    overrides = dict(settings.oracle)  # K is the runs' (settings.k), checked by the settings
-    make_config(0, **overrides)  # bad oracle setting -> one line before any process starts
+    oracle = dict(settings.oracle)  # K is the runs' (settings.k), checked by the settings
+    make_config(0, **oracle)  # bad oracle setting -> one line before any process starts
     with claim_run_folder(out, "study", resume=True, committed="study.toml"):
         if not report_only:
-            runs = settings.seeds * len(settings.selectors)
-            n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
-            factory = study_factory(overrides)
-            _record_sources(factory, out, added=added, progress=not no_progress)
-            from fl_oracle.cli import interrupt_hint
-
-            interrupt_hint(
-                f"the finished runs are kept in {out / 'runs'}; run the same command again to "
-                "continue (only unfinished runs are redone)"
-            )
-            with rich_progress(enabled=not no_progress, transient=False) as progress:
-                run_study(
-                    settings,
-                    out,
-                    make_oracle=factory,
-                    make_selector=make_selector,
-                    workers=n_workers,
-                    progress=progress,
-                    grow=add is not None,
-                    executor=executor,
-                    address=address,
-                )
+            _run_runs(settings, out, added, oracle, workers=workers, executor=executor,
+                      address=address, progress=not no_progress)  # fmt: skip
         res = finish_study(settings, out)
     for line in res.verdict:
         print(line)
     print(f"wrote {out / 'report.html'}, history.csv, summary.csv, paired.csv", file=sys.stderr)
+
+
+def _run_runs(
+    settings: Any,
+    out: Path,
+    added: list[str] | None,
+    overrides: dict[str, Any],
+    *,
+    workers: int | None,
+    executor: str,
+    address: str | None,
+    progress: bool,
+) -> None:
+    """The study's unfinished runs, on ``workers`` processes here or on Ray."""
+    from fl_oracle.cli import interrupt_hint
+    from fl_oracle.experiments.study.runs import run_study
+    from selection.progress import rich_progress
+    from selection.selectors import make_selector
+
+    runs = settings.seeds * len(settings.selectors)
+    n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
+    factory = study_factory(overrides)
+    _record_sources(factory, out, added=added, progress=progress)
+    interrupt_hint(
+        f"the finished runs are kept in {out / 'runs'}; run the same command again to "
+        "continue (only unfinished runs are redone)"
+    )
+    with rich_progress(enabled=progress, transient=False) as bar:
+        run_study(
+            settings,
+            out,
+            make_oracle=factory,
+            make_selector=make_selector,
+            workers=n_workers,
+            progress=bar,
+            grow=added is not None,
+            executor=executor,
+            address=address,
+        )
 
 
 def _grid(
@@ -266,13 +245,11 @@ def _grid(
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.grid import GridSettings
     from fl_oracle.experiments.study.grid_run import check_stored_grid, run_grid
-    from fl_oracle.experiments.study.settings import StudySettings
     from selection.selectors import make_selector, split_specs
 
     grid = GridSettings.from_toml(text, **overrides)
     if dataset is not None:  # the folder's domains and sizes, read into the base's oracle
-        base = StudySettings.from_toml(grid.base.to_toml(), dataset=dataset)
-        grid = replace(grid, base=base)
+        grid = replace(grid, base=grid.base.with_dataset(dataset))
     if add is not None:
         grid = grid.grown(split_specs(add))
     if federation:  # the settings check the merged oracle as they are built

@@ -7,6 +7,7 @@ Exit code 1 when there is no selection (infeasible, or stopped with none); an in
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
@@ -33,7 +34,7 @@ from selection.cli.reach import range_hint
 from selection.cli.resolve import default_plane, load_problem, solver_class
 from selection.errors import SelectionError
 
-__all__ = ["solve", "register"]
+__all__ = ["solve", "register", "make_solver", "solve_record", "solve_notes"]
 
 
 def solve(
@@ -63,12 +64,9 @@ def solve(
     """Solve one selection problem; print it as JSON (stdout) and a summary line (stderr)."""
     import json
 
-    from selection.solvers.base import solver_options
     from selection.solvers.params import Route
 
-    cls = solver_class(method)
-    accepted = solver_options(cls)
-    given = {
+    options = {
         "eps": eps,
         "delta": delta,
         "weights": weights,
@@ -80,6 +78,47 @@ def solve(
         "b_max": b_max,
         "tolerance": tolerance or None,
     }
+    cls, solver, objs = make_solver(method, options, objectives=objectives, seed=seed)
+    problem = load_problem(stats, k, round_, surrogate, logits)
+    r = solver.solve(problem)
+    out, hint = solve_record(cls, problem, r, f_min=fisher_min, b_max=b_max)
+    print(json.dumps(out, indent=2))
+    notes = solve_notes(cls, r, objs, verbose=verbose)
+    for line in notes if not json_only else notes[1:2]:  # --json-only: the route alone
+        if line:
+            print(line, file=sys.stderr)
+    if not r.ids:
+        # no selection is no answer (infeasible, or stopped with none): the JSON says why,
+        # the exit code 1 says there is no selection (2 is bad input); the hint comes last
+        print(f"fedsel: no selection: {r.message or r.status}", file=sys.stderr)
+    if hint and not json_only:
+        print(f"fedsel: {hint}", file=sys.stderr)
+    if not r.ids:
+        raise typer.Exit(1)
+
+
+def make_solver(
+    method: str, options: dict, *, objectives: str | None = None, seed: int = 0
+) -> tuple[type, object, tuple[str, ...]]:
+    """``--method`` with the command's options as a solver: (its class, the solver, the
+    objectives its summary shows); SelectionError naming an option the method does not take,
+    or a parameter it needs and was not given.
+
+    Examples:
+        >>> from selection.cli.solve import make_solver
+        >>> cls, solver, objs = make_solver("eps", {"eps": 5.0, "delta": None})
+        >>> cls.__name__, solver.eps, objs
+        ('EpsSolver', 5.0, ('utility', 'gap'))
+        >>> make_solver("eps", {"eps": None})
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: --method eps needs --eps ...; fedsel sweep --method eps gives the whole front
+    """
+    from selection.solvers.base import solver_options
+
+    cls = solver_class(method)
+    accepted = solver_options(cls)
+    given = dict(options)
     flag = {"f_min": "fisher-min", "b_max": "b-max"}
     if objectives is not None and "objectives" in accepted:
         given["objectives"] = parse_objectives(objectives)
@@ -91,7 +130,7 @@ def solve(
         },
     )
     objs = parse_objectives(objectives, default_plane(method))
-    if weights is not None and composite is not None:
+    if given.get("weights") is not None and given.get("composite") is not None:
         raise SelectionError("give --weights or --composite, not both")
     if cls.param_required and given.get(cls.param) is None:
         raise SelectionError(
@@ -101,9 +140,25 @@ def solve(
     kw = {name: value for name, value in given.items() if value is not None}
     if "seed" in accepted:
         kw["seed"] = seed
-    solver = cls(**kw)
-    problem = load_problem(stats, k, round_, surrogate, logits)
-    r = solver.solve(problem)
+    return cls, cls(**kw), objs
+
+
+def solve_record(
+    cls: type, problem, r, *, f_min: float | None = None, b_max: float | None = None
+) -> tuple[dict, str]:
+    """The JSON record of one solve and, when it is infeasible and the formulation says what
+    its parameter reaches, the hint that tells it ("" otherwise).
+
+    Examples:
+        >>> from selection.example import small_round
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.cli.solve import make_solver, solve_record
+        >>> problem = SelectionProblem.from_stats(small_round(), k=2)
+        >>> cls, solver, _ = make_solver("eps", {"eps": 1.0})  # {a, c}: a gap of 0
+        >>> out, hint = solve_record(cls, problem, solver.solve(problem))
+        >>> out["status"], out["selected"], out["objectives"]["gap"], out["bound"], hint
+        ('optimal', ['a', 'c'], 0.0, 75.0, '')
+    """
     out = {
         "method": r.method,
         "param": r.param,
@@ -121,51 +176,53 @@ def solve(
     }
     hint = ""
     infeasible = str(r.status) == "infeasible"
-    rng = cls.reachable(problem, f_min=fisher_min, b_max=b_max) if infeasible else None
+    rng = cls.reachable(problem, f_min=f_min, b_max=b_max) if infeasible else None
     if rng is not None:  # the formulation tells what its parameter can reach
         out["reachable"] = rng
         hint = range_hint(rng, single=True)
-    print(json.dumps(out, indent=2))
-    if not json_only:
-        from selection.objectives import OBJECTIVES
+    return out, hint
 
-        line = f"{r.method} {r.param}: {r.status}".replace("  ", " ")
-        if r.objectives:
-            o = r.objectives
-            shown = list(dict.fromkeys(["utility", "gap", "worst", *objs]))
-            line += ", " + " ".join(
-                f"{'U' if n == 'utility' else n}={o[n]:.3f}{OBJECTIVES[n].unit if OBJECTIVES[n].unit in ('%', 'pp') else ''}"
-                for n in shown
-                if n in o
-            )
-        print(f"{line}, {r.seconds:.3f}s: {';'.join(r.ids) or '-'}", file=sys.stderr)
+
+def solve_notes(cls: type, r, objs: Sequence[str], *, verbose: bool = False) -> list[str]:
+    """What ``fedsel solve`` tells on stderr beside the JSON: the summary line, the route
+    (``--verbose``; "" otherwise) and, for an answer not proven optimal, what is proven.
+
+    Examples:
+        >>> from selection.example import small_round
+        >>> from selection.problem import SelectionProblem
+        >>> from selection.cli.solve import make_solver, solve_notes
+        >>> problem = SelectionProblem.from_stats(small_round(), k=2)
+        >>> cls, solver, objs = make_solver("maxmin", {"delta": 2.0})
+        >>> r = solver.solve(problem)
+        >>> solve_notes(cls, r, objs)[0].split(", ")[:2]
+        ['maxmin delta=2: optimal', 'U=85.000% gap=25.000pp worst=60.000%']
+    """
+    from selection.objectives import OBJECTIVES
+    from selection.solvers.params import Route
+
+    line = f"{r.method} {r.param}: {r.status}".replace("  ", " ")
+    if r.objectives:
+        o = r.objectives
+        shown = list(dict.fromkeys(["utility", "gap", "worst", *objs]))
+        line += ", " + " ".join(
+            f"{'U' if n == 'utility' else n}={o[n]:.3f}{OBJECTIVES[n].unit if OBJECTIVES[n].unit in ('%', 'pp') else ''}"
+            for n in shown
+            if n in o
+        )
+    notes = [f"{line}, {r.seconds:.3f}s: {';'.join(r.ids) or '-'}", ""]
     if verbose and r.backend:
         said = f" ({r.route_reason})" if r.route_reason else ""
-        print(f"fedsel: route {r.backend}{said}", file=sys.stderr)
-    if (
-        not json_only
-        and r.status in ("time_limit", "feasible")
-        and r.ids
-        and r.bound == r.bound
-        and cls.bound_objective
-    ):
+        notes[1] = f"fedsel: route {r.backend}{said}"
+    proven = r.status in ("time_limit", "feasible") and r.bound == r.bound
+    if r.ids and proven and cls.bound_objective:
         why = "stopped at the time limit" if r.status == "time_limit" else "within --tolerance"
         if r.backend == Route.SEARCH:  # a heuristic's answer: the bound is all that is proven
             why = "a local search's answer"
-        print(
+        notes.append(
             f"fedsel: {why}; proven: {cls.bound_objective} <= {r.bound:.6g} "
-            f"(this selection: {r.objectives[cls.bound_objective]:.6g})",
-            file=sys.stderr,
+            f"(this selection: {r.objectives[cls.bound_objective]:.6g})"
         )
-    if not r.ids:
-        # no selection is no answer (infeasible, or stopped with none): the JSON says why,
-        # the exit code 1 says there is no selection (2 is bad input); the hint comes last
-        print(f"fedsel: no selection: {r.message or r.status}", file=sys.stderr)
-        if hint and not json_only:
-            print(f"fedsel: {hint}", file=sys.stderr)
-        raise typer.Exit(1)
-    if hint and not json_only:
-        print(f"fedsel: {hint}", file=sys.stderr)
+    return notes
 
 
 def register(app: typer.Typer) -> None:

@@ -159,7 +159,8 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     why = levelling_down(settings, mix)
     if why:
         lines.append(why)
-    costs = cost_table(history, metrics, settings.reference)
+    models = {e.text: e.spec.information for e in settings.entries}
+    costs = cost_table(history, metrics, settings.reference, models)
     lines += goal_lines(
         costs, metrics, dom, baselines, reference=settings.reference,
         resamples=settings.bootstrap,

@@ -20,13 +20,12 @@ predate them has no cost section (every function returns empty results).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from fl_oracle.experiments.cost import COST_COLUMNS
-from selection.information import get_information
 
 __all__ = ["BUDGET", "costed", "matched_cost", "cost_table", "goal_lines", "compute_figure"]
 
@@ -76,18 +75,15 @@ def matched_cost(history: pd.DataFrame, metrics: pd.DataFrame, reference: str) -
     return out
 
 
-def _information(history: pd.DataFrame, entry: str) -> tuple[str, bool]:
-    modes = history.loc[history["entry"] == entry, "stats_mode"].astype(str).unique()
-    mode = modes[0] if len(modes) else ""
-    try:
-        upper = get_information(mode.partition(":")[0]).upper_bound
-    except Exception:  # noqa: BLE001 - "rule" and old modes: no registered model
-        upper = False
-    return mode, upper
-
-
-def cost_table(history: pd.DataFrame, metrics: pd.DataFrame, reference: str) -> pd.DataFrame:
-    """One row per entry (module docstring); empty without cost columns."""
+def cost_table(
+    history: pd.DataFrame,
+    metrics: pd.DataFrame,
+    reference: str,
+    information: Mapping[str, str],
+) -> pd.DataFrame:
+    """One row per entry (module docstring); empty without cost columns. ``information``:
+    each entry's information model as its spec parsed it (``Entry.spec.information``: an
+    :class:`~selection.information.Information`, or ``rule`` for a baseline rule without one)."""
     if not costed(history) or "compute_per_round" not in metrics.columns:
         return pd.DataFrame()
     history = numeric_costs(history)
@@ -98,12 +94,14 @@ def cost_table(history: pd.DataFrame, metrics: pd.DataFrame, reference: str) -> 
     ref_bytes = float(per_round_bytes.get(reference, np.nan))
     rows = []
     for entry, m in g:
-        mode, upper = _information(history, entry)
+        mode = information.get(entry, "")
         rows.append(
             {
                 "entry": entry,
-                "information": mode,
-                "upper_bound": upper,
+                "information": str(mode),
+                # a registered model declares it; a rule (or an entry no longer in the
+                # settings) is none
+                "upper_bound": bool(getattr(getattr(mode, "model", None), "upper_bound", False)),
                 "compute_per_round": float(m["compute_per_round"].mean()),
                 "compute_ratio": float(m["compute_per_round"].mean()) / ref_compute,
                 "bytes_per_round": float(per_round_bytes[entry]),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     "STUDY_ORACLE",
     "Entry",
     "StudySettings",
+    "dataset_oracle",
     "entry_slug",
     "is_baseline",
 ]
@@ -286,14 +287,18 @@ class StudySettings:
         if "oracle" in merged:
             merged["oracle"] = {**STUDY_ORACLE, **merged["oracle"]}
         if dataset is not None:
-            from fl_oracle.sim.config import dataset_fields
-
             oracle = dict(merged.get("oracle", STUDY_ORACLE))
             if "val_per_domain" not in raw.get("oracle", {}):  # the Digits-4 default's
                 oracle.pop("val_per_domain", None)
-            oracle.pop("dataset", None)  # a stored study's: read again from the folder given
-            merged["oracle"] = dataset_fields(str(dataset), **oracle)
+            merged["oracle"] = dataset_oracle(oracle, dataset)
         return cls(**merged)
+
+    def with_dataset(self, dataset: str) -> StudySettings:
+        """These settings on an image-folder dataset: the ``[oracle]`` table's domains and
+        sizes read from the folder (as :meth:`from_toml` with ``dataset`` reads them), the
+        rest as it is (a grid's base moved onto ``fedsel study --grid --dataset``'s folder).
+        """
+        return replace(self, oracle=dataset_oracle(dict(self.oracle), dataset))
 
     def to_toml(self) -> str:
         """The settings as TOML (read back by :meth:`from_toml` to equal settings)."""
@@ -302,6 +307,15 @@ class StudySettings:
         lines = [f"{k} = {_toml_value(v)}" for k, v in d.items()]
         lines += ["", "[oracle]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(oracle.items())]
         return "\n".join(lines) + "\n"
+
+
+def dataset_oracle(oracle: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """An ``[oracle]`` table with the domains and sizes of the image folder ``dataset``
+    (:func:`fl_oracle.sim.config.dataset_fields`)."""
+    from fl_oracle.sim.config import dataset_fields
+
+    oracle.pop("dataset", None)  # a stored study's: read again from the folder given
+    return dataset_fields(str(dataset), **oracle)
 
 
 def _did_you_mean(key: str, known) -> str:

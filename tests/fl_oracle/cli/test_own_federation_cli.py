@@ -145,3 +145,5 @@ def test_a_stored_dataset_study_is_read_again_with_its_dataset(folder):
     )
     assert s.oracle["dataset"] == str(folder)
     assert StudySettings.from_toml(s.to_toml(), dataset=str(folder)) == s
+    # moved onto the folder again without a TOML round trip (a grid's base): the same
+    assert s.with_dataset(str(folder)) == s

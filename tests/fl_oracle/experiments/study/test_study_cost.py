@@ -60,7 +60,10 @@ def test_accuracy_at_the_references_compute_reads_a_dearer_entry_earlier():
     assert m.loc["fedavg", "worst_at_budget"] == 62  # its own whole run
     assert m.loc["dear", "worst_at_budget"] == 58  # 400 samples spent after round 2
     assert m.loc["cheap", "worst_at_budget"] == 63  # cheaper: every round
-    table = cost_table(h, m.reset_index(), "fedavg").set_index("entry")
+    from selection.information import Information
+
+    models = {"fedavg": "rule", "dear": Information("fresh"), "cheap": "rule"}
+    table = cost_table(h, m.reset_index(), "fedavg", models).set_index("entry")
     assert table.loc["dear", "compute_ratio"] == pytest.approx(2.0)
     assert table.loc["cheap", "compute_ratio"] == pytest.approx(0.4)
     assert bool(table.loc["dear", "upper_bound"]) and not table.loc["cheap", "upper_bound"]
@@ -76,4 +79,4 @@ def test_histories_without_costs_have_no_cost_metrics():
     )
     m = run_metrics(h, target_worst=60, rounds=2)
     assert "compute_to_target" not in m.columns
-    assert cost_table(h, m, "a").empty and matched_cost(h, m, "a") is m
+    assert cost_table(h, m, "a", {"a": "rule"}).empty and matched_cost(h, m, "a") is m
