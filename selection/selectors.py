@@ -70,6 +70,7 @@ from selection.solvers.base import Solver
 from selection.solvers.eps import min_gap_point
 from selection.solvers.result import SolveResult, Status
 from selection.specs import (
+    ALIASES,
     Spec,
     bad_spec,
     parse_spec,
@@ -266,9 +267,6 @@ class _RuleSelector(Selector):
 
 
 # spec aliases: name -> (solver, keyword the argument fills)
-_ALIASES = {"composite": ("weighted", "composite")}
-
-
 def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
     """Build a selector from its spec, typed or a string (see the module docstring).
 
@@ -291,19 +289,16 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
         >>> sorted(pick(stats[stats["round"] == 2], 5))
         ['mnist-0', 'mnist-1', 'mnist-3', 'svhn-0', 'svhn-3']
     """
-    from selection.baselines import baselines
     from selection.solvers.base import solver_options
-    from selection.solvers.registry import solvers
 
     parsed = spec if isinstance(spec, Spec) else parse_spec(spec)
     text = parsed.selector_spec
     name, arg = parsed.name, (parsed.arg or "")
     has_arg = parsed.arg is not None
-    known = solvers()
     try:
-        if name in known or name in _ALIASES:
-            solver_name, key = _ALIASES.get(name, (name, None))
-            cls = known[solver_name]
+        cls = parsed.formulation  # the registered class, looked up once per spec
+        if issubclass(cls, Solver):
+            key = ALIASES.get(name, (name, None))[1]
             if key is not None:
                 if not has_arg:
                     raise bad_spec(text, f"{name} needs comma-separated weights, e.g. {name}:1,0,0")
@@ -316,35 +311,33 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
                 lambda s: cls(**kw, **({"seed": s} if seeded else {})),
                 seed=seed,
             )
+        # a baseline rule (Spec.formulation holds no third kind)
         if parsed.verify:
             raise bad_spec(text, f"verify needs a formulation; {name} is a baseline rule")
-        if parsed.surrogate != DEFAULT_SURROGATE and name in baselines():
+        if parsed.surrogate != DEFAULT_SURROGATE:
             raise bad_spec(
                 text,
                 f"{name} is a baseline rule: it reads no surrogate of U(S) (a surrogate "
                 "modifier applies to formulations)",
             )
-        rules = baselines()
-        if name in rules:
-            rule = rules[name]
-            if rule.arg is None:
-                if has_arg:
-                    raise bad_spec(text, f"{name} takes no argument")
-                return _RuleSelector(parsed, rule(text), seed=seed)
-            if not has_arg:
-                raise bad_spec(text, f"{name} needs a value, e.g. {name}:{rule.arg_example}")
-            if rule.choices:
-                if arg not in rule.choices:
-                    raise bad_spec(text, f"{rule.arg} is one of {', '.join(rule.choices)}")
-                return _RuleSelector(parsed, rule(text, arg), seed=seed)
-            value = spec_number(text, arg, integer=rule.integer)
-            if value < rule.minimum:
-                raise bad_spec(text, f"{rule.arg} must be at least {rule.minimum:g}")
-            return _RuleSelector(parsed, rule(text, value), seed=seed)
+        rule = cls
+        if rule.arg is None:
+            if has_arg:
+                raise bad_spec(text, f"{name} takes no argument")
+            return _RuleSelector(parsed, rule(text), seed=seed)
+        if not has_arg:
+            raise bad_spec(text, f"{name} needs a value, e.g. {name}:{rule.arg_example}")
+        if rule.choices:
+            if arg not in rule.choices:
+                raise bad_spec(text, f"{rule.arg} is one of {', '.join(rule.choices)}")
+            return _RuleSelector(parsed, rule(text, arg), seed=seed)
+        value = spec_number(text, arg, integer=rule.integer)
+        if value < rule.minimum:
+            raise bad_spec(text, f"{rule.arg} must be at least {rule.minimum:g}")
+        return _RuleSelector(parsed, rule(text, value), seed=seed)
     except SelectionError as exc:
         if str(exc).startswith("bad selector spec"):
             raise
         raise bad_spec(text, str(exc)) from None
     except ValueError as exc:
         raise bad_spec(text, str(exc)) from None
-    raise bad_spec(text, f"unknown selector {name!r}")

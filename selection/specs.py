@@ -10,6 +10,7 @@ what each name means: :mod:`selection.selectors`. :func:`spec_forms`, :func:`sel
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from selection.surrogates import SurrogateSpec
 
 __all__ = [
+    "ALIASES",
     "Spec",
     "parse_spec",
     "bad_spec",
@@ -31,6 +33,11 @@ __all__ = [
     "selector_help",
     "split_specs",
 ]
+
+
+#: spec names that are another formulation with one keyword set from the argument:
+#: ``composite:1,0`` is ``weighted`` with ``composite="1,0"``
+ALIASES: dict[str, tuple[str, str]] = {"composite": ("weighted", "composite")}
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,36 @@ class Spec:
     def canonical(self) -> str:
         """The one spelling of this spec: defaults dropped, modifiers in a fixed order."""
         return self.base + ("@" + "+".join(self.modifiers) if self.modifiers else "")
+
+    @cached_property
+    def formulation(self) -> type:
+        """The registered class this spec names, looked up once: a formulation's
+        :class:`~selection.solvers.base.Solver` subclass (``composite`` is ``weighted``'s) or a
+        baseline rule's :class:`~selection.baselines.base.Baseline` subclass; SelectionError
+        for a name neither registry holds.
+
+        Examples:
+            >>> from selection.specs import parse_spec
+            >>> parse_spec("eps:5@probe").formulation.__name__
+            'EpsSolver'
+            >>> parse_spec("random").formulation.__name__, parse_spec("composite:1,0").formulation.name
+            ('Uniform', 'weighted')
+            >>> parse_spec("median:3").formulation
+            Traceback (most recent call last):
+            ...
+            selection.errors.SelectionError: bad selector spec 'median:3': unknown selector 'median'; ...
+        """
+        from selection.baselines import baselines
+        from selection.solvers.registry import solvers
+
+        known = solvers()
+        name = ALIASES.get(self.name, (self.name, None))[0]
+        if name in known:
+            return known[name]
+        rules = baselines()
+        if self.name in rules:
+            return rules[self.name]
+        raise bad_spec(self.selector_spec, f"unknown selector {self.name!r}")
 
     @property
     def is_rule(self) -> bool:
