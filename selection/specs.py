@@ -128,6 +128,11 @@ class Spec:
         """The one spelling of this spec: defaults dropped, modifiers in a fixed order."""
         return self.base + ("@" + "+".join(self.modifiers) if self.modifiers else "")
 
+    def __getstate__(self) -> dict:
+        # the fields only: the cached formulation is looked up again where the spec lands (a
+        # class registered in a test or a notebook cannot travel to a worker by reference)
+        return {k: v for k, v in self.__dict__.items() if k != "formulation"}
+
     @cached_property
     def formulation(self) -> type:
         """The registered class this spec names, looked up once: a formulation's

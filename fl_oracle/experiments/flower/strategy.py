@@ -64,7 +64,6 @@ nodes, or fewer than K connected after ``wait_for_nodes`` seconds, raise
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -219,8 +218,8 @@ class FedselStrategy(FedProx):
         #: the run's information model: the round is fedsel train's (fl_oracle.experiments.
         #: transport.play_round), over this strategy's nodes (.transport.FlowerTransport)
         self.model = stats.make(seed=seed)
-        try:  # the K alone (the connected nodes are checked every round)
-            self.model.check_k(sys.maxsize, int(k))
+        try:  # K against the model's own argument (the connected nodes: every round)
+            self.model.check_k(max(int(k), stats.arg or 0), int(k))
         except SelectionError as exc:
             raise ValueError(f"stats mode {stats}: {exc}") from None
         if self.model.reads_probe and (server is None or not server.calibrates):

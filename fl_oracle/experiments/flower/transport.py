@@ -229,10 +229,9 @@ class FlowerTransport:
         got = self.ex.collect(replies, nodes, self.w_t, self.failures, self.sizes())
         self.ingest(got, t)
         self.measured = {r.client_id: r for r in got}
-        table = self.frame([r.client_id for r in sorted(got, key=reply_order)], t)
-        if table.empty:
-            raise FlowerRunError(self._too_few(0, t))
-        return table
+        # none may have replied: a model that remembers (stale) still shows its last reports;
+        # one that does not finds fewer than K rows (prepare says so)
+        return self.frame([r.client_id for r in sorted(got, key=reply_order)], t)
 
     def probe(self, t: int) -> tuple[pd.DataFrame, Mapping[str, float], Mapping[str, int]]:
         """``probe`` messages to every node with the server's per-domain validation gradients

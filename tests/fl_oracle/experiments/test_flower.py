@@ -360,6 +360,40 @@ def test_a_node_failing_mid_round_is_left_out_and_logged(data_file):
     assert np.isfinite(hist["acc_avg"]).all()
 
 
+def test_a_stale_run_goes_on_when_the_only_nodes_it_asks_fail():
+    """Stale asks only the nodes it has never heard from; when all of those fail again, the
+    round goes on with the last reports of the others (a first version stopped the run:
+    "only 0 of 4 connected nodes have statistics")."""
+
+    def node(msg, ctx):  # node i: its model w + i + 1, F = i + 1; node 3 always fails
+        i = int(ctx.node_config["partition-id"])
+        if i == 3:
+            raise RuntimeError("disk full")
+        w = ArrayRecord({"w": Array(msg.content["arrays"]["w"].numpy() + i + 1.0)})
+        m = {
+            "partition-id": i,
+            "num-examples": 10,
+            "F": i + 1.0,
+            "loss": 2.0,
+            "label-hist": [1.0, 1.0],
+            "U": 10.0 * i,
+            "U_a": 10.0 * i,
+            "U_b": 10.0 * i,
+        }
+        info = ConfigRecord({"domain": "ab"[i % 2]})
+        content = RecordDict({"arrays": w, "metrics": MetricRecord(m), "fedsel": info})
+        return Message(content, reply_to=msg)
+
+    strategy = FedselStrategy("fisher-topk", k=2, stats="stale", fraction_evaluate=0.0)
+    w0 = ArrayRecord({"w": Array(np.zeros(2, dtype=np.float32))})
+    result = strategy.start(grid=LocalGrid(node, 4), initial_arrays=w0, num_rounds=3)
+    hist = result.fedsel_history
+    assert hist["selected"].tolist() == ["1;2"] * 3  # the two largest F that ever reported
+    assert all("disk full" in f for f in hist["failures"])  # asked again every round
+    # each round shows the picks' reports from their last commit (round 0: everyone measured)
+    assert result.fedsel_stats.groupby("round")["measured_round"].max().tolist() == [0, 0, 1]
+
+
 def test_measure_failures_and_silent_nodes_leave_the_table(data_file):
     _, path = data_file
     run = FlowerRun(DigitsSettings.of(_config(), path), "maxmin:2", 5, 2)
