@@ -46,3 +46,21 @@ def test_it_reads_as_its_canonical_text_and_reaches_a_worker_as_parsed(parses):
     assert isinstance(back, Information) and parses == [" pool:10.0 "]  # not parsed again
     with pytest.raises(SelectionError, match="needs P"):
         Information("pool")
+
+
+def test_a_spec_holds_its_parts_as_objects_and_travels_as_its_fields():
+    """The spec's surrogate and model are parsed objects; after make_selector has looked its
+    formulation up, a pickled spec carries the fields only (a formulation registered in a
+    test or a notebook cannot travel to a worker by reference) and finds it again there."""
+    from selection.selectors import make_selector
+    from selection.surrogates import SurrogateSpec, get_surrogate
+
+    spec = parse_spec("eps:5@probe+weighted")
+    assert isinstance(spec.surrogate, SurrogateSpec) and spec.surrogate == "weighted"
+    assert spec.surrogate.model is get_surrogate("weighted")
+    assert isinstance(spec.stats_mode, Information) and spec.stats_mode.model.reads_probe
+    make_selector(spec, seed=0)
+    assert spec.formulation.name == "eps" and "formulation" in vars(spec)
+    back = pickle.loads(pickle.dumps(spec))
+    assert back == spec and hash(back) == hash(spec) and "formulation" not in vars(back)
+    assert back.formulation is spec.formulation and back.surrogate.model is spec.surrogate.model
