@@ -1,7 +1,8 @@
 """Live training with a selector in the loop.
 
-Each round is :func:`fl_oracle.experiments.transport.play_round`, the round the Flower strategy
-plays too, over the oracle's transport (:class:`.oracle_transport.OracleTransport`): each round t the oracle measures client statistics at the global model w_t, the selector picks
+Each round is :func:`fl_oracle.experiments.transport.play_round`, the round the Flower
+strategy plays too, over the oracle's transport (:class:`.oracle_transport.OracleTransport`):
+each round t the oracle measures client statistics at the global model w_t, the selector picks
 K client ids from that table, the oracle commits the aggregation of exactly those clients'
 updates (w_{t+1}) and the round is logged:
 
@@ -77,12 +78,11 @@ from fl_oracle.experiments.round_step import (
     selector_state,
 )
 from fl_oracle.experiments.transport import RoundRun, play_round
-from selection.baselines.reads import VECTOR_READS, Reads
+from selection.baselines.reads import VectorSource
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.information import (
     RULE,
-    Information,
     default_information,
     information_models,
     make_information,
@@ -110,12 +110,6 @@ __all__ = [
 # the information models a run takes (``pool`` with its P: ``pool:10``), and ``rule``: a
 # baseline rule charged for what it reads (:attr:`selection.selectors.Spec.information`)
 STATS_MODES = (*information_models(), RULE)
-
-
-def _upper_bound(stats_mode: str) -> bool:
-    """Whether the information model ``stats_mode`` (``pool:10`` spelled with its argument)
-    measures every client every round (the oracle's upper bound)."""
-    return Information(stats_mode).model.upper_bound
 
 
 #: the simulator's own records a run may skip (``run_training(records=...)``)
@@ -149,12 +143,8 @@ class OracleLike(Protocol):
         The oracle is the implementation (a tiny federation: 2 domains x 2 clients of 8
         generated images, one local step each):
 
-        >>> import tempfile
-        >>> from fl_oracle.sim.config import small_config
-        >>> from fl_oracle.sim.oracle import Oracle
-        >>> config = small_config()
-        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
-        ...     oracle = Oracle(config, cache_dir=cache)
+        >>> from fl_oracle.sim.oracle import small_oracle
+        >>> oracle = small_oracle()  # 2 domains x 2 clients of 8 generated images
         >>> oracle.round, list(oracle.domains)
         (0, ['svhn', 'syn'])
         >>> stats = oracle.round_stats(["syn-1"], local=False)  # one client's row at w_0
@@ -194,12 +184,8 @@ class TrainResult:
         trains in round 0, afterwards only the 3 committed (8 sample gradients each), and
         round 1's rows are the reports of round 0:
 
-        >>> import tempfile
-        >>> from fl_oracle.sim.config import small_config
-        >>> from fl_oracle.sim.oracle import Oracle
-        >>> config = small_config()
-        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
-        ...     oracle = Oracle(config, cache_dir=cache)
+        >>> from fl_oracle.sim.oracle import small_oracle
+        >>> oracle = small_oracle()  # 2 domains x 2 clients of 8 generated images
         >>> from fl_oracle.experiments.loop import run_training
         >>> def first(table, k):
         ...     return list(table["client_id"][:k])
@@ -279,12 +265,8 @@ def run_training(
     Examples:
         Two rounds of the stratified rule (one client per domain) on a tiny federation:
 
-        >>> import tempfile
-        >>> from fl_oracle.sim.config import small_config
-        >>> from fl_oracle.sim.oracle import Oracle
-        >>> config = small_config()
-        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
-        ...     oracle = Oracle(config, cache_dir=cache)
+        >>> from fl_oracle.sim.oracle import small_oracle
+        >>> oracle = small_oracle()  # 2 domains x 2 clients of 8 generated images
         >>> from selection.selectors import make_selector
         >>> from fl_oracle.experiments.loop import run_training
         >>> result = run_training(oracle, make_selector("stratified", seed=0), rounds=2, k=2,
@@ -303,8 +285,6 @@ def run_training(
         raise ValueError(f"records: {unknown[0]!r} is not one of {', '.join(RECORDS)}")
     if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
         raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
-    if measure is not None and stats_mode != RULE and not _upper_bound(stats_mode):
-        raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
     domains = list(oracle.domains)
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
@@ -313,6 +293,8 @@ def run_training(
     if rule and not callable(getattr(oracle, "probe_table", None)):
         rule_view = default_information()  # an oracle without the probe pass (test fakes)
     model = make_information(rule_view if rule else stats_mode, seed=seed)
+    if measure is not None and not rule and not model.upper_bound:
+        raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
     clients = getattr(oracle, "clients", None)
     if clients is not None:
         model.check_k(len(clients), k)
@@ -322,8 +304,17 @@ def run_training(
     # choice, no statistics of its picks (``records=()``); else None
     reads = None if "predictions" in records else getattr(selector, "reads", None)
     lean = reads if rule and not model.upper_bound else None
-    vector_reads = getattr(selector, "reads", None) if getattr(selector, "rule", None) else None
-    if vector_reads in VECTOR_READS:
+    run = RoundRun(
+        selector,
+        k=int(k),
+        name=name,
+        seed=int(seed),
+        stats_mode=stats_mode,
+        surrogate=surrogate,
+        q=getattr(selector, "aggregation_q", None),
+        upper_bound=model.upper_bound and not rule,
+    )
+    if run.vector_source is not None:
         if not callable(getattr(oracle, "update_vectors", None)):
             raise SelectionError(
                 f"selector {name} reads the clients' update vectors; this oracle has none"
@@ -333,7 +324,7 @@ def run_training(
                 f"selector {name} reads the clients' update vectors, which private statistics "
                 "do not cover (--dp-epsilon): run it without them"
             )
-        if vector_reads == Reads.UPDATES:
+        if run.vector_source == VectorSource.STALE:
             oracle.keep_committed = True  # the server keeps what it aggregated
     transport = OracleTransport(
         oracle,
@@ -348,16 +339,6 @@ def run_training(
         before_step=before_step,
         keep_metrics=keep_metrics,
         measured_column=measure is not None,
-    )
-    run = RoundRun(
-        selector,
-        k=int(k),
-        name=name,
-        seed=int(seed),
-        stats_mode=stats_mode,
-        surrogate=surrogate,
-        q=getattr(selector, "aggregation_q", None),
-        upper_bound=model.upper_bound and not rule,
     )
     if isinstance(selector, Selector) and selector.verify:
         evaluate_aggregate = getattr(oracle, "evaluate_aggregate", None)

@@ -27,7 +27,7 @@ from fl_oracle.experiments.privacy import RunAccountant, StatsPrivacy
 from fl_oracle.experiments.round_step import GLOBAL_KEYS, RoundChoice, domain_metrics
 from fl_oracle.experiments.transport import Committed
 from selection.baselines.base import Baseline
-from selection.baselines.reads import VECTOR_READS, Reads
+from selection.baselines.reads import Reads, VectorSource
 from selection.errors import SelectionError
 from selection.information import InformationModel, RoundInputs
 from selection.problem import SelectionProblem
@@ -58,11 +58,8 @@ class OracleTransport:
         measured_column: write ``measured = True`` (a run with training-only rounds).
 
     Examples:
-        >>> import tempfile
-        >>> from fl_oracle.sim.config import small_config
-        >>> from fl_oracle.sim.oracle import Oracle
-        >>> with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
-        ...     oracle = Oracle(small_config(), cache_dir=cache)
+        >>> from fl_oracle.sim.oracle import small_oracle
+        >>> oracle = small_oracle()  # 2 domains x 2 clients of 8 generated images
         >>> from selection.information import make_information
         >>> from fl_oracle.experiments.oracle_transport import OracleTransport
         >>> transport = OracleTransport(oracle, make_information("fresh"), selector=None)
@@ -152,15 +149,9 @@ class OracleTransport:
     def prepare(self, t: int, table: pd.DataFrame) -> tuple[pd.DataFrame, None, str]:
         return table, None, ""  # the oracle's clients report every statistic
 
-    def vectors(self, selector: Any, table: pd.DataFrame) -> tuple[list[str], np.ndarray] | None:
-        """The clients' update vectors a rule reading them sees this round (ids, rows);
-        None for every other selector."""
-        reads = getattr(selector, "reads", None) if getattr(selector, "rule", None) else None
-        source = VECTOR_READS.get(str(reads))
-        if source is None:
-            return None
-        ids = list(self.clients(0)["client_id"])
-        return ids, self.oracle.update_vectors(source)
+    def vectors(self, source: VectorSource, table: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+        """Every client's update vector ``source`` names this round (ids, rows)."""
+        return list(self.clients(0)["client_id"]), self.oracle.update_vectors(source)
 
     # ------------------------------------------------------------------ the commit
     def commit(self, t: int, choice: RoundChoice, inputs: RoundInputs, lean: bool) -> Committed:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import pandas as pd
@@ -30,6 +31,7 @@ from fl_oracle.experiments.round_step import (
     history_row,
     selector_state,
 )
+from selection.baselines.reads import VECTOR_READS, VectorSource
 from selection.information import InformationModel, RoundInputs
 from selection.problem import SelectionProblem
 
@@ -117,8 +119,8 @@ class Transport(Protocol):
         """The table and selector the choice reads (a statistic a client does not report
         filled in, or a fallback selector; None: the run's own) and why they differ ("")."""
 
-    def vectors(self, selector: SelectorLike, table: pd.DataFrame) -> Any:
-        """(ids, rows) of the update vectors a rule reading them sees, None otherwise."""
+    def vectors(self, source: VectorSource, table: pd.DataFrame) -> Any:
+        """(ids, rows) of the update vectors ``source`` names, for a rule that reads them."""
 
     def commit(self, t: int, choice: RoundChoice, inputs: RoundInputs, lean: bool) -> Committed:
         """Aggregate the chosen clients' updates into w_{t+1} (``lean``: a rule's round that
@@ -138,6 +140,8 @@ class RoundRun:
         surrogate: the surrogate judging the round's problem.
         q: q-FFL's q (aggregation weights), None for none.
         upper_bound: the run measures every client every round (the oracle's upper bound).
+        vector_source: whose update vectors the selector reads (a rule's
+            :data:`~selection.baselines.reads.VECTOR_READS`), None for none.
 
     Examples:
         >>> from selection.selectors import make_selector
@@ -156,6 +160,10 @@ class RoundRun:
     surrogate: str
     q: float | None = None
     upper_bound: bool = False
+
+    @cached_property
+    def vector_source(self) -> VectorSource | None:
+        return VECTOR_READS.get(str(getattr(self.selector, "reads", None)))
 
 
 def play_round(
@@ -194,7 +202,7 @@ def play_round(
         ...         return None
         ...     def prepare(self, t, table):
         ...         return table, None, ""
-        ...     def vectors(self, selector, table):
+        ...     def vectors(self, source, table):
         ...         return None
         ...     def commit(self, t, choice, inputs, lean):
         ...         kept = self.stats[self.stats["client_id"].isin(choice.ids)]
@@ -234,6 +242,7 @@ def play_round(
         table = model.view(inputs)
         logits = transport.logits(model, inputs)
     solved, selector, note = transport.prepare(t, table)
+    source = run.vector_source
     selector = run.selector if selector is None else selector
     choice = choose_round(
         selector,
@@ -247,7 +256,7 @@ def play_round(
         weights_table=table,
         error=transport.error,
         problem=lean,
-        vectors=transport.vectors(run.selector, solved),
+        vectors=None if source is None else transport.vectors(source, solved),
     )
     state = selector_state(run.selector)
     committed = transport.commit(t, choice, inputs, lean is not None)

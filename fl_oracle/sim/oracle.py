@@ -26,13 +26,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
 from fl_oracle.errors import CheckpointError, OracleError, UnknownClientError
-from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.config import OracleConfig, small_config
 from fl_oracle.sim.decoded import DecodedCache
 from fl_oracle.sim.loading import load_federation_data
 from fl_oracle.sim.local import MODEL_CHUNK, plan_steps, train_clients
@@ -57,7 +58,7 @@ from selection.progress import ProgressFn
 from selection.schema import F_FLOOR, validate_stats
 
 # resolve_device and load_federation_data: re-exported, where callers have imported them
-__all__ = ["Oracle", "resolve_device", "load_federation_data"]
+__all__ = ["Oracle", "small_oracle", "resolve_device", "load_federation_data"]
 
 STATE_FORMAT = "fedsel-oracle-1"
 
@@ -747,3 +748,20 @@ class Oracle:
         self._drops = int(state["drops"])
         self._committed.clear()  # the restored model's past commits are not known here
         self._clear_round()
+
+
+def small_oracle(**changes: Any) -> Oracle:
+    """The docstring examples' oracle: :func:`~fl_oracle.sim.config.small_config`'s tiny
+    federation (``changes`` override its fields), its generated images built in a temporary
+    cache that is not kept.
+
+    Examples:
+        >>> from fl_oracle.sim.oracle import small_oracle
+        >>> oracle = small_oracle()
+        >>> oracle.round, list(oracle.domains), len(oracle.clients)
+        (0, ['svhn', 'syn'], 4)
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:  # generated stand-ins, not kept
+        return Oracle(small_config(**changes), cache_dir=cache)

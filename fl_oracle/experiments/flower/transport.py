@@ -50,7 +50,7 @@ from fl_oracle.experiments.flower.stock import BACK, StockClients
 from fl_oracle.experiments.round_step import RoundChoice, domain_metrics
 from fl_oracle.experiments.transport import Committed
 from fl_oracle.sim.stats import cosine_to, js_divergence
-from selection.baselines.reads import VECTOR_READS, Reads, VectorSource
+from selection.baselines.reads import Reads, VectorSource
 from selection.errors import SelectionError
 from selection.information import InformationModel, RoundInputs
 from selection.schema import F_FLOOR
@@ -273,14 +273,10 @@ class FlowerTransport:
             f"fewer than K={self.k} ({detail})"
         )
 
-    def vectors(self, selector: Any, table: pd.DataFrame) -> tuple[list[str], np.ndarray] | None:
-        """The update vectors a rule reading them sees
-        (:data:`selection.baselines.reads.VECTOR_READS`): the updates last aggregated from each
-        node (``updates``; NaN rows for nodes never aggregated) or this round's measured
-        updates (``fresh-updates``); None otherwise."""
-        source = VECTOR_READS.get(str(getattr(selector, "reads", None)))
-        if source is None:
-            return None
+    def vectors(self, source: VectorSource, table: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+        """The update vectors ``source`` names: the updates last aggregated from each node
+        (``stale``; NaN rows for nodes never aggregated) or this round's measured updates
+        (``fresh``)."""
         ids = list(table["client_id"])
         nan = np.full(len(self.w_t), np.nan, dtype=np.float32)
         if source == VectorSource.FRESH:
@@ -304,7 +300,8 @@ class FlowerTransport:
                 timeout=self.ex.timeout,
             )
             got = self.ex.collect(replies, nodes, self.w_t, self.failures, self.sizes())
-            ok = [r for r in got if r.client_id in set(ids)]
+            chosen = set(ids)
+            ok = [r for r in got if r.client_id in chosen]
             self.ingest(ok, t)  # the picks' true statistics, from their updates
         if getattr(self.selector, "reads", None) == Reads.UPDATES:
             self.committed.update({r.client_id: r.delta for r in ok if r.delta is not None})
