@@ -174,11 +174,11 @@ def study(
     )
     for entry in settings.entries:
         make_selector(entry.spec, seed=0)  # bad spec -> one line before any work
-    oracle = dict(settings.oracle)  # K is the runs' (settings.k), checked by the settings
-    make_config(0, **oracle)  # bad oracle setting -> one line before any process starts
+    # bad oracle setting -> one line before any process starts (K is the runs', settings.k)
+    make_config(0, **settings.oracle)
     with claim_run_folder(out, "study", resume=True, committed="study.toml"):
         if not report_only:
-            _run_runs(settings, out, added, oracle, workers=workers, executor=executor,
+            _run_runs(settings, out, added, workers=workers, executor=executor,
                       address=address, progress=not no_progress)  # fmt: skip
         res = finish_study(settings, out)
     for line in res.verdict:
@@ -190,7 +190,6 @@ def _run_runs(
     settings: Any,
     out: Path,
     added: list[str] | None,
-    overrides: dict[str, Any],
     *,
     workers: int | None,
     executor: str,
@@ -205,7 +204,7 @@ def _run_runs(
 
     runs = settings.seeds * len(settings.selectors)
     n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
-    factory = study_factory(overrides)
+    factory = study_factory(dict(settings.oracle))
     _record_sources(factory, out, added=added, progress=progress)
     interrupt_hint(
         f"the finished runs are kept in {out / 'runs'}; run the same command again to "
