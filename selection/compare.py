@@ -109,11 +109,9 @@ def run_method(
             :func:`selection.solvers.sweeps.sweep_eps`).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.compare import run_method
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = small_problem()
         >>> front = run_method(problem, "eps")  # the complete ε sweep: both Pareto points
         >>> front[["param", "utility", "gap", "selected"]].values.tolist()
         [['eps=inf', 85.0, 25.0, 'a;b'], ['eps=22.5', 75.0, 0.0, 'a;c']]
@@ -160,11 +158,9 @@ class Comparison:
         notes: why a requested method has no row (e.g. enumeration refused as too large).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.compare import compare_methods
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = small_problem()
         >>> c = compare_methods(problem, methods=["exhaustive", "maxmin", "fisher-fair"])
         >>> c.exact, c.reference.values.tolist()  # enumeration ran: the exact (U, gap) front
         (True, [[75.0, 0.0], [85.0, 25.0]])

@@ -14,7 +14,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pandas is imported where the table is read, not with the CLI's listing
     import pandas as pd
 
-__all__ = ["EXAMPLE_STATS", "example_stats", "example_stats_bytes", "small_round", "tied_round"]
+    from selection.problem import SelectionProblem
+
+__all__ = [
+    "EXAMPLE_STATS",
+    "example_stats",
+    "example_stats_bytes",
+    "small_round",
+    "tied_round",
+    "small_problem",
+    "tied_problem",
+]
 
 EXAMPLE_STATS = ("data", "example_stats.csv")  # inside the selection package
 
@@ -87,3 +97,31 @@ def tied_round() -> pd.DataFrame:
         "domain": ["a", "b", "a"], "n_samples": 100, "U": [70.0, 70.0, 75.0],
         "U_a": [90.0, 50.0, 80.0], "U_b": [50.0, 90.0, 70.0],
         "F": [1.0, 2.0, 4.0], "B": 0.1, "cos_g": 0.5})  # fmt: skip
+
+
+def small_problem(k: int = 2) -> SelectionProblem:
+    """:func:`small_round` as the problem of choosing ``k`` of its three clients.
+
+    Examples:
+        >>> from selection.example import small_problem
+        >>> problem = small_problem()
+        >>> problem.ids.tolist(), problem.k, problem.domains
+        (['a', 'b', 'c'], 2, ('x', 'y'))
+    """
+    from selection.problem import SelectionProblem
+
+    return SelectionProblem.from_stats(small_round(), k=k)
+
+
+def tied_problem(k: int = 2) -> SelectionProblem:
+    """:func:`tied_round` as the problem of choosing ``k`` of its three clients.
+
+    Examples:
+        >>> from selection.example import tied_problem
+        >>> problem = tied_problem()
+        >>> problem.ids.tolist(), problem.k, problem.domains
+        (['a0', 'b0', 'a1'], 2, ('a', 'b'))
+    """
+    from selection.problem import SelectionProblem
+
+    return SelectionProblem.from_stats(tied_round(), k=k)

@@ -69,11 +69,9 @@ def surrogate_values(p: SelectionProblem, X) -> tuple[np.ndarray, np.ndarray]:
     """(U(S) (M,), U_d(S) (M, D)) by the problem's surrogate (:mod:`selection.surrogates`).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import surrogate_values
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> U, Ud = surrogate_values(p, [[1, 1, 0], [1, 0, 1]])  # {a, b} and {a, c}
         >>> U.tolist(), Ud.tolist()  # means of the selected rows; columns U_x, U_y
         ([85.0, 75.0], [[85.0, 60.0], [70.0, 70.0]])
@@ -88,11 +86,9 @@ def utility(p: SelectionProblem, X) -> np.ndarray:
     With the default ``mean`` surrogate the mean of the selected clients' U_i.
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import utility
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> utility(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # (90 + 80) / 2, (90 + 60) / 2
         [85.0, 75.0]
     """
@@ -103,11 +99,9 @@ def domain_utility(p: SelectionProblem, X) -> np.ndarray:
     """U_d(S) for every domain by the problem's surrogate, accuracy %, shape (M, D).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import domain_utility
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> p.domains, domain_utility(p, [[1, 1, 0], [1, 0, 1]]).tolist()
         (('x', 'y'), [[85.0, 60.0], [70.0, 70.0]])
     """
@@ -118,11 +112,9 @@ def gap(p: SelectionProblem, X) -> np.ndarray:
     """max_d U_d(S) - min_d U_d(S), percentage points, shape (M,).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import gap
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> gap(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # U_d(S): (85, 60) and (70, 70)
         [25.0, 0.0]
     """
@@ -134,11 +126,9 @@ def worst(p: SelectionProblem, X) -> np.ndarray:
     """min_d U_d(S), accuracy %, shape (M,).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import worst
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> worst(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # U_d(S): (85, 60) and (70, 70)
         [60.0, 70.0]
     """
@@ -149,11 +139,9 @@ def mean_minus_worst(p: SelectionProblem, X) -> np.ndarray:
     """mean_d U_d(S) - min_d U_d(S), percentage points, shape (M,).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import mean_minus_worst
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> mean_minus_worst(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # 72.5 - 60, 70 - 70
         [12.5, 0.0]
     """
@@ -165,11 +153,9 @@ def var_domains(p: SelectionProblem, X) -> np.ndarray:
     """Var_d U_d(S) (population variance over domains), %^2, shape (M,).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import var_domains
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> var_domains(p, [[1, 1, 0], [1, 0, 1]]).tolist()  # U_d(S) 72.5 ± 12.5, 70 ± 0
         [156.25, 0.0]
     """
@@ -180,11 +166,9 @@ def sum_B(p: SelectionProblem, X) -> np.ndarray:
     """Sum of label divergences of the selected clients, nats, shape (M,).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import sum_B
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> sum_B(p, [[1, 1, 0], [1, 0, 1]]).round(3).tolist()  # 0.1 + 0.2, 0.1 + 0.3
         [0.3, 0.4]
     """
@@ -195,11 +179,9 @@ def sum_Fz(p: SelectionProblem, X) -> np.ndarray:
     """Sum of within-round z-scores of log F over the selected clients, shape (M,).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import sum_Fz
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> p.F_z.round(3).tolist()  # log F = 0, ln 2, 2 ln 2: evenly spaced
         [-1.225, 0.0, 1.225]
         >>> sum_Fz(p, [[1, 1, 0], [1, 0, 1]]).round(3).tolist()
@@ -212,11 +194,9 @@ def sum_cos(p: SelectionProblem, X) -> np.ndarray:
     """Sum of update-alignment cosines of the selected clients, shape (M,).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import sum_cos
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> sum_cos(p, [[1, 1, 0], [1, 0, 1]]).round(3).tolist()  # 0.5 + 0.3, 0.5 - 0.1
         [0.8, 0.4]
     """
@@ -228,11 +208,9 @@ def u_star(p: SelectionProblem) -> float:
     utilities.
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import u_star
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> u_star(p)  # the two largest U: (90 + 80) / 2
         85.0
     """
@@ -252,11 +230,9 @@ class Objective:
         axis: a plot axis title: the definition, its unit and which way is better.
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import OBJECTIVES
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> o = OBJECTIVES["gap"]  # the registered gap objective
         >>> o.sense, o.maximize, o.unit, o(p, [[1, 1, 0], [1, 0, 1]]).tolist()
         ('min', False, 'pp', [25.0, 0.0])
@@ -369,11 +345,9 @@ def evaluate(p: SelectionProblem, idx) -> dict[str, float]:
     surrogate, evaluated once).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import evaluate
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> values = evaluate(p, [0, 2])  # clients a and c: U_x 70, U_y 70
         >>> values["utility"], values["gap"], values["worst"], round(values["sum_B"], 3)
         (75.0, 0.0, 70.0, 0.4)
@@ -391,11 +365,9 @@ def realized_objectives(p: SelectionProblem, idx, U: float, Ud: np.ndarray) -> d
     on the true aggregate) instead of predicted; the per-client sums stay as they are.
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.objectives import realized_objectives
-        >>> from selection.problem import SelectionProblem
-        >>> stats = small_round()
-        >>> p = SelectionProblem.from_stats(stats, k=2)
+        >>> p = small_problem()
         >>> values = realized_objectives(p, [0, 2], 72.5, [78.0, 61.0])  # measured U, U_d
         >>> values["utility"], values["gap"], values["worst"], round(values["sum_B"], 3)
         (72.5, 17.0, 61.0, 0.4)

@@ -101,12 +101,10 @@ def front_takeaway(data: pd.DataFrame, x: str, y: str) -> str:
     """Two computed sentences: the span of the front and what moving along it costs.
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.compare import run_method
-        >>> from selection.problem import SelectionProblem
         >>> from selection.report import front_plot_data, front_takeaway
-        >>> stats = small_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = small_problem()
         >>> data = front_plot_data(run_method(problem, "eps"), "gap", "utility")
         >>> print(front_takeaway(data, "gap", "utility"))
         2 distinct points. Best U: 85.00 % (gap 25.00 pp, ε=inf); best gap: 0.00 pp
@@ -152,12 +150,10 @@ def certified_note(front: pd.DataFrame, y: str) -> str:
     """What the ``bound`` column of a front with stopped points still guarantees, in words.
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.compare import run_method
-        >>> from selection.problem import SelectionProblem
         >>> from selection.report import certified_note
-        >>> stats = small_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = small_problem()
         >>> print(certified_note(run_method(problem, "eps"), "utility"))  # every point proven
         Certified: the exact front's utility is at most 0 pp above these points (the bars),
         from each point's proven bound (front.csv: bound).
@@ -192,12 +188,10 @@ def render_front_html(
 
     Examples:
         >>> import re
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.compare import run_method
-        >>> from selection.problem import SelectionProblem
         >>> from selection.report import render_front_html
-        >>> stats = small_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = small_problem()
         >>> page = render_front_html(run_method(problem, "eps"), title="round 0")
         >>> page.startswith("<!DOCTYPE html>"), "<title>round 0</title>" in page
         (True, True)
@@ -335,12 +329,10 @@ def compare_takeaway(table: pd.DataFrame, plane: tuple[str, str]) -> str:
     formulations optimize another plane (their points lie off this one's front by design).
 
     Examples:
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.compare import compare_methods
-        >>> from selection.problem import SelectionProblem
         >>> from selection.report import compare_takeaway
-        >>> stats = small_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = small_problem()
         >>> c = compare_methods(problem, methods=["exhaustive", "maxmin", "fisher-fair"])
         >>> print(compare_takeaway(c.table, ("utility", "gap")))
         Recovering all of the exact front: exhaustive, maxmin; the share of its hypervolume the
@@ -396,12 +388,10 @@ def render_compare_html(
 
     Examples:
         >>> import re
-        >>> from selection.example import small_round
+        >>> from selection.example import small_problem
         >>> from selection.compare import compare_methods
-        >>> from selection.problem import SelectionProblem
         >>> from selection.report import render_compare_html
-        >>> stats = small_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = small_problem()
         >>> c = compare_methods(problem, methods=["exhaustive", "fisher-fair"])
         >>> page = render_compare_html(c.table, c.fronts, c.reference, title="round 0")
         >>> re.search(r"<p class='takeaway'><b>([^;]*)", page).group(1)

@@ -63,12 +63,10 @@ class SweepOptions:
             its step in the gap (a front certified within ``tolerance`` in both objectives).
 
     Examples:
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.base import SweepOptions
         >>> from selection.solvers.registry import solvers
-        >>> stats = tied_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = tied_problem()
         >>> front = solvers()["maxmin"].sweep_front(problem, SweepOptions(grid=[0.0, 5.0]))
         >>> front[["param", "selected", "utility", "worst"]].values.tolist()
         [['delta=0', 'b0;a1', 72.5, 65.0], ['delta=5', 'a0;b0', 70.0, 70.0]]
@@ -119,12 +117,10 @@ class Solver(ABC):
     """Base class: subclasses set ``name`` and implement ``_solve`` (module docstring).
 
     Examples:
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.base import Solver
         >>> from selection.solvers.registry import solvers
-        >>> stats = tied_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = tied_problem()
         >>> solver = solvers()["eps"](eps=10.0)  # a registered formulation
         >>> isinstance(solver, Solver), solver.spec_kwargs("5")
         (True, {'eps': 5.0})

@@ -58,11 +58,9 @@ class EpsSolver(ExactSolver):
             :class:`selection.solvers.milp.exact.ExactSolver`.
 
     Examples:
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.eps import EpsSolver
-        >>> stats = tied_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = tied_problem()
         >>> result = EpsSolver().solve(problem)  # a0+a1 and b0+a1 tie at U = 72.5
         >>> result.ids, result.objectives["utility"], result.objectives["gap"]  # the smaller gap
         (('b0', 'a1'), 72.5, 15.0)

@@ -56,11 +56,9 @@ class SelectionMOP(Problem):
 
     Examples:
         >>> import numpy as np
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.ksubset import SelectionMOP
-        >>> stats = tied_round()
-        >>> mop = SelectionMOP(SelectionProblem.from_stats(stats, k=2), ["utility", "gap"])
+        >>> mop = SelectionMOP(tied_problem(), ["utility", "gap"])
         >>> X = np.array([[True, True, False], [False, True, True]])  # {a0, b0}, {b0, a1}
         >>> mop.evaluate(X, return_values_of=["F"])  # (-U, gap): both minimized
         array([[-70. ,   0. ],
@@ -88,11 +86,9 @@ class KSubsetSampling(Sampling):
 
     Examples:
         >>> import numpy as np
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.ksubset import KSubsetSampling, SelectionMOP
-        >>> stats = tied_round()
-        >>> mop = SelectionMOP(SelectionProblem.from_stats(stats, k=2), ["utility", "gap"])
+        >>> mop = SelectionMOP(tied_problem(), ["utility", "gap"])
         >>> X = KSubsetSampling().do(mop, 4, random_state=np.random.default_rng(0)).get("X")
         >>> X[:3].astype(int)  # the top-2 by U, by U_a and by U_b
         array([[1, 0, 1],

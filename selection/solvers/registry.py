@@ -25,8 +25,7 @@ def register(cls: type[Solver]) -> type[Solver]:
 
     Examples:
         >>> import numpy as np
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.base import Solver
         >>> from selection.solvers.registry import SOLVERS, make_solver, register, solvers
         >>> from selection.solvers.result import RawResult, Status
@@ -36,8 +35,7 @@ def register(cls: type[Solver]) -> type[Solver]:
         ...     def _solve(self, problem):
         ...         top = np.argsort(-problem.U, kind="stable")[: problem.k]
         ...         return RawResult(tuple(top), Status.OPTIMAL)
-        >>> stats = tied_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = tied_problem()
         >>> "top-u" in solvers(), make_solver("top-u").solve(problem).ids
         (True, ('a0', 'a1'))
         >>> del SOLVERS["top-u"]  # leave the registry as it was

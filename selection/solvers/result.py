@@ -143,12 +143,10 @@ def results_to_frame(problem: SelectionProblem, results: Sequence[SolveResult]) 
         results: solve results in the order the rows should have.
 
     Examples:
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.registry import make_solver
         >>> from selection.solvers.result import results_to_frame
-        >>> stats = tied_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = tied_problem()
         >>> results = [make_solver("eps", eps=e).solve(problem) for e in (None, 10.0)]
         >>> frame = results_to_frame(problem, results)
         >>> frame[["param", "selected", "utility", "gap", "U_a", "U_b"]].values.tolist()
@@ -183,16 +181,14 @@ class RawResult:
     (:meth:`Solver.solve` turns it into a :class:`SolveResult`, computing the objectives).
 
     Examples:
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.base import Solver
         >>> from selection.solvers.result import RawResult, Status
         >>> class FirstK(Solver):  # a formulation: _solve hands back a RawResult
         ...     name = "first-k"
         ...     def _solve(self, problem):
         ...         return RawResult(tuple(range(problem.k))[::-1], Status.FEASIBLE, backend="hand")
-        >>> stats = tied_round()
-        >>> result = FirstK().solve(SelectionProblem.from_stats(stats, k=2))
+        >>> result = FirstK().solve(tied_problem())
         >>> result.selected, result.ids, str(result.status), result.backend
         ((0, 1), ('a0', 'b0'), 'feasible', 'hand')
         >>> result.objectives["utility"], result.objectives["gap"]

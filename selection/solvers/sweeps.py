@@ -328,11 +328,9 @@ def front_step(problem: SelectionProblem, quantum: float | None = None) -> float
     quantum`; 0 off the grid); None: from the true rows.
 
     Examples:
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.sweeps import front_step
-        >>> stats = tied_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = tied_problem()
         >>> front_step(problem)  # every U_d a multiple of q = 10, K = 2: q/(2K)
         2.5
         >>> front_step(problem, quantum=0.0)  # off a value grid: DEFAULT_STEP
@@ -470,11 +468,9 @@ def sweep_delta(
     each within ``tolerance`` points of its max worst (see :func:`sweep_eps`).
 
     Examples:
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.sweeps import sweep_delta
-        >>> stats = tied_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = tied_problem()
         >>> front = sweep_delta(problem, [0.0, 5.0])  # U* = 72.5
         >>> front[["param", "selected", "utility", "worst"]].values.tolist()
         [['delta=0', 'b0;a1', 72.5, 65.0], ['delta=5', 'a0;b0', 70.0, 70.0]]
@@ -501,11 +497,9 @@ def sweep_weighted(
     of the composite score when ``composite`` is true.
 
     Examples:
-        >>> from selection.example import tied_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import tied_problem
         >>> from selection.solvers.sweeps import sweep_weighted
-        >>> stats = tied_round()
-        >>> problem = SelectionProblem.from_stats(stats, k=2)
+        >>> problem = tied_problem()
         >>> front = sweep_weighted(problem, [(1, 0), (0, 1)])  # w_U alone, then w_R alone
         >>> front[["param", "selected", "utility", "gap"]].values.tolist()
         [['w=1,0', 'a0;a1', 72.5, 25.0], ['w=0,1', 'b0;a1', 72.5, 15.0]]
