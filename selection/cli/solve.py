@@ -150,10 +150,9 @@ def solve_record(
     its parameter reaches, the hint that tells it ("" otherwise).
 
     Examples:
-        >>> from selection.example import small_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import small_problem
         >>> from selection.cli.solve import make_solver, solve_record
-        >>> problem = SelectionProblem.from_stats(small_round(), k=2)
+        >>> problem = small_problem()
         >>> cls, solver, _ = make_solver("eps", {"eps": 1.0})  # {a, c}: a gap of 0
         >>> out, hint = solve_record(cls, problem, solver.solve(problem))
         >>> out["status"], out["selected"], out["objectives"]["gap"], out["bound"], hint
@@ -188,10 +187,9 @@ def solve_notes(cls: type, r, objs: Sequence[str], *, verbose: bool = False) -> 
     (``--verbose``; "" otherwise) and, for an answer not proven optimal, what is proven.
 
     Examples:
-        >>> from selection.example import small_round
-        >>> from selection.problem import SelectionProblem
+        >>> from selection.example import small_problem
         >>> from selection.cli.solve import make_solver, solve_notes
-        >>> problem = SelectionProblem.from_stats(small_round(), k=2)
+        >>> problem = small_problem()
         >>> cls, solver, objs = make_solver("maxmin", {"delta": 2.0})
         >>> r = solver.solve(problem)
         >>> solve_notes(cls, r, objs)[0].split(", ")[:2]
