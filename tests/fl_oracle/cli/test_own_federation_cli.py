@@ -147,3 +147,11 @@ def test_a_stored_dataset_study_is_read_again_with_its_dataset(folder):
     assert StudySettings.from_toml(s.to_toml(), dataset=str(folder)) == s
     # moved onto the folder again without a TOML round trip (a grid's base): the same
     assert s.with_dataset(str(folder)) == s
+    # and settings of the default federation moved onto it read its domains and sizes, as
+    # settings read with the folder do
+    text = (
+        'seeds = 1\nrounds = 1\nk = 2\nselectors = ["proportional"]\n[oracle]\nval_per_domain = 2\n'
+    )
+    moved = StudySettings.from_toml(text).with_dataset(str(folder))
+    assert moved == StudySettings.from_toml(text, dataset=str(folder))
+    assert moved.oracle["domains"] != StudySettings.from_toml(text).oracle.get("domains")
