@@ -66,15 +66,10 @@ from fl_oracle.experiments.oracle_transport import OracleTransport
 from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.experiments.round_step import (
     GLOBAL_KEYS,
-    RoundChoice,
     SelectorLike,
     check_selection,
-    choose_round,
     domain_metrics,
-    fallback_selection,
     history_row,
-    qffl_weights,
-    run_selector,
     selector_state,
 )
 from fl_oracle.experiments.transport import RoundRun, play_round
@@ -84,32 +79,12 @@ from selection.errors import SelectionError
 from selection.information import (
     RULE,
     default_information,
-    information_models,
     make_information,
     parse_information,
 )
 from selection.selectors import Selector
 
-__all__ = [
-    "STATS_MODES",
-    "RECORDS",
-    "TrainResult",
-    "OracleLike",
-    "run_training",
-    # the round step (:mod:`.round_step`), re-exported for the drivers that import it here
-    "GLOBAL_KEYS",
-    "RoundChoice",
-    "choose_round",
-    "run_selector",
-    "history_row",
-    "qffl_weights",
-    "fallback_selection",
-    "domain_metrics",
-]
-
-# the information models a run takes (``pool`` with its P: ``pool:10``), and ``rule``: a
-# baseline rule charged for what it reads (:attr:`selection.selectors.Spec.information`)
-STATS_MODES = (*information_models(), RULE)
+__all__ = ["RECORDS", "TrainResult", "OracleLike", "run_training", "check_information"]
 
 
 #: the simulator's own records a run may skip (``run_training(records=...)``)

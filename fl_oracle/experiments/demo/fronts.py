@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from fl_oracle.experiments.loop import OracleLike, domain_metrics
+from fl_oracle.experiments.loop import OracleLike
+from fl_oracle.experiments.round_step import domain_metrics
 from selection.problem import SelectionProblem
 from selection.solvers.result import point_rows
 

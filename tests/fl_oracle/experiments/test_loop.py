@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fl_oracle.experiments.loop import domain_metrics, qffl_weights, run_training
+from fl_oracle.experiments.loop import run_training
+from fl_oracle.experiments.round_step import domain_metrics, qffl_weights
 from selection.errors import InfeasibleError, SelectionError
 from selection.schema import validate_stats
 
