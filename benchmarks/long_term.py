@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from oracle import markdown_table  # noqa: E402
 
+from fl_oracle.experiments.study.runs import read_history  # noqa: E402
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 from selection.solvers.long_term import QUEUE_PREFIX  # noqa: E402
 
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         help="entries shown beside the eps-lt ones",
     )
     args = ap.parse_args(argv)
-    history = pd.read_csv(args.study / "history.csv")
+    history = read_history(args.study)
     summary = ("avg", "worst", "gap", "std")
     domains = [c[4:] for c in history.columns if c.startswith("acc_") and c[4:] not in summary]
     keep = [e for e in history["entry"].unique() if _long_term(str(e))]

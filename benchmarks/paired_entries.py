@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from oracle import markdown_table  # noqa: E402
 
+from fl_oracle.experiments.study.runs import read_history  # noqa: E402
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 
 BOOT = 10000
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks")
     ap.add_argument("--name", default="predictor_live")
     args = ap.parse_args(argv)
-    history = pd.read_csv(args.study / "history.csv")
+    history = read_history(args.study)
     rng = np.random.default_rng(0)
     rows = [paired(history, *p.split("|"), rng) for p in args.pairs.split(",")]
     table = pd.DataFrame(rows)

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from oracle import machine_facts, markdown_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
+from fl_oracle.experiments.study.runs import read_history  # noqa: E402
 from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 
 COMMITTED = ROOT / "results" / "study-costs"
@@ -86,8 +87,8 @@ def main(argv: list[str] | None = None) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT)
     wall = time.perf_counter() - t0
     load1 = os.getloadavg()[0]
-    new = pd.read_csv(args.work / "history.csv", dtype={"selected": str}, keep_default_na=False)
-    old = pd.read_csv(COMMITTED / "history.csv", dtype={"selected": str}, keep_default_na=False)
+    new = read_history(args.work)
+    old = read_history(COMMITTED)
     old = old[old["seed"].isin(new["seed"].unique())]  # the seeds rerun
     table = compare(new, old)
     write_table_atomic(table, args.out / "study_rerun.csv")

@@ -66,7 +66,7 @@ SIZES = tuple(
     for c, k in (s.split(":") for s in os.environ.get("STUDY_ROUND_SIZES", "5:5,50:20").split(","))
 )  # (clients per domain, K)
 COST_STUDY = ROOT / "results" / "study-costs" / "study.toml"
-CROSS_DEVICE = ROOT / "results" / "cross_device.toml"
+CROSS_DEVICE = ROOT / "benchmarks" / "studies" / "cross_device.toml"
 STAGES = ("local", "probe", "val_eval", "test_eval", "information", "solve", "other")
 
 

@@ -282,16 +282,16 @@ def map_markdown() -> str:
     lines = ["# The map: where exact selection pays, across federations", ""]
     if not (MAP / "grid.md").is_file():
         return "\n".join([*lines, "No map is committed yet (`results/map/grid.md`).", ""])
-    script = RESULTS / "run_map.sh"
+    script = ROOT / "benchmarks" / "studies" / "run_map.sh"
     cmd = [ln for ln in script.read_text(encoding="utf-8").splitlines()
            if ln.startswith(".venv/bin/fedsel")] if script.is_file() else []  # fmt: skip
     lines += [
         "Rendered at build time from the committed `results/map/` (`grid.md`, `grid.csv`, "
         "`study.toml`; each cell's study in `cells/<slug>/`, its held-out seeds in "
-        "`cells/<slug>/confirm/`). Made by `results/run_map.sh` from `results/map.toml`:",
+        "`cells/<slug>/confirm/`). Made by `benchmarks/studies/run_map.sh` from `benchmarks/studies/map.toml`:",
         "",
         "```bash",
-        *(cmd or ["(results/run_map.sh not committed)"]),
+        *(cmd or ["(benchmarks/studies/run_map.sh not committed)"]),
         "```",
         "",
         "## Verdict",
@@ -417,6 +417,12 @@ def on_files(files, config, **_):
     for page in map_files():
         rel = page.relative_to(MAP).as_posix()
         files.append(File.generated(config, f"assets/results/map/{rel}", abs_src_path=str(page)))
+    # the one plotly.js the committed reports share (selection/plotly_js.py), where the map's
+    # reports find it: assets/results/map/../fedsel-assets/
+    for js in sorted((RESULTS / "fedsel-assets").glob("*.js")):
+        files.append(
+            File.generated(config, f"assets/results/fedsel-assets/{js.name}", abs_src_path=str(js))
+        )
     for sub in IMAGE_DIRS:
         for png in sorted((RESULTS / sub).glob("*.png")):
             files.append(

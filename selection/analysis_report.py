@@ -29,6 +29,7 @@ from selection.analysis import (
     seed_table,
 )
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.plotly_js import write_report
 from selection.schema import validate_stats
 
 __all__ = ["analysis_takeaway", "faceted_figure", "scatter_figure", "write_analysis"]
@@ -155,7 +156,7 @@ def write_analysis(
     write_table_atomic(res.correlations, out / "analysis.csv")
     write_table_atomic(res.sample_weights, out / "sample_weights.csv")
     write_text_atomic(text, out / "analysis.json")
-    write_text_atomic(html, out / "analysis.html")
+    write_report(html, out / "analysis.html")
     return res
 
 
@@ -248,10 +249,8 @@ def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
         res.sample_weights.to_html(index=False, float_format=lambda v: f"{v:.1f}"),
     ]
     figs = []
-    first = True
     for r in [r for r in ANALYSED_U if r in df.columns]:
-        figs.append(faceted_figure(df, r).to_html(full_html=False, include_plotlyjs=first))
-        first = False
+        figs.append(faceted_figure(df, r).to_html(full_html=False, include_plotlyjs=False))
     figs.append(
         "<h2>Pooled over rounds: log F vs U, coloured by B</h2><p class='note'>Every "
         "(round, client) of the table in one scatter; read it beside the warning above.</p>"
@@ -263,5 +262,8 @@ def _analysis_html(df: pd.DataFrame, res: AnalysisResult, pooled: dict) -> str:
         + "".join(figs)
     )
     from selection.html_page import page
+    from selection.plotly_js import plotly_head
 
-    return page("fedsel analyze", body, css="table{margin:.5em 0}td,th{font-size:13px}")
+    return page(
+        "fedsel analyze", body, css="table{margin:.5em 0}td,th{font-size:13px}", head=plotly_head()
+    )

@@ -4,7 +4,7 @@ Plot data is computed by :func:`front_plot_data` / :func:`compare_plot_data` (Da
 can compare) and drawn (:mod:`selection.front_plot`, re-exported here) on the pages
 :func:`render_front_html` / :func:`render_compare_html` / :func:`render_rounds_html` (one front
 per round, overlaid) with their takeaways and point tables. The HTML is self-contained:
-plotly.js is embedded (``include_plotlyjs=True``), so it opens offline as one file.
+plotly.js is inlined, or shared in a results tree (:mod:`selection.plotly_js`): it opens offline.
 
 Axes: by default gap (percentage points, lower is fairer) horizontally, U(S) (accuracy %)
 vertically — max-min sweeps are drawn in (worst, U), the plane they optimize; one colour and
@@ -32,6 +32,7 @@ from selection.front_plot import (
     realized_axis,
 )
 from selection.html_page import html_table, page
+from selection.plotly_js import plotly_head
 from selection.solvers.result import point_rows
 
 __all__ = [
@@ -67,7 +68,7 @@ _CSS = (
 
 
 def _page(title: str, body: str) -> str:
-    return page(title, body, css=_CSS)
+    return page(title, body, css=_CSS, head=plotly_head())
 
 
 def _points_table(data: pd.DataFrame, columns: list[str]) -> str:
@@ -242,7 +243,7 @@ def render_front_html(
         title,
         note
         + _plane_note(x, y)
-        + fig.to_html(full_html=False, include_plotlyjs=True)
+        + fig.to_html(full_html=False, include_plotlyjs=False)
         + "<h2>Points</h2>"
         + _points_table(data, cols),
     )
@@ -318,7 +319,7 @@ def render_rounds_html(
         title,
         note
         + _plane_note(x, y)
-        + fig.to_html(full_html=False, include_plotlyjs=True)
+        + fig.to_html(full_html=False, include_plotlyjs=False)
         + "<h2>Per round</h2>"
         + tbl,
     )
@@ -421,5 +422,5 @@ def render_compare_html(
         + f"<dl class='note'>{terms}</dl>"
         + _plane_note(x, y)
         + legend
-        + fig.to_html(full_html=False, include_plotlyjs=True),
+        + fig.to_html(full_html=False, include_plotlyjs=False),
     )

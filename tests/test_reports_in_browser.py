@@ -84,3 +84,27 @@ def test_a_map_cell_opens_its_study(pages, browser):
         time.sleep(0.1)
     assert browser.evaluate("window.location.href").endswith(link)
     assert browser.evaluate(heading).startswith("fedsel study")
+
+
+#: committed reports, one of each kind, opened from disk with the network blocked: each loads
+#: the shared plotly.js of results/fedsel-assets by its relative path and draws its plots
+COMMITTED = (
+    "results/demo/report.html",
+    "results/study/report.html",
+    "results/map/map.html",
+    "results/map/cells/k5-alpha0.5-sigma0-cpd5/confirm/report.html",
+    "results/seed-statistics/analysis.html",
+)
+
+
+@pytest.mark.parametrize("rel", COMMITTED)
+def test_a_committed_report_draws_offline(rel, browser):
+    from helpers import ROOT
+
+    path = ROOT / rel
+    if not path.is_file():
+        pytest.skip(f"{rel} is not in this checkout")
+    browser.open(path)
+    assert browser.errors() == [], f"{rel}: {browser.errors()}"
+    plots = browser.page_report()["plots"]
+    assert plots and all(p["svg"] and p["points"] + p["lines"] > 0 for p in plots), rel

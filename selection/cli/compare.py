@@ -67,9 +67,10 @@ def compare(
     from rich.console import Console
     from rich.table import Table
 
-    from selection.atomic import write_table_atomic, write_text_atomic
+    from selection.atomic import write_table_atomic
     from selection.compare import compare_methods
     from selection.compare import methods as compared
+    from selection.plotly_js import write_report
     from selection.progress import rich_progress
     from selection.report import render_compare_html
 
@@ -101,7 +102,7 @@ def compare(
     page = render_compare_html(c.table, c.fronts, c.reference, title, objectives=objs)
     out = Path(out)
     write_table_atomic(record_surrogate(c.fronts.copy(), problem), out / "fronts.csv")
-    write_text_atomic(page, out / "compare.html")
+    write_report(page, out / "compare.html")
     write_table_atomic(record_surrogate(c.table.copy(), problem), out / "compare.csv")
     ref = "the exact front" if c.exact else "the non-dominated union of all methods"
     table = Table(title=f"{title} (reference: {ref}, {len(c.reference)} points)")

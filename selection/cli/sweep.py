@@ -114,7 +114,8 @@ def sweep(
     no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Sweep one formulation; write DIR/front.csv and DIR/front.html (plot and points)."""
-    from selection.atomic import write_table_atomic, write_text_atomic
+    from selection.atomic import write_table_atomic
+    from selection.plotly_js import write_report
     from selection.progress import rich_progress
     from selection.schema import read_stats
 
@@ -145,7 +146,7 @@ def sweep(
         )  # fmt: skip
     front, page = front_page(plan, problems, fronts, stats.name, per_round=rounds is not None)
     write_table_atomic(front, Path(out) / "front.csv")
-    write_text_atomic(page, Path(out) / "front.html")
+    write_report(page, Path(out) / "front.html")
     for line in sweep_report(
         plan, problems, fronts, front, out=Path(out), per_round=rounds is not None,
         verbose=verbose,

@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from selection.analysis_report import scatter_figure
 from selection.html_page import html_table, page, palette_colors, plotly_palette
+from selection.plotly_js import plotly_head
 
 __all__ = ["render_html"]
 
@@ -302,10 +303,9 @@ def demo_takeaway(data: dict) -> str:
 def render_html(data: dict) -> str:
     """The whole report as one self-contained HTML string."""
     colors = _colors(list(data["selectors"]))
-    figs = iter([True, False, False, False])
 
     def fig_html(fig: go.Figure) -> str:
-        return fig.to_html(full_html=False, include_plotlyjs=next(figs))
+        return fig.to_html(full_html=False, include_plotlyjs=False)
 
     ss = data["seed_stats"]
     pooled = pd.DataFrame([ss["pooled"]])
@@ -377,4 +377,4 @@ def render_html(data: dict) -> str:
         "<h2>5. Set-up</h2>",
         _setup(setup),
     ]
-    return page("fedsel demo", "\n".join(parts), css=_CSS, heading="")
+    return page("fedsel demo", "\n".join(parts), css=_CSS, heading="", head=plotly_head())

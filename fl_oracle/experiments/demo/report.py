@@ -20,6 +20,7 @@ from fl_oracle.experiments.demo.run import DemoResult
 from selection.analysis import correlations, scatter_data
 from selection.atomic import write_table_atomic, write_text_atomic
 from selection.indicators import nondominated_mask
+from selection.plotly_js import write_report
 
 __all__ = [
     "BEST",
@@ -202,7 +203,7 @@ def write_outputs(
     paths = [
         write_table_atomic(result.history, out / "history.csv"),
         write_table_atomic(result.fronts, out / "fronts.csv"),
-        write_text_atomic(render_html(data), out / "report.html"),
+        write_report(render_html(data), out / "report.html"),
     ]
     if record is not None:
         paths.append(write_text_atomic(record, out / "record.toml"))

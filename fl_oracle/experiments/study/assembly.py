@@ -16,7 +16,13 @@ import pandas as pd
 
 from fl_oracle.experiments.study.cost import cost_table, goal_lines, matched_cost
 from fl_oracle.experiments.study.page import render_html
-from fl_oracle.experiments.study.runs import load_history, missing_runs, reference_stats
+from fl_oracle.experiments.study.runs import (
+    load_history,
+    missing_runs,
+    reference_stats,
+    restore_runs,
+    write_packed_history,
+)
 from fl_oracle.experiments.study.settings import StudySettings, is_baseline
 from fl_oracle.experiments.study.stats import (
     dominance,
@@ -33,6 +39,7 @@ from fl_oracle.experiments.study.verdict import (
     verdict_table,
 )
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.plotly_js import write_report
 
 __all__ = ["StudyResult", "finish_study", "fronts_over_rounds", "training_mix"]
 
@@ -129,6 +136,7 @@ def _markdown_table(df: pd.DataFrame) -> str:
 def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     """Assemble and write every table and ``report.html`` from the run files in ``out``."""
     out = Path(out)
+    restore_runs(settings, out)
     history = load_history(settings, out)
     missing = missing_runs(settings, out)
     if history.empty:
@@ -172,6 +180,7 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
         doms["auc"], table, costs,
     )  # fmt: skip
     write_table_atomic(history, out / "history.csv")
+    write_packed_history(settings, history, out)
     write_table_atomic(metrics, out / "metrics.csv")
     write_table_atomic(summary, out / "summary.csv")
     write_table_atomic(paired, out / "paired.csv")
@@ -194,5 +203,5 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
         *lines[1:],
     ]
     write_text_atomic("\n\n".join(x for x in md if x) + "\n", out / "verdict.md")
-    write_text_atomic(render_html(res), out / "report.html")
+    write_report(render_html(res), out / "report.html")
     return res

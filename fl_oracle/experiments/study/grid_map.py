@@ -290,9 +290,8 @@ def _heatmap(grid: GridSettings, table: pd.DataFrame, panel: str) -> dict:
 
 def map_html(grid: GridSettings, table: pd.DataFrame, verdict: list[str]) -> str:
     """The map page: both panels (click a cell: its study report), the verdict, the table."""
-    from plotly.offline import get_plotlyjs
-
     from selection.html_page import html_table, page
+    from selection.plotly_js import plotly_head
 
     figs = {f"map_{p}": _heatmap(grid, table, p) for p in PANELS}
     scripts = "".join(
@@ -330,4 +329,4 @@ def map_html(grid: GridSettings, table: pd.DataFrame, verdict: list[str]) -> str
         + f"</div><h2>4. Settings</h2><pre>{html.escape(grid.to_toml())}</pre>"
         + scripts
     )
-    return page("fedsel map", body, head=f"<script>{get_plotlyjs()}</script>", heading="")
+    return page("fedsel map", body, head=plotly_head(), heading="")

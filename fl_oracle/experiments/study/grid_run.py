@@ -22,6 +22,7 @@ from fl_oracle.experiments.study.grid import GridSettings, confirm_settings
 from fl_oracle.experiments.study.grid_map import grid_table, grid_verdict, leads, map_html
 from fl_oracle.experiments.study.settings import StudySettings
 from selection.atomic import write_table_atomic, write_text_atomic
+from selection.plotly_js import write_report
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -150,7 +151,7 @@ def run_grid(
     lines = grid_verdict(grid, table)
     write_table_atomic(table, out / "grid.csv")
     write_text_atomic("\n\n".join(lines) + "\n", out / "grid.md")
-    write_text_atomic(map_html(grid, table, lines), out / "map.html")
+    write_report(map_html(grid, table, lines), out / "map.html")
     return table, lines
 
 

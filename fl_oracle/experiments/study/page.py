@@ -26,6 +26,7 @@ from fl_oracle.experiments.study.figures import (
     plane_figure,
 )
 from selection.html_page import html_table, page
+from selection.plotly_js import plotly_head
 
 if TYPE_CHECKING:
     from fl_oracle.experiments.study.assembly import StudyResult
@@ -235,8 +236,6 @@ SECTIONS: list[Callable[[StudyResult], Section]] = [
 def render_html(res: StudyResult) -> str:
     """The report page: :data:`SECTIONS` in order, then their figures (plotly.js inlined
     once)."""
-    from plotly.offline import get_plotlyjs
-
     sections = [make(res) for make in SECTIONS]
     figs = {k: v for s in sections for k, v in s.figures.items()}
     divs = "".join(
@@ -245,6 +244,4 @@ def render_html(res: StudyResult) -> str:
         for k, v in figs.items()
     )
     body = "\n".join([*(s.html for s in sections), divs])
-    return page(
-        "fedsel study", body, css=_CSS, head=f"<script>{get_plotlyjs()}</script>", heading=""
-    )
+    return page("fedsel study", body, css=_CSS, head=plotly_head(), heading="")

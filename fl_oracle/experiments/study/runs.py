@@ -22,7 +22,12 @@ The study folder:
   ends with exactly the history of an uninterrupted one; ``runs/<reference>/seed00.stats.parquet``
   — the reference run's statistics (every client, every round: the fronts over rounds);
 * ``history.csv``, ``summary.csv``, ``paired.csv``, ``fronts.csv``, ``surrogate.csv``,
-  ``report.html`` — assembled from the run files (:func:`finish_study`).
+  ``report.html`` — assembled from the run files (:func:`finish_study`);
+* ``history.parquet`` — the same history, compressed and typed (:func:`write_packed_history`):
+  the form a results tree keeps. A folder that holds it but lacks run files (a clone of a
+  committed study: run files are not committed) gets them back from it, byte for byte, before
+  the study continues or is assembled (:func:`restore_runs`), so committed studies grow and
+  continue like local ones.
 """
 
 from __future__ import annotations
@@ -51,7 +56,14 @@ __all__ = [
     "load_history",
     "missing_runs",
     "reference_stats",
+    "restore_runs",
+    "write_packed_history",
+    "PACKED",
+    "read_history",
 ]
+
+#: the compressed history a study folder keeps beside ``history.csv``
+PACKED = "history.parquet"
 
 
 def run_path(out: Path, entry: str, seed: int) -> Path:
@@ -130,6 +142,7 @@ def run_study(
             )
     else:
         write_text_atomic(settings.to_toml(), cfg)
+    restore_runs(settings, out)
     todo = []
     for e, t in _tasks(settings):
         p = run_path(out, e, t.seed)
@@ -324,3 +337,97 @@ def _finished(p: Path, entry: str, seed: int, rounds: int) -> bool:
 def reference_stats(settings: StudySettings, out: str | Path) -> pd.DataFrame | None:
     p = run_path(Path(out), settings.reference, settings.first_seed).with_suffix(".stats.parquet")
     return pd.read_parquet(p) if p.is_file() else None
+
+
+def _typed(history: pd.DataFrame) -> pd.DataFrame:
+    """``history`` with its text columns that hold numbers or nothing read as floats (an
+    empty cell NaN), so Parquet stores them typed; text columns stay text."""
+    h = history.copy()
+    for c in h.columns:
+        if h[c].dtype.kind in "OT" or str(h[c].dtype).startswith("str"):
+            v = h[c].astype(str)
+            num = pd.to_numeric(v.where(v != ""), errors="coerce")
+            if (num.notna() | (v == "")).all():
+                h[c] = num.astype(float)
+    return h
+
+
+def write_packed_history(settings: StudySettings, history: pd.DataFrame, out: str | Path) -> Path:
+    """Write ``history`` as ``out/history.parquet`` (zstd): every run's rows with exact floats,
+    about a tenth of the CSV, and in its metadata each run file's columns, so that
+    :func:`restore_runs` rebuilds the run files byte for byte."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from selection.atomic import atomic_path
+
+    out = Path(out)
+    columns = {}
+    for e in settings.selectors:
+        for s in settings.seed_list:
+            rp = run_path(out, e, s)
+            if rp.is_file():
+                columns[f"{e}\t{s}"] = list(pd.read_csv(rp, nrows=0).columns)
+    table = pa.Table.from_pandas(_typed(history), preserve_index=False)
+    meta = {**(table.schema.metadata or {}), b"fedsel.run_columns": json.dumps(columns).encode()}
+    p = out / PACKED
+    with atomic_path(p) as tmp:
+        pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd")
+    return p
+
+
+def restore_runs(settings: StudySettings, out: str | Path) -> list[tuple[str, int]]:
+    """Write back, from ``out/history.parquet``, the run files of ``settings`` that ``out``
+    lacks but the packed history holds whole (every round); returns the (entry, seed) pairs
+    restored. A restored run file has the text the packed one had (its columns in its order,
+    the same numbers), so the study continues and assembles exactly as before."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    out = Path(out)
+    packed = out / PACKED
+    if not packed.is_file():
+        return []
+    wanted = [
+        (e, s) for s in settings.seed_list for e in settings.selectors
+        if not run_path(out, e, s).exists()
+    ]  # fmt: skip
+    if not wanted:
+        return []
+    try:
+        table = pq.read_table(packed)
+        h = table.to_pandas()
+        meta = json.loads((table.schema.metadata or {}).get(b"fedsel.run_columns", b"{}"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{packed}: unreadable ({str(exc).splitlines()[0]})") from None
+    if "entry" not in h.columns or "seed" not in h.columns:
+        raise ValueError(f"{packed}: not a study history (no entry or seed column)")
+    groups = dict(list(h.groupby(["entry", "seed"], sort=False)))
+    done = []
+    for e, s in wanted:
+        g = groups.get((e, s))
+        if g is None or len(g) != settings.rounds:
+            continue
+        cols = meta.get(f"{e}\t{s}") or [c for c in g.columns if c != "entry"] + ["entry"]
+        p = run_path(out, e, s)
+        write_table_atomic(g[cols], p)
+        why = run_file_problem(p, e, s, settings.rounds)
+        if why:
+            p.unlink()
+            raise ValueError(f"{packed}: the run {e!r} seed {s} it holds is damaged ({why})")
+        done.append((e, s))
+    return done
+
+
+def read_history(folder: str | Path) -> pd.DataFrame:
+    """A study folder's whole history: ``history.parquet`` where it is (typed: an empty cell
+    NaN; a committed study has only this), else ``history.csv``."""
+    folder = Path(folder)
+    if (folder / PACKED).is_file():
+        return pd.read_parquet(folder / PACKED)
+    if (folder / "history.csv").is_file():
+        return pd.read_csv(folder / "history.csv")
+    raise ValueError(f"{folder} holds no study history (history.parquet or history.csv)")
