@@ -165,6 +165,29 @@ class Selector:
     def load_state(self, columns) -> None:
         """Resume from a history row's state columns (a stateless selector ignores them)."""
 
+    def aggregation_weights(self, problem: SelectionProblem, ids) -> dict[str, float] | None:
+        """The picks' weights in the aggregate (summing to 1): the spec's ``agg=`` when it
+        names one (:mod:`selection.aggregation`); None otherwise (the trainer's sample
+        weights; a baseline rule answers with its authors' weights)."""
+        return self._spec_weights(problem, ids)
+
+    def aggregation_kind(self) -> str | None:
+        """The aggregation rule by name where it needs only sizes and domains (``samples``,
+        ``uniform``, ``domain``): the spec's ``agg=``, else a rule's authors' (None for a
+        formulation without ``agg=``: the trainer's default)."""
+        return None if self.spec.aggregation is None else str(self.spec.aggregation)
+
+    def _spec_weights(self, problem: SelectionProblem, ids) -> dict[str, float] | None:
+        if self.spec.aggregation is None:
+            return None
+        from selection.aggregation import aggregation_weights
+
+        pos = {c: i for i, c in enumerate(problem.ids)}
+        idx = np.array([pos[str(c)] for c in ids], dtype=np.int64)
+        return aggregation_weights(
+            self.spec.aggregation, ids, problem.n_samples[idx], problem.client_domains[idx]
+        )
+
     def __call__(self, round_stats: pd.DataFrame, k: int, logits=None) -> list[str]:
         """Choose ``k`` clients of the last round of ``round_stats``; return their ids.
 
@@ -252,8 +275,16 @@ class _RuleSelector(Selector):
         self.reports = rule.reports
 
     def aggregation_weights(self, problem: SelectionProblem, ids) -> dict[str, float] | None:
-        """The rule's own aggregation weights of its picks (``Baseline.aggregation_weights``)."""
-        return self._rule.aggregation_weights(problem, ids)
+        """The spec's ``agg=`` weights when it names them (an ablation, e.g.
+        ``oort:0.9@agg=samples``), else the rule's own as its authors aggregate
+        (``Baseline.aggregation_weights``: 1/K for Oort, power-of-choice, FedCor, clustered
+        sampling; None for sample weights, or q-FFL's through ``aggregation_q``)."""
+        forced = self._spec_weights(problem, ids)
+        return forced if forced is not None else self._rule.aggregation_weights(problem, ids)
+
+    def aggregation_kind(self) -> str | None:
+        """The spec's ``agg=``, else the rule's authors' aggregation (``Baseline.aggregation``)."""
+        return super().aggregation_kind() or self._rule.aggregation
 
     def probed_ids(self, problem: SelectionProblem) -> list[str]:
         """Ids of the clients whose probe pass the last choice read."""

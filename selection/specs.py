@@ -20,6 +20,7 @@ from selection.errors import SelectionError
 from selection.verify import DEFAULT_VERIFY
 
 if TYPE_CHECKING:
+    from selection.aggregation import Aggregation
     from selection.information import Information
     from selection.surrogates import SurrogateSpec
 
@@ -55,6 +56,9 @@ class Spec:
             (:class:`selection.surrogates.SurrogateSpec`: its name carrying the registered
             surrogate object; default ``mean``).
         verify: verified picks: candidates measured per round (0 = off).
+        aggregation: how the picks are weighted in the aggregate (``agg=samples|uniform|
+            domain``, :mod:`selection.aggregation`); None: the selector's own default (a
+            formulation's sample weights, a baseline rule's authors' weights).
 
     Text given for either is parsed at construction (an unknown name is a SelectionError), so
     a spec holds objects: nothing downstream looks a name up again.
@@ -75,10 +79,15 @@ class Spec:
     stats_mode: Information | None = None
     surrogate: SurrogateSpec = DEFAULT_SURROGATE
     verify: int = 0
+    aggregation: Aggregation | None = None
 
     def __post_init__(self) -> None:
+        from selection.aggregation import parse_aggregation
         from selection.information import Information
         from selection.surrogates import SurrogateSpec
+
+        if self.aggregation is not None:
+            object.__setattr__(self, "aggregation", parse_aggregation(self.aggregation))
 
         # a frozen value: its parts parsed once, here (a parsed one is kept as it is)
         object.__setattr__(self, "surrogate", SurrogateSpec(self.surrogate))
@@ -104,6 +113,8 @@ class Spec:
             mods.append(self.surrogate)
         if self.verify:
             mods.append("verify" if self.verify == DEFAULT_VERIFY else f"verify={self.verify}")
+        if self.aggregation is not None:
+            mods.append(f"agg={self.aggregation}")
         return tuple(mods)
 
     @property
@@ -261,6 +272,8 @@ def parse_spec(text: str) -> Spec:
         Spec(name='maxmin', arg='2', stats_mode='pool:10', surrogate='weighted', verify=4)
         >>> parse_spec("eps:5.0 @ pool:10.0").canonical
         'eps:5@pool:10'
+        >>> parse_spec("eps-lt:5@agg=domain+probe").canonical  # weights chosen: domain-balanced
+        'eps-lt:5@probe+agg=domain'
         >>> parse_spec("eps:5@median")
         Traceback (most recent call last):
         ...
@@ -288,13 +301,16 @@ def parse_spec(text: str) -> Spec:
             if key in surrogates()
             else "verify"
             if key == "verify"
+            else "aggregation"
+            if key == "agg"
             else None
         )
         if kind is None:
             raise bad_spec(
                 text,
                 f"unknown modifier {mod!r} (an information model: "
-                f"{', '.join(c.spec_form() for c in infos.values())}; verify, verify=M; or a "
+                f"{', '.join(c.spec_form() for c in infos.values())}; verify, verify=M; "
+                f"agg=samples|uniform|domain; or a "
                 f"surrogate: {', '.join(surrogates())})",
             )
         if kind in seen:
@@ -305,6 +321,13 @@ def parse_spec(text: str) -> Spec:
             if m < 1:
                 raise bad_spec(text, "verify=M needs M >= 1")
             out["verify"] = m
+        elif kind == "aggregation":
+            from selection.aggregation import parse_aggregation
+
+            try:
+                out[kind] = parse_aggregation(val)
+            except SelectionError as exc:
+                raise bad_spec(text, str(exc)) from None
         elif eq:
             raise bad_spec(text, f"modifier {key!r} takes no value")
         elif kind == "stats_mode":

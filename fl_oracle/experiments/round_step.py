@@ -177,13 +177,17 @@ def history_row(
     state: Mapping[str, float] | None = None,
     cost: Mapping[str, float] | None = None,
     upper_bound: bool | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> dict:
     """The columns every round cycle writes first (in-process, training-only, Flower), in the
     contract's order; each cycle appends its own (global statistics, engine, failures).
     ``state``: a stateful selector's state after the round (the long-term queues,
     ``lt_Q_<domain>``), appended after ``fallback``; ``cost`` (the deployment cost columns,
     :func:`fl_oracle.experiments.cost.round_cost`) and ``upper_bound`` (the run measured every
-    client: the oracle's upper bound) close the part every driver writes alike.
+    client: the oracle's upper bound) close the part every driver writes alike; ``weights``
+    (the picks' aggregation weights, when the round's choice set them) is written last as
+    ``agg_weights``: the weights in the order of ``selected``, joined by ``;`` ("": the
+    trainer's sample weights).
 
     Examples:
         >>> import time
@@ -220,6 +224,7 @@ def history_row(
         "round_cpu_seconds": time.process_time() - clocks[1],
         **(cost or {}),
         **({} if upper_bound is None else {"upper_bound": bool(upper_bound)}),
+        "agg_weights": "" if not weights else ";".join(f"{weights[c]:.6g}" for c in ids),
     }
 
 
@@ -399,10 +404,12 @@ def choose_round(
     ids, solve_seconds, fallback = run_selector(selector, table, problem)
     check_selection(ids, problem.ids, k, name, where, error)
     source = table if weights_table is None else weights_table
-    weights = qffl_weights(source, ids, float(q)) if q is not None else None
     own = getattr(selector, "aggregation_weights", None)
-    if weights is None and callable(own):  # a rule's own aggregation (clustered: 1/K)
-        weights = own(problem, ids)
+    # the spec's agg= first, then a rule's own (1/K for Oort, power-of-choice, FedCor,
+    # clustered sampling), then q-FFL's q; None: the trainer's sample weights
+    weights = own(problem, ids) if callable(own) else None
+    if weights is None and q is not None:
+        weights = qffl_weights(source, ids, float(q))
     pos = {c: i for i, c in enumerate(problem.ids)}
     pred = evaluate_objectives(problem, [pos[c] for c in ids])
     last = getattr(selector, "last", None)

@@ -281,6 +281,7 @@ def play_round(
             state=state,
             cost=committed.cost,
             upper_bound=run.upper_bound,
+            weights=choice.weights,
         ),
         **committed.columns,
     }

@@ -50,6 +50,9 @@ class Baseline(ABC):
         probe_floats: numbers each probed client uploads (:attr:`MODEL_SIZED`: a model).
         reports: the probe-pass fields those numbers are (``loss``, ``F``): what a privacy
             mode clips and noises.
+        aggregation: how the rule's authors weight its picks in the aggregate: ``samples``
+            (p_i ∝ n_i, FedAvg's) or ``uniform`` (1/K: Oort, power-of-choice, FedCor,
+            clustered sampling); a spec's ``agg=`` overrides it (an ablation).
 
     Examples:
         >>> import numpy as np
@@ -79,6 +82,7 @@ class Baseline(ABC):
     reads: ClassVar[str] = Reads.NOTHING
     probe_floats: ClassVar[int] = 1
     reports: ClassVar[tuple[str, ...]] = ("loss",)
+    aggregation: ClassVar[str] = "samples"
     #: ``probe_floats`` of a probe upload as large as the model
     MODEL_SIZED: ClassVar[int] = -1
 
@@ -128,9 +132,11 @@ class Baseline(ABC):
         return None
 
     def aggregation_weights(self, problem, ids) -> dict[str, float] | None:
-        """The committed clients' aggregation weights by id (summing to 1) where the rule
-        prescribes its own, e.g. clustered sampling's 1/K; None: the trainer's rule (sample
-        weights, or q-FFL's through :meth:`aggregation_q`)."""
+        """The committed clients' aggregation weights by id (summing to 1) as the rule's
+        authors aggregate (:attr:`aggregation`): 1/K each for ``uniform``; None for
+        ``samples``: the trainer's sample weights (or q-FFL's, through :meth:`aggregation_q`)."""
+        if self.aggregation == "uniform":
+            return {str(c): 1.0 / len(ids) for c in ids}
         return None
 
     @abstractmethod

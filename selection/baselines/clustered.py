@@ -188,6 +188,5 @@ class ClusteredSampling(Baseline):
         r = self.distributions(problem, rng)
         return draw_distinct(r, problem.n_samples / problem.n_samples.sum(), rng)
 
-    def aggregation_weights(self, problem, ids) -> dict[str, float]:
-        """1/K for each of the K drawn clients (the paper's aggregation)."""
-        return {str(c): 1.0 / len(ids) for c in ids}
+    #: 1/K for each of the K drawn clients (the paper's aggregation, Algorithms 1 and 2)
+    aggregation = "uniform"

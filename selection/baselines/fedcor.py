@@ -21,6 +21,11 @@ rounds' loss-change vectors — the estimate the data give, where the paper fits
 learned client embeddings by marginal likelihood, and fedsel has no training rounds to spare
 for the paper's extra random-selection round per GP update (it would double that round's
 compute). No ε-greedy (the paper's default is off).
+
+Aggregation as the authors run it: the picks are averaged equally (``src/federated_main.py``:
+``global_weights = average_weights(local_weights[idxs_users], omega=None)``; ``src/utils.py``'s
+``average_weights`` divides the sum by the number of picks when ``omega`` is None).
+``fedcor:W@agg=samples`` runs it with sample weights (an ablation).
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class FedCor(Baseline):
     minimum = 2
     order = 85
     reads = Reads.PROBE
+    aggregation = "uniform"
 
     def __init__(self, spec: str, value: float | None = None) -> None:
         super().__init__(spec, value)

@@ -21,6 +21,11 @@ at w_t, the number the picks report (charged as their probe pass, as ``qffl``'s)
 the mean loss, not the root mean square of the per-sample losses (a lower bound by Jensen's
 inequality; fedsel's probe reports the mean). The rule reads only its own picks' losses, after
 it picked them: what a deployment's server learns from the clients it trained.
+
+Aggregation as the authors run it (FedScale, ``fedscale/cloud/aggregation/aggregator.py``,
+``aggregate_client_weights``: the picks' weights are summed and divided by the number of
+participants, "Importance of each update is 1/#_of_participants"): 1/K each.
+``oort:0.9@agg=samples`` runs it with sample weights (an ablation).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class Oort(Baseline):
     minimum = 0.0
     order = 70
     reads = Reads.PROBE_PICKS
+    aggregation = "uniform"
 
     def __init__(self, spec: str, value: float | None = None) -> None:
         super().__init__(spec, value)

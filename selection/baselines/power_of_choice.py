@@ -1,4 +1,12 @@
-"""``power-of-choice:d``: d candidates ∝ n_samples, then the K with the highest loss."""
+"""``power-of-choice:d``: d candidates ∝ n_samples, then the K with the highest loss.
+
+Aggregation as the authors run it: the picks are averaged equally, w_{t+1} = (1/K) Σ_{k∈S} w_k
+(Cho, Wang & Joshi, "Client selection in federated learning: convergence analysis and
+power-of-choice selection strategies", 2020, the global update of their Section 3; and the
+pow-d of the FedCor repository, ``src/federated_main.py``, which averages the picks with
+``average_weights(local_weights[idxs_users], omega=None)``, ``src/utils.py``'s equal-weight
+branch). ``power-of-choice:d@agg=samples`` runs it with sample weights (an ablation).
+"""
 
 import numpy as np
 
@@ -18,6 +26,7 @@ class PowerOfChoice(Baseline):
     study_entry = "power-of-choice:10"
     order = 40
     reads = Reads.PROBE_CANDIDATES
+    aggregation = "uniform"
 
     def pick(self, problem, rng):
         n, k, d = problem.n, problem.k, int(self.value)

@@ -1,4 +1,10 @@
-"""``proportional``: FedAvg's sampling, K clients without replacement ∝ n_samples."""
+"""``proportional``: K clients drawn ∝ n_samples without replacement, then weighted ∝ n_samples.
+
+A client's size counts twice (in the draw and in the weight), so the aggregate leans towards
+large clients beyond their share of the data: not FedAvg as McMahan et al. run it (``fedavg``:
+uniform draw, size weights), nor one of Li et al.'s unbiased schemes. Kept as the reference the
+earlier studies were measured against.
+"""
 
 from selection.baselines.base import Baseline, register
 
@@ -6,7 +12,7 @@ from selection.baselines.base import Baseline, register
 @register
 class Proportional(Baseline):
     name = "proportional"
-    summary = "FedAvg's sampling: K clients ∝ their samples, without replacement"
+    summary = "K clients ∝ their samples, weighted ∝ samples again (size counted twice)"
     study_entry = "proportional"
     order = 10
 
