@@ -171,12 +171,6 @@ class Selector:
         weights; a baseline rule answers with its authors' weights)."""
         return self._spec_weights(problem, ids)
 
-    def aggregation_kind(self) -> str | None:
-        """The aggregation rule by name where it needs only sizes and domains (``samples``,
-        ``uniform``, ``domain``): the spec's ``agg=``, else a rule's authors' (None for a
-        formulation without ``agg=``: the trainer's default)."""
-        return None if self.spec.aggregation is None else str(self.spec.aggregation)
-
     def _spec_weights(self, problem: SelectionProblem, ids) -> dict[str, float] | None:
         if self.spec.aggregation is None:
             return None
@@ -281,10 +275,6 @@ class _RuleSelector(Selector):
         sampling; None for sample weights, or q-FFL's through ``aggregation_q``)."""
         forced = self._spec_weights(problem, ids)
         return forced if forced is not None else self._rule.aggregation_weights(problem, ids)
-
-    def aggregation_kind(self) -> str | None:
-        """The spec's ``agg=``, else the rule's authors' aggregation (``Baseline.aggregation``)."""
-        return super().aggregation_kind() or self._rule.aggregation
 
     def probed_ids(self, problem: SelectionProblem) -> list[str]:
         """Ids of the clients whose probe pass the last choice read."""

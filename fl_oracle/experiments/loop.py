@@ -366,16 +366,7 @@ def _train_only_round(
     solve_seconds = time.perf_counter() - s0
     check_selection(ids, list(table["client_id"]), k, name, f"training-only round {t}")
     extra = dict(before_step()) if before_step is not None else {}
-    kind = selector.aggregation_kind() if isinstance(selector, Selector) else None
-    weights = None
-    if kind is not None and kind != "samples":  # 1/K, domain-balanced: sizes and domains only
-        from selection.aggregation import aggregation_weights
-
-        row_of = table.set_index("client_id")
-        weights = aggregation_weights(
-            kind, ids, row_of.loc[ids, "n_samples"], row_of.loc[ids, "domain"]
-        )
-    metrics = oracle.step(ids, weights=weights)
+    metrics = oracle.step(ids)
     work = getattr(oracle, "last_work", None)
     cost = {c: float("nan") for c in COST_COLUMNS}
     if isinstance(work, Mapping) and callable(getattr(oracle, "probe_sizes", None)):
@@ -403,7 +394,6 @@ def _train_only_round(
             state=selector_state(selector),
             cost=cost,
             upper_bound=False,
-            weights=weights,
         ),  # fmt: skip
         **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
         **extra,

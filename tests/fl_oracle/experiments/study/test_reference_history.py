@@ -138,9 +138,9 @@ def test_every_record_asked_gives_the_reference_within_tolerance(full):
                 f"{entry} seed {seed}: {c} beyond one validation sample"
             )
         for c in PRED:
-            assert np.allclose(_floats(a[c]), _floats(b[c]), rtol=0, atol=PRED_ATOL, equal_nan=True), (
-                f"{entry} seed {seed}: {c} beyond {PRED_ATOL} points"
-            )
+            assert np.allclose(
+                _floats(a[c]), _floats(b[c]), rtol=0, atol=PRED_ATOL, equal_nan=True
+            ), f"{entry} seed {seed}: {c} beyond {PRED_ATOL} points"
         for c in GLOBAL:
             assert np.allclose(_floats(a[c]), _floats(b[c]), rtol=REL, atol=1e-9, equal_nan=True), (
                 f"{entry} seed {seed}: {c} beyond relative {REL}"
