@@ -17,6 +17,7 @@ import pandas as pd
 from fl_oracle.experiments.study.cost import cost_table, goal_lines, matched_cost
 from fl_oracle.experiments.study.page import render_html
 from fl_oracle.experiments.study.runs import (
+    RACE_LOG,
     load_history,
     missing_runs,
     reference_stats,
@@ -133,12 +134,85 @@ def _markdown_table(df: pd.DataFrame) -> str:
     return "\n".join([head, sep, *body])
 
 
+def read_race_log(settings: StudySettings, out: Path) -> pd.DataFrame | None:
+    """The race's log (``race.csv``) of a racing study, None for a study that does not race."""
+    if settings.racing is None or not (out / RACE_LOG).is_file():
+        return None
+    return pd.read_csv(out / RACE_LOG)
+
+
+def raced_missing(
+    settings: StudySettings, log: pd.DataFrame | None, missing: list[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """The runs missing from what the study set out to run: for a race, only the seeds of
+    the looks each entry ran (an entry dropped by the race never runs the later seeds)."""
+    if log is None:
+        return missing
+    seeds = list(settings.seed_list)
+    reached = log.groupby("entry")["n"].max()
+    return [(e, s) for e, s in missing if s in seeds[: int(reached.get(e, 0))]]
+
+
+def race_lines(
+    settings: StudySettings, log: pd.DataFrame, metrics: pd.DataFrame
+) -> tuple[pd.DataFrame, list[str]]:
+    """The race's verdict per raced metric: its table and its lines (the leader, the
+    tied-best set and its cheapest member by client compute per round, the entries shown worse,
+    the unresolved ones with their half-widths)."""
+    from fl_oracle.experiments.study.racing import race_verdict
+
+    race = settings.racing
+    v = race_verdict(log, race)
+    compute = (
+        metrics.groupby("entry")["compute_per_round"].mean()
+        if "compute_per_round" in metrics.columns
+        else pd.Series(dtype=float)
+    )
+    v["compute_per_round"] = v["entry"].map(compute)
+    words = {"final_worst": "final worst-domain accuracy", "final_avg": "final average accuracy"}
+    looks = race.looks()
+    runs = int(metrics.groupby("entry")["seed"].nunique().sum())
+    lines = [
+        f"The race: seeds added in looks at {', '.join(map(str, looks))} seeds; "
+        f"every claim below holds together with probability ≥ {1 - race.alpha:.2f} "
+        f"(comparisons with the best, Bonferroni over {len(looks)} looks, "
+        f"{len(race.metrics)} metrics and {len(settings.selectors) - 1} comparisons); "
+        f"{runs} runs spent of the {len(settings.selectors) * settings.seeds} a full design "
+        f"of {settings.seeds} seeds would run."
+    ]
+    for metric, g in v.groupby("metric", sort=False):
+        best = g[g["status"].isin(["best", "tied"])]
+        top = g.iloc[int(g["mean"].to_numpy().argmax())] if len(g) else None
+        cheap = best.loc[best["compute_per_round"].idxmin(), "entry"] if (
+            len(best) and best["compute_per_round"].notna().any()) else ""  # fmt: skip
+        unres = g[g["status"] == "unresolved"]
+        lines.append(
+            f"Race on {words.get(metric, metric)} (δ = {race.delta:g} point): "
+            + (f"{g['leader'].iloc[0]} leads; " if top is not None else "")
+            + (f"tied-best at δ: {', '.join(best['entry'])}" if len(best) else "no tied-best set")
+            + (f" (cheapest by client compute per round: {cheap})" if cheap else "")
+            + f"; shown worse: {int((g['status'] == 'worse').sum())}"
+            + (
+                "; unresolved: "
+                + ", ".join(
+                    f"{e} (±{h:.2f} at {n} seeds)"
+                    for e, h, n in zip(unres["entry"], unres["half_width"], unres["n"], strict=True)
+                )  # fmt: skip
+                if len(unres)
+                else ""
+            )
+            + "."
+        )
+    return v, lines
+
+
 def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
     """Assemble and write every table and ``report.html`` from the run files in ``out``."""
     out = Path(out)
     restore_runs(settings, out)
     history = load_history(settings, out)
-    missing = missing_runs(settings, out)
+    race_log = read_race_log(settings, out)
+    missing = raced_missing(settings, race_log, missing_runs(settings, out))
     if history.empty:
         raise ValueError(f"{out} holds no finished run yet")
     metrics = run_metrics(history, target_worst=settings.target_worst, rounds=settings.rounds)
@@ -173,6 +247,10 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
         costs, metrics, dom, baselines, reference=settings.reference,
         resamples=settings.bootstrap,
     )  # fmt: skip
+    race = race_lines(settings, race_log, metrics) if race_log is not None else None
+    if race is not None:
+        lines += race[1]
+        write_table_atomic(race[0], out / "race_verdict.csv")
     if missing:
         lines.insert(0, f"PARTIAL: {len(missing)} of {settings.seeds * len(order)} runs missing.")
     res = StudyResult(

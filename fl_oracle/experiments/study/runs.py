@@ -60,6 +60,7 @@ __all__ = [
     "write_packed_history",
     "PACKED",
     "read_history",
+    "RACE_LOG",
 ]
 
 #: the compressed history a study folder keeps beside ``history.csv``
@@ -143,8 +144,20 @@ def run_study(
     else:
         write_text_atomic(settings.to_toml(), cfg)
     restore_runs(settings, out)
+    run = dict(make_oracle=make_oracle, make_selector=make_selector, workers=workers,
+               executor=executor, address=address, on_run=on_run)  # fmt: skip
+    if settings.racing is not None:
+        return _race(settings, out, progress, run)
+    todo = _unfinished(settings, out, _tasks(settings))
+    total = settings.seeds * len(settings.selectors) * settings.rounds
+    _execute(settings, out, todo, progress, total - len(todo) * settings.rounds, total, run)
+    return load_history(settings, out)
+
+
+def _unfinished(settings: StudySettings, out: Path, tasks) -> list[tuple[str, RunTask]]:
+    """The tasks without a finished run file (a damaged one is named and run again)."""
     todo = []
-    for e, t in _tasks(settings):
+    for e, t in tasks:
         p = run_path(out, e, t.seed)
         if p.is_file():
             why = run_file_problem(p, e, t.seed, settings.rounds)
@@ -152,9 +165,21 @@ def run_study(
                 continue
             print(f"fedsel: {p}: {why}; re-running that run", file=sys.stderr)
         todo.append((e, t))
-    total = settings.seeds * len(settings.selectors) * settings.rounds
-    done = total - len(todo) * settings.rounds
-    label = f"study: {len(todo)} runs left"
+    return todo
+
+
+def _execute(
+    settings: StudySettings,
+    out: Path,
+    todo: list[tuple[str, RunTask]],
+    progress: ProgressFn | None,
+    done: int,
+    total: int,
+    run: dict,
+    label: str = "",
+) -> None:
+    """Run ``todo`` (locally or on Ray) and write each finished run's file atomically."""
+    label = label or f"study: {len(todo)} runs left"
     report(progress, done, total, label)
 
     def tick() -> None:
@@ -164,14 +189,15 @@ def run_study(
 
     by_task = {(t.spec, t.seed): e for e, t in todo}
     tasks = [t for _, t in todo]
-    if executor == "ray":
+    make_oracle, make_selector = run["make_oracle"], run["make_selector"]
+    if run["executor"] == "ray":
         from fl_oracle.experiments.study.ray_runs import run_all_ray
 
-        runs = run_all_ray(make_oracle, make_selector, tasks, address=address, tick=tick)
-    elif executor == "local":
-        runs = run_all(make_oracle, make_selector, tasks, workers=workers, tick=tick)
+        runs = run_all_ray(make_oracle, make_selector, tasks, address=run["address"], tick=tick)
+    elif run["executor"] == "local":
+        runs = run_all(make_oracle, make_selector, tasks, workers=run["workers"], tick=tick)
     else:
-        raise ValueError(f"executor {executor!r} must be 'local' or 'ray'")
+        raise ValueError(f"executor {run['executor']!r} must be 'local' or 'ray'")
     for task, (res, _snap, _setup) in runs:
         entry = by_task[(task.spec, task.seed)]
         hist = res.history.assign(entry=entry)
@@ -179,8 +205,44 @@ def run_study(
             stats_path = run_path(out, entry, task.seed).with_suffix(".stats.parquet")
             write_table_atomic(res.stats, stats_path)
         write_table_atomic(hist, run_path(out, entry, task.seed))
-        if on_run is not None:
-            on_run(entry, task.seed)
+        if run["on_run"] is not None:
+            run["on_run"](entry, task.seed)
+
+
+#: the race's log in a study folder: every look's MCB bounds and statuses
+RACE_LOG = "race.csv"
+
+
+def _race(settings: StudySettings, out: Path, progress: ProgressFn | None, run: dict):
+    """Run the study as a race (:mod:`.racing`): look by look, the running entries on the
+    look's seeds; after each look the comparisons with the best decide who runs on. Every
+    decision reads only the runs of the look's seeds, so a resumed race replays it."""
+    from fl_oracle.experiments.study.racing import finished, look_table, next_entries
+    from fl_oracle.experiments.study.stats import run_metrics
+
+    race = settings.racing
+    seeds = list(settings.seed_list)
+    running = list(settings.selectors)
+    m = len(running)
+    total = settings.seeds * m * settings.rounds
+    logs = []
+    looks = race.looks()
+    for j, n in enumerate(looks, start=1):
+        look_seeds = seeds[:n]
+        tasks = [(e, t) for e, t in _tasks(settings) if e in running and t.seed in look_seeds]
+        todo = _unfinished(settings, out, tasks)
+        spent = sum(_finished(run_path(out, e, s), e, s, settings.rounds)
+                    for e in settings.selectors for s in seeds) * settings.rounds  # fmt: skip
+        label = f"race: look {j}/{len(looks)} ({n} seeds, {len(running)} entries)"
+        _execute(settings, out, todo, progress, spent, total, run, label)
+        history = load_history(settings, out)
+        metrics = run_metrics(history, target_worst=settings.target_worst, rounds=settings.rounds)
+        look = look_table(metrics, running, look_seeds, race, m)
+        logs.append(look.assign(look=j))
+        write_table_atomic(pd.concat(logs, ignore_index=True), out / RACE_LOG)
+        if finished(look, running):
+            break
+        running = next_entries(look, running, keep=[settings.reference])
     return load_history(settings, out)
 
 

@@ -109,6 +109,14 @@ class StudySettings:
         dp_delta: its δ.
         secure_aggregation: the server sees only the sum of the committed updates: entries
             on ``fresh``, ``pool``, ``stale`` or ``predicted`` statistics are refused.
+        race: spend seeds by racing (:mod:`.racing`): ``seeds`` is then the budget, seeds
+            are added in looks and an entry shown worse than the best on every raced metric
+            stops running.
+        race_delta: the race's resolution (accuracy points): entries within it of the best
+            are tied.
+        race_first: seeds of the race's first look.
+        race_batch: seeds added per later look.
+        race_alpha: the race's family-wise error over every look, metric and entry.
         oracle: :class:`fl_oracle.sim.config.OracleConfig` fields besides ``seed`` and ``k``.
     """
 
@@ -125,6 +133,11 @@ class StudySettings:
     dp_epsilon: float = math.inf
     dp_delta: float = 1e-5
     secure_aggregation: bool = False
+    race: bool = False
+    race_delta: float = 1.0
+    race_first: int = 10
+    race_batch: int = 5
+    race_alpha: float = 0.05
     oracle: dict[str, Any] = field(default_factory=lambda: dict(STUDY_ORACLE))
 
     def __post_init__(self) -> None:
@@ -142,6 +155,16 @@ class StudySettings:
             if any(isinstance(x, bool) or not isinstance(x, kind) for x in v):
                 what = "int" if name == "front_rounds" else "str"
                 raise ValueError(f"study: {name} = {v!r} must list {what}s")
+        if not isinstance(self.race, bool):
+            raise ValueError(f"study: race = {self.race!r} must be true or false")
+        for name in ("race_first", "race_batch"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+                raise ValueError(f"study: {name}={v!r} must be an integer >= 2")
+        for name, lo, hi in (("race_delta", 0.0, 100.0), ("race_alpha", 0.0, 1.0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo < v < hi:
+                raise ValueError(f"study: {name} = {v!r} must be a number in ({lo:g}, {hi:g})")
         t = self.target_worst
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 100:
             raise ValueError(f"study: target_worst = {t!r} must be a number in [0, 100] (%)")
@@ -299,6 +322,18 @@ class StudySettings:
         rest as it is (a grid's base moved onto ``fedsel study --grid --dataset``'s folder).
         """
         return replace(self, oracle=dataset_oracle(dict(self.oracle), dataset))
+
+    @property
+    def racing(self):
+        """The race (:class:`~.racing.Race`: ``seeds`` its budget), or None without one."""
+        if not self.race:
+            return None
+        from fl_oracle.experiments.study.racing import Race
+
+        return Race(
+            delta=float(self.race_delta), first=self.race_first, batch=self.race_batch,
+            alpha=float(self.race_alpha), budget=self.seeds,
+        )  # fmt: skip
 
     def to_toml(self) -> str:
         """The settings as TOML (read back by :meth:`from_toml` to equal settings)."""
