@@ -190,6 +190,12 @@ def verdict_summary(settings: StudySettings, paired: pd.DataFrame, doms) -> str:
     if sub.empty:
         return head
     best = sub.sort_values("diff", ascending=False).iloc[0]
+    if best["diff"] < 0:  # the reference itself ends highest (paired holds the others only)
+        return (
+            f"{head} Highest final worst-domain accuracy: {settings.reference}, the reference; "
+            f"the closest other, {best['entry']}, ends {best['diff']:+.1f} points from it (95 % "
+            f"interval [{best['ci_lo']:+.1f}, {best['ci_hi']:+.1f}])."
+        )
     return (
         f"{head} Highest final worst-domain accuracy: {best['entry']} "
         f"({best['diff']:+.1f} points over {settings.reference}, 95 % interval "

@@ -452,6 +452,11 @@ def test_the_verdict_opens_with_a_takeaway_and_a_table(tmp_path):
         "No formulation beats every baseline, at the final round or over the run."
     )
     assert verdict_table(s, paired, {}).shape[0] == len(s.selectors) - 1
+    # every other entry ends below the reference: the reference is named the highest
+    below = paired.assign(diff=[-9.7, -12.0], ci_lo=[-11.0, -14.0], ci_hi=[-8.0, -10.0])
+    said = verdict_summary(s, below, {"final": none, "auc": none})
+    assert f"Highest final worst-domain accuracy: {s.reference}, the reference" in said
+    assert "a, ends -9.7 points from it" in said
 
 
 def test_a_study_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path, capsys):
