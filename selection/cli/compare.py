@@ -14,6 +14,7 @@ from selection.cli.options import (
     GRID,
     LOGITS,
     NO_PROGRESS,
+    OVERWRITE,
     ROUND,
     SEED,
     STATS,
@@ -25,6 +26,7 @@ from selection.cli.options import (
     parse_floats,
     parse_grids,
     parse_objectives,
+    refuse_earlier,
 )
 from selection.cli.resolve import load_problem
 from selection.defaults import DEFAULT_SURROGATE
@@ -62,6 +64,7 @@ def compare(
     grid: list[str] | None = GRID,
     verbose: bool = VERBOSE,
     no_progress: bool = NO_PROGRESS,
+    overwrite: bool = OVERWRITE,
 ) -> None:
     """Every formulation on the same round: points, exact-front hits, hypervolume, IGD, time."""
     from rich.console import Console
@@ -79,6 +82,7 @@ def compare(
     grids = parse_grids(grid, list(compared()))
     one_grid(grids, eps=eps, delta=delta)
     objs = parse_objectives(objectives)
+    refuse_earlier(out, ("compare.csv", "compare.html", "fronts.csv"), "compare", overwrite)
     if len(objs) != 2:
         raise SelectionError(f"--objectives {objectives!r}: compare judges in two objectives")
     problem = load_problem(stats, k, round_, surrogate, logits)

@@ -21,6 +21,8 @@ __all__ = [
     "K",
     "ROUND",
     "SEED",
+    "OVERWRITE",
+    "refuse_earlier",
     "BACKEND",
     "VERBOSE",
     "NO_PROGRESS",
@@ -76,6 +78,10 @@ VERBOSE = typer.Option(
 )
 #: every long-running command's switch (fedsel's own commands and fl_oracle's alike)
 NO_PROGRESS = typer.Option(False, "--no-progress", help="Draw no progress bar.")
+#: a report writer's switch: replace the files an earlier run wrote in --out
+OVERWRITE = typer.Option(
+    False, "--overwrite", help="Replace the files an earlier run wrote in --out."
+)
 TOL = typer.Option(
     0.0,
     "--tolerance",
@@ -129,6 +135,32 @@ GRID = typer.Option(
 
 
 # ---------------------------------------------------------------- parsers
+def refuse_earlier(out, names: tuple[str, ...], command: str, overwrite: bool) -> None:
+    """Refuse (SelectionError) an ``--out`` that holds any of ``names`` from an earlier run,
+    unless ``overwrite``: checked before any work, so nothing written earlier is lost.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> d = Path(tempfile.mkdtemp())
+        >>> (d / "front.csv").write_text("x")
+        1
+        >>> refuse_earlier(d, ("front.csv", "front.html"), "sweep", False)
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: ... holds front.csv from an earlier fedsel sweep; pass --overwrite to replace it, or choose another --out
+        >>> refuse_earlier(d, ("front.csv",), "sweep", True)  # replaced on purpose
+    """
+    from pathlib import Path
+
+    held = [n for n in names if (Path(out) / n).exists()]
+    if held and not overwrite:
+        raise SelectionError(
+            f"{out} holds {held[0]} from an earlier fedsel {command}; pass --overwrite to "
+            "replace it, or choose another --out"
+        )
+
+
 def parse_floats(option: str, text: str | None) -> list[float] | None:
     """``"0,2,5,10"`` -> [0.0, 2.0, 5.0, 10.0]; SelectionError naming the option and the item."""
     if text is None:

@@ -26,6 +26,7 @@ from selection.cli.options import (
     METHOD_HELP,
     NO_PROGRESS,
     OBJS,
+    OVERWRITE,
     ROUND,
     SEED,
     STATS,
@@ -41,6 +42,7 @@ from selection.cli.options import (
     parse_objectives,
     parse_rounds,
     parse_weight_grid,
+    refuse_earlier,
 )
 from selection.cli.reach import range_hint
 from selection.cli.resolve import default_logits, default_plane, load_problem, solver_class
@@ -112,6 +114,7 @@ def sweep(
     ),
     verbose: bool = VERBOSE,
     no_progress: bool = NO_PROGRESS,
+    overwrite: bool = OVERWRITE,
 ) -> None:
     """Sweep one formulation; write DIR/front.csv and DIR/front.html (plot and points)."""
     from selection.atomic import write_table_atomic
@@ -124,6 +127,7 @@ def sweep(
         fisher_min=fisher_min, b_max=b_max, tolerance=tolerance, objectives=objectives,
         rounds=rounds, round_=round_,
     )  # fmt: skip
+    refuse_earlier(out, ("front.csv", "front.html"), "sweep", overwrite)
     table = read_stats(stats)
     realizer = None
     if realize:

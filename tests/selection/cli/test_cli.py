@@ -123,8 +123,9 @@ def test_failed_run_keeps_an_earlier_front(stats, table, tmp_path, capsys):
     assert run(argv, capsys)[0] == 0
     before = (out / "front.csv").read_bytes()
     bad = _write(tmp_path, _edit(table, "B", 0.9))
-    code, _, err = run(["sweep", "--stats", bad, "--k", K, "--method", "eps", "--out", out], capsys)
-    assert code == 2 and "Traceback" not in err
+    code, _, err = run(["sweep", "--stats", bad, "--k", K, "--method", "eps", "--out", out,
+                        "--overwrite"], capsys)  # fmt: skip
+    assert code == 2 and "Traceback" not in err and "column B" in err
     assert (out / "front.csv").read_bytes() == before
 
 
@@ -322,3 +323,24 @@ def test_compare_refuses_a_parameter_given_twice(stats, tmp_path, capsys):
         assert code == 2 and f"give --{name} or --grid {name}=…, not both" in err
         assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "written"),
+    [
+        (["sweep", "--method", "eps", "--eps", "5"], "front.csv"),
+        (["compare", "--eps", "5", "--delta", "2"], "compare.csv"),
+    ],
+)
+def test_a_report_writer_keeps_an_earlier_run_unless_told(stats, tmp_path, capsys, command,
+                                                          written):  # fmt: skip
+    """sweep and compare refuse a folder holding an earlier run's files (exit 2, one line,
+    the files untouched) and replace them with --overwrite."""
+    out = tmp_path / "out"
+    args = [*command, "--stats", stats, "--k", K, "--out", out, "--no-progress"]
+    assert run(args, capsys)[0] == 0
+    before = (out / written).read_bytes()
+    code, _, err = run(args, capsys)
+    assert code == 2 and "pass --overwrite" in err and len(err.strip().splitlines()) == 1
+    assert (out / written).read_bytes() == before
+    assert run([*args, "--overwrite"], capsys)[0] == 0
