@@ -30,10 +30,12 @@ from selection.solvers.milp.portfolio import (
     DEFAULT_ENUM_LIMIT,
     check_backend,
     fixing_from,
+    ill_conditioned,
     portfolio,
     route_refusal,
     tolerance_gap,
     value_quantum,
+    weight_spread,
 )
 from selection.solvers.milp.registry import (
     integer_data,
@@ -126,6 +128,14 @@ class ExactSolver(Solver):
         count = math.comb(problem.n, problem.k)
         if count <= self.enum_limit:
             return Route.ENUM, f"C(N, K) = {count:,} <= enum_limit {self.enum_limit:,}: enumeration"
+        from selection.solvers.exhaustive import DEFAULT_MAX_COUNT
+
+        if ill_conditioned(problem) and count <= DEFAULT_MAX_COUNT:
+            return Route.ENUM, (
+                f"the {problem.surrogate} surrogate's weights span {weight_spread(problem):.3g}x, "
+                "beyond what a MILP route resolves exactly; C(N, K) = "
+                f"{count:,}: enumeration"
+            )
         if (
             problem.structure == Structure.BLACK_BOX
         ):  # no MILP takes it: selection.solvers.black_box

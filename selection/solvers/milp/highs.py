@@ -49,8 +49,10 @@ _banner_done = False
 def new_highs():
     """A silent ``highspy.Highs``; the one-time copyright banner is kept off stdout.
 
-    HiGHS prints its banner on fd 1 when the first instance of a process is created, which
-    would corrupt ``fedsel solve``'s JSON on stdout; it is sent to stderr instead.
+    HiGHS prints its copyright banner on fd 1 when the first instance of a process is created,
+    whatever ``output_flag`` says later, which would corrupt ``fedsel solve``'s JSON on stdout
+    and repeat on stderr in every command that solves: that one construction writes to
+    ``/dev/null`` (nothing else happens during it).
     """
     global _banner_done
     import highspy
@@ -61,12 +63,14 @@ def new_highs():
         else:
             sys.stdout.flush()
             saved = os.dup(1)
+            null = os.open(os.devnull, os.O_WRONLY)
             try:
-                os.dup2(2, 1)
+                os.dup2(null, 1)
                 h = highspy.Highs()
             finally:
                 os.dup2(saved, 1)
                 os.close(saved)
+                os.close(null)
             _banner_done = True
     h.setOptionValue("output_flag", False)
     return h

@@ -201,6 +201,30 @@ def check_backend(backend: str, *, front: bool = False) -> str:
     return backend
 
 
+#: the widest spread max(w)/min(w) of a linear-fractional surrogate's weights (the weighted
+#: surrogate's sample counts) a MILP route is trusted with: its rows multiply each client's
+#: value by w_i, and beyond this the small clients' terms fall under the backends'
+#: feasibility and optimality tolerances (~1e-7 of the rows' scale), so "optimal" answers
+#: broke the ε row or missed the optimum by up to 16 points on rounds whose sizes span 1 to
+#: 2^40 (tests/selection/solvers/milp/test_ill_conditioned.py)
+MAX_WEIGHT_SPREAD = 1e6
+
+
+def weight_spread(problem: SelectionProblem) -> float:
+    """max(w)/min(w) of the problem's surrogate weights (1 for a linear surrogate)."""
+    w = np.asarray(problem.surrogate_model.client_weights(problem), dtype=float)
+    return float(w.max() / w.min()) if len(w) and w.min() > 0 else math.inf
+
+
+def ill_conditioned(problem: SelectionProblem) -> bool:
+    """A linear-fractional surrogate whose weights spread beyond :data:`MAX_WEIGHT_SPREAD`:
+    no MILP route answers it exactly (enumeration does)."""
+    return (
+        problem.surrogate_model.structure == Structure.LINEAR_FRACTIONAL
+        and weight_spread(problem) > MAX_WEIGHT_SPREAD
+    )
+
+
 def route_refusal(route: str, problem: SelectionProblem, *, fractional: bool = False) -> str:
     """Why the MILP ``route`` cannot take the problem's surrogate ("" when it can).
 
@@ -212,6 +236,15 @@ def route_refusal(route: str, problem: SelectionProblem, *, fractional: bool = F
     if sur.structure == Structure.LINEAR or route == Route.ENUM:
         return ""
     if sur.structure == Structure.LINEAR_FRACTIONAL and fractional:
+        if ill_conditioned(problem):
+            w = np.asarray(sur.client_weights(problem), dtype=float)
+            return (
+                f"the {sur.name} surrogate's weights span {weight_spread(problem):.3g}x "
+                f"({w.min():,.0f} to {w.max():,.0f}), beyond the {MAX_WEIGHT_SPREAD:.0e} a MILP "
+                f"route resolves: the {route} route's tolerances cannot tell the small clients' "
+                f"terms from zero, so its answers are not exact; use --backend enum "
+                f"(C(N, K) = {math.comb(problem.n, problem.k):,}) or --surrogate mean"
+            )
         return ""
     return (
         f"the {sur.name} surrogate is {sur.structure}: the {route} MILP route cannot take it; "

@@ -344,3 +344,22 @@ def test_a_report_writer_keeps_an_earlier_run_unless_told(stats, tmp_path, capsy
     assert code == 2 and "pass --overwrite" in err and len(err.strip().splitlines()) == 1
     assert (out / written).read_bytes() == before
     assert run([*args, "--overwrite"], capsys)[0] == 0
+
+
+def test_highs_prints_no_banner(stats):
+    """A fresh process solving on HiGHS writes no copyright banner on either stream."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import PYTHONPATH, ROOT
+
+    code = (
+        f"from fl_oracle.cli import main; main(['solve', '--stats', r'{stats}', '--k', '5', "
+        "'--method', 'eps', '--eps', '30', '--backend', 'highs'])"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": PYTHONPATH})  # fmt: skip
+    assert r.returncode in (0, 1), r.stderr
+    assert "HiGHS" not in r.stderr and "HiGHS" not in r.stdout
+    assert r.stdout.lstrip().startswith("{")  # the JSON is whole
