@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import typer
 
@@ -70,13 +70,16 @@ def command_line() -> str:
     return shlex.join(["fedsel", *_argv])
 
 
-def interrupt_hint(text: str) -> None:
-    """What the user reads after Ctrl-C (or SIGTERM) stops the running command: how to go on."""
+def interrupt_hint(text: str | Callable[[], str]) -> None:
+    """What the user reads after Ctrl-C (or SIGTERM) stops the running command: how to go on
+    (a callable is asked when the interruption comes, so the text can say what exists then)."""
     _interrupt_hint[:] = [text]
 
 
 def _interrupted() -> None:
-    _fail("interrupted" + (f"; {_interrupt_hint[0]}" if _interrupt_hint else ""), 130)
+    hint = _interrupt_hint[0] if _interrupt_hint else ""
+    hint = hint() if callable(hint) else hint
+    _fail("interrupted" + (f"; {hint}" if hint else ""), 130)
 
 
 def _sigterm(signum, frame) -> None:  # noqa: ARG001 - the signal handler's signature

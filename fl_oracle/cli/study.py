@@ -206,10 +206,17 @@ def _run_runs(
     n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
     factory = study_factory(dict(settings.oracle))
     _record_sources(factory, out, added=added, progress=progress)
-    interrupt_hint(
-        f"the finished runs are kept in {out / 'runs'}; run the same command again to "
-        "continue (only unfinished runs are redone)"
-    )
+
+    def hint() -> str:  # said when the interruption comes: what is kept then
+        kept = sorted((out / "runs").glob("*/seed*.csv")) if (out / "runs").is_dir() else []
+        if not kept:
+            return "no run had finished; run the same command again to start the study"
+        return (
+            f"the {len(kept)} finished runs are kept in {out / 'runs'}; run the same command "
+            "again to continue (only unfinished runs are redone)"
+        )
+
+    interrupt_hint(hint)
     with rich_progress(enabled=progress, transient=False) as bar:
         run_study(
             settings,

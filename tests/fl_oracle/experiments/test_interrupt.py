@@ -97,8 +97,11 @@ def _stop_and_check(proc: subprocess.Popen, out: Path, sig: int) -> None:
     stopped_after = time.monotonic() - t0
     err = proc.stderr.read().strip().splitlines()
     assert proc.returncode == 130, err
-    assert err[-1].startswith("fedsel: error: interrupted; the finished runs are kept in")
-    assert "run the same command again to continue" in err[-1]
+    # stopped inside the first runs: none finished, and the message does not promise a folder
+    assert err[-1] == (
+        "fedsel: error: interrupted; no run had finished; run the same command again to start "
+        "the study"
+    )
     assert stopped_after < 30
     time.sleep(0.5)
     alive = [p for p in workers if _running(p)]
