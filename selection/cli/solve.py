@@ -183,7 +183,8 @@ def solve_record(
 
 
 def solve_notes(cls: type, r, objs: Sequence[str], *, verbose: bool = False) -> list[str]:
-    """What ``fedsel solve`` tells on stderr beside the JSON: the summary line, the route
+    """What ``fedsel solve`` tells on stderr beside the JSON: the summary line (status,
+    objectives, seconds, the backend and why it was chosen, the selection), the route again
     (``--verbose``; "" otherwise) and, for an answer not proven optimal, what is proven.
 
     Examples:
@@ -194,6 +195,8 @@ def solve_notes(cls: type, r, objs: Sequence[str], *, verbose: bool = False) -> 
         >>> r = solver.solve(problem)
         >>> solve_notes(cls, r, objs)[0].split(", ")[:2]
         ['maxmin delta=2: optimal', 'U=85.000% gap=25.000pp worst=60.000%']
+        >>> " on enum (C(N, K) = 3 <= enum_limit" in solve_notes(cls, r, objs)[0]
+        True
     """
     from selection.objectives import OBJECTIVES
     from selection.solvers.params import Route
@@ -207,7 +210,10 @@ def solve_notes(cls: type, r, objs: Sequence[str], *, verbose: bool = False) -> 
             for n in shown
             if n in o
         )
-    notes = [f"{line}, {r.seconds:.3f}s: {';'.join(r.ids) or '-'}", ""]
+    route = ""
+    if r.backend:  # the backend and why it was chosen, as get-started describes the line
+        route = f" on {r.backend}" + (f" ({r.route_reason})" if r.route_reason else "")
+    notes = [f"{line}, {r.seconds:.3f}s{route}: {';'.join(r.ids) or '-'}", ""]
     if verbose and r.backend:
         said = f" ({r.route_reason})" if r.route_reason else ""
         notes[1] = f"fedsel: route {r.backend}{said}"
