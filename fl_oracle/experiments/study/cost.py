@@ -6,7 +6,7 @@ predate them has no cost section (every function returns empty results).
 
 * **Cost per entry** (``cost.csv``): the information model, whether it is the oracle's upper
   bound, client compute per round (train + probe samples) and its ratio to the reference's
-  (FedAvg's sampling, which reads nothing), bytes per round and their ratio, compute and bytes
+  (the study's reference entry: ``fedavg`` or ``proportional``, which read nothing), bytes per round and their ratio, compute and bytes
   to the worst-domain target.
 * **Matched cost** (metrics ``avg_at_budget``, ``worst_at_budget``): an entry's average and
   worst-domain accuracy after the last round whose cumulative client compute is within the

@@ -211,8 +211,7 @@ def _cost(res: StudyResult) -> Section:
         f"""<h2>8. What the information costs a deployment</h2>
 <p class="note">Client compute per round (sample-gradient evaluations of local training plus
 probe samples) and bytes per round (model-sized messages up and down plus the statistics), as a
-deployment pays them, relative to {html.escape(s.reference)} (FedAvg's sampling: it
-reads nothing); compute and bytes until the worst domain first reaches
+deployment pays them, relative to {html.escape(s.reference)}, the study's reference; compute and bytes until the worst domain first reaches
 {s.target_worst:g} % (runs that never do are charged one round more). Entries whose
 information model is <code>fresh</code> are the oracle's upper bound: every client trains every
 round.</p>{_table(res.cost)}
