@@ -14,7 +14,14 @@ class OracleError(ValueError):
 
 
 class ConfigError(OracleError):
-    """An :class:`~fl_oracle.sim.config.OracleConfig` field holds an invalid value."""
+    """An :class:`~fl_oracle.sim.config.OracleConfig` field holds an invalid value.
+
+    ``field``, ``value`` and ``why`` say which and why where the error names one field (so a
+    command line can name the flag the user typed instead of the field)."""
+
+    def __init__(self, message: str, *, field: str = "", value: object = None, why: str = ""):
+        super().__init__(message)
+        self.field, self.value, self.why = field, value, why
 
 
 class CheckpointError(OracleError):

@@ -18,6 +18,7 @@ import typer
 from fl_oracle.cli.options import (
     DP_DELTA,
     DP_EPSILON,
+    FEDERATION,
     NO_PROGRESS,
     SECURE_AGGREGATION,
     federation_options,
@@ -38,6 +39,27 @@ def make_config(seed: int, federation: Mapping[str, Any] | None = None, **overri
     user gave (:func:`fl_oracle.cli.options.federation_options`; None kept, e.g. every sample
     probed), then the non-None ``overrides``; with ``dataset`` its domains and sizes are
     filled in from the folder."""
+    from fl_oracle.errors import ConfigError
+
+    try:
+        return _config(seed, federation, overrides)
+    except ConfigError as exc:  # the flag the user typed, not the configuration's field
+        flag = FLAG_OF.get(exc.field)
+        if not flag:
+            raise
+        raise ConfigError(f"{flag} {exc.value}: {exc.why}", field=exc.field, value=exc.value,
+                          why=exc.why) from None  # fmt: skip
+
+
+#: a configuration field -> the flag that sets it (the federation flags, --k and --seed)
+FLAG_OF: dict[str, str] = {
+    **{f.field: f.flag for f in FEDERATION.values()},
+    "k": "--k",
+    "seed": "--seed",
+}
+
+
+def _config(seed: int, federation: Mapping[str, Any] | None, overrides: Mapping[str, Any]):
     from fl_oracle.sim.config import OracleConfig, dataset_fields
 
     given = {**(federation or {}), **{k: v for k, v in overrides.items() if v is not None}}

@@ -65,7 +65,7 @@ RECORD_TABLES: tuple[str, ...] = ("sources", "run")
 
 
 def _err(name: str, value: Any, why: str) -> ConfigError:
-    return ConfigError(f"config field {name}={value!r}: {why}")
+    return ConfigError(f"config field {name}={value!r}: {why}", field=name, value=value, why=why)
 
 
 @dataclass(frozen=True, kw_only=True)

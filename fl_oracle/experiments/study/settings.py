@@ -172,12 +172,18 @@ class StudySettings:
             raise ValueError(f"study: reference = {self.reference!r} must be an entry's spec")
         if not isinstance(self.oracle, dict):
             raise ValueError("study: oracle must be a table of oracle settings")
+        from fl_oracle.errors import ConfigError
         from fl_oracle.sim.config import OracleConfig
 
         try:  # every oracle value checked now, not after the runs
             config = OracleConfig(seed=0, k=self.k, **self.oracle)
         except TypeError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
+        except ConfigError as exc:
+            if exc.field == "k":  # the study's own k (--k, or k in study.toml)
+                raise ValueError(f"study: k={self.k}: {exc.why}") from None
+            where = f"[oracle] {exc.field}" if exc.field else "[oracle]"
+            raise ValueError(f"study: {where}: {exc.why or exc}") from None
         except ValueError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
         parsed = [(e.text, e.spec) for e in self.entries]  # each entry parsed once, here

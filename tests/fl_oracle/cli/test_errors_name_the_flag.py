@@ -1,0 +1,25 @@
+"""A refused setting is named as the user typed it: the flag (``--k 30``), or the study's own
+key (``k=30``), never an internal configuration field or an [oracle] table that refuses k."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.cli import run_fedsel as run
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["train", "--selector", "random", "--k", "30", "--rounds", "1"], "--k 30: exceeds the 20 clients"),
+        (["study", "--k", "30", "--rounds", "1", "--seeds", "1"], "study: k=30: exceeds the 20 clients"),
+        (["train", "--selector", "random", "--clients-per-domain", "1", "--k", "5", "--rounds", "1"],
+         "--k 5: exceeds the 4 clients"),
+    ],
+)  # fmt: skip
+def test_the_error_names_what_was_typed(argv, said, tmp_path, capsys):
+    code, _, err = run([*argv, "--out", tmp_path / "out"], capsys)
+    assert code == 2, err
+    line = err.strip().splitlines()[-1]
+    assert said in line and "config field" not in line and "[oracle]" not in line
+    assert not (tmp_path / "out").exists()
