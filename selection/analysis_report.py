@@ -2,7 +2,7 @@
 
 :func:`write_analysis` computes everything first (:mod:`selection.analysis`: correlations per
 round with bootstrap intervals, the problem statement's numbers beside fedsel's, the pooled value under its
-warning, sample weights) and then writes ``per_round.csv``, ``seed.csv``, ``analysis.csv``,
+warning, sample weights) and then writes ``per_round.csv``, ``statement.csv``, ``analysis.csv``,
 ``sample_weights.csv``, ``analysis.json`` and a self-contained ``analysis.html``:
 :func:`analysis_takeaway` first, the tables, then the problem statement's figure per measured round
 (:func:`faceted_figure`) and pooled (:func:`scatter_figure`).
@@ -130,7 +130,7 @@ def faceted_figure(df: pd.DataFrame, reading: str = "U", max_cols: int = 4):
 def write_analysis(
     df: pd.DataFrame, out: str | os.PathLike, *, n_boot: int = 1000, seed: int = 0
 ) -> AnalysisResult:
-    """Write ``per_round.csv`` (per round and U reading, bootstrap intervals), ``seed.csv``
+    """Write ``per_round.csv`` (per round and U reading, bootstrap intervals), ``statement.csv``
     (the problem statement's numbers beside fedsel's), ``analysis.csv`` (U only, with the pooled row),
     ``sample_weights.csv``, ``analysis.json`` and a self-contained ``analysis.html`` (per-round
     table first, the pooled value under its warning, the problem statement's figure per round and per U
@@ -152,7 +152,7 @@ def write_analysis(
     }
     text = json.dumps(payload, indent=2, allow_nan=False)
     write_table_atomic(per, out / "per_round.csv")
-    write_table_atomic(seed_tab, out / "seed.csv")
+    write_table_atomic(seed_tab, out / "statement.csv")
     write_table_atomic(res.correlations, out / "analysis.csv")
     write_table_atomic(res.sample_weights, out / "sample_weights.csv")
     write_text_atomic(text, out / "analysis.json")

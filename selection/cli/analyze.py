@@ -40,8 +40,11 @@ def analyze(
     for _, r in per[per["round"] == "pooled"].iterrows():
         print(f"pooled rho(F,U)={ci(r, 'rho_FU')} ({r['reading']}; see the warning)")
     print(f"warning: {POOLED_WARNING}")
-    print("seed: rho(F,U)=-0.550 rho(F,U|B)=-0.547 rho(F,B)=+0.064")
-    print(f"wrote {out}/per_round.csv, seed.csv, analysis.csv, .json, .html")
+    print(
+        "the problem statement (on its trained model): rho(F,U)=-0.550 rho(F,U|B)=-0.547 "
+        "rho(F,B)=+0.064"
+    )
+    print(f"wrote {out}/per_round.csv, statement.csv, analysis.csv, .json, .html")
 
 
 def register(app: typer.Typer) -> None:

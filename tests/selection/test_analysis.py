@@ -97,7 +97,7 @@ def test_analysis_at_any_length_writes_one_set(tmp_path):
     write_analysis(df, tmp_path / "a", n_boot=0)
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == sorted(
-        ["per_round.csv", "seed.csv", "analysis.csv", "sample_weights.csv", "analysis.json",
+        ["per_round.csv", "statement.csv", "analysis.csv", "sample_weights.csv", "analysis.json",
          "analysis.html"]
     )  # fmt: skip
     assert "round 79" in (tmp_path / "a" / "analysis.html").read_text()
