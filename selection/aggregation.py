@@ -12,8 +12,8 @@ the small domains' share of the update). Every selector spec accepts ``agg=KIND`
   within the domain ∝ n_i.
 
 A spec without ``agg=`` aggregates as its selector does by default: a formulation by sample
-weights, a baseline rule as its authors' code does (:attr:`selection.baselines.base.Baseline.
-aggregation`).
+weights, a baseline rule as its authors' code does
+(:attr:`selection.baselines.base.Baseline.aggregation`).
 """
 
 from __future__ import annotations

@@ -324,8 +324,9 @@ def front_step(problem: SelectionProblem, quantum: float | None = None) -> float
     gap lies strictly between g − q/K and g: the next ε at g − q/(2K) misses no front point
     and stays far from the rows' tolerances (SCIP misjudged ε rows 1e-6 pp below an
     attainable gap). Elsewhere (and for surrogates that are not linear) DEFAULT_STEP.
-    ``quantum``: q as the route sees it (:meth:`~selection.solvers.milp.exact.ExactSolver.
-    quantum`; 0 off the grid); None: from the true rows.
+    ``quantum``: q as the route sees it
+    (:meth:`~selection.solvers.milp.exact.ExactSolver.quantum`; 0 off the grid); None: from the
+    true rows.
 
     Examples:
         >>> from selection.example import tied_problem

@@ -117,10 +117,10 @@ class MessageCost:
         self.down += n_nodes * nbytes(arrays)
 
     def _statistics(self, metrics: Mapping[str, Any], *, trained: bool, probed: bool) -> int:
-        """Bytes of the statistics one reply uploads (:func:`~fl_oracle.experiments.cost.
-        upload_floats`): its size and loss when it trained, its probe statistics when they
-        are this round's (their histogram's classes and its first-order utilities counted
-        from the reply)."""
+        """Bytes of the statistics one reply uploads
+        (:func:`~fl_oracle.experiments.cost.upload_floats`): its size and loss when it
+        trained, its probe statistics when they are this round's (their histogram's classes
+        and its first-order utilities counted from the reply)."""
         from fl_oracle.experiments.cost import FLOAT_BYTES, upload_floats
 
         n_classes = len(metrics.get("label-hist") or ())

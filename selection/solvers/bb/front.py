@@ -1,9 +1,9 @@
 """The route's public face: the complete (U, gap) or (U, worst) front of a problem as a table.
 
 :func:`bb_front` runs :class:`.search.BoxSearch` on the problem's linear view (``mean`` and
-every linear surrogate) and returns the front table of :func:`selection.solvers.result.
-results_to_frame`, one row per front point, best U first, with the attributes the complete
-ε sweep sets (``complete``, ``exact``, ``max_off``...).
+every linear surrogate) and returns the front table of
+:func:`selection.solvers.result.results_to_frame`, one row per front point, best U first,
+with the attributes the complete ε sweep sets (``complete``, ``exact``, ``max_off``...).
 
 **The certificate.** Within ``tolerance`` τ (points), and at any moment of a stopped search,
 the search proves a c (``attrs["certified"]``, points): every point (U*, g*) of the true
