@@ -149,7 +149,9 @@ class StatsPrivacy:
                     sample_rate=1.0,
                     steps=int(self.rounds),
                     accountant="rdp",
-                    epsilon_tolerance=0.001,
+                    # 0.001 absolute, relative 1e-6 beyond ε = 1000: the accountant's search
+                    # stops on every finite ε (at 0.001 it never reached ε = 1e50 or 1e308)
+                    epsilon_tolerance=max(0.001, 1e-6 * float(self.epsilon)),
                 )
             return float(z)
         except ValueError:

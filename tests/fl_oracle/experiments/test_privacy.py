@@ -189,3 +189,13 @@ def test_the_secure_aggregation_help_names_what_the_models_declare():
     left = [name for name, model in information_models().items() if not model.server_evaluates]
     assert left == ["probe"]
     assert "every one but probe" in SECURE_AGGREGATION.help
+
+
+@pytest.mark.parametrize("epsilon", [1e12, 1e50, 1e308])
+def test_a_huge_epsilon_is_calibrated_at_once(epsilon):
+    """The accountant's search is bounded: an ε no deployment would ask for still returns (it
+    hung at 1e50 and 1e308), with a noise multiplier that shrinks as ε grows."""
+    from fl_oracle.experiments.privacy import StatsPrivacy
+
+    z = StatsPrivacy(epsilon=epsilon, rounds=40).z
+    assert 0 < z < 1e-5
