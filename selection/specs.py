@@ -100,7 +100,15 @@ class Spec:
         -> ``5``)."""
         if self.arg is None:
             return self.name
-        return f"{self.name}:{','.join(_canonical_number(t) for t in self.arg.split(','))}"
+        parts = [_canonical_number(t) for t in self.arg.split(",")]
+        defaults = _arg_defaults(self.name)
+        while (
+            len(parts) > 1 and len(parts) <= len(defaults) and defaults[len(parts) - 1] is not None
+        ):
+            if parts[-1] != _canonical_number(defaults[len(parts) - 1]):
+                break
+            parts.pop()  # a trailing argument at its default: one spelling per selector
+        return f"{self.name}:{','.join(parts)}"
 
     @property
     def modifiers(self) -> tuple[str, ...]:
@@ -248,6 +256,16 @@ class Spec:
         return info
 
 
+def _arg_defaults(name: str) -> tuple[str | None, ...]:
+    """The registered class's argument defaults (``Solver.arg_defaults``), () where it has
+    none or the name is unknown (looked up without raising: error messages print specs)."""
+    from selection.baselines import baselines
+    from selection.solvers.registry import solvers
+
+    cls = solvers().get(ALIASES.get(name, (name, None))[0]) or baselines().get(name)
+    return tuple(getattr(cls, "arg_defaults", ()) or ())
+
+
 def _is_rule(name: str) -> bool:
     from selection.baselines import baselines
 
@@ -269,9 +287,11 @@ def parse_spec(text: str) -> Spec:
     Examples:
         >>> from selection.specs import parse_spec
         >>> parse_spec("maxmin:2@weighted+pool:10+verify=4")
-        Spec(name='maxmin', arg='2', stats_mode='pool:10', surrogate='weighted', verify=4)
+        Spec(name='maxmin', arg='2', stats_mode='pool:10', surrogate='weighted', verify=4, aggregation=None)
         >>> parse_spec("eps:5.0 @ pool:10.0").canonical
         'eps:5@pool:10'
+        >>> parse_spec("eps-lt:5,10").canonical, parse_spec("eps-lt:5,20").canonical  # V's default
+        ('eps-lt:5', 'eps-lt:5,20')
         >>> parse_spec("eps-lt:5@agg=domain+probe").canonical  # weights chosen: domain-balanced
         'eps-lt:5@probe+agg=domain'
         >>> parse_spec("eps:5@median")

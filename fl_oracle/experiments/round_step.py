@@ -200,7 +200,7 @@ def history_row(
         >>> row["round"], row["selected"], row["acc_avg"], row["pred_utility"], row["pred_gap"]
         (0, 'mnist-0;usps-1', 70.0, 71.5, nan)
         >>> list(row)[-4:]
-        ['route', 'fallback', 'round_seconds', 'round_cpu_seconds']
+        ['fallback', 'round_seconds', 'round_cpu_seconds', 'agg_weights']
     """
     nan = float("nan")
     pred = pred or {}

@@ -180,7 +180,7 @@ def baselines() -> dict[str, type[Baseline]]:
         >>> from selection.baselines.base import baselines
         >>> rules = baselines()
         >>> list(rules)[:3], [name for name, cls in rules.items() if not cls.is_baseline]
-        (['proportional', 'random', 'stratified'], ['all'])
+        (['fedavg', 'proportional', 'random'], ['all'])
         >>> rules["power-of-choice"].spec_form(), rules["power-of-choice"].reads
         ('power-of-choice:d', <Reads.PROBE_CANDIDATES: 'probe-candidates'>)
     """

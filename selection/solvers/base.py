@@ -140,6 +140,10 @@ class Solver(ABC):
     symbol: ClassVar[str | None] = None
     default_grid: ClassVar[tuple | None] = None
     spec_form: ClassVar[str] = ""
+    #: the default of each comma-separated argument of a spec, in order (None: none): trailing
+    #: arguments equal to theirs are dropped from the canonical spec (``eps-lt:5,10`` is
+    #: ``eps-lt:5``), so one selector has one spelling
+    arg_defaults: ClassVar[tuple[str | None, ...]] = ()
     order: ClassVar[int] = 100
     in_compare: ClassVar[bool] = True
     any_objectives: ClassVar[bool] = False

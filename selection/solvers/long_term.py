@@ -113,6 +113,7 @@ class LongTermEpsSolver(Solver):
     param = "eps"
     default_grid = (0.0, 2.0, 5.0, 10.0)
     spec_form = "eps-lt:E[,V]"
+    arg_defaults = (None, format(DEFAULT_V, "g"))
     order = 45
     in_compare = False  # one round has no past: its front is the queues' starting point
     #: one instance serves a whole run (its queues are the run's state)

@@ -113,3 +113,16 @@ def test_the_loop_commits_and_records_the_weights(spec, kind):
         assert weights == pytest.approx(want)
         assert np.allclose([float(x) for x in recorded.split(";")], [want[c] for c in picked],
                            rtol=1e-5)  # fmt: skip
+
+
+def test_a_default_argument_is_one_spelling():
+    """eps-lt's V defaults to 10: eps-lt:5 and eps-lt:5,10 are one selector (one canonical
+    spec), so a study refuses them as two entries; another V stays apart."""
+    pytest.importorskip("fl_oracle.experiments.study.settings")
+    from fl_oracle.experiments.study.settings import StudySettings
+
+    assert parse_spec("eps-lt:5,10").canonical == parse_spec("eps-lt:5").canonical == "eps-lt:5"
+    assert parse_spec("fisher-lt:5,10.0@probe").canonical == "fisher-lt:5@probe"
+    assert parse_spec("eps-lt:5,20").canonical == "eps-lt:5,20"
+    with pytest.raises(ValueError, match="are the same selector"):
+        StudySettings(selectors=("proportional", "eps-lt:5", "eps-lt:5,10"))
