@@ -4,3 +4,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 .venv/bin/fedsel study --config benchmarks/studies/fair_fight.toml --out results/study-fair-fight --workers 2 --no-progress
+# 2. held-out seeds 10-19, entries fixed by this rule before step 1 finished (written here
+#    while it ran): every counted baseline, and the three formulation entries that beat the
+#    most counted baselines on both final metrics in step 1 (dominance.csv, paired 95 %
+#    intervals; ties broken by final worst-domain accuracy). No formulation entry runs within
+#    1.25x fedavg's client compute per round (fedavg draws clients uniformly, so its picks are
+#    small on average), so the budget does not filter them here; cost.csv states each ratio.
+ENTRIES=$(.venv/bin/python - <<'PY'
+import pandas as pd
+from fl_oracle.experiments.study.settings import is_baseline
+from selection.specs import parse_spec
+d = pd.read_csv("results/study-fair-fight/dominance.csv")
+m = pd.read_csv("results/study-fair-fight/summary.csv").set_index("entry")
+entries = list(m.index)
+base = [e for e in entries if is_baseline(parse_spec(e))]
+forms = [e for e in entries if e not in base and e in set(d["entry"])]
+beats = d[d["baseline"].isin(base)].groupby("entry")["beats"].sum()
+worst = m["final_worst_mean"]
+top = sorted(forms, key=lambda e: (-int(beats.get(e, 0)), -float(worst.get(e, 0.0))))[:3]
+print(",".join(base + top))
+PY
+)
+.venv/bin/fedsel study --config benchmarks/studies/fair_fight.toml --out results/study-fair-fight-confirm --first-seed 10 --seeds 10 --workers 2 --no-progress --selectors "$ENTRIES"
