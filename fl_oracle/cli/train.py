@@ -71,11 +71,21 @@ def _config(seed: int, federation: Mapping[str, Any] | None, overrides: Mapping[
     return OracleConfig(seed=int(seed), **given)
 
 
-def make_oracle(config, data: dict | None = None):
-    """A fresh :class:`fl_oracle.sim.oracle.Oracle` at round 0."""
+def make_oracle(config, data: dict | None = None, *, progress=None):
+    """A fresh :class:`fl_oracle.sim.oracle.Oracle` at round 0 (``progress``: a
+    :data:`~selection.progress.ProgressFn` for the data's loading or generation)."""
     from fl_oracle.sim.oracle import Oracle
 
-    return Oracle(config, data=data, progress=False)
+    return Oracle(config, data=data, progress=progress or False)
+
+
+def _with_bar(config, no_progress: bool):
+    """The oracle, its data loaded or generated under a progress bar (the first use of a
+    federation generates its stand-ins: about a minute, not in silence)."""
+    from selection.progress import rich_progress
+
+    with rich_progress(enabled=not no_progress, transient=True) as bar:
+        return make_oracle(config, progress=bar)
 
 
 def _write_run(out: Path, history, stats) -> None:
@@ -166,12 +176,12 @@ def train(
     privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats)
     sel = make_selector(spec, seed=seed)
     # --overwrite: the data and model are checked (the oracle built) before the old run goes
-    oracle = make_oracle(config) if overwrite else None
+    oracle = _with_bar(config, no_progress) if overwrite else None
     # one run per folder: locked, another run refused, nothing left behind by a failed start
     with claim_run_folder(
         out, "train", overwrite=overwrite, committed="history.csv", resumable=False
     ):
-        oracle = oracle if oracle is not None else make_oracle(config)
+        oracle = oracle if oracle is not None else _with_bar(config, no_progress)
         write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
         rows, tables = [], []
         with rich_progress(enabled=not no_progress, transient=False) as progress:

@@ -1,0 +1,45 @@
+"""What a newcomer meets at the door: a refused setting named as the user typed it (the flag,
+``--k 30``, or the study's own key, ``k=30``; never an internal configuration field or an
+[oracle] table that refuses k), and a first fedsel train that shows its data being made."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.cli import run_fedsel as run
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["train", "--selector", "random", "--k", "30", "--rounds", "1"], "--k 30: exceeds the 20 clients"),
+        (["study", "--k", "30", "--rounds", "1", "--seeds", "1"], "study: k=30: exceeds the 20 clients"),
+        (["train", "--selector", "random", "--clients-per-domain", "1", "--k", "5", "--rounds", "1"],
+         "--k 5: exceeds the 4 clients"),
+    ],
+)  # fmt: skip
+def test_the_error_names_what_was_typed(argv, said, tmp_path, capsys):
+    code, _, err = run([*argv, "--out", tmp_path / "out"], capsys)
+    assert code == 2, err
+    line = err.strip().splitlines()[-1]
+    assert said in line and "config field" not in line and "[oracle]" not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_train_builds_its_federation_under_a_progress_bar(monkeypatch):
+    """The first use of a federation generates its stand-ins (about a minute): fedsel train
+    hands the oracle a progress callback for it, not progress=False (it was silent)."""
+    import fl_oracle.cli.train as cli_train
+    import fl_oracle.sim.oracle as sim_oracle
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, config, data=None, progress=None):
+            seen["progress"] = progress
+
+    monkeypatch.setattr(sim_oracle, "Oracle", Recorder)
+    cli_train._with_bar(cli_train.make_config(0, k=5), no_progress=False)
+    assert callable(seen["progress"])
+    cli_train._with_bar(cli_train.make_config(0, k=5), no_progress=True)
+    assert seen["progress"] is False  # --no-progress: none
