@@ -125,20 +125,25 @@ def plane_figure(res: StudyResult, zoom: bool = False) -> dict:
         if len(xs) > 1:  # a lone entry is named by the legend and on hover
             labelled += [(x, y, t, colors[fam]) for x, y, t in zip(xs, ys, labels, strict=True)]
         means += [(x, y, a, b, t, colors[fam]) for x, y, a, b, t in zip(xs, ys, ex, ey, labels, strict=True)]  # fmt: skip
+        rule = all(res.settings.spec(e).is_rule for e in entries)  # a baseline's diamond
         traces.append(
             {
                 "type": "scatter", "mode": "lines+markers" if len(xs) > 1 else "markers",
-                "x": xs, "y": ys, "name": fam, "legendgroup": fam, "text": labels,
+                "x": xs, "y": ys, "name": fam if len(entries) > 1 else entries[0],
+                "legendgroup": fam, "text": labels,
                 "hovertemplate": "%{text}<br>avg %{x:.2f} %, worst %{y:.2f} %<extra></extra>",
                 "error_x": {"type": "data", "array": ex, "thickness": 1, "width": 0},
                 "error_y": {"type": "data", "array": ey, "thickness": 1, "width": 0},
                 "marker": {"color": colors[fam], "size": 9,
                            "symbol": [_SYMBOLS[i % len(_SYMBOLS)] for i in range(len(xs))]
-                           if len(xs) > 1 else "diamond"},
+                           if len(xs) > 1 else ("diamond" if rule else "circle")},
                 "line": {"color": colors[fam], "width": 1.5},
             }
         )  # fmt: skip
     pad = lambda v: (min(v) - 0.04 * (max(v) - min(v) or 1), max(v) + 0.04 * (max(v) - min(v) or 1))  # noqa: E731
+    # the axes hold every seed's point and every mean's interval (2 seeds: wide t intervals)
+    xs_all += [q[0] + s * q[2] for q in means for s in (-1, 1)]
+    ys_all += [q[1] + s * q[3] for q in means for s in (-1, 1)]
     xr, yr = pad(xs_all), pad(ys_all)
     if zoom and means:
         cut = float(np.median([q[1] for q in means]))

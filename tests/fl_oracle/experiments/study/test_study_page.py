@@ -61,3 +61,25 @@ def test_predicted_fronts_are_drawn_where_enumeration_reaches_and_skipped_beyond
     assert set(fronts["plane"]) == {"utility,worst", "utility,gap"} and len(fronts) >= 2
     big = synthetic_stats(200, seed=0).assign(round=0)
     assert fronts_over_rounds(StudySettings(k=20, rounds=1), big).empty
+
+
+def test_the_plane_marks_baselines_alone_with_diamonds_and_keeps_every_interval(tmp_path):
+    """A lone formulation entry is a circle named by its entry (it was a diamond, the
+    baselines' mark, named by its family), a baseline a diamond; with two seeds the wide
+    t intervals stay inside the axes."""
+    from fl_oracle.experiments.study.figures import plane_figure
+
+    s = StudySettings(seeds=2, rounds=3, k=3, bootstrap=200, target_worst=50.0,
+                      selectors=("proportional", "maxmin:2"))  # fmt: skip
+    run_study(s, tmp_path, make_oracle=lambda seed: fake.FakeOracle(seed, clients_per_domain=2),
+              make_selector=make_selector)  # fmt: skip
+    fig = plane_figure(finish_study(s, tmp_path))
+    means = {t["name"]: t for t in fig["data"] if "name" in t}
+    assert set(means) == {"proportional", "maxmin:2"}
+    assert means["proportional"]["marker"]["symbol"] == "diamond"
+    assert means["maxmin:2"]["marker"]["symbol"] == "circle"
+    (x0, x1), (y0, y1) = fig["layout"]["xaxis"]["range"], fig["layout"]["yaxis"]["range"]
+    for t in means.values():
+        for x, hx, y, hy in zip(t["x"], t["error_x"]["array"], t["y"], t["error_y"]["array"],
+                                strict=True):  # fmt: skip
+            assert x0 <= x - hx and x + hx <= x1 and y0 <= y - hy and y + hy <= y1
