@@ -168,7 +168,11 @@ class Spec:
             >>> parse_spec("median:3").formulation
             Traceback (most recent call last):
             ...
-            selection.errors.SelectionError: bad selector spec 'median:3': unknown selector 'median'; ...
+            selection.errors.SelectionError: bad selector spec 'median:3': unknown selector 'median' (fedsel methods lists every selector)
+            >>> parse_spec("maxmn:2").formulation
+            Traceback (most recent call last):
+            ...
+            selection.errors.SelectionError: bad selector spec 'maxmn:2': unknown selector 'maxmn'; did you mean 'maxmin'? (fedsel methods lists every selector)
         """
         from selection.baselines import baselines
         from selection.solvers.registry import solvers
@@ -180,7 +184,15 @@ class Spec:
         rules = baselines()
         if self.name in rules:
             return rules[self.name]
-        raise bad_spec(self.selector_spec, f"unknown selector {self.name!r}")
+        import difflib
+
+        names = [*known, *ALIASES, *rules]
+        near = difflib.get_close_matches(self.name, names, n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise SelectionError(
+            f"bad selector spec {self.selector_spec!r}: unknown selector {self.name!r}{hint} "
+            "(fedsel methods lists every selector)"
+        )
 
     @property
     def is_rule(self) -> bool:
@@ -326,6 +338,15 @@ def parse_spec(text: str) -> Spec:
             else None
         )
         if kind is None:
+            import difflib
+
+            words = [*infos, *surrogates(), "verify", "agg"]
+            near = difflib.get_close_matches(key.partition(":")[0].strip(), words, n=1, cutoff=0.6)
+            if near:
+                raise SelectionError(
+                    f"bad selector spec {text!r}: unknown modifier {mod!r}; did you mean "
+                    f"{near[0]!r}? (fedsel methods lists the information models and surrogates)"
+                )
             raise bad_spec(
                 text,
                 f"unknown modifier {mod!r} (an information model: "

@@ -128,7 +128,6 @@ def test_randomness_is_per_selector_and_seeded(last_round):
         ("power-of-choice", "needs a value"),
         ("power-of-choice:2.5", "integer"),
         ("qffl", "needs a value"),
-        ("bogus", "unknown selector 'bogus'"),
     ],
 )
 def test_bad_specs_raise_naming_spec_and_forms(spec, fragment):
@@ -138,6 +137,23 @@ def test_bad_specs_raise_naming_spec_and_forms(spec, fragment):
     assert fragment in msg and f"{spec!r}" in msg and "valid forms" in msg
     assert all(form in msg for form in spec_forms())
     assert "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("bogus", "unknown selector 'bogus' (fedsel methods lists every selector)"),
+        ("maxmn:2", "unknown selector 'maxmn'; did you mean 'maxmin'?"),
+        ("fisher-topc", "did you mean 'fisher-topk'?"),
+        ("eps:5@prob", "unknown modifier 'prob'; did you mean 'probe'?"),
+        ("eps:5@weigthed", "did you mean 'weighted'?"),
+    ],
+)
+def test_a_typo_gets_a_did_you_mean_on_one_short_line(spec, said):
+    with pytest.raises(SelectionError) as info:
+        make_selector(spec)
+    msg = str(info.value)
+    assert said in msg and "\n" not in msg and len(msg) < 200
 
 
 def test_bad_k_raises(last_round):
