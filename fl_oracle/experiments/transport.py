@@ -259,6 +259,8 @@ def play_round(
         vectors=None if source is None else transport.vectors(source, solved),
     )
     state = selector_state(run.selector)
+    if lean is None:  # the view's measured quality (noisy:R), beside the selector's state
+        state = {**state, **model.quality()}
     committed = transport.commit(t, choice, inputs, lean is not None)
     if committed.observed is not None and lean is None:  # a lean rule keeps nothing
         model.observe(t, committed.observed, inputs)

@@ -195,6 +195,11 @@ class InformationModel(ABC):
         """Ids of the clients that train at w_t before the selection (None: nobody)."""
         return None
 
+    def quality(self) -> dict[str, float]:
+        """What the last view's quality was, as history columns ({} for a model that does not
+        measure it; ``noisy:R`` writes the achieved rank correlation and error)."""
+        return {}
+
     @abstractmethod
     def view(self, inputs: RoundInputs) -> pd.DataFrame:
         """The table the selector sees at round ``inputs.t`` (contract columns plus
