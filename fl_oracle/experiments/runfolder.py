@@ -36,7 +36,14 @@ from pathlib import Path
 
 from fl_oracle.errors import CheckpointError
 
-__all__ = ["RUN_FILES", "LOCK_NAME", "RunFolderError", "run_kind", "claim_run_folder"]
+__all__ = [
+    "RUN_FILES",
+    "LOCK_NAME",
+    "RunFolderError",
+    "run_kind",
+    "claim_run_folder",
+    "orphaned_temp_files",
+]
 
 LOCK_NAME = ".fedsel.lock"
 # --overwrite sets the old run aside here until the new one commits its first round (or, for a
@@ -64,6 +71,42 @@ RUN_FILES = (
 
 class RunFolderError(CheckpointError):
     """A run folder is locked by another process or holds another run."""
+
+
+def orphaned_temp_files(folder: str | os.PathLike) -> list[Path]:
+    """Temp files (``.<name>.<pid>.tmp``, :func:`selection.atomic.atomic_path`) anywhere under
+    ``folder`` whose writing process is gone: a kill interrupted their write. A file whose pid
+    is alive (another process writing now) is left alone.
+
+    Examples:
+        >>> import os, tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> deep = d / "cells" / "a" / "runs" / "e"
+        >>> deep.mkdir(parents=True)
+        >>> (deep / ".seed00.csv.999999999.tmp").write_text("x")  # a pid no process has
+        1
+        >>> (deep / f".seed01.csv.{os.getpid()}.tmp").write_text("x")  # alive: left alone
+        1
+        >>> [p.name for p in orphaned_temp_files(d)]
+        ['.seed00.csv.999999999.tmp']
+    """
+    out = []
+    for tmp in sorted(Path(folder).rglob(".*.tmp")):
+        pid = tmp.name.rsplit(".", 2)[-2] if tmp.name.count(".") >= 3 else ""
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        out.append(tmp)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid < 2**22  # another user's live process (or an impossible pid: gone)
+    return True
 
 
 def run_kind(folder: str | os.PathLike) -> str | None:
@@ -240,9 +283,9 @@ def claim_run_folder(
     created = not d.exists()
     d.mkdir(parents=True, exist_ok=True)
     with _lock(d):
-        # temp files of a write that a kill interrupted (atomic_path: .<name>.<pid>.tmp); the
-        # lock says no other fedsel process writes here now
-        for tmp in [*d.glob(".*.tmp"), *d.glob("*/.*.tmp")]:
+        # temp files of a write that a kill interrupted (atomic_path: .<name>.<pid>.tmp), at
+        # every depth a run writes (a grid's cells/<slug>/runs/<entry>/ included)
+        for tmp in orphaned_temp_files(d):
             tmp.unlink(missing_ok=True)
         stale = d / REPLACED_NAME  # a replacement killed (kill -9) before it decided
         if stale.is_dir():

@@ -396,3 +396,21 @@ def test_a_study_folder_without_its_toml_is_still_a_study(tmp_path):
     (tmp_path / "s" / "runs" / "eps_5").mkdir(parents=True)
     (tmp_path / "s" / "history.csv").write_text("round\n0\n")
     assert run_kind(tmp_path / "s") == "study"
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 4])
+def test_a_claim_sweeps_a_killed_writes_temp_files_at_every_depth(tmp_path, depth):
+    """kill -9 mid-write leaves .<name>.<pid>.tmp wherever the run writes (a grid's
+    cells/<slug>/runs/<entry>/ is four folders deep): the next claim removes it; a temp file
+    whose process is alive is another writer's and stays."""
+    from fl_oracle.experiments.runfolder import claim_run_folder
+
+    where = tmp_path.joinpath(*[f"d{i}" for i in range(depth)])
+    where.mkdir(parents=True, exist_ok=True)
+    dead = where / ".seed00.stats.parquet.999999999.tmp"
+    live = where / f".seed01.csv.{os.getppid()}.tmp"
+    dead.write_text("half")
+    live.write_text("being written")
+    with claim_run_folder(tmp_path, "study", resume=True):
+        pass
+    assert not dead.exists() and live.exists()
