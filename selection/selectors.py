@@ -96,7 +96,10 @@ __all__ = [
 
 
 def _result(problem: SelectionProblem, idx, method: str, param: str, t0: float) -> SolveResult:
-    sel = tuple(sorted(int(i) for i in idx))
+    from selection.solvers.base import checked_selection
+
+    k = None if method == "all" else problem.k  # full participation ignores K
+    sel = checked_selection(idx, problem.n, k, f"baseline {method}")
     return SolveResult(
         method=method,
         status=Status.FEASIBLE,

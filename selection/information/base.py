@@ -252,9 +252,9 @@ def information_models() -> dict[str, type[InformationModel]]:
         >>> from selection.information.base import information_models
         >>> models = information_models()
         >>> list(models)[:4]
-        ['fresh', 'stale', 'probe', 'pool']
+        ['fresh', 'noisy', 'stale', 'probe']
         >>> [name for name, cls in models.items() if cls.upper_bound], models["pool"].spec_form()
-        (['fresh'], 'pool:P')
+        (['fresh', 'noisy'], 'pool:P')
     """
     import selection.information  # noqa: F401 - discovery registers the modules
     from selection.plugins import plugin_classes

@@ -30,10 +30,12 @@ def noise_scale(sd: float, rho: float) -> float:
 
     Examples:
         >>> round(noise_scale(10.0, 0.5), 3), noise_scale(10.0, 1.0)
-        (18.904, 0.0)
+        (16.529, 0.0)
     """
+    if rho >= 1.0:
+        return 0.0  # the truth itself (2 sin(π/6) is 1 only up to rounding)
     r = 2.0 * math.sin(math.pi * rho / 6.0)
-    return 0.0 if r >= 1.0 else float(sd) * math.sqrt(1.0 / r**2 - 1.0)
+    return float(sd) * math.sqrt(1.0 / r**2 - 1.0)
 
 
 @register

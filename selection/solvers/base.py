@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from selection.errors import SelectionError
@@ -246,17 +247,22 @@ class Solver(ABC):
         t0 = time.perf_counter()
         raw = self._solve(problem)
         seconds = time.perf_counter() - t0
-        sel = tuple(sorted(int(i) for i in raw.selected))
         status = Status(raw.status)
-        if sel and len(sel) != problem.k:
+        if len(raw.selected) and len(raw.selected) != problem.k:
             return SolveResult(
                 self.name,
                 Status.ERROR,
                 seconds=seconds,
                 param=raw.param,
                 backend=raw.backend,
-                message=f"solver returned {len(sel)} clients, expected k={problem.k}",
+                message=f"solver returned {len(raw.selected)} clients, expected k={problem.k}",
             )
+        # distinct whole indices in range, as every built-in returns (a plugin's too)
+        sel = (
+            checked_selection(raw.selected, problem.n, problem.k, self.name)
+            if len(raw.selected)
+            else ()
+        )
         objectives = evaluate(problem, sel) if sel else {}
         bound = float(raw.bound)
         if self.bound_objective and sel:
@@ -282,6 +288,44 @@ class Solver(ABC):
     @abstractmethod
     def _solve(self, problem: SelectionProblem) -> RawResult:
         """Compute a selection; return it with a normalized status."""
+
+
+def checked_selection(idx, n: int, k: int | None, who: str) -> tuple[int, ...]:
+    """A rule's or formulation's answer as sorted client indices, checked as the built-ins'
+    are: whole numbers (integer types, not floats), each in 0..n-1 (numpy would wrap a negative
+    one), K of them, distinct. SelectionError naming ``who`` and the first offence.
+
+    Examples:
+        >>> checked_selection([3, 0, 1], 5, 3, "toy")
+        (0, 1, 3)
+        >>> checked_selection([0, 0, 1], 5, 3, "toy")
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: toy: returned client 0 twice (a selection is K distinct clients)
+        >>> checked_selection([0, -1, 2], 5, 3, "toy")
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: toy: returned client index -1, outside 0..4
+    """
+    try:
+        values = list(idx)
+    except TypeError:
+        raise SelectionError(f"{who}: returned {idx!r}, not a sequence of client indices") from None
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise SelectionError(f"{who}: returned {v!r}, not a whole client index")
+        if not 0 <= int(v) < n:
+            raise SelectionError(f"{who}: returned client index {int(v)}, outside 0..{n - 1}")
+        out.append(int(v))
+    if len(set(out)) != len(out):
+        twice = next(v for v in out if out.count(v) > 1)
+        raise SelectionError(
+            f"{who}: returned client {twice} twice (a selection is K distinct clients)"
+        )
+    if k is not None and len(out) != k:  # None: any count (``all``, full participation)
+        raise SelectionError(f"{who}: returned {len(out)} clients, expected k={k}")
+    return tuple(sorted(out))
 
 
 def solver_options(cls: type[Solver]) -> frozenset[str]:

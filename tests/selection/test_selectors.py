@@ -198,3 +198,41 @@ def test_stratified_quota_per_domain_and_seeded():
     small = np.array(["a"] * 8 + ["b"])
     idx = stratified_sample(small, np.ones(9), 6, np.random.default_rng(0))
     assert (small[idx] == "b").sum() == 1 and len(idx) == 6
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ([0, 0, 1], "returned client 0 twice"),
+        ([0, -1, 2], "returned client index -1, outside"),
+        ([0, 1, 99], "returned client index 99, outside"),
+        ([0.0, 1.0, 2.0], "not a whole client index"),
+        ([0, 1], "returned 2 clients, expected k=3"),
+    ],
+)
+def test_a_plugin_rules_answer_is_checked_like_a_built_ins(answer, said, monkeypatch):
+    """A rule's pick (a plugin's included) must be K distinct whole indices in range: a
+    repeated client, a negative index numpy would wrap, an index past N, floats and a short
+    answer are refused with one line naming the rule (they ran, or tracebacked)."""
+    from selection.baselines.uniform import Uniform
+    from selection.synthetic import synthetic_stats
+
+    monkeypatch.setattr(Uniform, "pick", lambda self, problem, rng: np.array(answer))
+    with pytest.raises(SelectionError, match=said) as info:
+        make_selector("random")(synthetic_stats(6, seed=0, rounds=1), 3)
+    assert "baseline random" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_formulation_returning_one_client_k_times_is_refused_not_optimal():
+    from selection.example import small_problem
+    from selection.solvers.base import Solver
+    from selection.solvers.result import RawResult, Status
+
+    class Repeats(Solver):
+        name = "repeats"
+
+        def _solve(self, problem):
+            return RawResult((1,) * problem.k, Status.OPTIMAL, backend="hand")
+
+    with pytest.raises(SelectionError, match="repeats: returned client 1 twice"):
+        Repeats().solve(small_problem())
