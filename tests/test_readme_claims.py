@@ -140,3 +140,50 @@ def test_the_map_sentences_are_the_committed_map():
     assert ahead == ["k5-alpha0.5-sigma0-cpd5"]
     assert not (grid[["worst_status", "avg_status"]] == "confirmed").any().any()
     assert "no cell has a formulation confirmed against every baseline" in flat
+
+
+def test_the_fair_fight_paragraph_is_the_committed_study():
+    """The README's fair-fight sentences: each paired difference is the committed pairs
+    table's, the beaten counts the study's dominance table, the compute ratio its cost table."""
+    from fl_oracle.experiments.study.settings import is_baseline
+    from selection.specs import parse_spec
+
+    flat = " ".join(README.split())
+    pairs = pd.read_csv(ROOT / "results/benchmarks/fair_fight_pairs.csv").set_index(["A", "B"])
+
+    def said(a, b, metric):
+        r = pairs.loc[(a, b)]
+        d, lo, hi = r[f"acc_{metric}_diff"], r[f"acc_{metric}_lo"], r[f"acc_{metric}_hi"]
+        return f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]".replace("-", "−")
+
+    assert (
+        f"power-of-choice's final worst-domain accuracy by {said('power-of-choice:10', 'power-of-choice:10@agg=samples', 'worst')}"
+        in flat
+    )
+    assert f"Oort's by {said('oort:0.9', 'oort:0.9@agg=samples', 'worst')}" in flat
+    assert f"ends {said('proportional', 'fedavg', 'worst')} points below FedAvg" in flat
+    assert (
+        f"1/K weights gains {said('fisher-fair:1@probe+agg=uniform', 'fisher-fair:1@probe', 'worst')}"
+        in flat
+    )
+    tie = ("fisher-fair:1@probe+agg=uniform", "fisher-topk@agg=uniform")
+    assert f"({said(*tie, 'worst')} on the worst domain, {said(*tie, 'avg')} on average)" in flat
+    d = pd.read_csv(ROOT / "results/study-fair-fight/dominance.csv")
+    cost = pd.read_csv(ROOT / "results/study-fair-fight/cost.csv").set_index("entry")
+    counted = {e for e in cost.index if is_baseline(parse_spec(e))}
+    assert len(counted) == 13
+
+    def beaten(entry):
+        g = d[(d["entry"] == entry) & d["baseline"].isin(counted)]
+        return int(g["beats"].sum()), set(g.loc[~g["beats"], "baseline"])
+
+    assert beaten("fisher-fair:1@probe+agg=uniform") == (
+        11,
+        {"oort:0.9", "fisher-topk@agg=uniform"},
+    )
+    assert beaten("fisher-fair:1@probe")[0] == 5 and "(5 of 13 with sample weights)" in flat
+    assert beaten("fisher-fair:1@probe+agg=domain")[0] == 11
+    assert f"at {cost.loc['fisher-fair:1@probe+agg=domain', 'compute_ratio']:.2f}× FedAvg's" in flat
+    summary = pd.read_csv(ROOT / "results/study-fair-fight/summary.csv")
+    top = summary.sort_values("final_worst_mean", ascending=False)["entry"].iloc[0]
+    assert top == "fisher-topk@agg=uniform"  # "the highest entry on the worst domain"
