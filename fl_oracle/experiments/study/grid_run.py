@@ -86,6 +86,15 @@ def check_stored_grid(grid: GridSettings, out: Path, *, grow: bool) -> None:
                 raise ValueError(f"{out}: --grow keeps every cell; the new grid drops {lost[0]}")
             if grid.base.seeds < stored.base.seeds:
                 raise ValueError(f"{out}: --grow adds seeds; the new grid has fewer")
+            # every kept cell must be a growth of its stored study (entries appended, more
+            # seeds, nothing else changed), checked before study.toml is rewritten: a refused
+            # --grow leaves the grid as it was, so both commands can still continue it
+            from fl_oracle.experiments.study.runs import check_growth
+
+            new = {c.slug: c.settings for c in grid.cells}
+            for cell in stored.cells:
+                if new[cell.slug] != cell.settings:
+                    check_growth(cell.settings, new[cell.slug], out / "cells" / cell.slug)
     write_text_atomic(grid.to_toml(), path)
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "PACKED",
     "read_history",
     "RACE_LOG",
+    "check_growth",
 ]
 
 #: the compressed history a study folder keeps beside ``history.csv``
@@ -133,7 +134,7 @@ def run_study(
     if cfg.is_file():
         stored = StudySettings.from_toml(cfg.read_text(encoding="utf-8"))
         if grow and stored != settings:
-            _check_growth(stored, settings, out)
+            check_growth(stored, settings, out)
             write_text_atomic(settings.to_toml(), cfg)
         elif stored != settings:
             diff = _differing(stored, settings)
@@ -258,7 +259,7 @@ def _differing(a: StudySettings, b: StudySettings) -> list[str]:
     return [f.name for f in fields(StudySettings) if getattr(a, f.name) != getattr(b, f.name)]
 
 
-def _check_growth(stored: StudySettings, settings: StudySettings, out: Path) -> None:
+def check_growth(stored: StudySettings, settings: StudySettings, out: Path) -> None:
     """A study grows by entries appended and by seeds added after its own (the stored runs
     keep their seeds); nothing else may differ."""
     diff = [name for name in _differing(stored, settings) if name not in ("selectors", "seeds")]

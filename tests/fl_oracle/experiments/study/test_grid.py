@@ -229,3 +229,28 @@ def test_a_grid_on_ray_equals_the_local_pool(tmp_path, monkeypatch):
         tables.append(pd.read_csv(out / "grid.csv", keep_default_na=False))
     assert len(tables[0]) == 2
     pd.testing.assert_frame_equal(tables[0], tables[1])
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ("rounds = 3", "rounds"),
+        ('selectors = ["random", "proportional"]', "selectors"),
+        ('selectors = ["proportional"]', "selectors"),
+    ],
+)
+def test_a_refused_grow_leaves_the_grid_as_it_was(tmp_path, change, why):
+    """--grow with other rounds, entries reordered or dropped is refused before study.toml is
+    rewritten, so the stored grid (and its command) can still continue."""
+    from fl_oracle.experiments.study.grid import GridSettings
+    from fl_oracle.experiments.study.grid_run import check_stored_grid
+
+    base = 'seeds = 2\nrounds = 2\nk = 2\nselectors = ["proportional", "random"]\n'
+    grid = GridSettings.from_toml(base + "[grid]\nk = [2, 3]\n")
+    check_stored_grid(grid, tmp_path, grow=False)
+    before = (tmp_path / "study.toml").read_text()
+    lines = [x for x in base.splitlines() if not x.startswith(change.split(" ")[0])]
+    other = GridSettings.from_toml("\n".join([*lines, change]) + "\n[grid]\nk = [2, 3, 4]\n")
+    with pytest.raises(ValueError, match=why):
+        check_stored_grid(other, tmp_path, grow=True)
+    assert (tmp_path / "study.toml").read_text() == before
