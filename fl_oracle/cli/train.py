@@ -95,9 +95,10 @@ def _write_run(out: Path, history, stats) -> None:
     write_table_atomic(stats, out / "stats.parquet")
 
 
-def _recorded_config(config, oracle) -> str:
+def _recorded_config(config, oracle, privacy=None, selector: str = "") -> str:
     """config.toml text: the configuration, the data provenance (also one line per domain on
-    stderr) and the run record."""
+    stderr), the run record and, for a run that has them, its selector and its privacy
+    (``[privacy]``: ε, δ, the noise multiplier z, secure aggregation)."""
 
     from fl_oracle.experiments.run_record import record_toml, run_record
     from fl_oracle.sim.data.provenance import provenance_lines, provenance_toml
@@ -106,7 +107,27 @@ def _recorded_config(config, oracle) -> str:
     for line in provenance_lines(prov):
         print(line, file=sys.stderr)
     rec = record_toml(run_record(getattr(oracle, "device", None)))
-    return config.to_toml() + "\n" + provenance_toml(prov) + "\n" + rec
+    text = config.to_toml() + "\n" + provenance_toml(prov) + "\n" + rec
+    if selector:
+        from selection.toml_text import toml_value
+
+        text += f"\n[selection]\nselector = {toml_value(selector)}\n"
+    if privacy is not None:
+        text += "\n" + privacy_toml(privacy)
+    return text
+
+
+def privacy_toml(privacy) -> str:
+    """The run's privacy as the TOML table ``[privacy]`` (what every private run records)."""
+    from selection.toml_text import toml_value
+
+    fields = {
+        "dp_epsilon": float(privacy.epsilon),
+        "dp_delta": float(privacy.delta),
+        "dp_z": float(privacy.z),
+        "secure_aggregation": bool(privacy.secure_aggregation),
+    }
+    return "[privacy]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in fields.items()) + "\n"
 
 
 @federation_options(
@@ -182,7 +203,7 @@ def train(
         out, "train", overwrite=overwrite, committed="history.csv", resumable=False
     ):
         oracle = oracle if oracle is not None else _with_bar(config, no_progress)
-        write_text_atomic(_recorded_config(config, oracle), out / "config.toml")
+        write_text_atomic(_recorded_config(config, oracle, privacy, selector), out / "config.toml")
         rows, tables = [], []
         with rich_progress(enabled=not no_progress, transient=False) as progress:
 

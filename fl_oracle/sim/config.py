@@ -61,7 +61,7 @@ MAX_LOCAL_EPOCHS = 10**4
 MAX_THREADS = 4096
 # Tables a run folder's config.toml may carry beside the configuration (data provenance and
 # the run record, see fl_oracle.sim.data.provenance and fl_oracle.experiments.run_record).
-RECORD_TABLES: tuple[str, ...] = ("sources", "run")
+RECORD_TABLES: tuple[str, ...] = ("sources", "run", "selection", "privacy")
 
 
 def _err(name: str, value: Any, why: str) -> ConfigError:

@@ -43,3 +43,23 @@ def test_train_builds_its_federation_under_a_progress_bar(monkeypatch):
     assert callable(seen["progress"])
     cli_train._with_bar(cli_train.make_config(0, k=5), no_progress=True)
     assert seen["progress"] is False  # --no-progress: none
+
+
+def test_a_private_runs_config_records_its_privacy(tmp_path):
+    """config.toml of a private train run holds ε, δ, z and secure aggregation (it held
+    none), and still reads back as the configuration."""
+    import tomllib
+
+    from fl_oracle.cli.train import _recorded_config, make_config
+    from fl_oracle.experiments.privacy import StatsPrivacy
+    from fl_oracle.sim.config import OracleConfig
+
+    config = make_config(0, k=5)
+    privacy = StatsPrivacy(epsilon=1.0, delta=1e-5, rounds=3)
+    text = _recorded_config(config, object(), privacy, "maxmin:2@probe")
+    raw = tomllib.loads(text)
+    assert raw["privacy"]["dp_epsilon"] == 1.0 and raw["privacy"]["dp_delta"] == 1e-5
+    assert raw["privacy"]["dp_z"] == pytest.approx(privacy.z)
+    assert raw["privacy"]["secure_aggregation"] is False
+    assert raw["selection"]["selector"] == "maxmin:2@probe"
+    assert OracleConfig.from_toml(text) == config
