@@ -58,9 +58,10 @@ SECURE_AGGREGATION = typer.Option(
 )
 
 
-def stats_privacy(epsilon: float, delta: float, rounds: int, secure: bool, stats: str):
+def stats_privacy(epsilon: float, delta: float, rounds: int, secure: bool, stats: str, spec=None):
     """The run's :class:`~fl_oracle.experiments.privacy.StatsPrivacy` from the flags (None
-    when off), checked against its information model: a bad value is one line, exit 2."""
+    when off), checked against its information model, and for a baseline rule (``spec``,
+    run as ``rule``) against what it reads: a bad value is one line, exit 2, before any data."""
     import math
 
     if not (isinstance(delta, float) and 0 < delta < 1):
@@ -79,7 +80,10 @@ def stats_privacy(epsilon: float, delta: float, rounds: int, secure: bool, stats
         why = str(exc).removeprefix("privacy: ")
         hint = "--dp-delta" if why.startswith("delta") else "--dp-epsilon"
         raise typer.BadParameter(why, param_hint=hint) from None
-    privacy.check_information(str(stats))
+    if spec is not None and str(stats) == "rule":
+        privacy.check_spec(spec)  # a rule reading update vectors, refused now
+    else:
+        privacy.check_information(str(stats))
     return privacy
 
 

@@ -194,7 +194,7 @@ def train(
     config = make_config(seed, federation, k=k)
     # the information model (--stats or the spec's), against N and K: before any data
     stats = spec.run_information(stats, n=config.n_clients, k=k)
-    privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats)
+    privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats, spec)
     sel = make_selector(spec, seed=seed)
     # --overwrite: the data and model are checked (the oracle built) before the old run goes
     oracle = _with_bar(config, no_progress) if overwrite else None

@@ -19,7 +19,6 @@ from fl_oracle.experiments.entry import Entry, entry_slug
 from fl_oracle.experiments.runner import DEMO_ORACLE
 from selection.baselines import baselines
 from selection.errors import SelectionError
-from selection.information import RULE
 from selection.selectors import Spec, parse_spec
 from selection.toml_text import toml_value
 
@@ -226,12 +225,11 @@ class StudySettings:
             raise ValueError(f"study: front_rounds {bad} outside 0..{self.rounds - 1}")
         privacy = self.privacy  # the values checked now
         if privacy is not None:
-            for text, spec in parsed:
-                if spec.information != RULE:
-                    try:
-                        privacy.check_information(spec.information)
-                    except ValueError as exc:
-                        raise ValueError(f"study entry {text!r}: {exc}") from None
+            for text, spec in parsed:  # every entry before any run (a rule's vectors too)
+                try:
+                    privacy.check_spec(spec)
+                except ValueError as exc:
+                    raise ValueError(f"study entry {text!r}: {exc}") from None
 
     @property
     def privacy(self):
