@@ -19,12 +19,52 @@ exit 2 on the command line).
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from importlib import metadata
 
 from selection.errors import SelectionError
 
-__all__ = ["GROUPS", "Plugin", "load_plugins", "loaded_plugins", "plugin_classes"]
+__all__ = [
+    "GROUPS",
+    "Plugin",
+    "load_plugins",
+    "loaded_plugins",
+    "plugin_classes",
+    "guard_builtin",
+]
+
+#: the packages whose registrations are fedsel's own (a plugin may not replace them)
+BUILTIN = ("selection.", "fl_oracle.")
+
+
+def guard_builtin(registry: dict, name: str, cls: type, what: str) -> None:
+    """Refuse (TypeError) a class from outside fedsel registering under a built-in's name: a
+    plugin registering ``eps`` silently replaced the exact solver (a non-optimal answer
+    reported with exit 0). Re-registering from fedsel itself, or one plugin after another,
+    stays allowed.
+
+    Examples:
+        >>> from selection.solvers.registry import SOLVERS
+        >>> class Fake:
+        ...     __module__ = "toy_fedsel.formulation"
+        >>> guard_builtin(SOLVERS, "eps", Fake, "formulation")
+        Traceback (most recent call last):
+        ...
+        TypeError: formulation 'eps' is built into fedsel (selection.solvers.eps.EpsSolver); a plugin cannot replace it: register it under another name
+        >>> guard_builtin(SOLVERS, "toy-top", Fake, "formulation")  # a new name: fine
+    """
+    old = registry.get(name)
+    if old is None or old is cls:
+        return
+    ours = str(getattr(old, "__module__", "")).startswith(BUILTIN)
+    theirs = str(getattr(cls, "__module__", "")).startswith(BUILTIN)
+    if ours and not theirs:
+        raise TypeError(
+            f"{what} {name!r} is built into fedsel ({old.__module__}.{old.__qualname__}); a "
+            "plugin cannot replace it: register it under another name"
+        )
+
 
 #: entry-point group -> what its entry points add
 GROUPS: dict[str, str] = {
@@ -83,11 +123,19 @@ def load_plugins() -> list[Plugin]:
                     obj = ep.load()
                 except SelectionError:
                     raise
-                except Exception as exc:  # noqa: BLE001 - any import failure, named
+                except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure, named
+                    # (a plugin calling sys.exit(3) while importing ended fedsel silently)
                     why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    if isinstance(exc, SystemExit):
+                        why = f"it called sys.exit({exc.code!r})"
                     raise SelectionError(
                         f"plugin {ep.name!r} ({group}, package {package}) failed to load: {why}"
                     ) from None
+                if not (inspect.ismodule(obj) or isinstance(obj, type)):
+                    raise SelectionError(
+                        f"plugin {ep.name!r} ({group}, package {package}) names a "
+                        f"{type(obj).__name__}, not a module or a class"
+                    )
                 _LOADED.append(Plugin(group, ep.name, ep.value, package, obj))
         _STATE["done"] = True
     finally:
@@ -122,8 +170,12 @@ def plugin_classes(group: str, kind: type) -> list[type]:
         (True, [])
     """
     load_plugins()
-    return [
-        p.obj
-        for p in _LOADED
-        if p.group == group and isinstance(p.obj, type) and issubclass(p.obj, kind)
-    ]
+    named = [p for p in _LOADED if p.group == group and isinstance(p.obj, type)]
+    wrong = [p for p in named if not issubclass(p.obj, kind)]
+    if wrong:  # an entry point naming a class of another kind: refused, not ignored
+        p = wrong[0]
+        raise SelectionError(
+            f"plugin {p.name!r} ({group}, package {p.package}) names {p.obj.__name__}, "
+            f"not a {kind.__name__}"
+        )
+    return [p.obj for p in named]

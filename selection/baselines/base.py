@@ -167,8 +167,11 @@ def register(cls: type[Baseline]) -> type[Baseline]:
         ...
         TypeError: Nameless has no name
     """
-    if not cls.name:
+    if not cls.name or not str(cls.name).strip():
         raise TypeError(f"{cls.__name__} has no name")
+    from selection.plugins import guard_builtin
+
+    guard_builtin(_REGISTRY, cls.name, cls, "baseline")
     _REGISTRY[cls.name] = cls
     return cls
 

@@ -241,6 +241,9 @@ def register(cls: type[InformationModel]) -> type[InformationModel]:
     """
     if not cls.name:
         raise TypeError(f"{cls.__name__} has no name")
+    from selection.plugins import guard_builtin
+
+    guard_builtin(_REGISTRY, cls.name, cls, "information model")
     _REGISTRY[cls.name] = cls
     return cls
 

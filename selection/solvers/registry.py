@@ -40,8 +40,11 @@ def register(cls: type[Solver]) -> type[Solver]:
         (True, ('a0', 'a1'))
         >>> del SOLVERS["top-u"]  # leave the registry as it was
     """
-    if not cls.name:
+    if not cls.name or not str(cls.name).strip():
         raise TypeError(f"{cls.__name__} has no name")
+    from selection.plugins import guard_builtin
+
+    guard_builtin(SOLVERS, cls.name, cls, "formulation")
     SOLVERS[cls.name] = cls
     return cls
 

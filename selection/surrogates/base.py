@@ -239,6 +239,9 @@ def register(cls: type[Surrogate]) -> type[Surrogate]:
     if cls.structure not in STRUCTURES:
         raise TypeError(f"{cls.__name__}: structure {cls.structure!r} is not one of {STRUCTURES}")
     cls.structure = Structure(cls.structure)
+    from selection.plugins import guard_builtin
+
+    guard_builtin(SURROGATES, cls.name, cls, "surrogate")
     SURROGATES[cls.name] = cls
     return cls
 

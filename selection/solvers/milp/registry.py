@@ -29,6 +29,9 @@ def register_backend(name: str):
     """Class decorator: make a :class:`LexBackend` subclass available as ``name``."""
 
     def deco(cls: type[LexBackend]) -> type[LexBackend]:
+        from selection.plugins import guard_builtin
+
+        guard_builtin(_REGISTRY, name, cls, "MILP backend")
         _REGISTRY[name] = cls
         cls.name = name
         return cls
