@@ -384,7 +384,19 @@ def parse_spec(text: str) -> Spec:
 
 
 def _check_information(text: str, spec: Spec) -> None:
-    """Refuse a surrogate whose inputs the information model does not supply."""
+    """Refuse a surrogate the formulation does not take (``Solver.surrogate_structures``: the
+    long-term ones need a linear or linear-fractional one), or whose inputs the information
+    model does not supply."""
+    from selection.solvers.registry import solvers
+
+    cls = solvers().get(ALIASES.get(spec.name, (spec.name, None))[0])
+    allowed = tuple(getattr(cls, "surrogate_structures", ()) or ())
+    structure = str(spec.surrogate.model.structure)
+    if allowed and structure not in allowed:
+        raise SelectionError(
+            f"bad selector spec {text!r}: {spec.name} needs a {' or '.join(allowed)} "
+            f"surrogate; {spec.surrogate} is {structure}"
+        )
     if spec.stats_mode is None:
         return
     info = spec.stats_mode.model  # both parsed with the spec

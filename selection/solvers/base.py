@@ -145,6 +145,9 @@ class Solver(ABC):
     #: arguments equal to theirs are dropped from the canonical spec (``eps-lt:5,10`` is
     #: ``eps-lt:5``), so one selector has one spelling
     arg_defaults: ClassVar[tuple[str | None, ...]] = ()
+    #: the surrogate structures the formulation takes (empty: any); a spec naming another
+    #: is refused when it is parsed, before any run
+    surrogate_structures: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int] = 100
     in_compare: ClassVar[bool] = True
     any_objectives: ClassVar[bool] = False

@@ -114,6 +114,7 @@ class LongTermEpsSolver(Solver):
     default_grid = (0.0, 2.0, 5.0, 10.0)
     spec_form = "eps-lt:E[,V]"
     arg_defaults = (None, format(DEFAULT_V, "g"))
+    surrogate_structures = ("linear", "linear-fractional")
     order = 45
     in_compare = False  # one round has no past: its front is the queues' starting point
     #: one instance serves a whole run (its queues are the run's state)

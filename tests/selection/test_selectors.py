@@ -236,3 +236,18 @@ def test_a_formulation_returning_one_client_k_times_is_refused_not_optimal():
 
     with pytest.raises(SelectionError, match="repeats: returned client 1 twice"):
         Repeats().solve(small_problem())
+
+
+@pytest.mark.parametrize("spec", ["eps-lt:5@ensemble", "fisher-lt:5@stale+ensemble"])
+def test_a_long_term_formulation_on_a_black_box_surrogate_is_refused_at_parse(spec):
+    """Refused when the spec is read, not in round 0 after training (and, in a study, after
+    another entry's run)."""
+    from selection.specs import parse_spec
+
+    with pytest.raises(SelectionError, match="needs a linear or linear-fractional surrogate"):
+        parse_spec(spec)
+    pytest.importorskip("fl_oracle.experiments.study.settings")
+    from fl_oracle.experiments.study.settings import StudySettings
+
+    with pytest.raises(ValueError, match="linear-fractional surrogate"):
+        StudySettings(selectors=("proportional", spec))
