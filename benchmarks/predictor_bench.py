@@ -169,11 +169,69 @@ def load_log(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     clients = [p for p in sorted(folder.rglob("seed*.parquet")) if "subsets" not in p.name]
     subsets = sorted(folder.rglob("seed*.subsets.parquet"))
     if not clients:
-        raise SystemExit(f"predictor bench: no log in {folder} (run the log command first)")
+        _fail(f"no log in {folder} (run the log command first)")
+
+    def read(p: Path) -> pd.DataFrame:
+        try:
+            return pd.read_parquet(p)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file, named
+            _fail(
+                f"{p}: unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+            )
+
     return (
-        pd.concat([pd.read_parquet(p) for p in clients], ignore_index=True),
-        pd.concat([pd.read_parquet(p) for p in subsets], ignore_index=True),
+        pd.concat([read(p) for p in clients], ignore_index=True),
+        pd.concat([read(p) for p in subsets], ignore_index=True),
     )
+
+
+def _fail(message: str):
+    """One line on stderr and exit code 2, as every fedsel command refuses bad input."""
+    print(f"predictor_bench: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+#: the bench's federation: the study's (5 clients a domain, 4 domains)
+N_CLIENTS = 20
+
+
+def check_args(args) -> None:
+    """Every argument checked before any work (one line, exit 2)."""
+    from selection.errors import SelectionError
+    from selection.information import parse_information
+    from selection.specs import parse_spec
+
+    if not 1 <= args.k <= N_CLIENTS:
+        _fail(f"--k {args.k}: must be in 1..{N_CLIENTS} (the bench's clients)")
+    if args.held_out < 0:
+        _fail(f"--held-out {args.held_out}: must be a seed >= 0")
+    if args.log.exists() and not args.log.is_dir():
+        _fail(f"--log {args.log} is a file, not a folder")
+    if args.command == "log":
+        try:
+            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        except ValueError:
+            _fail(f"--seeds {args.seeds!r}: seeds are whole numbers, comma-separated")
+        if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+            _fail(f"--seeds {args.seeds!r}: distinct seeds >= 0")
+        if args.held_out in seeds:
+            _fail(f"--held-out {args.held_out} is a tuning seed too (--seeds {args.seeds})")
+        for name, lo in (("rounds", 1), ("subsets", 0), ("workers", 1)):
+            if getattr(args, name) < lo:
+                _fail(f"--{name} {getattr(args, name)}: must be at least {lo}")
+        for d in args.drivers.split(","):
+            try:
+                _ = parse_spec(d).formulation  # the name looked up: a typo refused now
+            except SelectionError as exc:
+                _fail(f"--drivers: {exc}")
+    else:
+        if args.out.exists() and not args.out.is_dir():
+            _fail(f"--out {args.out} is a file, not a folder")
+        for m in args.models.split(","):
+            try:
+                parse_information(m)
+            except SelectionError as exc:
+                _fail(f"--models: {exc}")
 
 
 def domains_of(clients: pd.DataFrame) -> tuple[str, ...]:
@@ -403,6 +461,7 @@ def main(argv=None) -> None:
     ev.add_argument("--log", default=LOG, type=Path)
     ev.add_argument("--out", default=OUT, type=Path)
     args = ap.parse_args(argv)
+    check_args(args)
     (cmd_log if args.command == "log" else cmd_eval)(args)
 
 
