@@ -161,7 +161,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     warnings.showwarning = _warn_line
     _interrupt_hint.clear()
     _argv[:] = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
-    cli = _app_for(_argv)
+    try:  # importing a command may load plugins (its --help lists them): under the handler
+        cli = _app_for(_argv)
+    except ValueError as exc:  # a plugin that fails to load: SelectionError, one line
+        _fail(str(exc) or type(exc).__name__)
     try:
         signal.signal(signal.SIGTERM, _sigterm)  # stop like Ctrl-C: workers ended, lock freed
     except ValueError:  # not the main thread (e.g. a test runner's worker thread)

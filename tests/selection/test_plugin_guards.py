@@ -5,6 +5,7 @@ refused, and a rule may not register under an empty name."""
 
 from __future__ import annotations
 
+import sys
 import types
 
 import numpy as np
@@ -81,3 +82,24 @@ def test_a_class_of_another_kind_is_refused(fresh_plugins):
     fresh_plugins({"fedsel.baselines": [_EP("not-a-rule", lambda: NotARule)]})
     with pytest.raises(SelectionError, match="names NotARule, not a Baseline"):
         plugins.plugin_classes("fedsel.baselines", Baseline)
+
+
+@pytest.mark.parametrize("command", ["train", "flower"])
+def test_a_failing_plugin_is_one_line_in_every_command(command, fresh_plugins, monkeypatch, capsys):
+    """The commands whose --help lists the registries (train, flower) loaded plugins before
+    the error handler: a failing plugin was a traceback there (one line in methods, solve and
+    study already)."""
+    import fl_oracle.cli as cli
+
+    def broken():
+        raise ImportError("no module named toy_dep")
+
+    fresh_plugins({"fedsel.baselines": [_EP("broken", broken)]})
+    monkeypatch.setattr(cli, "_registered", set())
+    monkeypatch.setattr(cli.app, "registered_commands", [])
+    for module in [m for m in list(sys.modules) if m.startswith("fl_oracle.cli.")]:
+        monkeypatch.delitem(sys.modules, module)
+    with pytest.raises(SystemExit) as exc:
+        cli.main([command, "--help"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1 and "plugin 'broken'" in err[0]
