@@ -214,7 +214,7 @@ def _every_information_model() -> list[str]:
     """Each registered information model, its argument filled where it takes one."""
     from selection.information import information_models
 
-    example = {"P": "4", "A": "20"}
+    example = {"P": "4", "A": "20", "R": "70"}
     out = []
     for cls in information_models().values():
         name, _, arg = cls.spec_form().partition(":")
