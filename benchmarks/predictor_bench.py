@@ -31,6 +31,9 @@ tuning seeds, and the held-out trajectory's own row.
 ``log`` writes ``<log>/<driver>/seed<S>.parquet`` (clients) and ``...subsets.parquet`` per
 trajectory and skips those already written (resumable); ``eval`` writes
 ``predictor_bench.md``, ``predictor_bench.csv`` and ``predictor_bench_rounds.csv``.
+
+Why one script past 450 lines: logging, replay and the table are one measurement, and the
+checks of its arguments belong to its own command line.
 """
 
 from __future__ import annotations

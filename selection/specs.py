@@ -1,10 +1,15 @@
 """Selector specs as typed objects: ``name[:arg][@modifier+modifier...]`` parsed once.
 
 A spec string exists only at the edge (a command line, a study's TOML); :func:`parse_spec` turns
-it into a frozen :class:`Spec` (name, argument, information model, surrogate, verified picks)
+it into a frozen :class:`Spec` (name, argument, information model, surrogate, verified picks,
+aggregation)
 that the selectors, the training drivers, the studies and their reports read. The grammar and
 what each name means: :mod:`selection.selectors`. :func:`spec_forms`, :func:`selector_help` and
 :func:`split_specs` serve the command lines.
+
+Why one module past 450 lines: the grammar, the canonical form and every check a parse makes
+(defaults folded, surrogate structures, information models, did-you-mean) are one contract;
+split, a check would live apart from the grammar it guards.
 """
 
 from __future__ import annotations

@@ -80,7 +80,9 @@ def stats_privacy(epsilon: float, delta: float, rounds: int, secure: bool, stats
         why = str(exc).removeprefix("privacy: ")
         hint = "--dp-delta" if why.startswith("delta") else "--dp-epsilon"
         raise typer.BadParameter(why, param_hint=hint) from None
-    if spec is not None and str(stats) == "rule":
+    from selection.information import RULE
+
+    if spec is not None and str(stats) == RULE:
         privacy.check_spec(spec)  # a rule reading update vectors, refused now
     else:
         privacy.check_information(str(stats))

@@ -28,6 +28,10 @@ The study folder:
   committed study: run files are not committed) gets them back from it, byte for byte, before
   the study continues or is assembled (:func:`restore_runs`), so committed studies grow and
   continue like local ones.
+
+Why one module past 450 lines: the run files, their packed form and the race that schedules
+them share one folder layout; the code that writes, checks, restores and schedules them reads
+that layout in one place.
 """
 
 from __future__ import annotations

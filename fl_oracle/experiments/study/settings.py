@@ -181,8 +181,9 @@ class StudySettings:
         except ConfigError as exc:
             if exc.field == "k":  # the study's own k (--k, or k in study.toml)
                 raise ValueError(f"study: k={self.k}: {exc.why}") from None
-            where = f"[oracle] {exc.field}" if exc.field else "[oracle]"
-            raise ValueError(f"study: {where}: {exc.why or exc}") from None
+            if not exc.field:
+                raise ValueError(f"study: [oracle]: {exc}") from None
+            raise ValueError(f"study: [oracle] {exc.field}={exc.value!r}: {exc.why}") from None
         except ValueError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
         parsed = [(e.text, e.spec) for e in self.entries]  # each entry parsed once, here

@@ -28,6 +28,7 @@ from selection.solvers.milp.formulations import count_groups, model_data
 from selection.solvers.milp.model import LexBackend
 from selection.solvers.milp.portfolio import (
     DEFAULT_ENUM_LIMIT,
+    MAX_WEIGHT_SPREAD,
     check_backend,
     fixing_from,
     ill_conditioned,
@@ -229,8 +230,31 @@ class ExactSolver(Solver):
         # a linear surrogate: the mean problem over its per-client values (same objectives)
         problem = problem.linear_view()
         route, why = self.route_choice(problem)
+        if route not in (Route.ENUM, Route.SEARCH) and not integer_data(route):
+            if ill_conditioned(problem):  # a float MILP is not exact here: enumeration is
+                route, why = self._exact_instead(problem, route)
         exact = route != Route.SEARCH and (not integer_data(route) or self.exact_on_cpsat(problem))
         return dataclasses.replace(self._solve_route(problem, route), reason=why, exact=exact)
+
+    def _exact_instead(self, problem: SelectionProblem, route: str) -> tuple[str, str]:
+        """(enum, why) for a float MILP route asked on an ill-conditioned linear-fractional
+        round (:func:`~.portfolio.ill_conditioned`); SelectionError, naming the reason, where
+        C(N, K) is beyond enumeration."""
+        from selection.solvers.exhaustive import DEFAULT_MAX_COUNT
+
+        count = math.comb(problem.n, problem.k)
+        spread = weight_spread(problem)
+        if count > DEFAULT_MAX_COUNT:
+            raise SelectionError(
+                f"{self.name}: the {problem.surrogate} surrogate's weights span {spread:.3g}x, "
+                f"beyond the {MAX_WEIGHT_SPREAD:.0e} a MILP route resolves exactly, and C(N, K) = "
+                f"{count:,} is beyond enumeration; use --surrogate mean, or fewer clients"
+            )
+        return Route.ENUM, (
+            f"--backend {route} asked, but the {problem.surrogate} surrogate's weights span "
+            f"{spread:.3g}x, beyond what a MILP route resolves exactly: answered by enumeration "
+            f"(C(N, K) = {count:,})"
+        )
 
     def _solve_route(self, problem: SelectionProblem, route: str) -> RawResult:
         t0 = time.perf_counter()

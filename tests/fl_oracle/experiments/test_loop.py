@@ -53,6 +53,7 @@ def test_history_columns_and_domain_metrics():
         "cost_bytes_up",
         "cost_bytes_down",
         "upper_bound",
+        "agg_weights",
         "global_loss",
     ]
     assert list(h.columns) == expected
@@ -216,7 +217,7 @@ def tiny_cli(tmp_path_factory):
             seed, **{a: {**(federation or {}), **kw}.get(a) for a in keep}
         ),
     )
-    mp.setattr(cli_train, "make_oracle", lambda config, data_=None: Oracle(config, data=data))
+    mp.setattr(cli_train, "make_oracle", lambda config, data_=None, **_: Oracle(config, data=data))
 
     def run(*args: str) -> Path:
         out = tmp_path_factory.mktemp("train")

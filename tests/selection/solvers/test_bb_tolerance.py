@@ -190,6 +190,6 @@ def test_cli_sweep_complete_backend_bb_tolerance(tmp_path, capsys):
     assert 0 <= c <= 0.5 and (front["backend"] == "bb").all()
     assert f"U >= U* - {c:.4g} pp and gap <= gap* + {c:.4g} pp" in err
     assert "stopped" not in err
-    code, _, err = run_fedsel([*base, "--time-limit", 1e-9, "--no-progress"], capsys)
+    code, _, err = run_fedsel([*base, "--time-limit", 1e-9, "--no-progress", "--overwrite"], capsys)
     assert code == 0, err
     assert "every exact front point (U*, gap*)" in err and "stopped at --time-limit" in err

@@ -1,7 +1,8 @@
-"""Exact where it says optimal: rounds whose sample counts span 1 to 2^40 under the weighted
-surrogate (its weights p_i from 1e-12 to ~1). The MILP routes' tolerances cannot resolve
-them (CBC and HiGHS answered "optimal" with selections that broke the ε row or missed the
-optimum); they now refuse with the reason, and ``auto`` answers by enumeration."""
+"""Exact where it says optimal: rounds whose sample counts spread log-uniformly over 1 to
+2^40 under the weighted surrogate (its weights p_i from 1e-12 to ~1). The float MILP routes'
+tolerances cannot resolve them (CBC and HiGHS answered "optimal" with selections that broke
+the ε row or missed the optimum); such rounds are now answered by enumeration, saying so,
+and refused with the reason where C(N, K) is beyond enumeration."""
 
 from __future__ import annotations
 
@@ -37,17 +38,22 @@ EXTREME = (87, 88, 113, 119, 146, 174)
 
 
 @pytest.mark.parametrize("seed", EXTREME)
-def test_extreme_sizes_are_refused_by_milp_routes_and_solved_exactly_by_auto(seed):
+def test_extreme_sizes_are_answered_exactly_by_every_route(seed):
     p = _round(seed, 40)
     assert ill_conditioned(p) and weight_spread(p) > MAX_WEIGHT_SPREAD
     for method, kw in CASES:
         exact = solvers()[method](backend="enum", **kw).solve(p)
-        auto = solvers()[method](backend="auto", **kw).solve(p)
-        assert auto.backend == "enum" and "enumeration" in auto.route_reason
-        assert (auto.status, auto.selected) == (exact.status, exact.selected)
-        for backend in ("cbc", "highs"):
-            with pytest.raises(SelectionError, match="weights span .* beyond the 1e\\+06"):
-                solvers()[method](backend=backend, **kw).solve(p)
+        for backend in ("auto", "cbc", "highs"):
+            got = solvers()[method](backend=backend, **kw).solve(p)
+            assert got.backend == "enum" and "enumeration" in got.route_reason
+            assert (str(got.status), got.selected) == (str(exact.status), exact.selected)
+
+
+def test_extreme_sizes_beyond_enumeration_are_refused_with_the_reason():
+    p = _round(3, 40, n=60)  # C(60, 3) = 34,220: within enumeration; K = 8 is not
+    big = SelectionProblem.from_stats(p.table, 8, surrogate="weighted")
+    with pytest.raises(SelectionError, match="weights span .* beyond enumeration"):
+        solvers()["eps"](backend="highs", eps=30.0).solve(big)
 
 
 @pytest.mark.parametrize("seed", range(6))
