@@ -312,7 +312,7 @@ def test_get_started_runs_from_the_installed_wheel_in_a_fresh_folder(installed):
     here = work / "get-started"
     here.mkdir()
     commands = _get_started_commands()
-    assert commands[0] == "fedsel example -o stats.csv" and len(commands) >= 6
+    assert commands[0].startswith("fedsel example -o stats.csv") and len(commands) >= 6
     env = {**env, "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
     for line in commands:
         _run(["bash", "-euo", "pipefail", "-c", line], cwd=here, env=env)
