@@ -187,3 +187,36 @@ def test_the_fair_fight_paragraph_is_the_committed_study():
     summary = pd.read_csv(ROOT / "results/study-fair-fight/summary.csv")
     top = summary.sort_values("final_worst_mean", ascending=False)["entry"].iloc[0]
     assert top == "fisher-topk@agg=uniform"  # "the highest entry on the worst domain"
+
+
+def test_the_fair_fight_confirmation_sentence_is_the_committed_study():
+    """The held-out sentence: 11 of 13 again, the compute ratio, ahead of every counted
+    baseline on the worst domain, and the two average-accuracy intervals that include zero —
+    each read from results/study-fair-fight-confirm (dominance.csv, cost.csv)."""
+    from fl_oracle.experiments.study.settings import is_baseline
+    from selection.specs import parse_spec
+
+    flat = " ".join(README.split())
+    folder = ROOT / "results" / "study-fair-fight-confirm"
+    d = pd.read_csv(folder / "dominance.csv")
+    cost = pd.read_csv(folder / "cost.csv").set_index("entry")
+    entry = "fisher-fair:1@probe+agg=uniform"
+    counted = [e for e in cost.index if is_baseline(parse_spec(e))]
+    g = d[(d["entry"] == entry) & d["baseline"].isin(counted)].set_index("baseline")
+    assert len(g) == 13 and int(g["beats"].sum()) == 11
+    assert set(g.index[~g["beats"]]) == {"fisher-topk@agg=uniform", "power-of-choice:10"}
+    assert "again beats 11 of the 13" in flat
+    assert f"at {cost.loc[entry, 'compute_ratio']:.2f}× FedAvg's client compute" in flat
+    assert (g["final_worst_ci_lo"] > 0).all()  # ahead of every one on the worst domain
+
+    def ci(row, m):
+        return (
+            f"{row[f'{m}_diff']:+.1f} [{row[f'{m}_ci_lo']:+.1f}, {row[f'{m}_ci_hi']:+.1f}]".replace(
+                "-", "−"
+            )
+        )
+
+    topk, poc = g.loc["fisher-topk@agg=uniform"], g.loc["power-of-choice:10"]
+    assert f"by {ci(topk, 'final_worst')} points" in flat
+    assert f"({ci(topk, 'final_avg')} and {ci(poc, 'final_avg')})" in flat
+    assert topk["final_avg_ci_lo"] < 0 < topk["final_avg_ci_hi"]
