@@ -441,7 +441,9 @@ def write_packed_history(settings: StudySettings, history: pd.DataFrame, out: st
     meta = {**(table.schema.metadata or {}), b"fedsel.run_columns": json.dumps(columns).encode()}
     p = out / PACKED
     with atomic_path(p) as tmp:
-        pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd")
+        pq.write_table(
+            table.replace_schema_metadata(meta), tmp, compression="zstd", compression_level=19
+        )
     return p
 
 
