@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: docs docs-serve venv browser test test-all check lint demo demo-example bench bench-peers bench-exact clean peers-env
+.PHONY: docs docs-serve venv browser assets test test-all check lint demo demo-example bench bench-peers bench-exact clean peers-env
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -24,10 +24,15 @@ browser:
 	        >/dev/null 2>&1 || echo "could not install chromium: the browser test will skip"; \
 	    else echo "no chromium and not root with apt-get: the browser test will skip"; fi; }
 
-test: $(STAMP) browser
+# the committed reports' shared plotly.js (results/fedsel-assets/plotly.min.js, not committed:
+# written from the installed plotly, selection/plotly_js.py)
+assets: $(STAMP)
+	@$(BIN)/python -m selection.plotly_js results >/dev/null
+
+test: $(STAMP) browser assets
 	$(BIN)/python -m pytest -q -n 2 tests
 
-test-all: $(STAMP) browser
+test-all: $(STAMP) browser assets
 	$(BIN)/python -m pytest -q -n 2 -m 'not cluster' tests
 	$(BIN)/python -m pytest -q -m cluster tests
 
@@ -39,12 +44,12 @@ lint: $(STAMP)
 check: lint test
 
 # the showcase, into an untracked folder (runs/ is ignored: a clone stays clean)
-demo: $(STAMP)
+demo: $(STAMP) assets
 	$(BIN)/fedsel demo --out runs/demo --overwrite
 
 # the committed example (results/demo/, quoted by the README): rebuilt on a clean tree only,
 # so its record.toml names the commit that made it
-demo-example: $(STAMP)
+demo-example: $(STAMP) assets
 	@test -z "$$(git status --porcelain --untracked-files=no)" || \
 	  { echo "demo-example: commit or stash your changes first (the record names the commit)"; exit 2; }
 	$(BIN)/fedsel demo --out results/demo --overwrite
@@ -73,7 +78,7 @@ bench-exact: $(STAMP)
 # the documentation site (mkdocs.yml, docs/), versioned: this version built strictly and deployed
 # with mike to the local branch gh-pages (nothing pushed), every version deployed so far exported
 # to the untracked site/ (site/latest/ is this one; docs/versions.py)
-docs: $(STAMP)
+docs: $(STAMP) assets
 	$(BIN)/python docs/versions.py
 
 docs-serve: $(STAMP)

@@ -419,10 +419,12 @@ def on_files(files, config, **_):
         files.append(File.generated(config, f"assets/results/map/{rel}", abs_src_path=str(page)))
     # the one plotly.js the committed reports share (selection/plotly_js.py), where the map's
     # reports find it: assets/results/map/../fedsel-assets/
-    for js in sorted((RESULTS / "fedsel-assets").glob("*.js")):
-        files.append(
-            File.generated(config, f"assets/results/fedsel-assets/{js.name}", abs_src_path=str(js))
-        )
+    from selection.plotly_js import ASSETS, ensure_bundle
+
+    js = ensure_bundle(RESULTS / ASSETS)  # a build product: written here if make did not
+    files.append(
+        File.generated(config, f"assets/results/{ASSETS}/{js.name}", abs_src_path=str(js))
+    )
     for sub in IMAGE_DIRS:
         for png in sorted((RESULTS / sub).glob("*.png")):
             files.append(

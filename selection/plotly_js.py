@@ -6,10 +6,13 @@ Every report draws its plots with plotly.js and must open offline, from disk, wi
 * **inlined** (the default): the page carries its own copy of plotly.js (~4.6 MB), so one
   file opened anywhere draws its plots;
 * **shared**: when a folder above the report (or the report's own) holds a folder named
-  :data:`ASSETS` (``fedsel-assets/``), the report loads ``fedsel-assets/plotly-<version>.min.js``
-  by a relative path, and that bundle is written there once if it is not already. A results
-  tree of many reports (the project's ``results/``) then holds one copy of the library, and
-  every report still opens from disk (a relative ``<script src>`` loads over ``file://``).
+  :data:`ASSETS` (``fedsel-assets/``), the report loads ``fedsel-assets/plotly.min.js`` by a
+  relative path, and that bundle is written there from the installed plotly if it is not
+  already (:func:`ensure_bundle`). A results tree of many reports (the project's ``results/``)
+  then holds one copy of the library, and every report still opens from disk (a relative
+  ``<script src>`` loads over ``file://``). The bundle is a build product, not committed:
+  ``make`` writes it (``python -m selection.plotly_js results``) before the tests, the demo
+  and the docs.
 
 Renderers put plotly.js in a page with :func:`plotly_head` (inlined, between two markers);
 writers call :func:`write_report`, which keeps the page inlined or swaps the marked region
@@ -24,18 +27,22 @@ from pathlib import Path
 
 from selection.atomic import write_text_atomic
 
-__all__ = ["ASSETS", "plotly_head", "shared_bundle", "share_plotly", "write_report"]
+__all__ = [
+    "ASSETS",
+    "BUNDLE",
+    "ensure_bundle",
+    "plotly_head",
+    "shared_bundle",
+    "share_plotly",
+    "write_report",
+]
 
 #: the folder whose presence above a report makes it load a shared plotly.js
 ASSETS = "fedsel-assets"
+#: the shared bundle's file name in it
+BUNDLE = "plotly.min.js"
 _OPEN, _CLOSE = "<!--fedsel:plotly.js-->", "<!--/fedsel:plotly.js-->"
 _REGION = re.compile(re.escape(_OPEN) + r".*?" + re.escape(_CLOSE), re.S)
-
-
-def _version() -> str:
-    from plotly.offline import get_plotlyjs_version
-
-    return get_plotlyjs_version()
 
 
 def plotly_head() -> str:
@@ -70,6 +77,23 @@ def shared_bundle(path: str | os.PathLike) -> Path | None:
     return None
 
 
+def ensure_bundle(assets: str | os.PathLike) -> Path:
+    """``assets/plotly.min.js``, written from the installed plotly where it is missing.
+
+    Examples:
+        >>> import tempfile
+        >>> p = ensure_bundle(Path(tempfile.mkdtemp()) / "fedsel-assets")
+        >>> p.name, p.stat().st_size > 1_000_000
+        ('plotly.min.js', True)
+    """
+    bundle = Path(assets) / BUNDLE
+    if not bundle.is_file():
+        from plotly.offline import get_plotlyjs
+
+        write_text_atomic(get_plotlyjs(), bundle)
+    return bundle
+
+
 def share_plotly(html: str, path: str | os.PathLike) -> str:
     """``html`` as written at ``path``: its inlined plotly.js replaced by the shared bundle's
     ``<script src>`` when a ``fedsel-assets`` folder lies above ``path`` (the bundle written
@@ -81,19 +105,15 @@ def share_plotly(html: str, path: str | os.PathLike) -> str:
         >>> (root / "fedsel-assets").mkdir()
         >>> page = "<head>" + plotly_head() + "</head>"
         >>> out = share_plotly(page, root / "a" / "b" / "report.html")
-        >>> out.startswith("<head><script src='../../fedsel-assets/plotly-") and len(out) < 200
+        >>> out.startswith("<head><script src='../../fedsel-assets/plotly.min.js'") and len(out) < 200
         True
-        >>> sorted(p.name.startswith("plotly-") for p in (root / "fedsel-assets").iterdir())
-        [True]
+        >>> [p.name for p in (root / "fedsel-assets").iterdir()]
+        ['plotly.min.js']
     """
     assets = shared_bundle(path)
     if assets is None or not _REGION.search(html):
         return html
-    bundle = assets / f"plotly-{_version()}.min.js"
-    if not bundle.is_file():
-        from plotly.offline import get_plotlyjs
-
-        write_text_atomic(get_plotlyjs(), bundle)
+    bundle = ensure_bundle(assets)
     src = Path(os.path.relpath(bundle, Path(os.path.abspath(path)).parent)).as_posix()
     tag = f"<script src='{src}' charset='utf-8'></script>"
     return _REGION.sub(lambda _m: tag, html, count=1)
@@ -102,3 +122,10 @@ def share_plotly(html: str, path: str | os.PathLike) -> str:
 def write_report(html: str, path: str | os.PathLike) -> Path:
     """Write a report page atomically, plotly.js inlined or shared (:func:`share_plotly`)."""
     return write_text_atomic(share_plotly(html, path), path)
+
+
+if __name__ == "__main__":  # python -m selection.plotly_js results: the tree's shared bundle
+    import sys
+
+    for root in sys.argv[1:] or ["results"]:
+        print(ensure_bundle(Path(root) / ASSETS))

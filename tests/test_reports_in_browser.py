@@ -99,8 +99,11 @@ COMMITTED = (
 
 @pytest.mark.parametrize("rel", COMMITTED)
 def test_a_committed_report_draws_offline(rel, browser):
+    from selection.plotly_js import ASSETS, ensure_bundle
+
     from helpers import ROOT
 
+    ensure_bundle(ROOT / "results" / ASSETS)  # a build product (make writes it)
     path = ROOT / rel
     if not path.is_file():
         pytest.skip(f"{rel} is not in this checkout")

@@ -32,15 +32,25 @@ def test_the_tracked_tree_is_at_most_30_mb():
     assert total <= LIMIT, f"{total / 1e6:.1f} MB tracked; the largest: {biggest}"
 
 
+def test_no_tracked_file_is_over_2_mb():
+    big = [p for p in _tracked() if p.is_file() and p.stat().st_size > 2_000_000]
+    assert big == []
+
+
 def test_committed_reports_share_one_plotly_and_it_resolves():
+    """Each committed report loads the tree's one bundle by a relative path: the file
+    ensure_bundle writes (make does, before the tests), never an inlined or other copy."""
+    from selection.plotly_js import ASSETS, ensure_bundle
+
+    bundle = ensure_bundle(ROOT / "results" / ASSETS).resolve()
     reports = [p for p in _tracked() if p.suffix == ".html" and "results" in p.parts]
     assert reports
     for p in reports:
         text = p.read_text(encoding="utf-8")
         assert len(text) < 2_000_000, f"{p} inlines plotly.js"
-        src = re.findall(r"<script src='([^']*plotly-[^']*\.js)'", text)
+        src = re.findall(r"<script src='([^']*plotly[^']*\.js)'", text)
         assert len(src) == 1, f"{p}: {len(src)} plotly scripts"
-        assert (p.parent / src[0]).resolve().is_file(), f"{p}: {src[0]} does not resolve"
+        assert (p.parent / src[0]).resolve() == bundle, f"{p}: {src[0]} is not the bundle"
 
 
 def test_no_run_file_or_csv_history_of_a_committed_study_is_tracked():
