@@ -103,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--sizes {args.sizes!r}: whole numbers, comma-separated")
     if not sizes or min(sizes) < 4 or args.rounds < 1:
         ap.error("--sizes need N >= 4 and --rounds >= 1")
-    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
+    device = args.device
     if device == "auto":
-        device = "cpu"
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device here")
     name = torch.cuda.get_device_name(0) if device == "cuda" else "cpu only (no GPU measured)"

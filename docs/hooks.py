@@ -422,9 +422,7 @@ def on_files(files, config, **_):
     from selection.plotly_js import ASSETS, ensure_bundle
 
     js = ensure_bundle(RESULTS / ASSETS)  # a build product: written here if make did not
-    files.append(
-        File.generated(config, f"assets/results/{ASSETS}/{js.name}", abs_src_path=str(js))
-    )
+    files.append(File.generated(config, f"assets/results/{ASSETS}/{js.name}", abs_src_path=str(js)))
     for sub in IMAGE_DIRS:
         for png in sorted((RESULTS / sub).glob("*.png")):
             files.append(

@@ -25,7 +25,7 @@ import numpy as np
 
 from selection.errors import SelectionError
 
-__all__ = ["Aggregation", "aggregation_weights", "parse_aggregation"]
+__all__ = ["Aggregation", "aggregation_weights", "parse_aggregation", "pick_weights"]
 
 
 class Aggregation(StrEnum):
@@ -96,3 +96,11 @@ def aggregation_weights(
             own = dom == d
             w[own] = n[own] / n[own].sum() / len(present)
     return {c: float(v) for c, v in zip(ids, w, strict=True)}
+
+
+def pick_weights(kind: Aggregation | str, problem, ids: Sequence[str]) -> dict[str, float]:
+    """:func:`aggregation_weights` of the picks ``ids`` of a
+    :class:`~selection.problem.SelectionProblem` (their sizes and domains read from it)."""
+    pos = {c: i for i, c in enumerate(problem.ids)}
+    idx = np.array([pos[str(c)] for c in ids], dtype=np.int64)
+    return aggregation_weights(kind, ids, problem.n_samples[idx], problem.client_domains[idx])

@@ -177,13 +177,9 @@ class Selector:
     def _spec_weights(self, problem: SelectionProblem, ids) -> dict[str, float] | None:
         if self.spec.aggregation is None:
             return None
-        from selection.aggregation import aggregation_weights
+        from selection.aggregation import pick_weights
 
-        pos = {c: i for i, c in enumerate(problem.ids)}
-        idx = np.array([pos[str(c)] for c in ids], dtype=np.int64)
-        return aggregation_weights(
-            self.spec.aggregation, ids, problem.n_samples[idx], problem.client_domains[idx]
-        )
+        return pick_weights(self.spec.aggregation, problem, ids)
 
     def __call__(self, round_stats: pd.DataFrame, k: int, logits=None) -> list[str]:
         """Choose ``k`` clients of the last round of ``round_stats``; return their ids.

@@ -179,19 +179,15 @@ class Spec:
             ...
             selection.errors.SelectionError: bad selector spec 'maxmn:2': unknown selector 'maxmn'; did you mean 'maxmin'? (fedsel methods lists every selector)
         """
+        cls = _registered(self.name)
+        if cls is not None:
+            return cls
+        import difflib
+
         from selection.baselines import baselines
         from selection.solvers.registry import solvers
 
-        known = solvers()
-        name = ALIASES.get(self.name, (self.name, None))[0]
-        if name in known:
-            return known[name]
-        rules = baselines()
-        if self.name in rules:
-            return rules[self.name]
-        import difflib
-
-        names = [*known, *ALIASES, *rules]
+        names = [*solvers(), *ALIASES, *baselines()]
         near = difflib.get_close_matches(self.name, names, n=1, cutoff=0.6)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise SelectionError(
@@ -273,14 +269,20 @@ class Spec:
         return info
 
 
-def _arg_defaults(name: str) -> tuple[str | None, ...]:
-    """The registered class's argument defaults (``Solver.arg_defaults``), () where it has
-    none or the name is unknown (looked up without raising: error messages print specs)."""
+def _registered(name: str) -> type | None:
+    """The class a spec name refers to (a formulation, ``composite``'s alias resolved, or a
+    baseline rule), None for an unknown name: looked up without raising, as error messages
+    print specs (:attr:`Spec.formulation` raises for the unknown one)."""
     from selection.baselines import baselines
     from selection.solvers.registry import solvers
 
-    cls = solvers().get(ALIASES.get(name, (name, None))[0]) or baselines().get(name)
-    return tuple(getattr(cls, "arg_defaults", ()) or ())
+    return solvers().get(ALIASES.get(name, (name, None))[0]) or baselines().get(name)
+
+
+def _arg_defaults(name: str) -> tuple[str | None, ...]:
+    """The registered class's argument defaults (``Solver.arg_defaults``), () where it has
+    none or the name is unknown."""
+    return tuple(getattr(_registered(name), "arg_defaults", ()) or ())
 
 
 def _is_rule(name: str) -> bool:
@@ -392,10 +394,7 @@ def _check_information(text: str, spec: Spec) -> None:
     """Refuse a surrogate the formulation does not take (``Solver.surrogate_structures``: the
     long-term ones need a linear or linear-fractional one), or whose inputs the information
     model does not supply."""
-    from selection.solvers.registry import solvers
-
-    cls = solvers().get(ALIASES.get(spec.name, (spec.name, None))[0])
-    allowed = tuple(getattr(cls, "surrogate_structures", ()) or ())
+    allowed = tuple(getattr(_registered(spec.name), "surrogate_structures", ()) or ())
     structure = str(spec.surrogate.model.structure)
     if allowed and structure not in allowed:
         raise SelectionError(

@@ -135,9 +135,11 @@ class Baseline(ABC):
         """The committed clients' aggregation weights by id (summing to 1) as the rule's
         authors aggregate (:attr:`aggregation`): 1/K each for ``uniform``; None for
         ``samples``: the trainer's sample weights (or q-FFL's, through :meth:`aggregation_q`)."""
-        if self.aggregation == "uniform":
-            return {str(c): 1.0 / len(ids) for c in ids}
-        return None
+        from selection.aggregation import Aggregation, pick_weights
+
+        if Aggregation(self.aggregation) is Aggregation.SAMPLES:
+            return None  # the trainer's own
+        return pick_weights(self.aggregation, problem, ids)
 
     @abstractmethod
     def pick(self, problem, rng: np.random.Generator) -> np.ndarray:

@@ -262,7 +262,7 @@ class Solver(ABC):
             )
         # distinct whole indices in range, as every built-in returns (a plugin's too)
         sel = (
-            checked_selection(raw.selected, problem.n, problem.k, self.name)
+            checked_selection(raw.selected, problem.n, None, self.name)  # K: checked above
             if len(raw.selected)
             else ()
         )

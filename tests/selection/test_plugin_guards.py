@@ -85,7 +85,9 @@ def test_a_class_of_another_kind_is_refused(fresh_plugins):
 
 
 @pytest.mark.parametrize("command", ["train", "flower"])
-def test_a_failing_plugin_is_one_line_in_every_command(command, fresh_plugins, monkeypatch, capsys):
+def test_a_failing_plugin_is_one_line_in_train_and_flower(
+    command, fresh_plugins, monkeypatch, capsys
+):
     """The commands whose --help lists the registries (train, flower) loaded plugins before
     the error handler: a failing plugin was a traceback there (one line in methods, solve and
     study already)."""

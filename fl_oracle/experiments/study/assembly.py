@@ -182,13 +182,12 @@ def race_lines(
     ]
     for metric, g in v.groupby("metric", sort=False):
         best = g[g["status"].isin(["best", "tied"])]
-        top = g.iloc[int(g["mean"].to_numpy().argmax())] if len(g) else None
         cheap = best.loc[best["compute_per_round"].idxmin(), "entry"] if (
             len(best) and best["compute_per_round"].notna().any()) else ""  # fmt: skip
         unres = g[g["status"] == "unresolved"]
         lines.append(
             f"Race on {words.get(metric, metric)} (δ = {race.delta:g} point): "
-            + (f"{g['leader'].iloc[0]} leads; " if top is not None else "")
+            + f"{g['leader'].iloc[0]} leads; "
             + (f"tied-best at δ: {', '.join(best['entry'])}" if len(best) else "no tied-best set")
             + (f" (cheapest by client compute per round: {cheap})" if cheap else "")
             + f"; shown worse: {int((g['status'] == 'worse').sum())}"

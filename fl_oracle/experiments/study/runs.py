@@ -236,8 +236,11 @@ def _race(settings: StudySettings, out: Path, progress: ProgressFn | None, run: 
         look_seeds = seeds[:n]
         tasks = [(e, t) for e, t in _tasks(settings) if e in running and t.seed in look_seeds]
         todo = _unfinished(settings, out, tasks)
-        spent = sum(_finished(run_path(out, e, s), e, s, settings.rounds)
-                    for e in settings.selectors for s in seeds) * settings.rounds  # fmt: skip
+        # the bar's rounds already run: the run files present, less the damaged ones of this
+        # look that are run again (earlier looks' files were checked when they were loaded)
+        present = sum(run_path(out, e, s).is_file() for e in settings.selectors for s in seeds)
+        damaged = sum(run_path(out, e, t.seed).is_file() for e, t in todo)
+        spent = (present - damaged) * settings.rounds
         label = f"race: look {j}/{len(looks)} ({n} seeds, {len(running)} entries)"
         _execute(settings, out, todo, progress, spent, total, run, label)
         history = load_history(settings, out)
