@@ -245,21 +245,16 @@ def _grid(
     """``fedsel study`` on a grid: every cell checked before any run, then
     :func:`~fl_oracle.experiments.study.grid_run.run_grid` with this command's way of running
     one study folder."""
-    from dataclasses import replace
-
     from fl_oracle.cli.train import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.grid import GridSettings
     from fl_oracle.experiments.study.grid_run import check_stored_grid, run_grid
     from selection.selectors import make_selector, split_specs
 
-    grid = GridSettings.from_toml(text, **overrides)
-    if dataset is not None:  # the folder's domains and sizes, read into the base's oracle
-        grid = replace(grid, base=grid.base.with_dataset(dataset))
+    # the folder's domains and sizes fitted to every cell, each checked as the grid is read
+    grid = GridSettings.from_toml(text, dataset=dataset, oracle=federation, **overrides)
     if add is not None:
         grid = grid.grown(split_specs(add))
-    if federation:  # the settings check the merged oracle as they are built
-        grid = replace(grid, base=replace(grid.base, oracle={**grid.base.oracle, **federation}))
     for entry in grid.base.entries:
         make_selector(entry.spec, seed=0)  # bad spec -> one line before any work
     for cell in grid.cells:  # bad cell -> one line before any process starts

@@ -557,4 +557,30 @@ def dataset_fields(dataset: str | PurePath, **fields_: Any) -> dict[str, Any]:
         val_per_domain=int(val),
         samples_per_client={d: sizes[d] for d in domains},  # checked by OracleConfig
     )
+    _check_fits(out, n_train)
     return out
+
+
+def _check_fits(fields_: dict[str, Any], n_train: dict[str, int]) -> None:
+    """Refuse, from the folder's image counts, what the load would refuse after sharing a
+    domain's images among its clients (:func:`fl_oracle.sim.partition.share_split`): a
+    domain that cannot give its validation set and every client its (shared) size. So a
+    study's or grid's every cell is checked against the folder before any run trains.
+    Settings the configuration itself refuses are left to it (reported where it is built)."""
+    from fl_oracle.sim.partition import share_split
+
+    try:
+        config = OracleConfig(seed=0, **fields_)
+    except (ConfigError, TypeError, ValueError):
+        return
+    config, _ = share_split(config, n_train)
+    sizes = config.client_sizes()
+    for d in config.domains:
+        need = sum(sizes[d]) + config.val_per_domain
+        if need > n_train[d]:
+            raise ConfigError(
+                f"dataset {fields_['dataset']}: domain {d!r} has {n_train[d]} training images, "
+                f"too few for {config.val_per_domain} validation images and "
+                f"{config.clients_per_domain} clients of at least one image each; lower "
+                "val_per_domain (--val-per-domain) or clients_per_domain"
+            )

@@ -38,6 +38,8 @@ _SHORT = {
     "samples_per_client": "spc",
 }
 _GRID_KEYS = ("confirm_seeds", "confirm_first_seed")
+# the [oracle] values an image folder gives unless the TOML does (fitted per cell)
+_FITTED = ("domains", "val_per_domain", "samples_per_client")
 
 
 def is_grid(text: str) -> bool:
@@ -142,6 +144,7 @@ class GridSettings:
     blocks: tuple[tuple[tuple[str, tuple[Any, ...]], ...], ...]
     confirm_seeds: int = 5
     confirm_first_seed: int = 100
+    fitted: tuple[str, ...] = ()
     _cells: tuple[Cell, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -196,20 +199,39 @@ class GridSettings:
         for a, v in values.items():
             if a == "k":
                 continue
-            if v == _oracle_default(a):
+            if v == _oracle_default(a) and a not in self.fitted:
                 oracle.pop(a, None)  # the default is not written (TOML has no None)
             else:
                 oracle[a] = v
         where = ", ".join(f"{a}={_value_text(v)}" for a, v in values.items())
         try:
+            if self.fitted:  # the folder's domains and sizes fitted to this cell's settings
+                from fl_oracle.experiments.study.settings import dataset_oracle
+
+                keep = {k: v for k, v in oracle.items() if k not in self.fitted or k in values}
+                oracle = dataset_oracle(keep, oracle["dataset"])
             return replace(self.base, k=values.get("k", self.base.k), oracle=oracle)
         except ValueError as exc:
             raise ValueError(f"grid cell {where}: {exc}") from None
 
     @classmethod
-    def from_toml(cls, text: str, **overrides: Any) -> GridSettings:
+    def from_toml(
+        cls,
+        text: str,
+        *,
+        dataset: str | None = None,
+        oracle: dict[str, Any] | None = None,
+        **overrides: Any,
+    ) -> GridSettings:
         """Grid settings from a study TOML with a grid (unknown keys and bad axes in one line);
-        ``overrides`` (non-None) replace the base study's settings, as for a study."""
+        ``overrides`` (non-None) replace the base study's settings, as for a study, and
+        ``oracle`` its ``[oracle]`` values (a command's federation options).
+
+        ``dataset`` (else the ``[oracle]`` table's own ``dataset``): an image folder. The
+        domains, validation size and client sizes the table does not give are the folder's,
+        fitted to every cell's own settings (a cell with more clients per domain shares the
+        folder among them) and checked against the folder's image counts as the grid is read,
+        before any cell runs (:func:`fl_oracle.sim.config.dataset_fields`)."""
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -220,11 +242,22 @@ class GridSettings:
         if not tables or not all(isinstance(t, dict) for t in tables):
             raise ValueError("grid: [grid] must be a table (or [[grid]] tables) of axis = [values]")
         blocks = tuple(_block(t) for t in tables)
-        base = StudySettings.from_table(raw, **overrides)
-        return cls(base=base, blocks=blocks, **extra)
+        if oracle:
+            if "oracle" in raw and not isinstance(raw["oracle"], dict):
+                raise ValueError("study config: [oracle] must be a table")
+            raw["oracle"] = {**raw.get("oracle", {}), **oracle}
+        given = raw.get("oracle", {}) if isinstance(raw.get("oracle", {}), dict) else {}
+        if dataset is None and isinstance(given.get("dataset"), str):
+            dataset = given["dataset"]
+        fitted = ()
+        if dataset is not None:
+            fitted = tuple(k for k in _FITTED if k not in given)
+        base = StudySettings.from_table(raw, dataset=dataset, **overrides)
+        return cls(base=base, blocks=blocks, fitted=fitted, **extra)
 
     def to_toml(self) -> str:
-        """The grid as TOML (read back by :meth:`from_toml` to equal settings)."""
+        """The grid as TOML (read back by :meth:`from_toml` to equal settings; the values the
+        dataset folder fits per cell are not written: they are fitted again when read)."""
         head = [f"{k} = {toml_value(getattr(self, k))}" for k in _GRID_KEYS]
         tables = []
         for block in self.blocks:
@@ -233,7 +266,8 @@ class GridSettings:
                 for a, vals in block
             ]
             tables.append("\n".join(["[[grid]]", *rows]))
-        return "\n".join([*head, self.base.to_toml().rstrip("\n"), "", "\n\n".join(tables)]) + "\n"
+        base = self.base.to_toml(omit=self.fitted).rstrip("\n")
+        return "\n".join([*head, base, "", "\n\n".join(tables)]) + "\n"
 
     def grown(self, add: Sequence[str]) -> GridSettings:
         """Every cell with the entries of ``add`` it lacks appended."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
@@ -321,13 +322,6 @@ class StudySettings:
             merged["oracle"] = dataset_oracle(oracle, dataset)
         return cls(**merged)
 
-    def with_dataset(self, dataset: str) -> StudySettings:
-        """These settings on an image-folder dataset: the ``[oracle]`` table's domains and
-        sizes read from the folder (as :meth:`from_toml` with ``dataset`` reads them), the
-        rest as it is (a grid's base moved onto ``fedsel study --grid --dataset``'s folder).
-        """
-        return replace(self, oracle=dataset_oracle(dict(self.oracle), dataset))
-
     @property
     def racing(self):
         """The race (:class:`~.racing.Race`: ``seeds`` its budget), or None without one."""
@@ -340,10 +334,11 @@ class StudySettings:
             alpha=float(self.race_alpha), budget=self.seeds,
         )  # fmt: skip
 
-    def to_toml(self) -> str:
-        """The settings as TOML (read back by :meth:`from_toml` to equal settings)."""
+    def to_toml(self, *, omit: Collection[str] = ()) -> str:
+        """The settings as TOML (read back by :meth:`from_toml` to equal settings), without
+        the ``[oracle]`` keys in ``omit``."""
         d = asdict(self)
-        oracle = d.pop("oracle")
+        oracle = {k: v for k, v in d.pop("oracle").items() if k not in omit}
         lines = [f"{k} = {_toml_value(v)}" for k, v in d.items()]
         lines += ["", "[oracle]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(oracle.items())]
         return "\n".join(lines) + "\n"

@@ -145,13 +145,66 @@ def test_a_stored_dataset_study_is_read_again_with_its_dataset(folder):
     )
     assert s.oracle["dataset"] == str(folder)
     assert StudySettings.from_toml(s.to_toml(), dataset=str(folder)) == s
-    # moved onto the folder again without a TOML round trip (a grid's base): the same
-    assert s.with_dataset(str(folder)) == s
-    # and settings of the default federation moved onto it read its domains and sizes, as
-    # settings read with the folder do
-    text = (
-        'seeds = 1\nrounds = 1\nk = 2\nselectors = ["proportional"]\n[oracle]\nval_per_domain = 2\n'
-    )
-    moved = StudySettings.from_toml(text).with_dataset(str(folder))
-    assert moved == StudySettings.from_toml(text, dataset=str(folder))
-    assert moved.oracle["domains"] != StudySettings.from_toml(text).oracle.get("domains")
+
+
+GRID_HEAD = 'seeds = 1\nrounds = 1\nk = 2\nselectors = ["proportional", "random"]\n'
+
+
+@pytest.mark.parametrize(
+    "oracle, grid",
+    [
+        ("", "clients_per_domain = [2, 3]"),
+        ("", "clients_per_domain = [2, 3]\nk = [2, 3]"),
+        ("val_per_domain = 2\n", "clients_per_domain = [2, 4]"),
+        ("clients_per_domain = 2\n", "val_per_domain = [2, 4]"),
+        ("", "samples_per_client = [3, 'none']\nclients_per_domain = [2, 3]"),
+    ],
+)
+def test_every_grid_cell_on_a_dataset_is_the_study_its_settings_make(folder, oracle, grid):
+    """A grid on --dataset fits the folder's domains and sizes to each cell's own settings:
+    every cell equals the plain study its values make on the folder (the Digits-4 default's
+    val_per_domain = 200 is not kept, a cell with more clients shares the folder among them),
+    and the grid reads back from its TOML equal."""
+    from fl_oracle.experiments.study.grid import GridSettings, _value_text
+    from fl_oracle.experiments.study.settings import StudySettings
+
+    text = GRID_HEAD + (f"[oracle]\n{oracle}" if oracle else "") + f"[grid]\n{grid}\n"
+    g = GridSettings.from_toml(text, dataset=str(folder))
+    assert len(g.cells) > 1
+    for cell in g.cells:
+        values = {a: v for a, v in cell.values if a != "k"}
+        table = tomllib.loads(GRID_HEAD + (f"[oracle]\n{oracle}" if oracle else ""))
+        table.setdefault("oracle", {}).update(
+            {a: v for a, v in values.items() if _value_text(v) != "none"}
+        )
+        plain = StudySettings.from_table(table, dataset=str(folder), k=cell.settings.k)
+        assert cell.settings == plain, cell.label
+    assert GridSettings.from_toml(g.to_toml()) == g  # the folder named in its [oracle]
+    assert GridSettings.from_toml(g.to_toml(), dataset=str(folder)) == g
+
+
+@pytest.mark.parametrize(
+    "oracle, grid, cell",
+    [
+        ("", "clients_per_domain = [2, 50]", "clients_per_domain=50"),
+        ("clients_per_domain = 2\n", "val_per_domain = [2, 1000]", "val_per_domain=1000"),
+        ("", "[[grid]]\nk = [2]\n[[grid]]\nclients_per_domain = [40]", "clients_per_domain=40"),
+        ("val_per_domain = 10\n", "clients_per_domain = [2, 12]", "clients_per_domain=12"),
+    ],
+)
+def test_a_grid_cell_the_dataset_cannot_hold_is_refused_before_any_run(
+    folder, tmp_path, oracle, grid, cell
+):
+    """Every cell is checked against the folder's image counts as the grid is read: the
+    refusal names the cell and no cell has trained (the folder keeps only its lock)."""
+    head = GRID_HEAD + (f"[oracle]\n{oracle}" if oracle else "")
+    text = head + (grid if grid.startswith("[[") else f"[grid]\n{grid}") + "\n"
+    config = tmp_path / "grid.toml"
+    config.write_text(text)
+    out = tmp_path / "out"
+    code, err = run_cli(["study", "--config", config, "--dataset", folder, "-o", out,
+                         "--no-progress"])  # fmt: skip
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and last.startswith("fedsel: error: grid cell") and cell in last, err
+    assert "Traceback" not in err
+    assert not out.exists() or {p.name for p in out.iterdir()} <= {".fedsel.lock"}
