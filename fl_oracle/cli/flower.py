@@ -140,7 +140,11 @@ def flower(
     secure_aggregation: bool = SECURE_AGGREGATION,
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
-    from fl_oracle.experiments.flower.checks import check_flower_selector, flower_information
+    from fl_oracle.experiments.flower.checks import (
+        check_flower_privacy,
+        check_flower_selector,
+        flower_information,
+    )
     from selection.selectors import make_selector, parse_spec
 
     _check_choice("--engine", engine, _ENGINES)
@@ -149,9 +153,11 @@ def flower(
     # an unknown spec, or one Flower cannot serve, fails here, before anything starts; the
     # information model (--stats or the spec's @MODEL) is checked against the nodes and K
     spec = parse_spec(selector)
-    stats = flower_information(spec, stats, n=num_supernodes, k=k)
+    privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation)
+    stats = flower_information(spec, stats, n=num_supernodes, k=k, privacy=privacy)
     check_flower_selector(make_selector(spec, seed=seed), selector)
-    privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats)
+    if privacy is not None:
+        check_flower_privacy(privacy, spec, stats)
     if num_cpus is not None and client_cpus is not None and client_cpus > num_cpus:
         raise typer.BadParameter(
             f"{client_cpus:g} CPUs per client exceed the {num_cpus} of the simulation",

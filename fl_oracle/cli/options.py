@@ -58,10 +58,13 @@ SECURE_AGGREGATION = typer.Option(
 )
 
 
-def stats_privacy(epsilon: float, delta: float, rounds: int, secure: bool, stats: str, spec=None):
+def stats_privacy(
+    epsilon: float, delta: float, rounds: int, secure: bool, stats: str | None = None, spec=None
+):
     """The run's :class:`~fl_oracle.experiments.privacy.StatsPrivacy` from the flags (None
-    when off), checked against its information model, and for a baseline rule (``spec``,
-    run as ``rule``) against what it reads: a bad value is one line, exit 2, before any data."""
+    when off), checked against its information model ``stats`` (None: the caller checks it),
+    and for a baseline rule (``spec``, run as ``rule``) against what it reads: a bad value is
+    one line, exit 2, before any data."""
     import math
 
     if not (isinstance(delta, float) and 0 < delta < 1):
@@ -84,7 +87,7 @@ def stats_privacy(epsilon: float, delta: float, rounds: int, secure: bool, stats
 
     if spec is not None and str(stats) == RULE:
         privacy.check_spec(spec)  # a rule reading update vectors, refused now
-    else:
+    elif stats is not None:
         privacy.check_information(str(stats))
     return privacy
 

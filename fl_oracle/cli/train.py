@@ -113,21 +113,8 @@ def _recorded_config(config, oracle, privacy=None, selector: str = "") -> str:
 
         text += f"\n[selection]\nselector = {toml_value(selector)}\n"
     if privacy is not None:
-        text += "\n" + privacy_toml(privacy)
+        text += "\n" + privacy.to_toml()
     return text
-
-
-def privacy_toml(privacy) -> str:
-    """The run's privacy as the TOML table ``[privacy]`` (what every private run records)."""
-    from selection.toml_text import toml_value
-
-    fields = {
-        "dp_epsilon": float(privacy.epsilon),
-        "dp_delta": float(privacy.delta),
-        "dp_z": float(privacy.z),
-        "secure_aggregation": bool(privacy.secure_aggregation),
-    }
-    return "[privacy]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in fields.items()) + "\n"
 
 
 @federation_options(

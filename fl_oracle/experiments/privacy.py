@@ -239,6 +239,29 @@ class StatsPrivacy:
             out[c] = np.exp(v) if c == "F" else v
         return out
 
+    def to_toml(self) -> str:
+        """The mode as the TOML table ``[privacy]`` every private run records, in every
+        driver's ``config.toml``: ε, δ, the noise multiplier z and secure aggregation.
+
+        Examples:
+            >>> from fl_oracle.experiments.privacy import StatsPrivacy
+            >>> print(StatsPrivacy(secure_aggregation=True).to_toml(), end="")
+            [privacy]
+            dp_epsilon = inf
+            dp_delta = 1e-05
+            dp_z = 0.0
+            secure_aggregation = true
+        """
+        from selection.toml_text import toml_value
+
+        fields = {
+            "dp_epsilon": float(self.epsilon),
+            "dp_delta": float(self.delta),
+            "dp_z": float(self.z),
+            "secure_aggregation": bool(self.secure_aggregation),
+        }
+        return "[privacy]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in fields.items()) + "\n"
+
     def sigma_units(self, m: int) -> float:
         """The noise's standard deviation in unit widths for a report of ``m`` fields."""
         return self.z * math.sqrt(m)

@@ -12,7 +12,7 @@ from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.information import Information
 
-__all__ = ["check_flower_selector", "check_stats", "flower_information"]
+__all__ = ["check_flower_privacy", "check_flower_selector", "check_stats", "flower_information"]
 
 
 def check_flower_selector(selector: Any, spec: Any) -> None:
@@ -52,14 +52,22 @@ def check_flower_selector(selector: Any, spec: Any) -> None:
 
 
 def flower_information(
-    selector: Any, stats: str | None = None, *, n: int | None = None, k: int | None = None
+    selector: Any,
+    stats: str | None = None,
+    *,
+    n: int | None = None,
+    k: int | None = None,
+    privacy: Any = None,
 ) -> str:
     """The information model a Flower run reads: ``stats`` or the selector spec's own
     ``@MODEL``, checked as every driver checks it
     (:meth:`selection.specs.Spec.run_information`: a registered model, not contradicting the
     spec, feeding its surrogate; with ``n`` nodes and ``k``, against them by arithmetic).
     A baseline rule without a model, or a callable selector without ``stats``, reads the
-    statistics of every node (``fresh``), as the strategy has always measured them.
+    statistics of every node (``fresh``), as the strategy has always measured them; under
+    secure aggregation (``privacy``, a :class:`~fl_oracle.experiments.privacy.StatsPrivacy`)
+    a rule reads every node's probe pass at w_t instead (loss, F, B: what a rule reads, no
+    single update evaluated at the server), as ``fedsel train`` serves every rule.
 
     Examples:
         >>> from fl_oracle.experiments.flower.checks import flower_information
@@ -81,7 +89,36 @@ def flower_information(
         info = selector.run_information(stats, n=n, k=k)
     else:
         info = check_stats(default_information() if stats is None else stats)
-    return default_information() if info == RULE else info
+    if info != RULE:
+        return info
+    if privacy is not None and privacy.secure_aggregation:
+        return _RULE_VIEW
+    return default_information()
+
+
+#: what a rule reads under secure aggregation: the probe pass (``fedsel train``'s rule view)
+_RULE_VIEW = "probe"
+
+
+def check_flower_privacy(privacy: Any, spec: Any, stats: str) -> None:
+    """Refuse, before any node starts, what the privacy mode cannot serve in Flower: a rule
+    reading individual update vectors (:meth:`~fl_oracle.experiments.privacy.StatsPrivacy.check_spec`)
+    and an information model secure aggregation rules out (its ``check_information``).
+
+    Examples:
+        >>> from fl_oracle.experiments.flower.checks import check_flower_privacy
+        >>> from fl_oracle.experiments.privacy import StatsPrivacy
+        >>> from selection.specs import parse_spec
+        >>> secure = StatsPrivacy(secure_aggregation=True)
+        >>> check_flower_privacy(secure, parse_spec("fisher-topk"), "probe")  # reads F: served
+        >>> check_flower_privacy(secure, parse_spec("divfl:stale"), "probe")
+        Traceback (most recent call last):
+            ...
+        ValueError: selector divfl:stale reads each client's update vector (updates) at the ...
+    """
+    if spec.is_rule:
+        privacy.check_spec(spec)
+    privacy.check_information(str(stats))
 
 
 def check_stats(stats: str) -> Information:

@@ -21,7 +21,7 @@ import pandas as pd
 from flwr.app import Array, ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 
-from fl_oracle.experiments.flower.checks import flower_information
+from fl_oracle.experiments.flower.checks import check_flower_privacy, flower_information
 from fl_oracle.experiments.flower.digits import (
     DigitsServer,
     DigitsSettings,
@@ -94,10 +94,12 @@ class FlowerRun:
 
     def __post_init__(self) -> None:
         spec = parse_spec(self.selector)
-        self.stats = flower_information(spec, self.stats or None, k=int(self.k))
+        self.stats = flower_information(
+            spec, self.stats or None, k=int(self.k), privacy=self.privacy
+        )
         self.spec = replace(spec, stats_mode=self.stats)
         if self.privacy is not None:
-            self.privacy.check_information(str(self.stats))
+            check_flower_privacy(self.privacy, spec, self.stats)
 
 
 def write_run(out: Path, history: pd.DataFrame, stats: pd.DataFrame) -> None:
@@ -211,7 +213,10 @@ def run_toml(run: FlowerRun, engine: str, provenance: dict, command: str = "") -
         num_supernodes=int(config.clients_per_domain * len(config.domains)),
         stats_mode=run.stats,
     )
-    return config.to_toml() + "\n" + provenance_toml(provenance) + "\n" + record_toml(rec)
+    text = config.to_toml() + "\n" + provenance_toml(provenance) + "\n" + record_toml(rec)
+    if run.privacy is not None:  # ε, δ, z and secure aggregation, as fedsel train records
+        text += "\n" + run.privacy.to_toml()
+    return text
 
 
 @app.main()

@@ -336,6 +336,7 @@ class FedselStrategy(FedProx):
         """Fit the run's information model to a privacy mode
         (:meth:`fl_oracle.experiments.privacy.StatsPrivacy.prepare`, as the loop does)."""
         privacy.prepare(self.model)
+        self.transport.set_privacy(privacy)
         if privacy.on:  # a noised F is no evidence against an update's norm
             self.transport.guard.lr = None
 

@@ -121,3 +121,40 @@ def test_under_secure_aggregation_flowers_probe_model_is_uncalibrated(data_file)
     )  # fmt: skip
     strategy.prepare_privacy(StatsPrivacy(secure_aggregation=True))
     assert strategy.model.calibrate is False
+
+
+@pytest.mark.parametrize("rule", ["fisher-topk", "oort:0.9"])
+def test_under_secure_aggregation_flower_serves_a_rule_on_the_probe_pass(data_file, rule):
+    """A rule that reads what nodes report (F, loss) runs under secure aggregation on every
+    node's probe pass, as fedsel train serves it; the rows carry the privacy columns."""
+    _, path = data_file
+    config = tiny_config(seed=0, clients_per_domain=2, lr=0.2)
+    p = StatsPrivacy(rounds=2, secure_aggregation=True)
+    run = FlowerRun(DigitsSettings.of(config, path), rule, 3, 2, privacy=p)
+    assert run.stats == "probe"
+    run_strategy(LocalGrid(make_client_app(run.settings, p), 8), run)
+    h, stats = run.result.frames()
+    assert len(h) == 2 and h["stats_mode"].eq("probe").all() and (h["failed"] == "").all()
+    assert h["selected"].str.split(";").map(len).eq(3).all()
+    assert np.isinf(h["dp_epsilon"]).all() and h["dp_z"].eq(0.0).all()
+
+
+def test_a_private_flower_run_records_its_privacy_in_every_row_and_its_config(data_file):
+    """dp_epsilon (the ε spent so far, growing to the budget) and dp_z in every history row,
+    and [privacy] in config.toml, as fedsel train records them."""
+    import tomllib
+
+    from fl_oracle.experiments.flower.server_app import run_toml
+    from fl_oracle.experiments.privacy import RunAccountant
+
+    p = StatsPrivacy(epsilon=0.5, rounds=2)
+    h, _ = _probe_run(data_file, p)
+    acc = RunAccountant(p)
+    assert list(h["dp_epsilon"]) == [acc.step(), acc.step()]
+    assert h["dp_epsilon"].iloc[-1] <= 0.5 * (1 + 1e-3) and h["dp_z"].eq(p.z).all()
+    _, path = data_file
+    run = FlowerRun(DigitsSettings.of(tiny_config(seed=0, clients_per_domain=2), path),
+                    "maxmin:2", 3, 2, stats="probe", privacy=p)  # fmt: skip
+    record = tomllib.loads(run_toml(run, "flower-local", {}))["privacy"]
+    assert record == {"dp_epsilon": 0.5, "dp_delta": p.delta, "dp_z": p.z,
+                      "secure_aggregation": False}  # fmt: skip
