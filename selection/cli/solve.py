@@ -6,6 +6,7 @@ Exit code 1 when there is no selection (infeasible, or stopped with none); an in
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ from selection.cli.reach import range_hint
 from selection.cli.resolve import default_plane, load_problem, solver_class
 from selection.errors import SelectionError
 
-__all__ = ["solve", "register", "make_solver", "solve_record", "solve_notes"]
+__all__ = ["solve", "register", "make_solver", "solve_record", "solve_notes", "tidy_floats"]
 
 
 def solve(
@@ -82,7 +83,7 @@ def solve(
     problem = load_problem(stats, k, round_, surrogate, logits)
     r = solver.solve(problem)
     out, hint = solve_record(cls, problem, r, f_min=fisher_min, b_max=b_max)
-    print(json.dumps(out, indent=2))
+    print(json.dumps(tidy_floats(out), indent=2))
     notes = solve_notes(cls, r, objs, verbose=verbose)
     for line in notes if not json_only else notes[1:2]:  # --json-only: the route alone
         if line:
@@ -141,6 +142,27 @@ def make_solver(
     if "seed" in accepted:
         kw["seed"] = seed
     return cls, cls(**kw), objs
+
+
+def tidy_floats(value, digits: int = 12):
+    """``value`` (a JSON-ready dict, list or number) with every float rounded to ``digits``
+    significant digits: the arithmetic's last-bit noise (``24.673088800000002``) left out of
+    what a user reads, the stored tables keep the full floats.
+
+    Examples:
+        >>> from selection.cli.solve import tidy_floats
+        >>> tidy_floats({"gap": 24.673088800000002, "ids": [1, 2], "u": [0.1 + 0.2]})
+        {'gap': 24.6730888, 'ids': [1, 2], 'u': [0.3]}
+        >>> tidy_floats(float("inf")), tidy_floats(True)
+        (inf, True)
+    """
+    if isinstance(value, dict):
+        return {k: tidy_floats(v, digits) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [tidy_floats(v, digits) for v in value]
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{digits}g}")
+    return value
 
 
 def solve_record(

@@ -156,6 +156,11 @@ def sweep(
         verbose=verbose,
     ):  # fmt: skip
         print(line, file=sys.stderr)
+    from selection.solvers.result import point_rows
+
+    if not point_rows(front).any():  # no answer at any point: as fedsel solve, exit 1
+        print("fedsel: no feasible point: no selection satisfies the constraints", file=sys.stderr)
+        raise typer.Exit(1)
 
 
 #: the grid option --complete stands in for (the whole front instead of an --eps grid)

@@ -41,7 +41,7 @@ def test_infeasible_eps_says_the_reachable_range(capsys):
 def test_sweep_with_an_infeasible_grid_suggests_one(tmp_path, capsys):
     argv = ["sweep", "-s", EXAMPLE, "-k", 5, "-m", "eps", "--eps", "0,2,5,10", "-o", tmp_path]
     code, _, err = run(argv, capsys)
-    assert code == 0 and "4 of 4 ε infeasible" in err and "try --eps" in err
+    assert code == 1 and "4 of 4 ε infeasible" in err and "try --eps" in err
     assert not err.startswith("\n")
 
 
@@ -97,3 +97,34 @@ def test_version_flag_and_command(capsys):
     assert code == 0 and out.startswith("fedsel ")
     code, out2, _ = run(["version"], capsys)
     assert out2 == out
+
+
+@pytest.mark.parametrize("eps", ["0", "0,0.1", "0,0.05,0.1"])
+def test_a_sweep_with_no_feasible_point_exits_1_as_solve_does(eps, tmp_path, capsys):
+    """Nothing feasible at any point is no answer: exit 1 (it exited 0) after the front and
+    the reachable range are written and told, as fedsel solve exits 1 with no selection."""
+    from selection.example import example_stats
+
+    stats = tmp_path / "stats.csv"
+    example_stats().to_csv(stats, index=False)
+    base = ["sweep", "--stats", stats, "--k", "5", "--method", "eps", "--no-progress"]
+    code, _, err = run([*base, "--eps", eps, "--out", tmp_path / "sw"], capsys)
+    assert code == 1 and "no feasible point" in err, err
+    assert (tmp_path / "sw" / "front.csv").is_file()
+    code, _, err = run([*base, "--eps", f"{eps},100", "--out", tmp_path / "sw2"], capsys)
+    assert code == 0, err  # one feasible point is an answer
+
+
+def test_solve_json_carries_no_float_noise(tmp_path, capsys):
+    """Every float of fedsel solve's JSON reads as its 12 significant digits (no
+    24.673088800000002): the class of value, checked on every number of the record."""
+    from selection.example import example_stats
+
+    stats = tmp_path / "stats.csv"
+    example_stats().to_csv(stats, index=False)
+    for eps in ("20", "25", "40"):
+        code, out, err = run(["solve", "--stats", stats, "--k", "5", "--method", "eps",
+                              "--eps", eps, "--json"], capsys)  # fmt: skip
+        record = json.loads(out)
+        numbers = [*record["objectives"].values(), record["bound"]]
+        assert code == 0 and numbers and all(v == float(f"{v:.12g}") for v in numbers)
