@@ -86,13 +86,19 @@ docs-serve: $(STAMP)
 
 # the wheel and sdist a user installs (pip install dist/fedsel-*.whl), into the untracked dist/;
 # the wheel is built from the sdist, so both hold the same files (tests/test_packaging.py)
+# (a build-only environment of its own: the wheel is pure Python, it needs no torch)
 .PHONY: dist
-dist: $(STAMP)
+dist: .venv-build/.installed
 	rm -rf dist
-	$(BIN)/python -m build --outdir dist .
+	.venv-build/bin/python -m build --outdir dist .
+
+.venv-build/.installed:
+	test -x .venv-build/bin/python || $(PY) -m venv .venv-build || python3 -m venv .venv-build
+	.venv-build/bin/pip install --quiet --upgrade pip build
+	touch .venv-build/.installed
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache site
+	rm -rf $(VENV) .venv-build .pytest_cache .ruff_cache site
 
 # Benchmark-only environment for benchmarks/exact_peers.py: pyaugmecon 1.0.8 pins numpy ~=1.25,
 # pandas ~=2.0 and Pyomo ~=6.6, which clash with the project's, so it lives in its own venv.

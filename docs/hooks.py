@@ -2,8 +2,9 @@
 
 Named in ``mkdocs.yml`` (``hooks:``); nothing here is copied by hand:
 
-* ``reference/cli.md``: every command, argument and option of the ``fedsel`` app with its
-  help and default, read from the typer app itself;
+* ``reference/cli.md`` (committed, so the repository host shows it; a test keeps it current,
+  ``python docs/hooks.py`` rewrites it): every command, argument and option of the ``fedsel``
+  app with its help and default, read from the typer app itself;
 * ``results/benchmarks/<name>.md``: each committed benchmark table (``results/benchmarks/*.md``),
   its headings moved one level down under a title, images pointed at the copies below;
 * ``results/studies/<name>.md``: each committed study's ``verdict.md`` under the commands that
@@ -18,7 +19,12 @@ Named in ``mkdocs.yml`` (``hooks:``); nothing here is copied by hand:
   table changes when its CSV does;
 * in any page, ``<!-- fedsel:output fedsel ARGS -->`` shows what that command prints, run at
   build time in a scratch folder holding the shipped example round as ``stats.csv`` (so a
-  page's expected output is the code's).
+  page's expected output is the code's). The committed page holds the last rendering of
+  both up to a closing marker (``python docs/hooks.py`` writes it), so the repository host
+  shows them too;
+* links from a page's source to committed files under ``results/`` (which resolve on the
+  repository host) become links to the pages and assets built from them
+  (:func:`source_links`).
 
 A missing file a page names fails the build (``mkdocs build --strict`` in the tests).
 """
@@ -318,7 +324,11 @@ def map_markdown() -> str:
 
 
 # ------------------------------------------------------------------ CSV tables in pages
-_TABLE = re.compile(r"<!-- fedsel:table (\S+)(?: columns=(\S+))? -->")
+# the marker, then (in the committed page, so the repository host shows it) its last
+# rendering up to the closing marker: the build replaces both with a fresh rendering
+_TABLE = re.compile(
+    r"<!-- fedsel:table (\S+)(?: columns=(\S+))? -->(?:\n.*?\n<!-- /fedsel:table -->)?", re.S
+)
 
 
 def _csv_table(match: re.Match) -> str:
@@ -350,7 +360,9 @@ def _csv_table(match: re.Match) -> str:
 
 
 # ------------------------------------------------------------------ command output in pages
-_OUTPUT = re.compile(r"<!-- fedsel:output (fedsel [^>]*?) -->")
+_OUTPUT = re.compile(
+    r"<!-- fedsel:output (fedsel [^>]*?) -->(?:\n.*?\n<!-- /fedsel:output -->)?", re.S
+)
 
 
 def command_output(command: str) -> str:
@@ -407,7 +419,6 @@ def on_files(files, config, **_):
     def add(uri: str, content: str) -> None:
         files.append(File.generated(config, uri, content=content))
 
-    add("reference/cli.md", cli_markdown())
     for uri, path in benchmark_pages().items():
         add(uri, benchmark_markdown(path))
     for uri, folder in study_pages().items():
@@ -494,6 +505,81 @@ def on_page_content(html_text, page, **_):
     return plain_roles(html_text)
 
 
+def rendered(markdown: str) -> str:
+    """``markdown`` with every ``fedsel:table`` and ``fedsel:output`` marker followed by a
+    fresh rendering and its closing marker: what a committed page holds, so the repository
+    host shows the tables and outputs the built site shows (``python docs/hooks.py`` writes
+    them; a test checks they are current)."""
+
+    def table(m: re.Match) -> str:
+        head = m[0].split("\n", 1)[0]
+        return f"{head}\n{_csv_table(m)}\n<!-- /fedsel:table -->"
+
+    def output(m: re.Match) -> str:
+        head = m[0].split("\n", 1)[0]
+        return f"{head}\n{_output_block(m)}\n<!-- /fedsel:output -->"
+
+    return _OUTPUT.sub(output, _TABLE.sub(table, markdown))
+
+
+def source_links(markdown: str, page_uri: str) -> str:
+    """Links that point, from the page's source in ``docs/``, at committed files under
+    ``results/`` (so they resolve on the repository host) turned into links to the pages and
+    assets the build makes of those files: a benchmark's table, a study's verdict, the map,
+    the problem-statement statistics, a screenshot or a benchmark image."""
+    import posixpath
+
+    studies = {folder.name: uri for uri, folder in study_pages().items()}
+    here = posixpath.dirname(page_uri)
+
+    def built(rel: str) -> str | None:
+        parts = rel.split("/")
+        if len(parts) < 2 or parts[0] != "results":
+            return None
+        top, rest = parts[1], "/".join(parts[2:])
+        if top in IMAGE_DIRS and rest.endswith(".png"):
+            return f"assets/results/{top}/{rest}"
+        if top == "benchmarks" and rest.endswith(".md"):
+            return f"results/benchmarks/{rest}"
+        if top in studies and rest == "verdict.md":
+            return studies[top]
+        if top == "map" and rest == "grid.md":
+            return "results/map.md"
+        if top == "seed-statistics" and rest == "summary.md":
+            return "results/seed-statistics.md"
+        return None
+
+    def sub(m: re.Match) -> str:
+        target, anchor = (m[2].split("#", 1) + [""])[:2]
+        repo = posixpath.normpath(posixpath.join("docs", here, target))
+        uri = built(repo)
+        if uri is None:
+            return m[0]
+        link = posixpath.relpath(uri, here or ".") + (f"#{anchor}" if anchor else "")
+        return f"{m[1]}({link})"
+
+    out, fenced = [], False
+    for line in markdown.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        out.append(line if fenced else _LINK.sub(sub, line))
+    return "\n".join(out)
+
+
+_LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
+
+
 def on_page_markdown(markdown, page, **_):
     markdown = _OUTPUT.sub(_output_block, _TABLE.sub(_csv_table, markdown))
+    markdown = source_links(markdown, page.file.src_uri)
     return link_citations(markdown, page.file.src_uri)
+
+
+if __name__ == "__main__":  # the CLI reference and every page's renderings (python docs/hooks.py)
+    (ROOT / "docs" / "reference" / "cli.md").write_text(cli_markdown(), encoding="utf-8")
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        fresh = rendered(text)
+        if fresh != text:
+            page.write_text(fresh, encoding="utf-8")
+            print(f"rendered {page.relative_to(ROOT)}")

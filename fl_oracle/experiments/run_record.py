@@ -14,7 +14,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["describe_setup", "git_commit", "record_toml", "run_record"]
+__all__ = ["ISA_PINS", "describe_setup", "git_commit", "record_toml", "run_record"]
+
+#: environment variables that pin the kernels' instruction set (ATen's CPU dispatch, MKL's
+#: conditional numerical reproducibility, oneDNN's ISA): recorded in every run when set
+ISA_PINS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA")
 
 
 def git_commit(where: str | Path | None = None) -> str:
@@ -70,10 +74,15 @@ def run_record(device: Any = None, *, command: str = "") -> dict[str, Any]:
 
     Returns:
         ``fedsel_version, git_commit, python, platform, cpu`` (model name), ``torch_cpu``
-        (torch's CPU capability, e.g. AVX512: the kernels it runs), ``torch_version, device,
+        (torch's CPU capability, e.g. AVX512: the kernels it runs), ``torch_version``,
+        ``numpy_version``, ``scipy_version``, ``isa_pins`` (the instruction-set pins set in
+        the environment, :data:`ISA_PINS`: ``NAME=value; ...``, '' when none), ``device,
         threads, started`` (UTC, ISO 8601) and ``command`` when given. Runs are
-        bit-identical on one host, not across hosts: ``cpu`` and ``torch_cpu`` tell them apart.
+        bit-identical on one host, not across hosts: ``cpu``, ``torch_cpu`` and the versions
+        tell them apart (docs: "What reproduces where").
     """
+    import os
+
     import torch
 
     rec: dict[str, Any] = {
@@ -84,6 +93,9 @@ def run_record(device: Any = None, *, command: str = "") -> dict[str, Any]:
         "cpu": cpu_model(),
         "torch_cpu": str(torch.backends.cpu.get_cpu_capability()),
         "torch_version": torch.__version__,
+        "numpy_version": _version("numpy"),
+        "scipy_version": _version("scipy"),
+        "isa_pins": "; ".join(f"{k}={os.environ[k]}" for k in ISA_PINS if os.environ.get(k)),
         "device": "" if device is None else str(device),
         "threads": int(torch.get_num_threads()),
         "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
