@@ -69,6 +69,11 @@ def _escaped(column: str, value: Any, record: dict) -> tuple[str, str]:
     return "", html.escape(str(value))
 
 
+def _breakable(text: str) -> str:
+    """``text`` escaped, with a line-break opportunity after each underscore."""
+    return html.escape(text).replace("_", "_<wbr>")
+
+
 def html_table(
     df: pd.DataFrame, cell: Cell = _escaped, *, scroll: bool = False, sections: bool = False
 ) -> str:
@@ -80,7 +85,8 @@ def html_table(
         scroll: inside ``<div class='scroll'>`` (a wide table scrolls, the page does not).
         sections: the header row in ``<thead>``, the rows in ``<tbody>``.
     """
-    head = "<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns) + "</tr>"
+    # a header may wrap after an underscore (pred_utility): a wide table then fits its box
+    head = "<tr>" + "".join(f"<th>{_breakable(str(c))}</th>" for c in df.columns) + "</tr>"
     rows = []
     for record in df.to_dict("records"):  # Python scalars (a numpy float is a float)
         cells = (cell(str(c), v, record) for c, v in record.items())

@@ -54,6 +54,14 @@ def test_report_renders_in_a_browser(kind, pages, browser):
         "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
     )
     assert wide[0] <= wide[1], f"{kind}: the page is {wide[0]} px wide in a {wide[1]}-px window"
+    # and no table is clipped in its box at this width: every column shows, headers included
+    # (but a dump of every column of a CSV, marked data-wide, which scrolls by design)
+    clipped = browser.evaluate(
+        "Array.from(document.querySelectorAll('div.scroll:not([data-wide])')).filter("
+        "d => d.scrollWidth > d.clientWidth + 1).map(d => d.querySelector('table').rows[0]"
+        ".cells.length + ' columns: ' + d.scrollWidth + ' px in ' + d.clientWidth)"
+    )
+    assert clipped == [], f"{kind}: tables wider than their box: {clipped}"
     if kind.startswith("sweep") or kind == "compare":
         # the page's heading carries the title; the figure does not repeat it
         assert all(not p["title"] for p in plots), f"{kind}: title printed twice"

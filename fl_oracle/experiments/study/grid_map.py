@@ -324,7 +324,8 @@ def map_html(grid: GridSettings, table: pd.DataFrame, verdict: list[str]) -> str
         "run yet; no mark: a baseline leads on the screen). Blue: the formulation ahead; red: a baseline ahead. Click a cell for its "
         "study report.</p>"
         + panels
-        + "<h2>3. The table (grid.csv)</h2><div class='scroll'>"
+        # every column of grid.csv: wide by design, it scrolls in its box (data-wide)
+        + "<h2>3. The table (grid.csv)</h2><div class='scroll' data-wide>"
         + html_table(table, cell)
         + f"</div><h2>4. Settings</h2><pre>{html.escape(grid.to_toml())}</pre>"
         + scripts
