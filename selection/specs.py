@@ -224,7 +224,7 @@ class Spec:
         settings, before any data is loaded or generated.
 
         Args:
-            stats: a driver's ``--stats`` (None: the spec's own model, else its default). It
+            stats: a driver's ``--information`` (None: the spec's own model, else its default). It
                 must name a registered model (:mod:`selection.information`; the drivers'
                 internal ``rule`` is not one), agree with the spec's ``@MODEL`` and supply
                 what the spec's surrogate and verified picks read, as the spec
@@ -247,14 +247,14 @@ class Spec:
             try:
                 given = parse_information(stats)
             except SelectionError as exc:
-                raise SelectionError(f"--stats {stats!r}: {exc}") from None
+                raise SelectionError(f"--information {stats!r}: {exc}") from None
             if self.stats_mode is not None and self.stats_mode != given:
                 raise SelectionError(
-                    f"--stats {given} contradicts the spec's @{self.stats_mode} "
+                    f"--information {given} contradicts the spec's @{self.stats_mode} "
                     f"({self.canonical}); give the model once"
                 )
             spec = replace(self, stats_mode=given)
-            _check_information(f"{self.canonical} with --stats {given}", spec)
+            _check_information(f"{self.canonical} with --information {given}", spec)
         info = spec.information
         if n is None or k is None:
             return info

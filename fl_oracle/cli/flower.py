@@ -106,7 +106,7 @@ def flower(
     ),
     stats: str | None = typer.Option(
         None,
-        "--stats",
+        "--information",
         help="fresh (every node measured each round; the K chosen commit their measured "
         "updates) | pool:P (P nodes drawn ∝ samples measured) | stale (only unseen nodes; "
         "others keep the statistics of their last training reply) | probe, predicted (a "
@@ -114,6 +114,7 @@ def flower(
         "the spec.",
         show_default="the spec's @MODEL, else fresh",
     ),
+    stats_old: str | None = typer.Option(None, "--stats", hidden=True),  # --information
     federation: dict[str, Any] | None = None,
     engine: str = typer.Option(
         "ray",
@@ -145,13 +146,15 @@ def flower(
         check_flower_selector,
         flower_information,
     )
+    from selection.cli.options import renamed
     from selection.selectors import make_selector, parse_spec
 
+    stats = renamed("--stats", "--information", stats_old, stats)
     _check_choice("--engine", engine, _ENGINES)
     if k > num_supernodes:
         raise typer.BadParameter(f"K={k} exceeds the {num_supernodes} nodes", param_hint="--k")
     # an unknown spec, or one Flower cannot serve, fails here, before anything starts; the
-    # information model (--stats or the spec's @MODEL) is checked against the nodes and K
+    # information model (--information or the spec's @MODEL) is checked against the nodes and K
     spec = parse_spec(selector)
     privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation)
     stats = flower_information(spec, stats, n=num_supernodes, k=k, privacy=privacy)

@@ -153,12 +153,13 @@ def train(
     federation: dict[str, Any] | None = None,
     stats: str | None = typer.Option(
         None,
-        "--stats",
+        "--information",
         help="Information model: fresh (every client trains: the upper bound) | stale (last "
         "reports) | probe (a probe batch per client) | pool:P | predicted; or @MODEL in the "
         "spec. Default: fresh for a formulation; a baseline rule reads what it reads.",
         show_default=False,
     ),
+    stats_old: str | None = typer.Option(None, "--stats", hidden=True),  # --information
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
@@ -171,15 +172,17 @@ def train(
     from fl_oracle.experiments.loop import run_training
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
+    from selection.cli.options import renamed
     from selection.progress import report, rich_progress
     from selection.selectors import make_selector, parse_spec
 
+    stats = renamed("--stats", "--information", stats_old, stats)
     spec = parse_spec(selector)  # the one parse: typed from here on
     if surrogate is not None:  # --surrogate sets the field; the run is named canonically
         spec = spec.with_surrogate(surrogate)
         selector = spec.canonical
     config = make_config(seed, federation, k=k)
-    # the information model (--stats or the spec's), against N and K: before any data
+    # the information model (--information or the spec's), against N and K: before any data
     stats = spec.run_information(stats, n=config.n_clients, k=k)
     privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats, spec)
     sel = make_selector(spec, seed=seed)

@@ -12,6 +12,7 @@ from selection.cli.fronts import record_surrogate, say_routes
 from selection.cli.options import (
     BACKEND,
     GRID,
+    JOBS_OLD,
     LOGITS,
     NO_PROGRESS,
     OVERWRITE,
@@ -21,12 +22,14 @@ from selection.cli.options import (
     SURR,
     TL,
     VERBOSE,
+    WORKERS,
     K,
     one_grid,
     parse_floats,
     parse_grids,
     parse_objectives,
     refuse_earlier,
+    renamed,
 )
 from selection.cli.resolve import load_problem
 from selection.defaults import DEFAULT_SURROGATE
@@ -57,7 +60,8 @@ def compare(
         show_default="utility,gap",
     ),
     backend: str = BACKEND,
-    jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
+    jobs: int | None = WORKERS,
+    jobs_old: int | None = JOBS_OLD,
     time_limit: float | None = TL,
     surrogate: str = SURR,
     logits: Path | None = LOGITS,
@@ -77,6 +81,7 @@ def compare(
     from selection.progress import rich_progress
     from selection.report import render_compare_html
 
+    jobs = renamed("--jobs", "--workers", jobs_old, jobs) or 1
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
     grids = parse_grids(grid, list(compared()))

@@ -9,6 +9,7 @@ imported here at module level: the registries are read inside the parsers, when 
 from __future__ import annotations
 
 import math
+import sys
 
 import typer
 
@@ -65,8 +66,34 @@ def surrogate_help() -> str:
     )
 
 
+def renamed(old: str, new: str, old_value, new_value, *, unset=None):
+    """The value of a flag that was renamed so that one flag means one thing in every
+    command (``--stats`` is a round-stats file, ``--rounds`` a count of rounds, ``--workers``
+    parallel processes): the new flag's, or the old spelling's with a note on stderr; both
+    given is bad input.
+
+    Examples:
+        >>> from selection.cli.options import renamed
+        >>> renamed("--jobs", "--workers", None, 4)
+        4
+        >>> renamed("--jobs", "--workers", 2, None)  # with a note on stderr
+        2
+    """
+    if old_value is unset:
+        return new_value
+    if new_value is not unset:
+        raise typer.BadParameter(f"give {new} (the name of {old} here), not both", param_hint=old)
+    print(f"fedsel: note: {old} is {new} in this command (renamed: one flag, one meaning)",
+          file=sys.stderr)  # fmt: skip
+    return old_value
+
+
 # ---------------------------------------------------------------- declarations
 STATS = typer.Option(..., "--stats", "-s", help="Round-stats table (CSV or Parquet).")
+WORKERS = typer.Option(
+    None, "--workers", "-w", min=1, help="Parallel processes solving grid points.", show_default="1"
+)
+JOBS_OLD = typer.Option(None, "--jobs", min=1, hidden=True)  # --workers' old name
 K = typer.Option(..., "--k", "-k", help="Number of clients to select.")
 ROUND = typer.Option(
     None, "--round", help="Round to take.", show_default="the last round in the file"
@@ -252,12 +279,12 @@ def parse_rounds(text: str, available: list[int]) -> list[int]:
             want = sorted({int(v) for v in t.split(",") if v.strip()})
     except ValueError:
         raise SelectionError(
-            f"--rounds {text!r}: give all, a range such as 2-8, or rounds such as 0,4,8"
+            f"--per-round {text!r}: give all, a range such as 2-8, or rounds such as 0,4,8"
         ) from None
     missing = [r for r in want if r not in available]
     if missing or not want:
         raise SelectionError(
-            f"--rounds {text!r}: round(s) {missing or 'none'} not in the stats table "
+            f"--per-round {text!r}: round(s) {missing or 'none'} not in the stats table "
             f"(rounds {', '.join(map(str, available))})"
         )
     return want

@@ -22,6 +22,7 @@ from selection.cli.options import (
     BMAX,
     FMIN,
     GRID,
+    JOBS_OLD,
     LOGITS,
     METHOD_HELP,
     NO_PROGRESS,
@@ -34,6 +35,7 @@ from selection.cli.options import (
     TL,
     TOL,
     VERBOSE,
+    WORKERS,
     K,
     one_grid,
     only,
@@ -43,6 +45,7 @@ from selection.cli.options import (
     parse_rounds,
     parse_weight_grid,
     refuse_earlier,
+    renamed,
 )
 from selection.cli.reach import range_hint
 from selection.cli.resolve import default_logits, default_plane, load_problem, solver_class
@@ -91,14 +94,15 @@ def sweep(
     round_: int | None = ROUND,
     rounds: str | None = typer.Option(
         None,
-        "--rounds",
-        "-r",
+        "--per-round",
         help="One front per round: all, a range (2-8) or a list (0,4,8); front.csv gets a "
         "round column and front.html overlays the fronts.",
         show_default="one round (--round)",
     ),
+    rounds_old: str | None = typer.Option(None, "--rounds", hidden=True),
     backend: str = BACKEND,
-    jobs: int = typer.Option(1, "--jobs", help="Parallel solves of grid points."),
+    jobs: int | None = WORKERS,
+    jobs_old: int | None = JOBS_OLD,
     seed: int = SEED,
     time_limit: float | None = TL,
     tolerance: float = TOL,
@@ -122,6 +126,8 @@ def sweep(
     from selection.progress import rich_progress
     from selection.schema import read_stats
 
+    rounds = renamed("--rounds", "--per-round", rounds_old, rounds)
+    jobs = renamed("--jobs", "--workers", jobs_old, jobs) or 1
     plan = plan_sweep(
         method, eps=eps, complete=complete, delta=delta, weights=weights, grid=grid,
         fisher_min=fisher_min, b_max=b_max, tolerance=tolerance, objectives=objectives,
@@ -233,7 +239,7 @@ def plan_sweep(
     if eps is not None and complete:
         raise SelectionError("give --eps or --complete, not both")
     if rounds is not None and round_ is not None:
-        raise SelectionError("give --round or --rounds, not both")
+        raise SelectionError("give --round or --per-round, not both")
     eps_grid = parse_floats("--eps", eps)
     delta_grid = parse_floats("--delta", delta)
     w_grid = parse_weight_grid(weights)

@@ -294,7 +294,7 @@ def _split(text: str) -> tuple[type[InformationModel], int | None]:
 
 
 class Information(str):
-    """An information model as a spec or ``--stats`` names it, parsed once: its canonical
+    """An information model as a spec or ``--information`` names it, parsed once: its canonical
     spelling (a ``str``, so history columns, TOML and comparisons read it as text) carrying
     the registered class and its argument. Parsing a parsed one returns it unchanged, so a spec
     parsed by a study is not parsed again by the loop, the strategy or the cost table.

@@ -127,7 +127,7 @@ def build_all(out: Path, stats: Path | None = None) -> dict[str, Path]:
     common = ["--stats", stats, "--k", 5]
     _cli(["sweep", *common, "--method", "eps", "--out", out / "sweep"])
     _cli(["sweep", *common, "--method", "maxmin", "--out", out / "sweep-maxmin"])
-    _cli(["sweep", "--stats", multi, "--k", 5, "--method", "eps", "--rounds", "all",
+    _cli(["sweep", "--stats", multi, "--k", 5, "--method", "eps", "--per-round", "all",
           "--out", out / "sweep-rounds"])  # fmt: skip
     _cli(["compare", *common, "--out", out / "compare"])
     _cli(["analyze", "--stats", multi, "--out", out / "analyze", "--boot", 100])

@@ -17,10 +17,9 @@ selector sees and keeps what the committed nodes report, as in the loop:
    ``stats="pool:P"``: P nodes drawn ∝ their sample counts get it. ``stats="stale"``: only
    nodes never measured before get it; the others keep the statistics of their last training
    reply (measured at the model they trained from, so up to several rounds old).
-   ``stats="probe"`` / ``"predicted"``: every node gets a ``probe`` message (w_t and the
-   server's per-domain validation gradients, ``ServerSide.validation_gradients``) and answers its probe
-   statistics without training; the information model predicts U, U_<domain> from them,
-   calibrated on the nodes that trained in earlier rounds.
+   ``stats="probe"`` / ``"predicted"``: every node gets a ``probe`` message (w_t and the server's
+   per-domain validation gradients) and answers its probe statistics without training; the
+   model predicts U, U_<domain> from them, calibrated on the nodes trained in earlier rounds.
 2. **Select.** The statistics of the connected nodes become a round-stats table
    (``docs/contract.md``) and the selector (any :func:`selection.selectors.make_selector` spec,
    or a callable ``(table, k) -> ids``) picks K client ids; an infeasible ε falls back to the
@@ -92,6 +91,7 @@ from fl_oracle.experiments.flower.probe import Exchange, FlowerRunError
 from fl_oracle.experiments.flower.server_side import ServerSide
 from fl_oracle.experiments.flower.stock import StockClients
 from fl_oracle.experiments.flower.transport import INTERNAL, FlowerTransport
+from fl_oracle.experiments.privacy import RunAccountant
 from fl_oracle.experiments.round_step import GLOBAL_KEYS
 from fl_oracle.experiments.transport import RoundRun, play_round
 from fl_oracle.sim.stats import b_dissimilarity
@@ -333,10 +333,10 @@ class FedselStrategy(FedProx):
         log(INFO, "\t│\t└── Proximal mu: %s", self.proximal_mu)
 
     def prepare_privacy(self, privacy) -> None:
-        """Fit the run's information model to a privacy mode
-        (:meth:`fl_oracle.experiments.privacy.StatsPrivacy.prepare`, as the loop does)."""
+        """Fit the information model to a privacy mode (``StatsPrivacy.prepare``, as the loop
+        does); every row then records the ε spent and z (``dp_epsilon``, ``dp_z``)."""
         privacy.prepare(self.model)
-        self.transport.set_privacy(privacy)
+        self.transport.accountant = RunAccountant(privacy)
         if privacy.on:  # a noised F is no evidence against an update's norm
             self.transport.guard.lr = None
 

@@ -47,8 +47,8 @@ from fl_oracle.experiments.flower.guard import ReplyGuard
 from fl_oracle.experiments.flower.probe import Exchange, FlowerRunError
 from fl_oracle.experiments.flower.server_side import ServerSide
 from fl_oracle.experiments.flower.stock import BACK, StockClients
+from fl_oracle.experiments.privacy import RunAccountant
 from fl_oracle.experiments.round_step import RoundChoice, domain_metrics
-from fl_oracle.experiments.privacy import RunAccountant, StatsPrivacy
 from fl_oracle.experiments.transport import Committed
 from fl_oracle.sim.stats import cosine_to, js_divergence
 from selection.baselines.reads import Reads, VectorSource
@@ -128,14 +128,7 @@ class FlowerTransport:
         self._probed: RoundInputs | None = None
         #: the round's outcome for Flower: the new arrays and the replies aggregated
         self.result: tuple[ArrayRecord | None, list[Reply]] = (None, [])
-        #: the run's spent ε (a private run's, :meth:`set_privacy`): every row's dp_epsilon
-        self.accountant: RunAccountant | None = None
-
-    def set_privacy(self, privacy: StatsPrivacy) -> None:
-        """A private run: every row records the ε spent so far (``dp_epsilon``; the nodes'
-        Mod noises what they report, once a round) and the noise multiplier (``dp_z``), as
-        ``fedsel train``'s rows do."""
-        self.accountant = RunAccountant(privacy)
+        self.accountant: RunAccountant | None = None  # a private run's (prepare_privacy)
 
     # ------------------------------------------------------------------ the round's state
     def begin(self, t: int, grid: Grid, arrays: ArrayRecord, config: ConfigRecord) -> None:
@@ -335,8 +328,7 @@ class FlowerTransport:
             "suspects": " | ".join(f"{c}: {why}" for c, why in self.guard.suspects.items()),
         }
         if self.accountant is not None:
-            columns["dp_epsilon"] = self.accountant.step()
-            columns["dp_z"] = float(self.accountant.privacy.z)
+            columns.update(dp_epsilon=self.accountant.step(), dp_z=self.accountant.privacy.z)
         note = "" if ok else "no selected node replied: the model is unchanged"
         observed = self.frame([r.client_id for r in ok], t) if ok else None
         return Committed(accuracies, observed, self.ex.cost.columns(), columns, note)

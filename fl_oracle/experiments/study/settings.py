@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Any
 

@@ -78,11 +78,11 @@ def test_a_pool_outside_k_and_n_is_refused_at_every_door_before_any_data(door, p
     if door == "train spec":
         argv = _train(out, f"maxmin:2@pool:{p}")
     elif door == "train --stats":
-        argv = _train(out, "maxmin:2", "--stats", f"pool:{p}")
+        argv = _train(out, "maxmin:2", "--information", f"pool:{p}")
     elif door == "flower spec":
         argv = _flower(out, f"maxmin:2@pool:{p}")
     elif door == "flower --stats":
-        argv = _flower(out, "maxmin:2", "--stats", f"pool:{p}")
+        argv = _flower(out, "maxmin:2", "--information", f"pool:{p}")
     elif door == "study TOML":
         cfg = tmp_path / "study.toml"
         cfg.write_text(
@@ -123,8 +123,8 @@ def test_a_pool_within_k_and_n_passes_the_check(p):
 @pytest.mark.parametrize(("own", "given"), list(itertools.permutations(MODELS, 2)))
 def test_stats_contradicting_the_specs_own_model_is_refused(driver, own, given, tmp_path, capsys):
     out = tmp_path / "out"
-    code, _, err = run_fedsel(driver(out, f"maxmin:2@{own}", "--stats", given), capsys)
-    assert_refused(code, err, f"--stats {given} contradicts the spec's @{own}")
+    code, _, err = run_fedsel(driver(out, f"maxmin:2@{own}", "--information", given), capsys)
+    assert_refused(code, err, f"--information {given} contradicts the spec's @{own}")
     assert_nothing_left(out)
 
 
@@ -141,8 +141,8 @@ def test_stats_naming_the_specs_own_model_again_is_that_model(model):
 def test_stats_that_names_no_information_model_is_refused(driver, bad, tmp_path, capsys):
     """``rule`` is the loop's internal charge of a baseline rule, not a model a user picks."""
     out = tmp_path / "out"
-    code, _, err = run_fedsel(driver(out, "maxmin:2", "--stats", bad), capsys)
-    assert_refused(code, err, "--stats")
+    code, _, err = run_fedsel(driver(out, "maxmin:2", "--information", bad), capsys)
+    assert_refused(code, err, "--information")
     assert_nothing_left(out)
 
 
@@ -152,13 +152,13 @@ def test_stats_that_names_no_information_model_is_refused(driver, bad, tmp_path,
      ("softvote", ["probe", "predicted"])],
 )  # fmt: skip
 def test_stats_is_refused_where_the_spec_naming_it_would_be(modifier, models, tmp_path, capsys):
-    """``--selector S@verify --stats stale`` is the spec ``S@stale+verify``: refused alike, for
+    """``--selector S@verify --information stale`` is the spec ``S@stale+verify``: refused alike, for
     the same reason."""
     for model in models:
         code, _, err = run_fedsel(_train(tmp_path / "a", f"maxmin:2@{model}+{modifier}"), capsys)
         spec_line = assert_refused(code, err)
         code, _, err = run_fedsel(
-            _train(tmp_path / "b", f"maxmin:2@{modifier}", "--stats", model), capsys
+            _train(tmp_path / "b", f"maxmin:2@{modifier}", "--information", model), capsys
         )
         stats_line = assert_refused(code, err)
         reason = spec_line.split("': ", 1)[1]

@@ -63,3 +63,63 @@ def test_a_private_runs_config_records_its_privacy(tmp_path):
     assert raw["privacy"]["secure_aggregation"] is False
     assert raw["selection"]["selector"] == "maxmin:2@probe"
     assert OracleConfig.from_toml(text) == config
+
+
+def _flags(command) -> dict[str, str]:
+    """Every visible long flag of a click command -> the parameter's kind (file, count, ...)."""
+    out = {}
+    for p in command.params:
+        if getattr(p, "hidden", False):
+            continue
+        for opt in p.opts:
+            if opt.startswith("--"):
+                out[opt] = p.name
+    return out
+
+
+def test_one_flag_means_one_thing_in_every_command():
+    """--stats is a round-stats file wherever it shows (train and flower name the information
+    model --information), --rounds a count of training rounds (sweep's selection of rounds is
+    --per-round), --workers the parallel processes (no --jobs beside it): checked over every
+    command of the app, so a new command cannot bring the clash back."""
+    from typer.main import get_command
+
+    from fl_oracle.cli import build_app
+
+    app = get_command(build_app())
+    kinds = {"--stats": set(), "--rounds": set(), "--workers": set(), "--jobs": set()}
+    for name, cmd in app.commands.items():
+        flags = _flags(cmd)
+        for flag in kinds:
+            if flag in flags:
+                param = next(p for p in cmd.params if flag in p.opts)
+                kinds[flag].add((name, param.type.name))
+    assert {t for _, t in kinds["--stats"]} == {"path"}, kinds["--stats"]
+    assert {t for _, t in kinds["--rounds"]} == {"integer range"}, kinds["--rounds"]
+    assert kinds["--jobs"] == set()
+    assert {n for n, _ in kinds["--workers"]} >= {"sweep", "compare", "study"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "old", "new"),
+    [
+        (["train", "--selector", "random", "--k", "2", "--rounds", "1", "--stats", "fresh", "-o", "o",
+          "--information", "fresh"], "--stats", "--information"),
+        (["sweep", "--stats", "s.csv", "--k", "2", "--method", "eps", "--out", "o",
+          "--jobs", "2", "--workers", "2"], "--jobs", "--workers"),
+    ],
+)  # fmt: skip
+def test_an_old_flag_beside_its_new_name_is_refused(argv, old, new, tmp_path, capsys):
+    code, _, err = run(argv, capsys)
+    assert code == 2 and old in err and new in err, err
+
+
+def test_an_old_flag_still_works_with_a_note(tmp_path, capsys):
+    from selection.example import example_stats
+
+    stats = tmp_path / "s.csv"
+    example_stats().to_csv(stats, index=False)
+    code, _, err = run(["sweep", "--stats", stats, "--k", "5", "--method", "eps", "--eps", "30",
+                        "--jobs", "1", "--rounds", "2", "--out", tmp_path / "o",
+                        "--no-progress"], capsys)  # fmt: skip
+    assert code == 0 and "--jobs is --workers" in err and "--rounds is --per-round" in err, err

@@ -292,7 +292,7 @@ def test_the_strategy_runs_the_specs_own_information_model(model):
     assert s.stats_mode == model
     assert FedselStrategy(f"maxmin:2@{model}", k=2, stats=model, **kw).stats_mode == model
     other = "fresh"
-    with pytest.raises(ValueError, match=f"--stats {other} contradicts the spec's @{model}"):
+    with pytest.raises(ValueError, match=f"--information {other} contradicts the spec's @{model}"):
         FedselStrategy(f"maxmin:2@{model}", k=2, stats=other, **kw)
     assert FedselStrategy("proportional", k=2).stats_mode == "fresh"  # as before: every node
 
@@ -574,7 +574,7 @@ def test_fedsel_flower_honours_the_specs_information_model(
 ):
     """Issue 53: ``--selector maxmin:2@probe`` ran fresh (upper_bound True) on Flower."""
     run, _ = flower_cli
-    extra = ["--stats", stats] if stats else []
+    extra = ["--information", stats] if stats else []
     run("--selector", selector, "--k", "4", "--rounds", "1", "--num-supernodes", "20",
         "--engine", "local", *extra, out=tmp_path)  # fmt: skip
     hist = pd.read_csv(tmp_path / "history.csv", keep_default_na=False)
@@ -589,11 +589,11 @@ def test_fedsel_flower_local_engine_and_bad_input(flower_cli, tmp_path, capsys):
     run("--selector", "eps:5", "--k", "4", *base, out=tmp_path / "ok")
     hist = pd.read_csv(tmp_path / "ok" / "history.csv", keep_default_na=False)
     assert len(hist) == 1 and len(hist["selected"].iloc[0].split(";")) == 4
-    run("--selector", "maxmin:2", "--k", "4", "--stats", "probe", *base, out=tmp_path / "pr")
+    run("--selector", "maxmin:2", "--k", "4", "--information", "probe", *base, out=tmp_path / "pr")
     hist = pd.read_csv(tmp_path / "pr" / "history.csv", keep_default_na=False)
     assert list(hist["stats_mode"]) == ["probe"] and hist["cost_probe_samples"].iloc[0] > 0
     capsys.readouterr()
-    run("--selector", "random", "--k", "4", "--stats", "pool", *base, code=2,
+    run("--selector", "random", "--k", "4", "--information", "pool", *base, code=2,
         out=tmp_path / "bad")  # fmt: skip
     assert "pool needs P" in capsys.readouterr().err
     # what Flower's replies cannot serve is refused before any data or engine starts

@@ -285,7 +285,7 @@ def test_fedsel_train_infeasible_eps_falls_back_in_the_log(tiny_cli):
 
 
 def test_fedsel_train_stale_remeasures_only_selected(tiny_cli):
-    out = tiny_cli("--selector", "random", "--k", "3", "--rounds", "3", "--stats", "stale")
+    out = tiny_cli("--selector", "random", "--k", "3", "--rounds", "3", "--information", "stale")
     h = pd.read_csv(out / "history.csv", keep_default_na=False)
     st = pd.read_parquet(out / "stats.parquet")
     assert set(h["stats_mode"]) == {"stale"}
@@ -306,7 +306,7 @@ def test_fedsel_train_bad_input_is_one_line(tiny_cli, tmp_path, capsys):
 
     for args, needle in (
         (["--selector", "eps:x", "--k", "3"], "bad selector spec 'eps:x'"),
-        (["--selector", "random", "--k", "3", "--stats", "old"], "old"),
+        (["--selector", "random", "--k", "3", "--information", "old"], "old"),
         (["--selector", "random", "--k", "99"], "k=99"),
     ):
         with pytest.raises(SystemExit) as exc:

@@ -91,8 +91,8 @@ def test_bad_table_is_one_line_exit_2_and_no_front(case, table, tmp_path, capsys
         (["--k", K, "--method", "eps", "--eps", "5", "--complete"], "not both"),
         (["--k", K, "--method", "nsga2", "--objectives", "utility,fun"], "--objectives"),
         (["--k", K, "--method", "maxmin", "--fisher-min", "1"], "--fisher-min does not apply"),
-        (["--k", K, "--method", "eps", "--rounds", "0-1", "--round", "1"], "not both"),
-        (["--k", K, "--method", "eps", "--rounds", "7-9"], "--rounds"),
+        (["--k", K, "--method", "eps", "--per-round", "0-1", "--round", "1"], "not both"),
+        (["--k", K, "--method", "eps", "--per-round", "7-9"], "--per-round"),
         (["--k", K, "--method", "eps", "--backend", "gurobi"], "unknown backend 'gurobi'"),
     ],
 )
@@ -328,7 +328,7 @@ def test_compare_refuses_a_parameter_given_twice(stats, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("command", "written"),
     [
-        (["sweep", "--method", "eps", "--eps", "5"], "front.csv"),
+        (["sweep", "--method", "eps", "--eps", "1000"], "front.csv"),
         (["compare", "--eps", "5", "--delta", "2"], "compare.csv"),
     ],
 )

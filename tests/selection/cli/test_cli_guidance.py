@@ -75,7 +75,7 @@ def test_maxmin_is_drawn_in_its_plane_and_compare_judges_in_any(tmp_path, capsys
 
 def test_sweep_over_rounds_writes_one_front_per_round(stats3, tmp_path, capsys):
     code, _, err = run(
-        ["sweep", "-s", stats3, "-k", 4, "-m", "maxmin", "--delta", "0,2", "-r", "all", "-o",
+        ["sweep", "-s", stats3, "-k", 4, "-m", "maxmin", "--delta", "0,2", "--per-round", "all", "-o",
          tmp_path],
         capsys,
     )  # fmt: skip
@@ -86,7 +86,19 @@ def test_sweep_over_rounds_writes_one_front_per_round(stats3, tmp_path, capsys):
     page = (tmp_path / "front.html").read_text()
     assert all(f'"name":"round {r}"' in page for r in range(3))
     code, _, _ = run(
-        ["sweep", "-s", stats3, "-k", 4, "-m", "weighted", "-r", "1-2", "-o", tmp_path / "w"],
+        [
+            "sweep",
+            "-s",
+            stats3,
+            "-k",
+            4,
+            "-m",
+            "weighted",
+            "--per-round",
+            "1-2",
+            "-o",
+            tmp_path / "w",
+        ],
         capsys,
     )
     assert sorted(pd.read_csv(tmp_path / "w" / "front.csv")["round"].unique()) == [1, 2]

@@ -97,7 +97,7 @@ def test_compare_refuses_bb_and_bad_options_before_any_solver_runs(
                           (["--time-limit", "0"], "time_limit="),
                           (["--time-limit", "nan"], "time_limit="),
                           (["--backend", "nope"], "unknown backend 'nope'"),
-                          (["--seed", "-1"], "seed=-1"), (["--jobs", "0"], "n_jobs=0")):  # fmt: skip
+                          (["--seed", "-1"], "seed=-1"), (["--workers", "0"], "--workers")):  # fmt: skip
         argv = ["compare", "--stats", stats_csv, "--k", 3, *extra, "--out", tmp_path / "c",
                 "--no-progress"]  # fmt: skip
         code, _, err = run_fedsel(argv, capsys)
