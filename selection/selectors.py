@@ -57,6 +57,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -287,6 +288,11 @@ class _RuleSelector(Selector):
 
 
 # spec aliases: name -> (solver, keyword the argument fills)
+def _new_solver(cls, kw: dict, seeded: bool, seed: int):
+    """A formulation's solver for one round (its own seed where it takes one)."""
+    return cls(**kw, **({"seed": seed} if seeded else {}))
+
+
 def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
     """Build a selector from its spec, typed or a string (see the module docstring).
 
@@ -326,11 +332,8 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
             else:
                 kw = cls.spec_kwargs(arg if has_arg else None)
             seeded = "seed" in solver_options(cls)
-            return _SolverSelector(
-                parsed,
-                lambda s: cls(**kw, **({"seed": s} if seeded else {})),
-                seed=seed,
-            )
+            # a partial, not a lambda: a selector pickles (fedsel train --resume keeps it)
+            return _SolverSelector(parsed, partial(_new_solver, cls, kw, seeded), seed=seed)
         # a baseline rule (Spec.formulation holds no third kind)
         if parsed.verify:
             raise bad_spec(text, f"verify needs a formulation; {name} is a baseline rule")

@@ -95,7 +95,7 @@ def _write_run(out: Path, history, stats) -> None:
     write_table_atomic(stats, out / "stats.parquet")
 
 
-def _recorded_config(config, oracle, privacy=None, selector: str = "") -> str:
+def _recorded_config(config, oracle, privacy=None, selector: str = "", run=None) -> str:
     """config.toml text: the configuration, the data provenance (also one line per domain on
     stderr), the run record and, for a run that has them, its selector and its privacy
     (``[privacy]``: ε, δ, the noise multiplier z, secure aggregation)."""
@@ -112,6 +112,7 @@ def _recorded_config(config, oracle, privacy=None, selector: str = "") -> str:
         from selection.toml_text import toml_value
 
         text += f"\n[selection]\nselector = {toml_value(selector)}\n"
+        text += "".join(f"{k} = {toml_value(v)}\n" for k, v in (run or {}).items())
     if privacy is not None:
         text += "\n" + privacy.to_toml()
     return text
@@ -163,12 +164,19 @@ def train(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the run --out holds (its files are deleted)."
     ),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Continue the interrupted run in --out (Ctrl-C or kill -9) to the history an "
+        "uninterrupted run writes; the same command and settings, --rounds may grow.",
+    ),
     dp_epsilon: float = DP_EPSILON,
     dp_delta: float = DP_DELTA,
     secure_aggregation: bool = SECURE_AGGREGATION,
     no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Train with a selector choosing the K clients of every round."""
+    from fl_oracle.cli import interrupt_hint
     from fl_oracle.experiments.loop import run_training
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
@@ -186,15 +194,25 @@ def train(
     stats = spec.run_information(stats, n=config.n_clients, k=k)
     privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats, spec)
     sel = make_selector(spec, seed=seed)
+    # what a resumed run must share with the run it continues (rounds may grow)
+    same = {"information": str(stats), "seed": seed, "k": k, "config": config.to_toml(),
+            "privacy": privacy.to_toml() if privacy is not None else ""}  # fmt: skip
     # --overwrite: the data and model are checked (the oracle built) before the old run goes
     oracle = _with_bar(config, no_progress) if overwrite else None
+    state_file = out / "run_state.pt"
+    interrupt_hint(lambda: _resume_hint(out))
     # one run per folder: locked, another run refused, nothing left behind by a failed start
     with claim_run_folder(
-        out, "train", overwrite=overwrite, committed="history.csv", resumable=False
+        out, "train", resume=resume, overwrite=overwrite, committed="history.csv"
     ):
+        state = _resumed_state(state_file, {"selector": selector, **same}, rounds) if resume else None
         oracle = oracle if oracle is not None else _with_bar(config, no_progress)
-        write_text_atomic(_recorded_config(config, oracle, privacy, selector), out / "config.toml")
-        rows, tables = [], []
+        if state is None:
+            run = {"rounds": rounds, "information": str(stats), "seed": seed, "k": k}
+            text = _recorded_config(config, oracle, privacy, selector, run)
+            write_text_atomic(text, out / "config.toml")
+        rows = list(state["history"]) if state else []
+        tables = list(state["tables"]) if state else []
         with rich_progress(enabled=not no_progress, transient=False) as progress:
 
             def on_round(row, table):
@@ -232,6 +250,9 @@ def train(
                 on_round=on_round,
                 before_step=keep_logits,
                 privacy=privacy,
+                state_file=state_file,
+                state_meta={"selector": selector, **same},
+                resume=state,
             )
         _write_run(out, res.history, res.stats)
     last = res.history.iloc[-1]
@@ -240,6 +261,54 @@ def train(
         f"{selector}: {rounds} rounds, final avg {last['acc_avg']:.2f}% worst "
         f"{last['acc_worst']:.2f}%{f', {fb} fallback round(s)' if fb else ''} -> {out}"
     )
+
+
+def _resume_hint(out: Path) -> str:
+    """What an interrupted fedsel train says: what is kept and how to go on."""
+    try:
+        with open(out / "history.csv", encoding="utf-8") as fh:
+            done = max(0, sum(1 for _ in fh) - 1)
+    except OSError:
+        done = 0
+    if not done:
+        return "no round had finished; run the same command again to start it"
+    return (
+        f"the {done} finished rounds are kept in {out}; add --resume to the same command "
+        "to continue"
+    )
+
+
+def _resumed_state(path: Path, same: dict[str, Any], rounds: int) -> dict | None:
+    """The state --resume continues from (None: nothing finished yet, the run starts
+    afresh), refused in one line when it belongs to another command's run."""
+    from fl_oracle.errors import CheckpointError
+    from fl_oracle.experiments.loop import RUN_STATE_FORMAT
+    from fl_oracle.sim.checkpoint import load_checkpoint
+
+    if not path.is_file():
+        if (path.parent / "history.csv").is_file():
+            raise CheckpointError(
+                f"cannot resume {path.parent}: it holds no run_state.pt (a run of an older "
+                "fedsel, or a finished one moved); --overwrite starts it again"
+            )
+        return None
+    state = load_checkpoint(path, objects=True)
+    if state.get("format") != RUN_STATE_FORMAT:
+        raise CheckpointError(f"cannot resume: {path} is not a fedsel train state")
+    meta = state.get("meta", {})
+    for key, value in same.items():
+        if meta.get(key) != value:
+            what = "the federation's settings" if key == "config" else key
+            raise CheckpointError(
+                f"cannot resume {path.parent}: it was run with other {what} "
+                f"({meta.get(key)!r} there); give the same command"
+            )
+    done = len(state["history"])
+    if done > rounds:
+        raise CheckpointError(
+            f"cannot resume {path.parent}: it has run {done} rounds, more than --rounds {rounds}"
+        )
+    return state
 
 
 def demo_factory(overrides: dict[str, Any]):

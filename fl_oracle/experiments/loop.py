@@ -54,6 +54,7 @@ strategy runs too; this module binds it to an oracle and an information model.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -109,6 +110,44 @@ def check_information(text: str) -> str:
         return parse_information(text)  # a spec's parsed model comes back as it is
     except SelectionError as exc:
         raise ValueError(f"stats mode {text!r}: {exc}") from None
+
+
+def save_run_state(
+    path, oracle, selector, model, transport, history, tables, meta=None
+) -> None:
+    """Write atomically everything a run needs to continue exactly after its last round: the
+    oracle's state (w_t, the round, the kept updates), the selector and the information model
+    as they are (their queues, histories, regressions and random streams), what the
+    transport keeps across rounds (the accountant, the remembered logits) and the history so
+    far. A verified selector's evaluator (the oracle's method) is left out: a resumed run sets
+    it again."""
+    from fl_oracle.sim.checkpoint import save_checkpoint
+
+    evaluator = getattr(selector, "evaluator", None)
+    if evaluator is not None:
+        selector.evaluator = None
+    try:
+        save_checkpoint(
+            {
+                "format": RUN_STATE_FORMAT,
+                "oracle": oracle.state_dict(),
+                "selector": selector,
+                "model": model,
+                "accountant": transport.accountant,
+                "logits": transport._logits,
+                "history": list(history),
+                "tables": list(tables),
+                "meta": dict(meta or {}),
+            },
+            path,
+        )
+    finally:
+        if evaluator is not None:
+            selector.evaluator = evaluator
+
+
+#: the format of :func:`save_run_state`'s file (``fedsel train --resume`` refuses another)
+RUN_STATE_FORMAT = "fedsel-train-state-1"
 
 
 class OracleLike(Protocol):
@@ -193,6 +232,9 @@ def run_training(
     rule_view: str = "probe",
     records: Sequence[str] | None = None,
     privacy: StatsPrivacy | None = None,
+    state_file: str | os.PathLike | None = None,
+    state_meta: Mapping[str, Any] | None = None,
+    resume: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """Train ``rounds`` rounds, each committing exactly the selector's K clients.
 
@@ -233,6 +275,13 @@ def run_training(
             fields clipped and noised, the run's ε spent so far in ``dp_epsilon`` (and the
             noise multiplier in ``dp_z``); secure aggregation refuses the information models
             that evaluate one client's update at the server. None: off, no columns.
+        state_file: after every round, the run's whole state is written here atomically
+            (:func:`save_run_state`: the oracle's, the selector's and the information model's,
+            the history so far, ``state_meta``: what the driver must find again to
+            continue it), so that ``resume`` continues it exactly.
+        resume: a state written to ``state_file`` by the same run (same oracle
+            configuration, selector, seed and settings): the run continues from its round
+            to ``rounds`` in total, to the history an uninterrupted run writes.
 
     Returns:
         The history (R rows) and all statistics (R x N rows).
@@ -268,6 +317,10 @@ def run_training(
     if rule and not callable(getattr(oracle, "probe_table", None)):
         rule_view = default_information()  # an oracle without the probe pass (test fakes)
     model = make_information(rule_view if rule else stats_mode, seed=seed)
+    if resume is not None:  # the interrupted run's objects, as they were after its last round
+        oracle.load_state_dict(resume["oracle"])
+        selector, model = resume["selector"], resume["model"]
+        history, tables = list(resume["history"]), list(resume["tables"])
     if measure is not None and not rule and not model.upper_bound:
         raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
     clients = getattr(oracle, "clients", None)
@@ -322,7 +375,9 @@ def run_training(
                 f"selector {name}: verified picks need an oracle with evaluate_aggregate"
             )
         selector.evaluator = evaluate_aggregate
-    for _ in range(int(rounds)):
+    if resume is not None:
+        transport.accountant, transport._logits = resume["accountant"], resume["logits"]
+    for _ in range(int(rounds) - len(history)):
         clocks = (time.perf_counter(), time.process_time())
         t = int(oracle.round)
         if measure is None or bool(measure(t)):
@@ -336,6 +391,9 @@ def run_training(
         history.append(row)
         if on_round is not None:
             on_round(row, table)
+        if state_file is not None:
+            save_run_state(state_file, oracle, selector, model, transport, history, tables,
+                           meta=state_meta)  # fmt: skip
     stats = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     return TrainResult(pd.DataFrame(history), stats)
 

@@ -58,6 +58,7 @@ RUN_FILES = (
     "stats.csv",
     "rounds.csv",
     "history.csv",
+    "run_state.pt",  # fedsel train's state after its last round (--resume continues from it)
     "checkpoints",
     "logits",
     "study.toml",  # a study (fedsel study): its settings and its finished runs
@@ -140,7 +141,22 @@ def _describe(folder: Path, kind: str) -> str:
         parts += [f"{key} {cfg[key]}" for key in ("seed", "k") if key in cfg]
     except (OSError, ValueError, UnicodeDecodeError):
         pass
+    done = _rounds_done(folder) if (folder / "run_state.pt").exists() else None
+    if done is not None:  # a train run that may have stopped before its last round
+        parts.append(f"{done[0]} of {done[1]} rounds done" if done[1] else f"{done[0]} rounds")
     return f"a run ({', '.join(parts)})"
+
+
+def _rounds_done(folder: Path) -> tuple[int, int] | None:
+    """(rounds in history.csv, rounds the command asked, 0 where not recorded)."""
+    try:
+        with open(folder / "history.csv", encoding="utf-8") as fh:
+            done = max(0, sum(1 for _ in fh) - 1)
+        cfg = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+        asked = int(cfg.get("selection", {}).get("rounds", 0))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return done, asked
 
 
 def _remove_run_files(folder: Path) -> None:

@@ -52,14 +52,18 @@ def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
     return p
 
 
-def load_checkpoint(path: str | os.PathLike) -> dict:
-    """Load a checkpoint with ``weights_only=True`` (CheckpointError naming the file)."""
+def load_checkpoint(path: str | os.PathLike, *, objects: bool = False) -> dict:
+    """Load a checkpoint with ``weights_only=True`` (CheckpointError naming the file).
+
+    ``objects``: the state holds the run's own Python objects (``fedsel train --resume``'s
+    selector and information model), unpickled in full — as any pickle, only for a run
+    folder that this user's own run wrote."""
     p = Path(path)
     if not p.is_file():
         raise CheckpointError(f"checkpoint not found: {p}")
     body = _verified_bytes(p)
     try:
-        state = torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
+        state = torch.load(io.BytesIO(body), map_location="cpu", weights_only=not objects)
     except Exception as exc:  # unpickling errors come in many types
         raise CheckpointError(f"cannot read checkpoint {p}: {str(exc).splitlines()[0]}") from exc
     if not isinstance(state, dict):

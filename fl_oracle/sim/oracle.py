@@ -728,6 +728,8 @@ class Oracle:
             "params": self._w.detach().cpu().clone(),
             "mu": float(self._mu),
             "drops": int(self._drops),
+            # the updates kept for a rule that reads the last aggregated ones (keep_committed)
+            "committed": {int(i): d.detach().cpu().clone() for i, d in self._committed.items()},
         }
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -746,7 +748,9 @@ class Oracle:
         self.round = int(state["round"])
         self._mu = float(state["mu"])
         self._drops = int(state["drops"])
-        self._committed.clear()  # the restored model's past commits are not known here
+        self._committed.clear()  # an older state does not hold them: not known then
+        for i, delta in dict(state.get("committed") or {}).items():
+            self._committed[int(i)] = delta.to(self.device, torch.float32)
         self._clear_round()
 
 
