@@ -37,7 +37,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy.cluster.hierarchy import ClusterWarning, linkage, to_tree
 
 from selection.baselines.base import Baseline, register
 from selection.baselines.reads import Reads
@@ -92,6 +91,8 @@ def similarity_clusters(angles: np.ndarray, p: np.ndarray, k: int) -> list[list[
     n = len(p)
     if n == 1:
         return [[0]]
+    from scipy.cluster.hierarchy import ClusterWarning, linkage, to_tree  # the CLI starts without
+
     with warnings.catch_warnings():  # the rows are the observations, as the authors' code
         warnings.simplefilter("ignore", ClusterWarning)  # has it (not a condensed matrix)
         root = to_tree(linkage(angles, method="ward"))

@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from sklearn.covariance import ledoit_wolf
 
 from selection.baselines.base import Baseline, register
 from selection.baselines.reads import Reads
@@ -110,6 +109,8 @@ class FedCor(Baseline):
 
     def covariance(self) -> np.ndarray:
         """Ledoit–Wolf shrunk covariance of the kept loss-change vectors (N, N)."""
+        from sklearn.covariance import ledoit_wolf  # here: the CLI starts without sklearn
+
         x = np.vstack(self.changes)
         sigma, _ = ledoit_wolf(x, assume_centered=False)
         scale = float(np.trace(sigma)) / len(sigma)
