@@ -6,6 +6,7 @@ Nothing heavy (torch, numpy, matplotlib) is imported at module level.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def preview(
             for d in DOMAINS
         ]
     path = render_preview(rows, out)
-    print(f"wrote {path}")
+    print(f"wrote {path}", file=sys.stderr)
 
 
 @data_app.command("shapes")
@@ -89,7 +90,8 @@ def shapes(
     n = per_class * len(CLASSES)
     print(
         f"wrote {len(DOMAINS)} domains x {len(CLASSES)} classes x {per_class} images "
-        f"({n} per domain, {size}x{size}) to {out}"
+        f"({n} per domain, {size}x{size}) to {out}",
+        file=sys.stderr,
     )
 
 

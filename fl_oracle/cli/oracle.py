@@ -4,6 +4,7 @@ imports torch at module level, so ``fedsel --help`` stays torch-free.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,10 @@ def oracle(
             write_logits=not no_logits,
         )
     n_rounds = table["round"].nunique() if len(table) else 0
-    print(f"wrote {len(table)} rows over {n_rounds} measured rounds to {out / 'stats.parquet'}")
+    print(
+        f"wrote {len(table)} rows over {n_rounds} measured rounds to {out / 'stats.parquet'}",
+        file=sys.stderr,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -205,7 +205,9 @@ def train(
     with claim_run_folder(
         out, "train", resume=resume, overwrite=overwrite, committed="history.csv"
     ):
-        state = _resumed_state(state_file, {"selector": selector, **same}, rounds) if resume else None
+        state = (
+            _resumed_state(state_file, {"selector": selector, **same}, rounds) if resume else None
+        )
         oracle = oracle if oracle is not None else _with_bar(config, no_progress)
         if state is None:
             run = {"rounds": rounds, "information": str(stats), "seed": seed, "k": k}
@@ -397,7 +399,7 @@ def demo(
         rec.update(workers=n_workers, seconds=round(time.perf_counter() - t0, 1))
         paths = write_outputs(result, out, record=record_toml(rec))
     print(result.summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    print("wrote " + ", ".join(str(p) for p in paths))
+    print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:

@@ -112,9 +112,7 @@ def check_information(text: str) -> str:
         raise ValueError(f"stats mode {text!r}: {exc}") from None
 
 
-def save_run_state(
-    path, oracle, selector, model, transport, history, tables, meta=None
-) -> None:
+def save_run_state(path, oracle, selector, model, transport, history, tables, meta=None) -> None:
     """Write atomically everything a run needs to continue exactly after its last round: the
     oracle's state (w_t, the round, the kept updates), the selector and the information model
     as they are (their queues, histories, regressions and random streams), what the

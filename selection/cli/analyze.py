@@ -3,6 +3,7 @@ U reading, with bootstrap intervals; tables, figures and a page in the output fo
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -44,7 +45,7 @@ def analyze(
         "the problem statement (on its trained model): rho(F,U)=-0.550 rho(F,U|B)=-0.547 "
         "rho(F,B)=+0.064"
     )
-    print(f"wrote {out}/per_round.csv, statement.csv, analysis.csv, .json, .html")
+    print(f"wrote {out}/per_round.csv, statement.csv, analysis.csv, .json, .html", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:

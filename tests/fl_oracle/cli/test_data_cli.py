@@ -30,7 +30,7 @@ def test_preview_writes_png(tmp_path, capsys):
             str(tmp_path / "cache"),
         ]
     )
-    assert "wrote" in capsys.readouterr().out
+    assert "wrote" in capsys.readouterr().err
     with Image.open(out) as im:
         assert im.format == "PNG" and im.size[0] > 200 and im.size[1] > 200
         arr = np.asarray(im.convert("RGB"))

@@ -123,3 +123,25 @@ def test_an_old_flag_still_works_with_a_note(tmp_path, capsys):
                         "--jobs", "1", "--rounds", "2", "--out", tmp_path / "o",
                         "--no-progress"], capsys)  # fmt: skip
     assert code == 0 and "--jobs is --workers" in err and "--rounds is --per-round" in err, err
+
+
+def test_every_where_i_wrote_line_goes_to_stderr():
+    """Results go to stdout, notes to stderr: every command's "wrote ..." line is a note,
+    printed to stderr (it was stdout in data, oracle, demo and analyze, stderr elsewhere)."""
+    import ast
+
+    from helpers import ROOT
+
+    bad = []
+    for path in [
+        *(ROOT / "fl_oracle" / "cli").glob("*.py"),
+        *(ROOT / "selection" / "cli").glob("*.py"),
+    ]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "print"):
+                continue
+            first = node.args[0] if node.args else None
+            text = ast.unparse(first) if first is not None else ""
+            if "wrote" in text and not any(k.arg == "file" for k in node.keywords):
+                bad.append(f"{path.name}:{node.lineno}")
+    assert bad == [], f"'wrote' lines on stdout: {bad}"
