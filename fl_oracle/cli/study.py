@@ -181,7 +181,7 @@ def study(
             _run_runs(settings, out, added, workers=workers, executor=executor,
                       address=address, progress=not no_progress)  # fmt: skip
         res = finish_study(settings, out)
-    for line in res.verdict:
+    for line in res.terminal(str(out / "verdict.md")):
         print(line)
     print(f"wrote {out / 'report.html'}, history.csv, summary.csv, paired.csv", file=sys.stderr)
 

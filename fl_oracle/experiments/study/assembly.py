@@ -63,6 +63,20 @@ class StudyResult:
     dominance_auc: pd.DataFrame
     verdict_table: pd.DataFrame = field(default_factory=pd.DataFrame)
     cost: pd.DataFrame = field(default_factory=pd.DataFrame)
+    race: list[str] = field(default_factory=list)  # the race's lines (within ``verdict``)
+
+    def terminal(self, verdict_md: str) -> list[str]:
+        """What ``fedsel study`` prints: the headline, the compact table (each entry minus
+        the reference, final worst and average accuracy and the baselines beaten), the race's
+        lines, and where every claim stands in words (``verdict_md``)."""
+        lines = [self.verdict[0]] if self.verdict else []
+        t = self.verdict_table
+        if not t.empty:
+            keep = [c for c in ("entry", "final worst", "final avg", "beats (final)") if c in t]
+            lines += ["", t[keep].to_string(index=False), ""]
+        lines += self.race
+        lines.append(f"every claim in words, with its test: {verdict_md}")
+        return lines
 
 
 def fronts_over_rounds(settings: StudySettings, stats: pd.DataFrame | None) -> pd.DataFrame:
@@ -254,7 +268,7 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
         lines.insert(0, f"PARTIAL: {len(missing)} of {settings.seeds * len(order)} runs missing.")
     res = StudyResult(
         settings, history, metrics, summary, paired, dom, fronts, surrogate, lines, missing, mix,
-        doms["auc"], table, costs,
+        doms["auc"], table, costs, race[1] if race is not None else [],
     )  # fmt: skip
     write_table_atomic(history, out / "history.csv")
     write_packed_history(settings, history, out)

@@ -435,6 +435,13 @@ def test_the_verdict_opens_with_a_takeaway_and_a_table(tmp_path):
     assert t.set_index("entry").loc["random", "beats (final)"] == ""  # a baseline
     text = (tmp_path / "verdict.md").read_text()
     assert text.startswith(res.verdict[0]) and "| entry | final avg |" in text
+    # the terminal gets the headline, a compact table (one row per entry) and a pointer to the
+    # words, not the wall of prose verdict.md holds
+    shown = "\n".join(res.terminal("verdict.md")).split("\n")
+    assert shown[0] == res.verdict[0] and shown[-1].endswith("verdict.md")
+    rows = [ln for ln in shown if any(ln.strip().startswith(e) for e in t["entry"])]
+    assert len(rows) == len(t) and all(want in ln for ln in rows if "maxmin:2" in ln)
+    assert len(shown) <= len(t) + 7 and sum(map(len, shown)) < sum(map(len, res.verdict))
     # the takeaway names who beats every baseline by the family-wise test, per plane
     paired = pd.DataFrame({"entry": ["a", "b"], "metric": "final_worst", "diff": [1.0, 3.0],
                            "ci_lo": [0.5, 2.0], "ci_hi": [1.5, 4.0]})  # fmt: skip
