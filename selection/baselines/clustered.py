@@ -24,9 +24,10 @@ matrix clustered by Ward's linkage (scipy); the tree cut into the largest subtre
 clients, and the clients of the other clusters (lightest cluster first, a cluster's clients in
 a random order) fill the distributions in turn up to mass 1 each (a client crossing a boundary
 is split between two). Row sums are 1 and column sums K·p_i, as in Algorithm 1, so the
-aggregation with 1/K each stays unbiased. A client never committed has no update: its angle to
-every other client is taken as π/2 (orthogonal: nothing known about it), so in round 0 the
-clusters are the tree of equal angles. What fedsel changes: the same distinct-client draws as
+aggregation with 1/K each stays unbiased. A client never committed has no update: as in the
+authors' code (``get_similarity``, ``distance_type="cosine"``: a zero representative gradient
+returns 0.0), its angle to every client is 0, so in round 0 every client sits at angle 0 from
+every other and the clusters are the tree of equal (zero) distances. What fedsel changes: the same distinct-client draws as
 Algorithm 1; the distances are over the whole update (the authors' code takes the last two
 parameter tensors).
 """
@@ -73,14 +74,14 @@ def pour(r: np.ndarray, row: int, clients, mass: np.ndarray) -> int:
 
 def update_angles(vectors: np.ndarray) -> np.ndarray:
     """(N, N) angles arccos(cos(v_i, v_j)) in [0, π]; rows that are NaN or zero (no update
-    known) are at π/2 from every other client and 0 from themselves."""
+    known) are at angle 0 from every client, as the authors' code gives a zero gradient."""
     v = np.asarray(vectors, dtype=np.float64)
     known = np.isfinite(v).all(axis=1)
     norm = np.linalg.norm(np.where(known[:, None], v, 0.0), axis=1)
     known &= norm > 0
     u = np.where(known[:, None], np.nan_to_num(v) / np.where(norm > 0, norm, 1.0)[:, None], 0.0)
     angle = np.arccos(np.clip(u @ u.T, -1.0, 1.0))
-    angle[~known, :] = angle[:, ~known] = math.pi / 2
+    angle[~known, :] = angle[:, ~known] = 0.0
     np.fill_diagonal(angle, 0.0)
     return angle
 

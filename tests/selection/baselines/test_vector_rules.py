@@ -78,7 +78,11 @@ def test_angles_by_hand():
     v = np.array([[1.0, 0.0], [0.0, 2.0], [-3.0, 0.0], [np.nan, 1.0]])
     a = update_angles(v)
     np.testing.assert_allclose(a[0, :3], [0, math.pi / 2, math.pi], atol=1e-7)
-    assert a[3, 3] == 0 and np.allclose(a[3, :3], math.pi / 2)
+    # a client with no update (NaN or zero) is at angle 0 from every client, as the authors'
+    # get_similarity returns 0.0 for a zero representative gradient (fedsel gave pi/2)
+    assert a[3, 3] == 0 and np.allclose(a[3, :3], 0.0) and np.allclose(a[:3, 3], 0.0)
+    z = update_angles(np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]))
+    assert np.allclose(z[1:, :], 0.0) and np.allclose(z[:, 1:], 0.0)
 
 
 def test_the_clusters_are_the_heaviest_subtrees_of_mass_at_most_one_kth():
