@@ -10,7 +10,8 @@ direction's expectation close to the full gradient's without its exactness. Sche
 selections (K distinct clients) do not express; it is not offered.
 
 The picks are ``random``'s (the same draw from the same seed): ``fedavg`` is that rule named as
-what it is, the reference entry of a fair comparison.
+what it is, the reference entry of a fair comparison: the default study runs it in random's
+place and takes it as its reference.
 """
 
 from selection.baselines.base import Baseline, register
@@ -20,7 +21,7 @@ from selection.baselines.base import Baseline, register
 class FedAvg(Baseline):
     name = "fedavg"
     summary = "FedAvg (McMahan et al.): K clients uniformly, weighted ∝ their samples"
-    study_entry = None
+    study_entry = "fedavg"
     order = 5
 
     def pick(self, problem, rng):

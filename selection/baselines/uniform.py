@@ -7,7 +7,7 @@ from selection.baselines.base import Baseline, register
 class Uniform(Baseline):
     name = "random"
     summary = "K clients uniformly at random"
-    study_entry = "random"
+    study_entry = None  # the default study runs fedavg, the same draw and weights
     order = 20
 
     def pick(self, problem, rng):

@@ -37,6 +37,8 @@ __all__ = [
 BASELINES: tuple[str, ...] = tuple(  # the registered rules' study entries, in their order
     b.study_entry for b in baselines().values() if b.study_entry
 )
+#: the default reference entries, in order of preference (the first the study runs)
+REFERENCES: tuple[str, ...] = ("fedavg", "proportional")
 DEFAULT_SELECTORS: tuple[str, ...] = (
     *BASELINES,
     "eps:2",
@@ -95,7 +97,9 @@ class StudySettings:
             here against the federation's clients (the oracle's configuration holds none).
         selectors: study entries, ``SPEC`` or ``SPEC@INFORMATION`` (``eps:5@probe``); a
             :class:`~selection.selectors.Spec` given here is kept as its canonical text.
-        reference: the entry every other is compared with (paired differences).
+        reference: the entry every other is compared with (paired differences); default
+            ``fedavg`` (FedAvg as McMahan et al. run it) where the entries hold it, else
+            ``proportional``.
         target_worst: worst-domain test accuracy (%) whose first reach is timed.
         front_rounds: rounds of the reference run (seed 0) whose exact predicted front is
             drawn; empty = five rounds spread over the run.
@@ -125,7 +129,7 @@ class StudySettings:
     rounds: int = 40
     k: int = 5
     selectors: tuple[str, ...] = DEFAULT_SELECTORS
-    reference: str = "proportional"
+    reference: str = ""
     target_worst: float = 60.0
     front_rounds: tuple[int, ...] = ()
     bootstrap: int = 10_000
@@ -220,6 +224,14 @@ class StudySettings:
                     f"study: entries {seen[canon]!r} and {entry!r} are the same selector ({canon})"
                 )
             seen[canon] = entry
+        if not self.reference:  # FedAvg where the study runs it, else the earlier default
+            found = [r for r in REFERENCES if r in self.selectors]
+            if not found:
+                raise ValueError(
+                    f"study: no reference entry: the entries hold none of {', '.join(REFERENCES)}; "
+                    "add one or name the reference (reference = ENTRY, --reference)"
+                )
+            object.__setattr__(self, "reference", found[0])
         if self.reference not in self.selectors:
             raise ValueError(f"study: reference {self.reference!r} is not among the selectors")
         bad = [r for r in self.front_rounds if not 0 <= r < self.rounds]

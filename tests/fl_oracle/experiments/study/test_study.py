@@ -54,7 +54,8 @@ def test_settings_round_trip_and_overrides():
         ("seeds = 0", "seeds=0"),
         ("bogus = 1", "unknown key"),
         ('selectors = ["eps:5", "eps:5"]', "without repeats"),
-        ('selectors = ["eps:5"]', "reference 'proportional'"),
+        ('selectors = ["eps:5"]', "no reference entry"),
+        ('selectors = ["eps:5"]\nreference = "random"', "reference 'random'"),
         ('selectors = ["proportional", "eps:5@later"]', "unknown modifier 'later'"),
         ("front_rounds = [99]", "outside"),
         ("seeds = [", "not valid TOML"),
@@ -525,3 +526,19 @@ def test_a_study_toml_is_read_against_the_datasets_own_domains(tmp_path):
     assert set(s.oracle["domains"]) == {"cartoon", "photo", "sketch"}
     with pytest.raises(ValueError, match="samples_per_client"):
         StudySettings.from_toml(text)  # without the dataset: Digits-4 has no such domains
+
+
+def test_the_default_reference_is_fedavg_where_the_study_runs_it():
+    """A study compares with FedAvg as McMahan et al. run it (uniform draw, size weights; the
+    fair-fight issue), not with proportional (size counted twice): the default design runs
+    fedavg and takes it as the reference; entries without it fall back to proportional; the
+    resolved reference is written, so a stored study reads back the same."""
+    from fl_oracle.experiments.study.settings import DEFAULT_SELECTORS
+
+    s = StudySettings()
+    assert "fedavg" in DEFAULT_SELECTORS and s.reference == "fedavg"
+    assert StudySettings(selectors=("proportional", "eps:5")).reference == "proportional"
+    both = StudySettings(selectors=("proportional", "eps:5", "fedavg"))
+    assert both.reference == "fedavg"
+    assert StudySettings.from_toml(both.to_toml()) == both
+    assert 'reference = "fedavg"' in both.to_toml()
