@@ -4,3 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 .venv/bin/fedsel study --config benchmarks/studies/value_of_information.toml --out results/study-value-of-information --workers 2 --no-progress
+# the second federation (label skew within each domain): the same race
+.venv/bin/fedsel study --config benchmarks/studies/value_of_information_alpha05.toml --out results/study-value-of-information-alpha05 --workers 2 --no-progress
