@@ -442,6 +442,16 @@ def on_files(files, config, **_):
     return files
 
 
+def _outside_code(markdown: str, pattern: re.Pattern, sub) -> str:
+    """``pattern.sub(sub, line)`` on every line of ``markdown`` outside fenced code blocks."""
+    out, fenced = [], False
+    for line in markdown.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        out.append(line if fenced else pattern.sub(sub, line))
+    return "\n".join(out)
+
+
 # ------------------------------------------------------------------ citations as links
 _CITED = re.compile(r"(?<!\[)`(results/([\w.-]+)(/[^`\s]*)?)`(?!\]|\()")
 
@@ -473,12 +483,7 @@ def link_citations(markdown: str, page_uri: str) -> str:
             return m[0]
         return f"[{m[0]}]({posixpath.relpath(t, here or '.')})"
 
-    out, fenced = [], False
-    for line in markdown.split("\n"):
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-        out.append(line if fenced else _CITED.sub(sub, line))
-    return "\n".join(out)
+    return _outside_code(markdown, _CITED, sub)
 
 
 _ROLE = re.compile(
@@ -558,12 +563,7 @@ def source_links(markdown: str, page_uri: str) -> str:
         link = posixpath.relpath(uri, here or ".") + (f"#{anchor}" if anchor else "")
         return f"{m[1]}({link})"
 
-    out, fenced = [], False
-    for line in markdown.split("\n"):
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-        out.append(line if fenced else _LINK.sub(sub, line))
-    return "\n".join(out)
+    return _outside_code(markdown, _LINK, sub)
 
 
 #: the seconds a command's output reports, which differ run to run

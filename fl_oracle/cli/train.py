@@ -178,6 +178,7 @@ def train(
     """Train with a selector choosing the K clients of every round."""
     from fl_oracle.cli import interrupt_hint
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.run_state import load_run_state
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
     from selection.cli.options import renamed
@@ -206,7 +207,7 @@ def train(
         out, "train", resume=resume, overwrite=overwrite, committed="history.csv"
     ):
         state = (
-            _resumed_state(state_file, {"selector": selector, **same}, rounds) if resume else None
+            load_run_state(state_file, {"selector": selector, **same}, rounds) if resume else None
         )
         oracle = oracle if oracle is not None else _with_bar(config, no_progress)
         if state is None:
@@ -278,39 +279,6 @@ def _resume_hint(out: Path) -> str:
         f"the {done} finished rounds are kept in {out}; add --resume to the same command "
         "to continue"
     )
-
-
-def _resumed_state(path: Path, same: dict[str, Any], rounds: int) -> dict | None:
-    """The state --resume continues from (None: nothing finished yet, the run starts
-    afresh), refused in one line when it belongs to another command's run."""
-    from fl_oracle.errors import CheckpointError
-    from fl_oracle.experiments.loop import RUN_STATE_FORMAT
-    from fl_oracle.sim.checkpoint import load_checkpoint
-
-    if not path.is_file():
-        if (path.parent / "history.csv").is_file():
-            raise CheckpointError(
-                f"cannot resume {path.parent}: it holds no run_state.pt (a run of an older "
-                "fedsel, or a finished one moved); --overwrite starts it again"
-            )
-        return None
-    state = load_checkpoint(path, objects=True)
-    if state.get("format") != RUN_STATE_FORMAT:
-        raise CheckpointError(f"cannot resume: {path} is not a fedsel train state")
-    meta = state.get("meta", {})
-    for key, value in same.items():
-        if meta.get(key) != value:
-            what = "the federation's settings" if key == "config" else key
-            raise CheckpointError(
-                f"cannot resume {path.parent}: it was run with other {what} "
-                f"({meta.get(key)!r} there); give the same command"
-            )
-    done = len(state["history"])
-    if done > rounds:
-        raise CheckpointError(
-            f"cannot resume {path.parent}: it has run {done} rounds, more than --rounds {rounds}"
-        )
-    return state
 
 
 def demo_factory(overrides: dict[str, Any]):

@@ -112,42 +112,6 @@ def check_information(text: str) -> str:
         raise ValueError(f"stats mode {text!r}: {exc}") from None
 
 
-def save_run_state(path, oracle, selector, model, transport, history, tables, meta=None) -> None:
-    """Write atomically everything a run needs to continue exactly after its last round: the
-    oracle's state (w_t, the round, the kept updates), the selector and the information model
-    as they are (their queues, histories, regressions and random streams), what the
-    transport keeps across rounds (the accountant, the remembered logits) and the history so
-    far. A verified selector's evaluator (the oracle's method) is left out: a resumed run sets
-    it again."""
-    from fl_oracle.sim.checkpoint import save_checkpoint
-
-    evaluator = getattr(selector, "evaluator", None)
-    if evaluator is not None:
-        selector.evaluator = None
-    try:
-        save_checkpoint(
-            {
-                "format": RUN_STATE_FORMAT,
-                "oracle": oracle.state_dict(),
-                "selector": selector,
-                "model": model,
-                "accountant": transport.accountant,
-                "logits": transport._logits,
-                "history": list(history),
-                "tables": list(tables),
-                "meta": dict(meta or {}),
-            },
-            path,
-        )
-    finally:
-        if evaluator is not None:
-            selector.evaluator = evaluator
-
-
-#: the format of :func:`save_run_state`'s file (``fedsel train --resume`` refuses another)
-RUN_STATE_FORMAT = "fedsel-train-state-1"
-
-
 class OracleLike(Protocol):
     """What the loop needs from :class:`fl_oracle.sim.oracle.Oracle` (a fake in tests).
 
@@ -274,7 +238,7 @@ def run_training(
             noise multiplier in ``dp_z``); secure aggregation refuses the information models
             that evaluate one client's update at the server. None: off, no columns.
         state_file: after every round, the run's whole state is written here atomically
-            (:func:`save_run_state`: the oracle's, the selector's and the information model's,
+            (:func:`.run_state.save_run_state`: the oracle's, the selector's and the information model's,
             the history so far, ``state_meta``: what the driver must find again to
             continue it), so that ``resume`` continues it exactly.
         resume: a state written to ``state_file`` by the same run (same oracle
@@ -390,6 +354,8 @@ def run_training(
         if on_round is not None:
             on_round(row, table)
         if state_file is not None:
+            from fl_oracle.experiments.run_state import save_run_state
+
             save_run_state(state_file, oracle, selector, model, transport, history, tables,
                            meta=state_meta)  # fmt: skip
     stats = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()

@@ -85,7 +85,7 @@ def test_cli_time_limit_without_incumbent(monkeypatch, tmp_path):
     assert code == 1 and '"selected": []' in out and '"status": "time_limit"' in out
     assert "fedsel: no selection: time limit in stage 1" in err
     code, _, err = run(["sweep", *common, "--method", "eps", "--eps", "1,5", "--out", tmp_path])
-    assert code == 0 and "2 points (0 feasible)" in err
+    assert code == 1 and "2 points (0 feasible)" in err  # no selection: as solve
     code, _, err = run(["compare", *common, "--eps", "1,5", "--out", tmp_path / "c"])
     assert code == 0, err
     table = pd.read_csv(tmp_path / "c" / "compare.csv").set_index("method")
