@@ -190,9 +190,11 @@ def cli_markdown() -> str:
     import click
     import typer
 
-    from fl_oracle.cli import build_app
+    from fl_oracle.cli import _COMMAND_MODULES, build_app
 
     root = typer.main.get_command(build_app())
+    names = [name for commands in _COMMAND_MODULES.values() for name in commands]
+    declared = {name: i for i, name in enumerate(names)}
     lines = [
         "# Command line",
         "",
@@ -222,7 +224,9 @@ def cli_markdown() -> str:
             lines.extend(rows)
             lines.append("")
         if isinstance(cmd, click.Group):
-            for sub in cmd.list_commands(ctx):
+            # the commands in the app's declared order, not the order a process happened to
+            # register their modules in (a test that ran `fedsel train` first moved it up)
+            for sub in sorted(cmd.list_commands(ctx), key=lambda c: declared.get(c, len(declared))):
                 child = cmd.get_command(ctx, sub)
                 if child is not None and not child.hidden:
                     walk(child, [*path, sub], depth + 1)

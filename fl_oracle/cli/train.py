@@ -24,8 +24,7 @@ from fl_oracle.cli.options import (
     federation_options,
     stats_privacy,
 )
-from fl_oracle.experiments.demo.run import DemoSettings
-from fl_oracle.experiments.runner import DEMO_ORACLE
+from fl_oracle.experiments.demo.settings import DEMO_ORACLE, DemoSettings
 from selection.defaults import DEFAULT_SURROGATE
 from selection.selectors import selector_help
 

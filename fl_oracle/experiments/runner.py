@@ -19,26 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fl_oracle.experiments.loop import OracleLike, TrainResult, run_training
+from fl_oracle.experiments.oracle_defaults import DEMO_ORACLE
 from fl_oracle.experiments.privacy import StatsPrivacy
 from selection.selectors import Spec
 
 __all__ = ["DEMO_ORACLE", "OracleFactory", "RunTask", "cached_oracle", "run_one", "run_all"]
-
-# The oracle settings of live-training runs (the demo and the study start from them).
-# Oracle settings of the demo's embedded default: the Digits-4 federation (5 clients per domain,
-# 1% of each training set) with smaller evaluation sets and Fisher probes, one torch thread per
-# run process, so that `make demo` fits in 15 minutes on 2 CPU cores (results/demo/record.toml).
-# Local step size 0.1 and two local epochs rather than the oracle's 0.05 / 1 epoch, so that the
-# model trains far enough in the demo's 8 rounds of K=5 for the selectors to differ
-# (results/demo/summary.csv), at a somewhat longer round.
-DEMO_ORACLE: dict[str, Any] = {
-    "lr": 0.1,
-    "local_epochs": 2.0,
-    "val_per_domain": 200,
-    "test_per_domain": 500,
-    "fisher_samples": 32,
-    "threads": 1,
-}
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as sps
 
 from selection.errors import SelectionError
 from selection.information.base import InformationModel, RoundInputs, register
@@ -75,6 +74,8 @@ class Noisy(InformationModel):
             raise ValueError("noisy: the driver measured no client before the selection")
         table = inputs.measured.copy()
         cols = [c for c in ("U", *(f"U_{d}" for d in inputs.domains)) if c in table.columns]
+        from scipy import stats as sps  # here: the CLI starts without scipy.stats
+
         rng = np.random.default_rng([self.seed, int(inputs.t), 0x6E6F6973])
         rhos, errors = [], []
         for c in cols:

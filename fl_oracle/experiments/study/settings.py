@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from fl_oracle.experiments.entry import Entry, entry_slug
-from fl_oracle.experiments.runner import DEMO_ORACLE
+from fl_oracle.experiments.oracle_defaults import DEMO_ORACLE
 from selection.baselines import baselines
 from selection.errors import SelectionError
 from selection.selectors import Spec, parse_spec
