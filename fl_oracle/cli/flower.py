@@ -141,11 +141,7 @@ def flower(
     secure_aggregation: bool = SECURE_AGGREGATION,
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
-    from fl_oracle.experiments.flower.checks import (
-        check_flower_privacy,
-        check_flower_selector,
-        flower_information,
-    )
+    from fl_oracle.experiments.flower.checks import check_flower_selector, flower_information
     from selection.cli.options import renamed
     from selection.selectors import make_selector, parse_spec
 
@@ -159,8 +155,8 @@ def flower(
     privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation)
     stats = flower_information(spec, stats, n=num_supernodes, k=k, privacy=privacy)
     check_flower_selector(make_selector(spec, seed=seed), selector)
-    if privacy is not None:
-        check_flower_privacy(privacy, spec, stats)
+    if privacy is not None:  # a rule reading update vectors, the model served
+        privacy.check_spec(spec, stats)
     if num_cpus is not None and client_cpus is not None and client_cpus > num_cpus:
         raise typer.BadParameter(
             f"{client_cpus:g} CPUs per client exceed the {num_cpus} of the simulation",

@@ -83,10 +83,8 @@ def stats_privacy(
         why = str(exc).removeprefix("privacy: ")
         hint = "--dp-delta" if why.startswith("delta") else "--dp-epsilon"
         raise typer.BadParameter(why, param_hint=hint) from None
-    from selection.information import RULE
-
-    if spec is not None and str(stats) == RULE:
-        privacy.check_spec(spec)  # a rule reading update vectors, refused now
+    if spec is not None:  # a rule reading update vectors and the model served, refused now
+        privacy.check_spec(spec, stats)
     elif stats is not None:
         privacy.check_information(str(stats))
     return privacy

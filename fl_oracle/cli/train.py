@@ -195,7 +195,8 @@ def train(
     privacy = stats_privacy(dp_epsilon, dp_delta, rounds, secure_aggregation, stats, spec)
     sel = make_selector(spec, seed=seed)
     # what a resumed run must share with the run it continues (rounds may grow)
-    same = {"information": str(stats), "seed": seed, "k": k, "config": config.to_toml(),
+    same = {"selector": selector, "information": str(stats), "seed": seed, "k": k,
+            "config": config.to_toml(),
             "privacy": privacy.to_toml() if privacy is not None else ""}  # fmt: skip
     # --overwrite: the data and model are checked (the oracle built) before the old run goes
     oracle = _with_bar(config, no_progress) if overwrite else None
@@ -205,12 +206,10 @@ def train(
     with claim_run_folder(
         out, "train", resume=resume, overwrite=overwrite, committed="history.csv"
     ):
-        state = (
-            load_run_state(state_file, {"selector": selector, **same}, rounds) if resume else None
-        )
+        state = load_run_state(state_file, same, rounds) if resume else None
         oracle = oracle if oracle is not None else _with_bar(config, no_progress)
         if state is None:
-            run = {"rounds": rounds, "information": str(stats), "seed": seed, "k": k}
+            run = {"rounds": rounds, **{key: same[key] for key in ("information", "seed", "k")}}
             text = _recorded_config(config, oracle, privacy, selector, run)
             write_text_atomic(text, out / "config.toml")
         rows = list(state["history"]) if state else []
@@ -253,7 +252,7 @@ def train(
                 before_step=keep_logits,
                 privacy=privacy,
                 state_file=state_file,
-                state_meta={"selector": selector, **same},
+                state_meta=same,
                 resume=state,
             )
         _write_run(out, res.history, res.stats)
@@ -267,11 +266,9 @@ def train(
 
 def _resume_hint(out: Path) -> str:
     """What an interrupted fedsel train says: what is kept and how to go on."""
-    try:
-        with open(out / "history.csv", encoding="utf-8") as fh:
-            done = max(0, sum(1 for _ in fh) - 1)
-    except OSError:
-        done = 0
+    from fl_oracle.experiments.runfolder import history_rounds
+
+    done = history_rounds(out)
     if not done:
         return "no round had finished; run the same command again to start it"
     return (

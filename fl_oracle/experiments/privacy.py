@@ -160,33 +160,32 @@ class StatsPrivacy:
                 f"{self.delta!r} is too small for the accountant's largest noise"
             ) from None
 
-    def check_spec(self, spec) -> None:
-        """Refuse, before any data, a selector this privacy mode cannot serve: an information
-        model secure aggregation rules out (:meth:`check_information`), or a baseline rule
+    def check_spec(self, spec, served: str | None = None) -> None:
+        """Refuse, before any data, a selector this privacy mode cannot serve: a baseline rule
         that reads individual clients' update vectors (``divfl``, ``clustered:2``: each
         client's update or probe gradient at the server), which secure aggregation makes
-        impossible and private statistics do not cover."""
+        impossible and private statistics do not cover, and an information model secure
+        aggregation rules out (:meth:`check_information`): ``served``, the model the driver
+        serves (Flower serves a rule ``fresh``, or its probe pass under secure aggregation),
+        else the spec's own."""
         from selection.baselines.reads import VECTOR_READS
-        from selection.information import RULE
 
-        if spec.information != RULE:
-            self.check_information(spec.information)
-            return
-        from selection.selectors import make_selector
+        if spec.is_rule:
+            from selection.selectors import make_selector
 
-        reads = make_selector(spec).reads
-        if reads not in VECTOR_READS:
-            return
-        if self.secure_aggregation:
-            raise ValueError(
-                f"selector {spec.canonical} reads each client's update vector ({reads}) at the "
-                "server, impossible under secure aggregation (the server sees only their sum)"
-            )
-        if self.on:
-            raise ValueError(
-                f"selector {spec.canonical} reads the clients' update vectors, which private "
-                "statistics do not cover (--dp-epsilon): run it without them"
-            )
+            reads = make_selector(spec).reads
+            if reads in VECTOR_READS and self.secure_aggregation:
+                raise ValueError(
+                    f"selector {spec.canonical} reads each client's update vector ({reads}) at "
+                    "the server, impossible under secure aggregation (the server sees only "
+                    "their sum)"
+                )
+            if reads in VECTOR_READS and self.on:
+                raise ValueError(
+                    f"selector {spec.canonical} reads the clients' update vectors, which private "
+                    "statistics do not cover (--dp-epsilon): run it without them"
+                )
+        self.check_information(str(spec.information if served is None else served))
 
     def check_information(self, name: str) -> None:
         """Refuse an information model that secure aggregation makes impossible: one that

@@ -42,6 +42,7 @@ __all__ = [
     "RunFolderError",
     "run_kind",
     "claim_run_folder",
+    "history_rounds",
     "orphaned_temp_files",
 ]
 
@@ -135,28 +136,27 @@ def run_kind(folder: str | os.PathLike) -> str | None:
 
 def _describe(folder: Path, kind: str) -> str:
     """``a run (oracle, seed 3, k=5)``: the kind and the settings that tell runs apart."""
-    parts = [kind]
+    parts, cfg = [kind], {}
     try:
         cfg = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
         parts += [f"{key} {cfg[key]}" for key in ("seed", "k") if key in cfg]
     except (OSError, ValueError, UnicodeDecodeError):
         pass
-    done = _rounds_done(folder) if (folder / "run_state.pt").exists() else None
-    if done is not None:  # a train run that may have stopped before its last round
-        parts.append(f"{done[0]} of {done[1]} rounds done" if done[1] else f"{done[0]} rounds")
+    if (folder / "run_state.pt").exists():  # a train run that may have stopped early
+        done, asked = history_rounds(folder), cfg.get("selection", {}).get("rounds")
+        parts.append(
+            f"{done} of {asked} rounds done" if isinstance(asked, int) else f"{done} rounds"
+        )
     return f"a run ({', '.join(parts)})"
 
 
-def _rounds_done(folder: Path) -> tuple[int, int] | None:
-    """(rounds in history.csv, rounds the command asked, 0 where not recorded)."""
+def history_rounds(folder: str | os.PathLike) -> int:
+    """The rounds a run folder's ``history.csv`` holds (0 without one)."""
     try:
-        with open(folder / "history.csv", encoding="utf-8") as fh:
-            done = max(0, sum(1 for _ in fh) - 1)
-        cfg = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
-        asked = int(cfg.get("selection", {}).get("rounds", 0))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    return done, asked
+        with open(Path(folder) / "history.csv", encoding="utf-8") as fh:
+            return max(0, sum(1 for _ in fh) - 1)
+    except OSError:
+        return 0
 
 
 def _remove_run_files(folder: Path) -> None:

@@ -12,7 +12,7 @@ from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.information import Information
 
-__all__ = ["check_flower_privacy", "check_flower_selector", "check_stats", "flower_information"]
+__all__ = ["check_flower_selector", "check_stats", "flower_information"]
 
 
 def check_flower_selector(selector: Any, spec: Any) -> None:
@@ -98,27 +98,6 @@ def flower_information(
 
 #: what a rule reads under secure aggregation: the probe pass (``fedsel train``'s rule view)
 _RULE_VIEW = "probe"
-
-
-def check_flower_privacy(privacy: Any, spec: Any, stats: str) -> None:
-    """Refuse, before any node starts, what the privacy mode cannot serve in Flower: a rule
-    reading individual update vectors (:meth:`~fl_oracle.experiments.privacy.StatsPrivacy.check_spec`)
-    and an information model secure aggregation rules out (its ``check_information``).
-
-    Examples:
-        >>> from fl_oracle.experiments.flower.checks import check_flower_privacy
-        >>> from fl_oracle.experiments.privacy import StatsPrivacy
-        >>> from selection.specs import parse_spec
-        >>> secure = StatsPrivacy(secure_aggregation=True)
-        >>> check_flower_privacy(secure, parse_spec("fisher-topk"), "probe")  # reads F: served
-        >>> check_flower_privacy(secure, parse_spec("divfl:stale"), "probe")
-        Traceback (most recent call last):
-            ...
-        ValueError: selector divfl:stale reads each client's update vector (updates) at the ...
-    """
-    if spec.is_rule:
-        privacy.check_spec(spec)
-    privacy.check_information(str(stats))
 
 
 def check_stats(stats: str) -> Information:

@@ -21,7 +21,7 @@ import pandas as pd
 from flwr.app import Array, ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 
-from fl_oracle.experiments.flower.checks import check_flower_privacy, flower_information
+from fl_oracle.experiments.flower.checks import flower_information
 from fl_oracle.experiments.flower.digits import (
     DigitsServer,
     DigitsSettings,
@@ -99,7 +99,7 @@ class FlowerRun:
         )
         self.spec = replace(spec, stats_mode=self.stats)
         if self.privacy is not None:
-            check_flower_privacy(self.privacy, spec, self.stats)
+            self.privacy.check_spec(spec, self.stats)
 
 
 def write_run(out: Path, history: pd.DataFrame, stats: pd.DataFrame) -> None:
