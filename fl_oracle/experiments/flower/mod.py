@@ -24,17 +24,31 @@ After the user's train function has run, the mod adds to the reply's ``MetricRec
 and a ``ConfigRecord`` ``"fedsel"`` with the client's ``domain`` (the ``domain`` argument, or
 ``node_config["domain"]``) and ``model-sha``, the fingerprint of the model F and the loss are
 for (the server refuses statistics for another). Evaluate and query messages pass through untouched.
+
+The probe pass (``fedsel-phase = "probe"``: the ``probe``, ``predicted`` and ``boosted``
+information models and ``@probe`` specs) is served by the mod itself and the user's train
+function is not called: nothing trains. The reply holds the statistics above,
+``num-examples`` (the samples the data function yields), ``probe-samples`` (those F, the loss
+and the gradient are computed on), ``steps`` (the planned local steps:
+``local-epochs`` of the run config, else 1, times the batches of the data function), and the
+first-order utilities of the message's per-domain validation gradients g_d (``ArrayRecord``
+``"fedsel-gd"``, (D, P) in the order of the model's arrays): ``x`` = lr · steps ·
+<∇L_i(w_t), g_d> (lr: the message config's ``lr``, else the mod's ``lr``) and ``cos-g``, the
+cosine of ∇L_i(w_t) with Σ_d g_d, as the Digits-4 ClientApp computes them
+(:func:`fl_oracle.experiments.flower.digits.client_first_order`). ∇L_i is the mean gradient of
+the cross-entropy over the same ``max_samples`` samples as F (zeros for buffers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import ConfigRecord, Context, Message, MessageType, MetricRecord
+from flwr.app import ConfigRecord, Context, Message, MessageType, MetricRecord, RecordDict
 
+from fl_oracle.experiments.flower.codec import PHASE_KEY, Phase
 from fl_oracle.experiments.flower.guard import model_fingerprint
 
 __all__ = ["fedsel_stats_mod", "quickstart_data"]
@@ -90,6 +104,7 @@ def client_statistics(
     *,
     max_samples: int = 64,
     keys: tuple[str, str] = ("img", "label"),
+    gradient: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """F, loss and the label histogram of ``model`` on a client's training data.
 
@@ -99,9 +114,13 @@ def client_statistics(
             each ``(x, y)`` or a dict with ``keys``.
         max_samples: samples F and the loss are computed on.
         keys: image and label keys of dict batches (Flower's datasets use ``img``/``label``).
+        gradient: the names of the model's state entries in the order of the server's
+            arrays: also return the mean gradient of the loss over the same samples,
+            flattened in that order (zeros for buffers), and the number of batches.
 
     Returns:
-        ``{"F": float, "loss": float, "label-hist": [int, ...]}``.
+        ``{"F": float, "loss": float, "label-hist": [int, ...]}``, with ``gradient``
+        also ``"grad"`` ((P,) float64) and ``"batches"``.
 
     Examples:
         >>> import torch
@@ -118,8 +137,9 @@ def client_statistics(
 
     model.eval()
     xs, ys, labels = [], [], []
-    have = 0
+    have = batches = 0
     for x, y in _batches(data, keys):
+        batches += 1
         labels.append(y.reshape(-1).long())
         if have < max_samples:
             take = min(len(y), max_samples - have)
@@ -143,7 +163,18 @@ def client_statistics(
     loss = torch.nn.functional.cross_entropy(logits, y)
     n_classes = int(logits.shape[-1])
     hist = np.bincount(torch.cat(labels).numpy(), minlength=n_classes)
-    return {"F": float(sq.mean()), "loss": float(loss), "label-hist": [int(v) for v in hist]}
+    out = {"F": float(sq.mean()), "loss": float(loss), "label-hist": [int(v) for v in hist]}
+    if gradient is not None:  # the loss's gradient: minus the mean of grad log p
+        state = model.state_dict()
+        parts = [
+            -g[name].double().mean(0).reshape(-1)
+            if name in g
+            else torch.zeros(state[name].numel(), dtype=torch.float64)
+            for name in gradient
+        ]
+        out["grad"] = torch.cat(parts).numpy() if parts else np.zeros(0)
+        out["batches"] = batches
+    return out
 
 
 def fedsel_stats_mod(
@@ -153,6 +184,8 @@ def fedsel_stats_mod(
     domain: str | Callable[[Context], str] | None = None,
     max_samples: int = 64,
     keys: tuple[str, str] = ("img", "label"),
+    lr: float | None = None,
+    local_epochs: float | None = None,
 ) -> Callable[[Message, Context, Callable[[Message, Context], Message]], Message]:
     """A Flower Mod adding fedsel's client statistics to every train reply (module docstring).
 
@@ -164,6 +197,10 @@ def fedsel_stats_mod(
             (when absent, the server infers it).
         max_samples: samples F and the loss are computed on.
         keys: image and label keys of dict batches.
+        lr: the learning rate of the probe pass's first-order utilities when the message's
+            config has none (the server's ``train_config={"lr": ...}`` sends it).
+        local_epochs: the local epochs the probe pass plans with; None: the run config's
+            ``local-epochs``, else 1.
 
     Examples:
         >>> import torch
@@ -190,15 +227,23 @@ def fedsel_stats_mod(
     """
 
     def mod(msg: Message, ctx: Context, call_next: Callable[[Message, Context], Message]):
+        if _is_probe(msg):  # the probe pass: served here, nothing trains
+            return _probe_reply(msg, ctx)
         reply = call_next(msg, ctx)
         if msg.metadata.message_type != MessageType.TRAIN or reply.has_error():
             return reply
         if not reply.has_content() or not msg.content.array_records:
             return reply
-        arrays = next(iter(msg.content.array_records.values()))
+        arrays = _arrays(msg)
         model = model_fn()
         model.load_state_dict(arrays.to_torch_state_dict())
         stats = client_statistics(model, data_fn(ctx), max_samples=max_samples, keys=keys)
+        _annotate(reply, ctx, stats, arrays)
+        return reply
+
+    def _annotate(reply: Message, ctx: Context, stats: dict, arrays) -> MetricRecord:
+        """The statistics, the partition, the domain and the model's fingerprint, added to
+        ``reply``; its metrics record."""
         records = reply.content.metric_records
         metrics = next(iter(records.values())) if records else None
         if metrics is None:
@@ -217,6 +262,63 @@ def fedsel_stats_mod(
         if d is not None:
             info["domain"] = str(d)
         reply.content["fedsel"] = info
+        return metrics
+
+    def _probe_reply(msg: Message, ctx: Context) -> Message:
+        arrays = _arrays(msg)
+        if arrays is None or "fedsel-gd" not in msg.content.array_records:
+            return _error(msg, "probe: the message carries no model or no fedsel-gd")
+        cfg = next(c for c in msg.content.config_records.values() if PHASE_KEY in c)
+        rate = cfg.get("lr", lr)
+        if rate is None:
+            return _error(msg, "probe: no lr in the message's config and none given to the mod")
+        model = model_fn()
+        model.load_state_dict(arrays.to_torch_state_dict())
+        names = list(arrays.keys())
+        stats = client_statistics(
+            model, data_fn(ctx), max_samples=max_samples, keys=keys, gradient=names
+        )
+        gd = np.asarray(msg.content["fedsel-gd"]["g"].numpy(), dtype=np.float64)
+        grad = stats.pop("grad")
+        if gd.ndim != 2 or gd.shape[1] != grad.size:
+            return _error(
+                msg, f"probe: fedsel-gd is {gd.shape}, the model has {grad.size} values"
+            )
+        epochs = ctx.run_config.get("local-epochs", 1) if local_epochs is None else local_epochs
+        steps = max(1, int(round(float(epochs) * stats.pop("batches"))))
+        ref = gd.sum(0)
+        denom = float(np.linalg.norm(grad) * np.linalg.norm(ref))
+        reply = Message(RecordDict({"metrics": MetricRecord()}), reply_to=msg)
+        metrics = _annotate(reply, ctx, stats, arrays)
+        metrics["num-examples"] = int(sum(stats["label-hist"]))
+        metrics["probe-samples"] = min(int(max_samples), metrics["num-examples"])
+        metrics["steps"] = steps
+        metrics["x"] = [float(v) for v in float(rate) * steps * (gd @ grad)]
+        metrics["cos-g"] = float(grad @ ref / denom) if denom > 0 else 0.0
+        if "partition-id" not in metrics:
+            return _error(msg, "probe: the node config has no partition-id")
+        if "domain" not in reply.content["fedsel"]:
+            return _error(msg, "probe: no domain (give the mod one, or node config domain=...)")
         return reply
 
     return mod
+
+
+def _is_probe(msg: Message) -> bool:
+    """A train message of the probe pass (``fedsel-phase = "probe"``)."""
+    if msg.metadata.message_type != MessageType.TRAIN or not msg.has_content():
+        return False
+    return any(cfg.get(PHASE_KEY) == Phase.PROBE for cfg in msg.content.config_records.values())
+
+
+def _arrays(msg: Message):
+    """The model the server sent: the message's first ``ArrayRecord`` (None: none)."""
+    records = msg.content.array_records
+    return next(iter(records.values())) if records else None
+
+
+def _error(msg: Message, reason: str) -> Message:
+    """A reply carrying ``reason`` as its error (the server names it in the round's failures)."""
+    from flwr.app import Error
+
+    return Message(Error(code=0, reason=reason), reply_to=msg)

@@ -214,7 +214,9 @@ class Exchange:
                 who = self.client_of.get(node, f"node-{node}")
                 failures[who] = f"no reply in this exchange (timeout {self.timeout:g} s)"
         if not rows:
-            raise FlowerRunError(f"round {t}: no node answered the probe")
+            why = "; ".join(f"{c}: {r}" for c, r in list(failures.items())[:3])
+            more = f" (+{len(failures) - 3} more)" if len(failures) > 3 else ""
+            raise FlowerRunError(f"round {t}: no node answered the probe ({why}{more})")
         claims = {row["client_id"]: int(row["n_samples"]) for row in rows}
         for cid, (n, why) in self.guard.size_caps(claims, sizes).items():
             self.guard.suspect(cid, why)
