@@ -62,16 +62,10 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from fl_oracle.experiments.cost import COST_COLUMNS, round_cost
 from fl_oracle.experiments.oracle_transport import OracleTransport
 from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.experiments.round_step import (
-    GLOBAL_KEYS,
     SelectorLike,
-    check_selection,
-    domain_metrics,
-    history_row,
-    selector_state,
 )
 from fl_oracle.experiments.transport import RoundRun, play_round
 from selection.baselines.reads import VectorSource
@@ -271,7 +265,6 @@ def run_training(
         raise ValueError(f"records: {unknown[0]!r} is not one of {', '.join(RECORDS)}")
     if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
         raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
-    domains = list(oracle.domains)
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
     surrogate = selector.surrogate if isinstance(selector, Selector) else DEFAULT_SURROGATE
@@ -342,14 +335,10 @@ def run_training(
     for _ in range(int(rounds) - len(history)):
         clocks = (time.perf_counter(), time.process_time())
         t = int(oracle.round)
-        if measure is None or bool(measure(t)):
-            row, table = play_round(model, transport, run, t, clocks)
+        measured = measure is None or bool(measure(t))
+        row, table = play_round(model, transport, run, t, clocks, measured=measured)
+        if measured:
             tables.append(table)
-        else:
-            row, table = _train_only_round(
-                oracle, selector, t, k, name, seed, domains, clocks, before_step,
-                keep_metrics, stats_mode, surrogate,
-            )  # fmt: skip
         history.append(row)
         if on_round is not None:
             on_round(row, table)
@@ -360,66 +349,3 @@ def run_training(
                            meta=state_meta)  # fmt: skip
     stats = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     return TrainResult(pd.DataFrame(history), stats)
-
-
-def _train_only_round(
-    oracle: Any,
-    selector: SelectorLike,
-    t: int,
-    k: int,
-    name: str,
-    seed: int,
-    domains: list[str],
-    clocks: tuple[float, float],
-    before_step: Callable[[], Mapping[str, Any]] | None,
-    keep_metrics: Sequence[str],
-    stats_mode: str = "fresh",
-    surrogate: str = DEFAULT_SURROGATE,
-) -> tuple[dict, pd.DataFrame]:
-    """One round without statistics: select on the bare client table, commit, log.
-
-    Returns the history row and the bare table the selector saw (with ``chosen``).
-    """
-    t0, c0 = clocks
-    table = oracle.clients[["client_id", "domain", "n_samples"]].copy()
-    table.insert(0, "round", t)
-    s0 = time.perf_counter()
-    ids = [str(c) for c in selector(table, k)]
-    solve_seconds = time.perf_counter() - s0
-    check_selection(ids, list(table["client_id"]), k, name, f"training-only round {t}")
-    extra = dict(before_step()) if before_step is not None else {}
-    metrics = oracle.step(ids)
-    work = getattr(oracle, "last_work", None)
-    cost = {c: float("nan") for c in COST_COLUMNS}
-    if isinstance(work, Mapping) and callable(getattr(oracle, "probe_sizes", None)):
-        cost = round_cost(
-            trained={c: work[c] for c in ids},
-            probed=(),
-            probe_sizes={},
-            probe_floats=0,
-            model_bytes=int(oracle.model_bytes),
-        )
-    row = {
-        **history_row(
-            t=t,
-            name=name,
-            seed=seed,
-            stats_mode=stats_mode,
-            k=k,
-            ids=ids,
-            accuracies=domain_metrics(metrics, domains),
-            pred=None,
-            surrogate=surrogate,
-            solve_seconds=solve_seconds,
-            fallback="",
-            clocks=(t0, c0),
-            state=selector_state(selector),
-            cost=cost,
-            upper_bound=False,
-        ),  # fmt: skip
-        **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
-        **extra,
-        **{key: metrics[key] for key in keep_metrics},
-        "measured": False,
-    }
-    return row, table.assign(chosen=table["client_id"].isin(ids))

@@ -25,7 +25,7 @@ import pandas as pd
 from fl_oracle.experiments.cost import COST_COLUMNS, FLOAT_BYTES, round_cost
 from fl_oracle.experiments.privacy import RunAccountant, StatsPrivacy
 from fl_oracle.experiments.round_step import GLOBAL_KEYS, RoundChoice, domain_metrics
-from fl_oracle.experiments.transport import Committed
+from fl_oracle.experiments.transport import Before, Committed
 from selection.baselines.base import Baseline
 from selection.baselines.reads import Reads, VectorSource
 from selection.errors import SelectionError
@@ -154,14 +154,18 @@ class OracleTransport:
         return list(self.clients(0)["client_id"]), self.oracle.update_vectors(source)
 
     # ------------------------------------------------------------------ the commit
-    def commit(self, t: int, choice: RoundChoice, inputs: RoundInputs, lean: bool) -> Committed:
+    def commit(self, t: int, choice: RoundChoice, inputs: RoundInputs, before: Before) -> Committed:
         ids = choice.ids
-        observed = None if lean else self._observed(t, inputs, ids)
-        # a lean rule's picks train inside the step (nothing measured them before it)
-        cost = None if lean else self._cost(choice.problem, inputs, ids)
+        measured = before is Before.MEASURED
+        observed = self._observed(t, inputs, ids) if measured else None
+        # a lean rule's or a training-only round's picks train inside the step (nothing
+        # measured them before it)
+        cost = self._cost(choice.problem, inputs, ids) if measured else None
         extra = dict(self.before_step()) if self.before_step is not None else {}
         metrics = self.oracle.step(ids, weights=choice.weights, **self.step_kw)
-        if cost is None:
+        if before is Before.BARE:  # only the picks' training: nothing was asked before
+            cost = self._training_cost(ids)
+        elif cost is None:
             cost = self._cost(choice.problem, inputs, ids, work=self.oracle.last_work)
         columns = {
             **{key: float(metrics[key]) for key in GLOBAL_KEYS if key in metrics},
@@ -172,7 +176,7 @@ class OracleTransport:
             columns["dp_epsilon"] = self.accountant.step()
             columns["dp_z"] = float(self.privacy.z)
         if self.measured_column:
-            columns["measured"] = True
+            columns["measured"] = before is not Before.BARE
         return Committed(domain_metrics(metrics, self.domains), observed, cost, columns)
 
     def _observed(self, t: int, inputs: RoundInputs, ids: list[str]) -> pd.DataFrame:
@@ -189,6 +193,20 @@ class OracleTransport:
         if self.model.remembers and self._logits is not None and callable(get):
             self._logits = self._logits.replace_rows(get(list(ids)))
         return rows
+
+    def _training_cost(self, ids: list[str]) -> dict[str, float]:
+        """A training-only round's cost: the picks' training (NaN where the oracle does not
+        report its work)."""
+        work = getattr(self.oracle, "last_work", None)
+        if not isinstance(work, Mapping) or not callable(getattr(self.oracle, "probe_sizes", None)):
+            return {c: float("nan") for c in COST_COLUMNS}
+        return round_cost(
+            trained={c: work[c] for c in ids},
+            probed=(),
+            probe_sizes={},
+            probe_floats=0,
+            model_bytes=int(self.oracle.model_bytes),
+        )
 
     def _private(
         self, table: pd.DataFrame, t: int, fields: tuple[str, ...], stream: int = 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -35,7 +36,21 @@ from selection.baselines.reads import VECTOR_READS, VectorSource
 from selection.information import InformationModel, RoundInputs
 from selection.problem import SelectionProblem
 
-__all__ = ["Committed", "RoundRun", "Transport", "play_round"]
+__all__ = ["Before", "Committed", "RoundPlay", "RoundRun", "Transport", "play_round"]
+
+
+class Before(StrEnum):
+    """What a round measured before its choice (:meth:`Transport.commit` is told).
+
+    Examples:
+        >>> from fl_oracle.experiments.transport import Before
+        >>> [str(b) for b in Before]
+        ['measured', 'lean', 'bare']
+    """
+
+    MEASURED = "measured"  # the information model's round (its view of what was measured)
+    LEAN = "lean"  # a rule's own problem: sizes, and its probe pass where it reads one
+    BARE = "bare"  # a training-only round: the client table alone
 
 
 @dataclass
@@ -122,9 +137,9 @@ class Transport(Protocol):
     def vectors(self, source: VectorSource, table: pd.DataFrame) -> Any:
         """(ids, rows) of the update vectors ``source`` names, for a rule that reads them."""
 
-    def commit(self, t: int, choice: RoundChoice, inputs: RoundInputs, lean: bool) -> Committed:
-        """Aggregate the chosen clients' updates into w_{t+1} (``lean``: a rule's round that
-        measured nothing before the choice)."""
+    def commit(self, t: int, choice: RoundChoice, inputs: RoundInputs, before: Before) -> Committed:
+        """Aggregate the chosen clients' updates into w_{t+1} (``before``: what the round
+        measured before the choice)."""
 
 
 @dataclass(frozen=True)
@@ -172,8 +187,15 @@ def play_round(
     run: RoundRun,
     t: int,
     clocks: tuple[float, float] | None = None,
+    *,
+    measured: bool = True,
 ) -> tuple[dict, pd.DataFrame]:
     """One round: the model's view, the choice, the commit, what the model keeps, the row.
+
+    ``measured=False`` plays a training-only round: nothing is measured, the selector chooses
+    on the bare client table (``round, client_id, domain, n_samples``; a plain callable is
+    called with it), the picks are committed and charged their training alone, the
+    ``pred_*`` columns are NaN and the row is no upper bound.
 
     Returns the history row (:func:`.round_step.history_row`'s columns, then the transport's)
     and the table the selector saw with ``chosen``.
@@ -204,7 +226,7 @@ def play_round(
         ...         return table, None, ""
         ...     def vectors(self, source, table):
         ...         return None
-        ...     def commit(self, t, choice, inputs, lean):
+        ...     def commit(self, t, choice, inputs, before):
         ...         kept = self.stats[self.stats["client_id"].isin(choice.ids)]
         ...         return Committed({"acc_avg": 50.0}, kept, {"cost_train_samples": 3.0})
         >>> model, selector = make_information("fresh"), make_selector("fisher-topk")
@@ -216,75 +238,144 @@ def play_round(
         >>> table["chosen"].tolist(), sorted(model.memory)
         ([False, True, True], ['b', 'c'])
     """
-    t0, c0 = clocks if clocks is not None else (time.perf_counter(), time.process_time())
-    k = int(run.k)
-    lean = transport.rule_problem(t, k)
-    if lean is not None:  # a rule's own problem: nothing measured before the choice
-        clients, domains = transport.clients(t), tuple(transport.domains)
-        inputs = RoundInputs(t=t, k=k, clients=clients, domains=domains)
-        table, logits = lean.table, None
-    else:
-        before = model.trains_before(t, transport.clients(t), k)
-        measured = transport.train(t, before) if before is not None else None
-        probe = base_acc = val_sizes = None
-        if model.reads_probe:
-            probe, base_acc, val_sizes = transport.probe(t)
-        inputs = RoundInputs(
-            t=t,
-            k=k,
-            clients=transport.clients(t),
-            domains=tuple(transport.domains),  # the probe pass's, where one ran
-            measured=measured,
-            probe=probe,
-            base_acc=base_acc,
-            val_sizes=val_sizes,
-        )
-        table = model.view(inputs)
-        logits = transport.logits(model, inputs)
-    solved, selector, note = transport.prepare(t, table)
-    source = run.vector_source
-    selector = run.selector if selector is None else selector
-    choice = choose_round(
-        selector,
-        solved,
-        k,
-        name=run.name,
-        where=f"round {t}",
-        surrogate=run.surrogate,
-        logits=logits,
-        q=run.q,
-        weights_table=table,
-        error=transport.error,
-        problem=lean,
-        vectors=None if source is None else transport.vectors(source, solved),
-    )
-    state = selector_state(run.selector)
-    if lean is None:  # the view's measured quality (noisy:R), beside the selector's state
-        state = {**state, **model.quality()}
-    committed = transport.commit(t, choice, inputs, lean is not None)
-    if committed.observed is not None and lean is None:  # a lean rule keeps nothing
-        model.observe(t, committed.observed, inputs)
-    fallback = "; ".join(m for m in (note, choice.fallback, committed.note) if m)
-    row = {
-        **history_row(
-            t=t,
+    play = RoundPlay(model, transport, run, t, clocks, measured=measured)
+    to_train = play.to_train()
+    trained = transport.train(t, to_train) if to_train is not None else None
+    choice = play.choose(trained)
+    return play.finish(transport.commit(t, choice, play.inputs, play.before))
+
+
+class RoundPlay:
+    """One round in three steps, for a driver that must hand the exchanges to someone else
+    (Flower's ``configure_train`` / ``aggregate_train``): :meth:`to_train` (who trains at w_t
+    before the choice), :meth:`choose` (given what they reported: the probe pass where the
+    model reads it, the view, the choice) and :meth:`finish` (given the commit: what the model
+    keeps, the history row). :func:`play_round` runs the three with the transport's own
+    exchanges in between.
+
+    Examples:
+        >>> from selection.example import small_round
+        >>> from selection.information import make_information
+        >>> from selection.selectors import make_selector
+        >>> from fl_oracle.experiments.transport import RoundPlay, RoundRun
+        >>> model = make_information("fresh")
+        >>> run = RoundRun(make_selector("fisher-topk"), k=2, name="fisher-topk", seed=0,
+        ...                stats_mode="fresh", surrogate="mean", upper_bound=True)
+        >>> class Clients:  # what to_train asks of a transport
+        ...     domains = ("x", "y")
+        ...     def rule_problem(self, t, k):
+        ...         return None
+        ...     def clients(self, t):
+        ...         return small_round()[["client_id", "domain", "n_samples"]]
+        >>> RoundPlay(model, Clients(), run, t=0).to_train()  # fresh: every client trains
+        ['a', 'b', 'c']
+    """
+
+    def __init__(
+        self,
+        model: InformationModel,
+        transport: Transport,
+        run: RoundRun,
+        t: int,
+        clocks: tuple[float, float] | None = None,
+        *,
+        measured: bool = True,
+    ) -> None:
+        self.clocks = clocks if clocks is not None else (time.perf_counter(), time.process_time())
+        self.model, self.transport, self.run, self.t = model, transport, run, int(t)
+        self.k = int(run.k)
+        if measured:
+            self.lean = transport.rule_problem(self.t, self.k)
+            self.before = Before.MEASURED if self.lean is None else Before.LEAN
+        else:  # a training-only round: the bare client table, nothing measured
+            bare = transport.clients(t)[["client_id", "domain", "n_samples"]]
+            bare = bare.reset_index(drop=True)
+            bare.insert(0, "round", self.t)
+            self.lean = SelectionProblem.from_clients(bare, self.k, tuple(transport.domains), t)
+            self.before = Before.BARE
+        self.inputs: RoundInputs | None = None
+        self.choice: RoundChoice | None = None
+        self.table: pd.DataFrame | None = None
+        self.note = ""
+        self.state: dict[str, float] = {}
+
+    def to_train(self) -> list[str] | None:
+        """The ids that train at w_t before the choice (None: nobody)."""
+        if self.lean is not None:  # a rule's own problem: nothing measured before the choice
+            return None
+        return self.model.trains_before(self.t, self.transport.clients(self.t), self.k)
+
+    def choose(self, trained: pd.DataFrame | None) -> RoundChoice:
+        """The choice, given the round-stats rows of the clients that trained before it."""
+        model, transport, run, t, k = self.model, self.transport, self.run, self.t, self.k
+        if self.lean is not None:
+            clients, domains = transport.clients(t), tuple(transport.domains)
+            self.inputs = RoundInputs(t=t, k=k, clients=clients, domains=domains)
+            table, logits = self.lean.table, None
+        else:
+            probe = base_acc = val_sizes = None
+            if model.reads_probe:
+                probe, base_acc, val_sizes = transport.probe(t)
+            self.inputs = RoundInputs(
+                t=t,
+                k=k,
+                clients=transport.clients(t),
+                domains=tuple(transport.domains),  # the probe pass's, where one ran
+                measured=trained,
+                probe=probe,
+                base_acc=base_acc,
+                val_sizes=val_sizes,
+            )
+            table = model.view(self.inputs)
+            logits = transport.logits(model, self.inputs)
+        solved, selector, self.note = transport.prepare(t, table)
+        source = run.vector_source
+        self.choice = choose_round(
+            run.selector if selector is None else selector,
+            solved,
+            k,
             name=run.name,
-            seed=run.seed,
-            stats_mode=run.stats_mode,
-            k=k,
-            ids=choice.ids,
-            accuracies=committed.accuracies,
-            pred=choice.pred,
+            where=f"round {t}",
             surrogate=run.surrogate,
-            solve_seconds=choice.solve_seconds,
-            fallback=fallback,
-            clocks=(t0, c0),
-            route=choice.route,
-            state=state,
-            cost=committed.cost,
-            upper_bound=run.upper_bound,
-            weights=choice.weights,
-        ),
-        **committed.columns,
-    }
-    return row, table.assign(chosen=table["client_id"].isin(choice.ids))
+            logits=logits,
+            q=run.q,
+            weights_table=table,
+            error=transport.error,
+            problem=self.lean,
+            vectors=None if source is None else transport.vectors(source, solved),
+        )
+        self.table = table
+        self.state = selector_state(run.selector)
+        if self.lean is None:  # the view's measured quality (noisy:R), beside the state
+            self.state = {**self.state, **model.quality()}
+        return self.choice
+
+    def finish(self, committed: Committed) -> tuple[dict, pd.DataFrame]:
+        """What the model keeps of the commit, and the round's history row and table."""
+        run, choice = self.run, self.choice
+        if committed.observed is not None and self.lean is None:  # a lean rule keeps nothing
+            self.model.observe(self.t, committed.observed, self.inputs)
+        fallback = "; ".join(m for m in (self.note, choice.fallback, committed.note) if m)
+        row = {
+            **history_row(
+                t=self.t,
+                name=run.name,
+                seed=run.seed,
+                stats_mode=run.stats_mode,
+                k=self.k,
+                ids=choice.ids,
+                accuracies=committed.accuracies,
+                pred=choice.pred,
+                surrogate=run.surrogate,
+                solve_seconds=choice.solve_seconds,
+                fallback=fallback,
+                clocks=self.clocks,
+                route=choice.route,
+                state=self.state,
+                cost=committed.cost,
+                upper_bound=run.upper_bound and self.before is not Before.BARE,
+                weights=choice.weights,
+            ),
+            **committed.columns,
+        }
+        return row, self.table.assign(chosen=self.table["client_id"].isin(choice.ids))

@@ -288,7 +288,7 @@ class FlowerTransport:
         return ids, np.stack([np.asarray(kept.get(c, nan), dtype=np.float32) for c in ids])
 
     # ------------------------------------------------------------------ the commit
-    def commit(self, t: int, choice: RoundChoice, inputs: RoundInputs, lean: bool) -> Committed:
+    def commit(self, t: int, choice: RoundChoice, inputs: RoundInputs, before: Any) -> Committed:
         """The chosen nodes' updates: those measured this round as they are, else trained
         now (``commit`` messages); w_{t+1} over the ones that arrived, evaluated by the
         server where it can."""
