@@ -266,6 +266,23 @@ class SelectionProblem:
             return self
         return replace(self, surrogate=surrogate)
 
+    def with_aggregation(self, rule: str) -> SelectionProblem:
+        """The same round with the picks weighted by ``rule`` in the surrogate's aggregate
+        (U_d(S, w), :meth:`~selection.surrogates.base.Surrogate.under`; a new problem where the
+        rule is not the surrogate's own). SelectionError for a surrogate that models no
+        aggregate (``mean``).
+
+        Examples:
+            >>> from selection.example import example_stats
+            >>> from selection.problem import SelectionProblem
+            >>> p = SelectionProblem.from_stats(example_stats(), k=5, surrogate="weighted")
+            >>> q = p.with_aggregation("uniform")
+            >>> q.surrogate, q.structure, p.with_aggregation("samples") is p
+            ('weighted[agg=uniform]', <Structure.LINEAR: 'linear'>, True)
+        """
+        judged = self.surrogate.under(rule)
+        return self if judged is self.surrogate else replace(self, surrogate=judged)
+
     def with_vectors(self, ids, vectors: np.ndarray) -> SelectionProblem:
         """The same round with the clients' update vectors (rows named by ``ids``, any order)."""
         vectors = np.asarray(vectors, dtype=np.float32)

@@ -13,16 +13,25 @@ routes what they can do with it:
 A surrogate maps selections to values in two forms: index blocks ``idx`` (M, K) (enumeration)
 and 0/1 matrices ``X`` (M, N) (NSGA-II, the objective table); both return U (M,) and U_d (M, D),
 accuracy in %.
+
+A surrogate that models the aggregate declares the rule of its weights p_i (``aggregation``:
+``samples``, FedAvg's) and can be asked about the same aggregate under another rule
+(:meth:`Surrogate.under`): U_d(S, w), what ``agg=best`` chooses w by. A weighted mean
+Σ p_i v_i of per-client values is ``linear`` under 1/K, ``linear-fractional`` under sample
+weights and ``black-box`` under domain-balanced ones (a pick's weight depends on who else of
+its domain is picked); a black-box surrogate stays black-box.
 """
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from selection.aggregation import Aggregation, block_weights
 from selection.defaults import DEFAULT_SURROGATE  # re-exported: the registry names it
 from selection.errors import SelectionError
 
@@ -75,6 +84,9 @@ class Surrogate(ABC):
         needs_logits: True when the problem must carry validation logits.
         summary: one help line.
         order: position in listings.
+        aggregation: the rule of the weights p_i its aggregate combines the picks with
+            (``samples`` for the surrogates of FedAvg's w_t + Σ p_i Δ_i); None where it models
+            no aggregate (``mean``): it cannot be asked about other weights (:meth:`under`).
 
     Examples:
         >>> import numpy as np
@@ -102,6 +114,63 @@ class Surrogate(ABC):
     needs_logits: ClassVar[bool] = False
     summary: ClassVar[str] = ""
     order: ClassVar[int] = 100
+    aggregation: ClassVar[Aggregation | None] = None
+
+    def under(self, rule: Aggregation | str) -> Surrogate:
+        """This surrogate's aggregate with the picks weighted by ``rule``: U_d(S, w).
+
+        The registered (shared) surrogate where ``rule`` is its own; else one copy per rule,
+        its structure as the module docstring says.
+
+        Raises:
+            SelectionError: the surrogate models no aggregate, naming those that do.
+
+        Examples:
+            >>> from selection.surrogates.base import get_surrogate
+            >>> weighted = get_surrogate("weighted")
+            >>> weighted.under("samples") is weighted, weighted.under("uniform").structure
+            (True, <Structure.LINEAR: 'linear'>)
+            >>> weighted.under("domain").structure, get_surrogate("ensemble").under("uniform").structure
+            (<Structure.BLACK_BOX: 'black-box'>, <Structure.BLACK_BOX: 'black-box'>)
+            >>> get_surrogate("mean").under("uniform")
+            Traceback (most recent call last):
+            ...
+            selection.errors.SelectionError: the mean surrogate models no aggregate, so no weights of it; weighted, ensemble, softvote do
+        """
+        base = get_surrogate(self.name)
+        if base.aggregation is None:
+            able = ", ".join(n for n, c in surrogates().items() if c.aggregation is not None)
+            raise SelectionError(
+                f"the {self.name} surrogate models no aggregate, so no weights of it; {able} do"
+            )
+        rule = Aggregation(rule)
+        if rule is base.aggregation:
+            return base
+        key = (self.name, rule)
+        if key not in _UNDER:
+            other = copy.copy(base)
+            other.aggregation = rule
+            if base.structure != Structure.BLACK_BOX:  # a weighted mean of client values
+                other.structure = {
+                    Aggregation.UNIFORM: Structure.LINEAR,
+                    Aggregation.SAMPLES: Structure.LINEAR_FRACTIONAL,
+                }.get(rule, Structure.BLACK_BOX)
+            _UNDER[key] = other
+        return _UNDER[key]
+
+    def pick_weights(self, problem: SelectionProblem, idx: np.ndarray, dtype: type = float):
+        """The weights p (M, K) of the picks ``idx`` (M, K) in this surrogate's aggregate
+        (:func:`selection.aggregation.block_weights` under :attr:`aggregation`)."""
+        rule = Aggregation.UNIFORM if self.aggregation is None else self.aggregation
+        return block_weights(rule, problem.n_samples, problem.client_domains, idx, dtype)
+
+    def ratio_weights(self, problem: SelectionProblem) -> np.ndarray | None:
+        """w (N,) with p_i = w_i / Σ_{j∈S} w_j for every selection S (n under sample weights,
+        ones under 1/K); None where the rule's weights are of no such form (domain-balanced)."""
+        rule = Aggregation.UNIFORM if self.aggregation is None else self.aggregation
+        if rule is Aggregation.SAMPLES:
+            return problem.n_samples.astype(float)
+        return np.ones(problem.n) if rule is Aggregation.UNIFORM else None
 
     def logits_of(self, problem: SelectionProblem):
         """The problem's validation logits (SelectionError naming this surrogate if absent)."""
@@ -120,8 +189,9 @@ class Surrogate(ABC):
 
     def client_weights(self, problem: SelectionProblem) -> np.ndarray:
         """The per-client weights w_i of a ``linear-fractional`` surrogate's ratio
-        Σ w_i x_i v_i / Σ w_i x_i (N,); ones for a ``linear`` one."""
-        return np.ones(problem.n)
+        Σ w_i x_i v_i / Σ w_i x_i (N,) (:meth:`ratio_weights`); ones for a ``linear`` one."""
+        w = self.ratio_weights(problem) if self.structure == Structure.LINEAR_FRACTIONAL else None
+        return np.ones(problem.n) if w is None else w
 
     @abstractmethod
     def block(
@@ -268,6 +338,8 @@ def surrogates() -> dict[str, type[Surrogate]]:
 
 
 _INSTANCES: dict[str, Surrogate] = {}
+#: (name, rule) -> the registered surrogate's copy under another rule (:meth:`Surrogate.under`)
+_UNDER: dict[tuple[str, Aggregation], Surrogate] = {}
 
 
 def get_surrogate(name: str) -> Surrogate:
@@ -320,6 +392,34 @@ class SurrogateSpec(str):
         out.model = model
         return out
 
+    def under(self, rule: Aggregation | str) -> SurrogateSpec:
+        """This surrogate with the picks weighted by ``rule`` (:meth:`Surrogate.under`): itself
+        where the rule is the surrogate's own, else named ``NAME[agg=RULE]``.
+
+        Examples:
+            >>> from selection.surrogates.base import SurrogateSpec
+            >>> judged = SurrogateSpec("weighted").under("domain")
+            >>> judged, judged.model.structure, judged.under("samples")
+            ('weighted[agg=domain]', <Structure.BLACK_BOX: 'black-box'>, 'weighted')
+        """
+        model = self.model.under(rule)
+        if model is self.model:
+            return self
+        base = get_surrogate(model.name)
+        if model is base:
+            return SurrogateSpec(base.name)
+        out = str.__new__(SurrogateSpec, f"{model.name}[agg={model.aggregation}]")
+        out.model = model
+        return out
+
     def __reduce__(self):
         # to a worker process by name: the worker's registry holds the same surrogate
-        return SurrogateSpec, (str(self),)
+        base = get_surrogate(self.model.name)
+        if self.model is base:
+            return SurrogateSpec, (str(self),)
+        return _under, (self.model.name, str(self.model.aggregation))
+
+
+def _under(name: str, rule: str) -> SurrogateSpec:
+    """A reweighted surrogate rebuilt in another process (:meth:`SurrogateSpec.under`)."""
+    return SurrogateSpec(name).under(rule)

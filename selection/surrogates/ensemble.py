@@ -4,6 +4,8 @@ z_i are the validation logits of the candidate model w_t + Δ_i (the oracle comp
 count U_{i,d}; :mod:`selection.logits`), p_i = n_i / Σ_{j∈S} n_j. The sample-weighted logit
 ensemble of the selected candidates is a first-order model of the aggregate w_t + Σ p_i Δ_i
 (both are the same point to first order in the updates) that also sees how clients combine.
+Asked under another rule (:meth:`~selection.surrogates.base.Surrogate.under`), p_i are that
+rule's weights (1/K, domain-balanced).
 
 Cost is kept down without changing a value: a validation sample on which every client's
 model predicts the same class c is predicted c by every ensemble with positive weights
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from selection.aggregation import Aggregation
 from selection.surrogates.base import Structure, Surrogate, Swaps, register
 
 CHUNK_ELEMENTS = 1 << 23  # selections × disagreeing samples × classes per chunk (float32)
@@ -38,9 +41,11 @@ _prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _prepare(problem) -> _Prepared:
-    if problem in _prepared:
-        return _prepared[problem]
+    """The round's logits reduced to what every selection's value reads (cached per logits:
+    the problems of one round under several weightings share them)."""
     lg = EnsembleSurrogate().logits_of(problem)
+    if lg in _prepared:
+        return _prepared[lg]
     z = lg.z.astype(np.float32)
     pred = z.argmax(axis=2)  # (N, S)
     agree = (pred == pred[:1]).all(axis=0)
@@ -59,7 +64,7 @@ def _prepare(problem) -> _Prepared:
         const_hits=const,
         sizes=onehot.sum(axis=0),
     )
-    _prepared[problem] = out
+    _prepared[lg] = out
     return out
 
 
@@ -76,12 +81,12 @@ class EnsembleSurrogate(Surrogate):
     needs_logits = True
     summary = "accuracy of argmax Σ p_i z_i, the sample-weighted logit ensemble (black-box)"
     order = 30
+    aggregation = Aggregation.SAMPLES
 
     def block(self, problem, idx, *, need_ud=True):
         pr = _prepare(problem)
         M, K = idx.shape
-        n = problem.n_samples.astype(np.float32)[idx]
-        p = n / n.sum(axis=1, keepdims=True)
+        p = self.pick_weights(problem, idx, np.float32)
         S, C = pr.zy.shape[1], pr.n_classes
         hits = np.zeros((M, pr.onehot.shape[1]))
         cols = np.arange(S)
@@ -103,6 +108,8 @@ class EnsembleSurrogate(Surrogate):
         return U, (Ud if need_ud else None)
 
     def swaps(self, problem, selected):
+        if self.ratio_weights(problem) is None:  # a pick's weight depends on the others
+            return Swaps(self, problem, selected)
         return _EnsembleSwaps(self, problem, selected)
 
     def domain_shares(self, problem):
@@ -121,14 +128,18 @@ class EnsembleSurrogate(Surrogate):
         every S when the K smallest do. A member that predicts y is neither needed nor enough
         (logits add: two members may make a third class win), so the share of samples some
         client gets right bounds nothing. Terms within 1e-4 of their magnitude count on the
-        generous side (the block's float32 sums).
+        generous side (the block's float32 sums). Under 1/K weights the same with n_i = 1; under
+        domain-balanced ones (no common scale of the terms) none: None.
         """
         pr = _prepare(problem)
         k, S, C = problem.k, pr.zy.shape[1], pr.n_classes
         if S == 0:
             share = 100.0 * pr.const_hits / pr.sizes
             return share, share
-        n = problem.n_samples.astype(np.float32)
+        w = self.ratio_weights(problem)
+        if w is None:  # domain-balanced weights: no such relaxation here
+            return None
+        n = w.astype(np.float32)
         d = n[:, None, None] * (pr.zy[:, None, :] - pr.zc.reshape(len(n), C, S))  # (N, C, S')
         mag = np.abs(d).max(axis=0) * k * 1e-4
         top = np.partition(d, len(n) - k, axis=0)[len(n) - k :].sum(axis=0)  # (C, S')
@@ -155,7 +166,7 @@ class _EnsembleSwaps(Swaps):
     def __init__(self, surrogate, problem, selected) -> None:
         pr = _prepare(problem)
         self.pr = pr
-        self.n = problem.n_samples.astype(np.float64)
+        self.n = surrogate.ratio_weights(problem).astype(np.float64)  # p_i ∝ these
         N, C, S = len(self.n), pr.n_classes, pr.zy.shape[1]
         self.z = pr.zc.reshape(N, C, S)  # class-major: a class's row of samples is contiguous
         spread = np.abs(self.z - pr.zy[:, None, :]).max(axis=1) if S else np.zeros((N, 0))

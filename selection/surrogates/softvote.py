@@ -17,6 +17,7 @@ import weakref
 
 import numpy as np
 
+from selection.aggregation import Aggregation
 from selection.errors import SelectionError
 from selection.surrogates.base import Structure, Surrogate, register
 
@@ -24,10 +25,11 @@ _values: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def soft_votes(problem) -> tuple[np.ndarray, np.ndarray]:
-    """(s (N,), s_d (N, D)), %, from the problem's validation logits (cached per problem)."""
-    if problem in _values:
-        return _values[problem]
+    """(s (N,), s_d (N, D)), %, from the problem's validation logits (cached per logits: the
+    problems of one round under several weightings share them)."""
     lg = SoftVoteSurrogate().logits_of(problem)
+    if lg in _values:
+        return _values[lg]
     z = lg.z.astype(np.float32)
     z = z - z.max(axis=2, keepdims=True)
     e = np.exp(z)
@@ -42,7 +44,7 @@ def soft_votes(problem) -> tuple[np.ndarray, np.ndarray]:
         )
     s_d = 100.0 * (pt.astype(np.float64) @ onehot) / sizes
     s = 100.0 * pt.astype(np.float64).mean(axis=1)
-    _values[problem] = (s, s_d)
+    _values[lg] = (s, s_d)
     return s, s_d
 
 
@@ -55,24 +57,24 @@ class SoftVoteSurrogate(Surrogate):
     needs_logits = True
     summary = "Σ p_i s_{i,d}: FedAvg-weighted true-label probability of the candidates (linear-fractional)"
     order = 40
+    aggregation = Aggregation.SAMPLES
 
     def client_values(self, problem):
         return soft_votes(problem)
 
-    def client_weights(self, problem):
-        return problem.n_samples.astype(float)
-
     def block(self, problem, idx, *, need_ud=True):
         s, s_d = soft_votes(problem)
-        n = problem.n_samples.astype(float)[idx]
-        p = n / n.sum(axis=1, keepdims=True)
+        p = self.pick_weights(problem, idx)
         U = (p * s[idx]).sum(axis=1)
         if not need_ud:
             return U, None
         return U, np.einsum("mk,mkd->md", p, s_d[idx])
 
     def matrix(self, problem, X):
+        w = self.ratio_weights(problem)
+        if w is None:  # domain-balanced weights: rows as index blocks
+            return super().matrix(problem, X)
         s, s_d = soft_votes(problem)
-        W = np.asarray(X, dtype=float) * problem.n_samples.astype(float)
+        W = np.asarray(X, dtype=float) * w
         T = W.sum(axis=1)
         return W @ s / T, (W @ s_d) / T[:, None]
