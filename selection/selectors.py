@@ -28,14 +28,18 @@ Modifiers follow ``@``, joined by ``+`` (:func:`parse_spec`): a surrogate of U(S
 (``mean`` default, ``weighted``, ``ensemble``; :mod:`selection.surrogates`), ``verify`` or
 ``verify=M`` (verified picks, :mod:`selection.verify`: the M best candidates, default 8, are
 measured on the true aggregate and the best realized one is committed; needs an evaluator,
-which the training loop supplies from the oracle) and an information model
+which the training loop supplies from the oracle), an information model
 (:mod:`selection.information`: ``fresh``, ``stale``, ``probe``, ``pool:P``, ``predicted``;
-what every client does per round and what the selector sees, read by the training drivers).
+what every client does per round and what the selector sees, read by the training drivers)
+and the picks' aggregation weights ``agg=samples|uniform|domain`` (:mod:`selection.aggregation`)
+or ``agg=best``, the weights chosen every round jointly with S by the formulation's objective
+on the surrogate's U_d(S, w) (:mod:`selection.aggregation_choice`).
 ``eps:5@ensemble+verify`` is the ε-constraint on the logit ensemble with verified picks;
-``maxmin:2@weighted+probe`` the max-min point on the probe pass's predictions. A formulation
+``maxmin:2@weighted+probe`` the max-min point on the probe pass's predictions;
+``maxmin:2@weighted+agg=best`` the max-min pair (S, w) over the three weightings. A formulation
 without an information model is ``fresh`` (the oracle's upper bound); a baseline rule without
 one reads what the rule reads (``Baseline.reads``). The canonical form of a spec drops
-defaults and orders the modifiers (information model, surrogate, verify).
+defaults and orders the modifiers (information model, surrogate, verify, aggregation).
 
 After each call a selector exposes:
 
@@ -46,7 +50,9 @@ After each call a selector exposes:
   smallest achievable gap) and the **smallest-gap point** was committed instead: the ε is
   relaxed by bisection to the smallest feasible gap (within 1e-6 points), and the ε solver's
   answer there (highest U among the selections with that gap) is taken;
-* ``aggregation_q`` — the q of ``qffl:q``, None for every other selector.
+* ``aggregation_q`` — the q of ``qffl:q``, None for every other selector;
+* ``chosen_aggregation`` — with ``agg=best``, the weighting rule chosen with the last
+  selection (the weights :meth:`Selector.aggregation_weights` gives); None otherwise.
 
 Randomness is per selector: each owns ``np.random.default_rng(seed)``; NSGA-II draws its run
 seed from it, so successive rounds differ but the whole sequence repeats for the same seed.
@@ -62,6 +68,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from selection.aggregation import Aggregation
 from selection.baselines.sampling import proportional_sample, stratified_sample
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
@@ -147,6 +154,7 @@ class Selector:
         self.evaluator = None
         self.last: SolveResult | None = None
         self.fallback: str = ""
+        self.chosen_aggregation: Aggregation | None = None
 
     @property
     def surrogate(self) -> str:
@@ -171,16 +179,18 @@ class Selector:
 
     def aggregation_weights(self, problem: SelectionProblem, ids) -> dict[str, float] | None:
         """The picks' weights in the aggregate (summing to 1): the spec's ``agg=`` when it
-        names one (:mod:`selection.aggregation`); None otherwise (the trainer's sample
+        names one (:mod:`selection.aggregation`), with ``agg=best`` the rule chosen with the
+        last selection (:attr:`chosen_aggregation`); None otherwise (the trainer's sample
         weights; a baseline rule answers with its authors' weights)."""
         return self._spec_weights(problem, ids)
 
     def _spec_weights(self, problem: SelectionProblem, ids) -> dict[str, float] | None:
-        if self.spec.aggregation is None:
-            return None
-        from selection.aggregation import pick_weights
+        from selection.aggregation import AggregationChoice, pick_weights
 
-        return pick_weights(self.spec.aggregation, problem, ids)
+        kind = self.spec.aggregation
+        if kind is AggregationChoice.BEST:
+            kind = self.chosen_aggregation
+        return None if kind is None else pick_weights(kind, problem, ids)
 
     def __call__(self, round_stats: pd.DataFrame, k: int, logits=None) -> list[str]:
         """Choose ``k`` clients of the last round of ``round_stats``; return their ids.
@@ -200,12 +210,13 @@ class Selector:
         """
         problem = problem.with_surrogate(self.surrogate)
         self.fallback = ""
+        self.chosen_aggregation = None
         result = self._choose(problem)
         if not result.ok:
             t0 = time.perf_counter()
             eps = getattr(self, "_eps", 0.0) or 0.0
             # only an infeasible ε proves that every selection's gap exceeds it
-            point = min_gap_point(problem, eps if result.status == Status.INFEASIBLE else 0.0)
+            point = self._min_gap(problem, eps if result.status == Status.INFEASIBLE else 0.0)
             self.fallback = (
                 f"{self.label}: {result.status} ({result.message or 'no selection'}); fell back to "
                 f"the smallest-gap point (gap {point.objectives['gap']:.4f} pp, "
@@ -218,6 +229,18 @@ class Selector:
 
     def _choose(self, problem: SelectionProblem) -> SolveResult:
         raise NotImplementedError
+
+    def _min_gap(self, problem: SelectionProblem, infeasible_eps: float) -> SolveResult:
+        """The fallback: the smallest-gap point, with ``agg=best`` the smallest-gap pair."""
+        from selection.aggregation import AggregationChoice
+
+        if self.spec.aggregation is not AggregationChoice.BEST:
+            return min_gap_point(problem, infeasible_eps)
+        from selection.aggregation_choice import family_of, joint_min_gap
+
+        point = joint_min_gap(problem, infeasible_eps, family_of(self.spec.formulation, problem))
+        self.chosen_aggregation = point.rule
+        return point.result
 
 
 class _SolverSelector(Selector):
@@ -253,6 +276,14 @@ class _SolverSelector(Selector):
             from selection.verify import verified_solve
 
             return verified_solve(solver, problem, self.verify, self.evaluator)
+        from selection.aggregation import AggregationChoice
+
+        if self.spec.aggregation is AggregationChoice.BEST:  # the pair (S, w)
+            from selection.aggregation_choice import choose_jointly
+
+            choice = choose_jointly(solver, problem)
+            self.chosen_aggregation = choice.rule
+            return choice.result
         return solver.solve(problem)
 
 

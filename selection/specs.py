@@ -25,7 +25,7 @@ from selection.errors import SelectionError
 from selection.verify import DEFAULT_VERIFY
 
 if TYPE_CHECKING:
-    from selection.aggregation import Aggregation
+    from selection.aggregation import Aggregation, AggregationChoice
     from selection.information import Information
     from selection.surrogates import SurrogateSpec
 
@@ -62,8 +62,10 @@ class Spec:
             surrogate object; default ``mean``).
         verify: verified picks: candidates measured per round (0 = off).
         aggregation: how the picks are weighted in the aggregate (``agg=samples|uniform|
-            domain``, :mod:`selection.aggregation`); None: the selector's own default (a
-            formulation's sample weights, a baseline rule's authors' weights).
+            domain``, :mod:`selection.aggregation`), or ``best``: chosen every round with S by
+            the formulation's objective (:mod:`selection.aggregation_choice`); None: the
+            selector's own default (a formulation's sample weights, a baseline rule's
+            authors' weights).
 
     Text given for either is parsed at construction (an unknown name is a SelectionError), so
     a spec holds objects: nothing downstream looks a name up again.
@@ -84,7 +86,7 @@ class Spec:
     stats_mode: Information | None = None
     surrogate: SurrogateSpec = DEFAULT_SURROGATE
     verify: int = 0
-    aggregation: Aggregation | None = None
+    aggregation: Aggregation | AggregationChoice | None = None
 
     def __post_init__(self) -> None:
         from selection.aggregation import parse_aggregation
@@ -313,11 +315,14 @@ def parse_spec(text: str) -> Spec:
         ('eps-lt:5', 'eps-lt:5,20')
         >>> parse_spec("eps-lt:5@agg=domain+probe").canonical  # weights chosen: domain-balanced
         'eps-lt:5@probe+agg=domain'
+        >>> parse_spec("eps-lt:5@agg=best+weighted+probe").canonical  # chosen with S each round
+        'eps-lt:5@probe+weighted+agg=best'
         >>> parse_spec("eps:5@median")
         Traceback (most recent call last):
         ...
         selection.errors.SelectionError: bad selector spec 'eps:5@median': unknown modifier ...
     """
+    from selection.aggregation import aggregation_forms
     from selection.information import information_models, parse_information
     from selection.surrogates import surrogates
 
@@ -358,7 +363,7 @@ def parse_spec(text: str) -> Spec:
                 text,
                 f"unknown modifier {mod!r} (an information model: "
                 f"{', '.join(c.spec_form() for c in infos.values())}; verify, verify=M; "
-                f"agg=samples|uniform|domain; or a "
+                f"agg={aggregation_forms()}; or a "
                 f"surrogate: {', '.join(surrogates())})",
             )
         if kind in seen:
@@ -394,6 +399,7 @@ def _check_information(text: str, spec: Spec) -> None:
     """Refuse a surrogate the formulation does not take (``Solver.surrogate_structures``: the
     long-term ones need a linear or linear-fractional one), or whose inputs the information
     model does not supply."""
+    _check_aggregation(text, spec)
     allowed = tuple(getattr(_registered(spec.name), "surrogate_structures", ()) or ())
     structure = str(spec.surrogate.model.structure)
     if allowed and structure not in allowed:
@@ -415,6 +421,44 @@ def _check_information(text: str, spec: Spec) -> None:
             text,
             f"the {spec.surrogate} surrogate needs the trained clients' validation logits, "
             f"which {spec.stats_mode} does not supply ({_models_that(lambda m: m.logits)} do)",
+        )
+
+
+def _check_aggregation(text: str, spec: Spec) -> None:
+    """Refuse ``agg=best`` where nothing can choose the weights: a baseline rule, verified
+    picks, a surrogate that models no aggregate (``mean``), a formulation that ranks no
+    answers over the weights (:func:`selection.aggregation_choice.joint_form`)."""
+    from selection.aggregation import FAMILY, AggregationChoice
+
+    cls = _registered(spec.name)
+    if spec.aggregation is not AggregationChoice.BEST or cls is None:
+        return
+    rules = ", ".join(FAMILY)
+    if _is_rule(spec.name):
+        raise SelectionError(
+            f"bad selector spec {text!r}: agg=best chooses the weights by a formulation's "
+            f"objective; {spec.name} is a baseline rule (it takes agg= one of {rules})"
+        )
+    if spec.verify:
+        raise SelectionError(
+            f"bad selector spec {text!r}: verify measures one weighting's candidates; with "
+            f"verify give agg= one of {rules}, not best"
+        )
+    if spec.surrogate.model.aggregation is None:
+        from selection.surrogates import surrogates
+
+        able = [n for n, c in surrogates().items() if c.aggregation is not None]
+        raise SelectionError(
+            f"bad selector spec {text!r}: agg=best values each weighting by the surrogate's "
+            f"U_d(S, w), and the {spec.surrogate} surrogate models no aggregate; use "
+            f"{', '.join(able)}, e.g. {spec.base}@{able[0]}+agg=best"
+        )
+    from selection.aggregation_choice import joint_form, joint_formulations
+
+    if joint_form(cls) is None:
+        raise SelectionError(
+            f"bad selector spec {text!r}: agg=best needs a formulation that ranks its answers "
+            f"over the weights ({', '.join(joint_formulations())}); {spec.name} does not"
         )
 
 
@@ -471,6 +515,7 @@ def selector_help() -> str:
         >>> "a surrogate (weighted, ensemble, softvote)" in text, "pool:P" in text
         (True, True)
     """
+    from selection.aggregation import aggregation_forms
     from selection.information import information_models
     from selection.surrogates import surrogates
 
@@ -480,7 +525,9 @@ def selector_help() -> str:
     return (
         f"Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any; NAME one of {names} (ARGS: "
         f"fedsel methods); modifiers joined by +: a surrogate ({mods}), an information model "
-        f"({infos}), verify or verify=M; e.g. eps:5, maxmin:2@probe."
+        f"({infos}), verify or verify=M, agg=RULE (the picks' weights: "
+        f"{aggregation_forms().replace('|', ', ')}); e.g. eps:5, maxmin:2@probe, "
+        "eps:5@weighted+agg=best."
     )
 
 
