@@ -1,6 +1,6 @@
-"""The rules that read the clients' update vectors or their losses over rounds: DivFL
-(Balakrishnan et al. '22), clustered sampling's Algorithm 2 (Fraboni et al. '21) and FedCor
-(Tang et al. '22) — their pieces by hand, their draws, and what the loop charges them."""
+"""The rules that read the clients' update vectors: DivFL (Balakrishnan et al. '22) and
+clustered sampling's Algorithm 2 (Fraboni et al. '21) — their pieces by hand, their draws, and
+what the loop charges them (FedCor, which reads losses over rounds: ``test_fedcor.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from selection.baselines.clustered import (
     update_angles,
 )
 from selection.baselines.divfl import DivFL, stochastic_greedy, update_distances
-from selection.baselines.fedcor import FedCor, greedy_posterior
 from selection.errors import SelectionError
 from selection.selectors import make_selector
 
@@ -115,44 +114,6 @@ def test_clustered_two_draws_one_client_per_similar_group():
     for _ in range(50):
         ids = sel.choose(_problem([10] * 6, 2, vectors=v))
         assert sorted(int(c[1:]) // 3 for c in ids) == [0, 1]
-
-
-# FedCor ------------------------------------------------------------------------------------
-def test_greedy_posterior_by_hand():
-    """Σ = [[1, .9, 0], [.9, 1, 0], [0, 0, 1]], p uniform, β = 1: scores Σ_i p_i Σ_ik / √Σ_kk
-    are (1.9, 1.9, 1)/3: client 0 (lower index); conditioned on it, Σ_11 = 0.19, Σ_22 = 1 and
-    the scores over the remaining {1, 2} are (0.19/√0.19, 1)/3: client 2, not the correlated 1."""
-    sigma = np.array([[1, 0.9, 0], [0.9, 1, 0], [0, 0, 1.0]])
-    assert greedy_posterior(sigma, np.full(3, 1 / 3), np.ones(3), 2).tolist() == [0, 2]
-    beta = np.array([0.5, 1.0, 1.0])  # a discounted client 0 yields to client 1
-    assert greedy_posterior(sigma, np.full(3, 1 / 3), beta, 1).tolist() == [1]
-
-
-def test_fedcor_warms_up_uniformly_then_follows_the_covariance():
-    rule = FedCor("fedcor:3", 3)
-    rng = np.random.default_rng(0)
-    base = np.linspace(1, 2, 6)
-    for t in range(3):  # rounds 0..2: fewer than 3 loss changes
-        assert len(rule.changes) < 3
-        picked = rule.pick(_problem([10] * 6, 2, loss=base - 0.1 * t), rng)
-        assert len(set(picked.tolist())) == 2
-    # clients 0-2 move together by a common random step each round, 3-5 barely move: the
-    # covariance is the group's, and the picks come from it
-    for t in range(3, 8):
-        loss = base - 0.1 * t
-        loss[:3] += rng.normal(0, 0.3) + rng.normal(0, 0.01, 3)
-        loss[3:] = base[3:] + rng.normal(0, 1e-4, 3)
-        picked = rule.pick(_problem([10] * 6, 2, loss=loss), rng)
-    assert len(rule.changes) == 7
-    assert set(picked.tolist()) <= {0, 1, 2}
-
-
-def test_fedcor_refusals():
-    with pytest.raises(SelectionError):
-        make_selector("fedcor:1")
-    rule = FedCor("fedcor:2", 2)
-    with pytest.raises(SelectionError, match="loss"):
-        rule.pick(_problem([1, 2, 3], 2), np.random.default_rng(0))
 
 
 # in the loop: what is read and what is charged ------------------------------------------------
