@@ -186,6 +186,10 @@ class Oracle:
         #: kept only where a run asks (``keep_committed``: N model-sized vectors at most)
         self._committed: dict[int, torch.Tensor] = {}
         self.keep_committed = False
+        #: client -> minus its probe-batch gradient at the model it last received (DivFL's
+        #: partial gradients): every client's at the first ``update_vectors("partial")``, then
+        #: kept up to date at each step for the committed clients once that call was made
+        self._partial: dict[int, torch.Tensor] = {}
         self._logits: dict[int, np.ndarray] = {}  # client -> (S, C) float16 val logits at w_t
         self._probe: ProbeStats | None = None
         self._val_grad: torch.Tensor | None = None  # (D, P) grad L_d(w_t) on validation
@@ -292,17 +296,25 @@ class Oracle:
         all N for the ``gamma_achieved`` it reports."""
         if self._probe is not None or self.config.gamma > 0:
             return self._probe_stats().grad.norm(dim=1)
-        t0 = time.perf_counter()
+        picks, grad = self._probe_part(idx)
+        g0 = torch.zeros(len(self._index), dtype=grad.dtype, device=grad.device)
+        g0[picks.to(g0.device)] = grad.norm(dim=1)
+        return g0
+
+    def _probe_part(self, idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(sorted ``idx``, their (len(idx), P) mean probe-batch gradients at w_t): from the
+        round's probe pass where it ran, else from a pass over these clients' batches alone."""
         picks = torch.as_tensor(sorted(idx), device=self._probe_seg.device)
+        if self._probe is not None:
+            return picks, self._probe.grad[picks.to(self._probe.grad.device)]
+        t0 = time.perf_counter()
         rows = torch.isin(self._probe_seg, picks)
         seg = torch.searchsorted(picks, self._probe_seg[rows])
         part = self._probe_method(
             self.arch, self._w, self._probe_x[rows], self._probe_y[rows], seg, len(idx)
         )
-        g0 = torch.zeros(len(self._index), dtype=part.grad.dtype, device=part.grad.device)
-        g0[picks.to(g0.device)] = part.grad.norm(dim=1)
         self.timings["fisher"] += time.perf_counter() - t0
-        return g0
+        return picks, part.grad
 
     def _stream_seed(self, i: int) -> int:
         return stream_seed(self.config.seed, self.round, i)
@@ -539,10 +551,20 @@ class Oracle:
           then; rows of clients never committed are NaN);
         * ``fresh``: every client's update at w_t (training those not yet trained: the
           upper bound a deployment pays N trainings for);
+        * ``partial``: minus each client's mean gradient on its probe batch at the model it
+          last received (DivFL's partial gradients): every client's at the first call (round 0
+          in a run), and from then on each committed client's at the model it trained from,
+          kept at every :meth:`step`;
         * ``probe``: minus every client's mean gradient on its probe batch at w_t (the
           direction of a first local step; the probe pass, uploaded model-sized).
         """
         n = len(self._index)
+        if source == VectorSource.PARTIAL:
+            if not self._partial:  # the first read: every client's gradient at w_t
+                self._partial = dict(enumerate(-self._probe_stats().grad.detach()))
+            return (
+                torch.stack([self._partial[i] for i in range(n)]).to("cpu", torch.float32).numpy()
+            )
         if source == VectorSource.STALE:
             if not self.keep_committed:
                 raise OracleError("update vectors: stale ones need keep_committed from round 0")
@@ -668,6 +690,10 @@ class Oracle:
         if self.keep_committed:
             for i in self._resolve(selection, "selection"):
                 self._committed[i] = self._updates[i][0].detach()
+        if self._partial:  # the committed clients' gradients at w_t, the model they received
+            picks, grad = self._probe_part(self._resolve(selection, "selection"))
+            for i, g in zip(picks.tolist(), grad, strict=True):
+                self._partial[i] = -g.detach()
         adaptive = self.config.adaptive_mu
         old_loss = self._global_loss() if adaptive else None
         self._w = w_new.detach()
@@ -730,6 +756,8 @@ class Oracle:
             "drops": int(self._drops),
             # the updates kept for a rule that reads the last aggregated ones (keep_committed)
             "committed": {int(i): d.detach().cpu().clone() for i, d in self._committed.items()},
+            # the partial gradients kept for a rule that reads them (update_vectors("partial"))
+            "partial": {int(i): g.detach().cpu().clone() for i, g in self._partial.items()},
         }
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -751,6 +779,10 @@ class Oracle:
         self._committed.clear()  # an older state does not hold them: not known then
         for i, delta in dict(state.get("committed") or {}).items():
             self._committed[int(i)] = delta.to(self.device, torch.float32)
+        self._partial = {
+            int(i): g.to(self.device, torch.float32)
+            for i, g in dict(state.get("partial") or {}).items()
+        }
         self._clear_round()
 
 

@@ -4,7 +4,8 @@ Flower strategy share.
 
 A deployment pays for what a rule reads: nothing beyond sizes, a probe pass (of every client,
 of the candidates it drew, of its picks), or update vectors (the ones the server already
-committed, every client's probe-batch gradient, every client trained at w_t).
+committed, each client's gradient at the model it last received, every client's probe-batch
+gradient, every client trained at w_t).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class Reads(StrEnum):
     PROBE_CANDIDATES = "probe-candidates"  # of the candidates it drew
     PROBE_PICKS = "probe-picks"  # of its picks
     UPDATES = "updates"  # the update the server last committed from each client
+    #: each client's probe-batch gradient at the model it last received: every client's at the
+    #: rule's first round, its picks' (trained at w_t) at every round after
+    PARTIAL_GRADIENTS = "partial-gradients"
     PROBE_GRADIENTS = "probe-gradients"  # every client's model-sized probe-batch gradient
     FRESH_UPDATES = "fresh-updates"  # every client trains at w_t
 
@@ -39,10 +43,13 @@ class VectorSource(StrEnum):
     Examples:
         >>> from selection.baselines.reads import VECTOR_READS, Reads, VectorSource
         >>> VECTOR_READS[Reads.UPDATES] is VectorSource.STALE, [str(s) for s in VectorSource]
-        (True, ['stale', 'probe', 'fresh'])
+        (True, ['stale', 'partial', 'probe', 'fresh'])
     """
 
     STALE = "stale"  # the update last committed from each client (NaN rows: never committed)
+    #: minus each client's probe-batch gradient at the model it last received (DivFL's partial
+    #: gradients: every client's at the first read, the committed clients' at each step)
+    PARTIAL = "partial"
     PROBE = "probe"  # minus each client's mean gradient on its probe batch at w_t
     FRESH = "fresh"  # every client's update at w_t (the upper bound: N trainings)
 
@@ -50,6 +57,7 @@ class VectorSource(StrEnum):
 #: the reads that give a rule the clients' update vectors, and whose
 VECTOR_READS: dict[Reads, VectorSource] = {
     Reads.UPDATES: VectorSource.STALE,
+    Reads.PARTIAL_GRADIENTS: VectorSource.PARTIAL,
     Reads.PROBE_GRADIENTS: VectorSource.PROBE,
     Reads.FRESH_UPDATES: VectorSource.FRESH,
 }

@@ -44,7 +44,7 @@ def test_greedy_facility_location_by_hand():
 
 
 def test_without_any_update_the_first_round_draws_uniformly():
-    rule = DivFL("divfl:stale", "stale")
+    rule = DivFL("divfl:updates", "updates")
     p = _problem([10] * 6, 2, vectors=np.full((6, 3), np.nan))
     rng = np.random.default_rng(0)
     counts = np.zeros(6)
@@ -63,13 +63,35 @@ def test_two_clusters_one_pick_each():
 
 
 def test_sources_and_what_they_read():
-    assert make_selector("divfl:stale").reads == "updates"
+    from selection.baselines.reads import VECTOR_READS
+
+    assert make_selector("divfl:stale").reads == "partial-gradients"
     assert make_selector("divfl:probe").reads == "probe-gradients"
     assert make_selector("divfl:fresh").reads == "fresh-updates"
+    assert make_selector("divfl:updates").reads == "updates"
+    assert {make_selector(f"divfl:{s}").reads for s in ("stale", "probe", "fresh", "updates")} == (
+        set(VECTOR_READS)
+    )  # every vector a rule can read, one source each
     with pytest.raises(SelectionError, match="source is one of"):
         make_selector("divfl:2")
     with pytest.raises(SelectionError, match="no update vectors"):
         DivFL("divfl:stale", "stale").pick(_problem([1, 2, 3], 2), np.random.default_rng(0))
+
+
+def test_partial_gradients_are_probed_every_client_first_then_the_picks():
+    """divfl:stale reads every client's gradient at round 0 and its picks' after (a probe pass
+    each, uploaded model-sized); a client without one is refused, naming it."""
+    rule = DivFL("divfl:stale", "stale")
+    v = np.random.default_rng(0).normal(size=(5, 3))
+    rng = np.random.default_rng(0)
+    picked = rule.pick(_problem([10] * 5, 2, vectors=v), rng)
+    assert rule.probed_by(5, picked).tolist() == [0, 1, 2, 3, 4]
+    picked = rule.pick(_problem([10] * 5, 2, vectors=v), rng)
+    assert rule.probed_by(5, picked).tolist() == picked.tolist()
+    assert rule.probe_floats == rule.MODEL_SIZED and rule.reports == ()
+    v[3] = np.nan
+    with pytest.raises(SelectionError, match="no partial gradient of client c3"):
+        rule.pick(_problem([10] * 5, 2, vectors=v), rng)
 
 
 # clustered sampling, Algorithm 2 --------------------------------------------------------------
@@ -135,14 +157,25 @@ def _run(tiny, spec, rounds=2):
 
 
 def test_what_each_source_is_charged(tiny):
-    oracle, stale = _run(tiny, "divfl:stale")
+    oracle, updates = _run(tiny, "divfl:updates")
     model = oracle.model_bytes
     n = len(oracle.clients)
-    assert (stale["cost_probe_samples"] == 0).all()
-    assert (stale["cost_bytes_up"] < 3 * model).all()  # the two picks' updates
+    probe = oracle.probe_sizes()
+    assert (updates["cost_probe_samples"] == 0).all()
+    assert (updates["cost_bytes_up"] < 3 * model).all()  # the two picks' updates
+    # partial gradients: every client's probe pass and gradient at round 0, the picks' after
+    _, stale = _run(tiny, "divfl:stale", rounds=3)
+    picks = [s.split(";") for s in stale["selected"]]
+    assert stale["cost_probe_samples"].tolist() == [
+        sum(probe.values()),
+        *(sum(probe[c] for c in p) for p in picks[1:]),
+    ]
+    assert stale["cost_bytes_up"].iloc[0] >= (n + 2) * model  # a gradient each, two updates
+    assert ((stale["cost_bytes_up"].iloc[1:] >= 4 * model)
+            & (stale["cost_bytes_up"].iloc[1:] < 5 * model)).all()  # fmt: skip
     _, fresh = _run(tiny, "divfl:fresh")
     assert (fresh["cost_bytes_up"] >= n * model).all()  # every client trained
-    assert (fresh["cost_train_samples"] > stale["cost_train_samples"].max()).all()
+    assert (fresh["cost_train_samples"] > updates["cost_train_samples"].max()).all()
     _, probe = _run(tiny, "divfl:probe")
     assert (probe["cost_probe_samples"] == sum(oracle.probe_sizes().values())).all()
     assert (probe["cost_bytes_up"] >= (n + 2) * model).all()  # a gradient each, two updates
