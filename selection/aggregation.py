@@ -42,7 +42,12 @@ __all__ = [
 
 
 class Aggregation(StrEnum):
-    """An aggregation rule's name (a ``str``: it compares and prints as its text)."""
+    """An aggregation rule's name (a ``str``: it compares and prints as its text).
+
+    Examples:
+        >>> Aggregation("domain") is Aggregation.DOMAIN, f"agg={Aggregation.SAMPLES}"
+        (True, 'agg=samples')
+    """
 
     SAMPLES = "samples"
     UNIFORM = "uniform"
@@ -50,7 +55,12 @@ class Aggregation(StrEnum):
 
 
 class AggregationChoice(StrEnum):
-    """An ``agg=`` that names no rule but a choice among :data:`FAMILY`, made per round."""
+    """An ``agg=`` that names no rule but a choice among :data:`FAMILY`, made per round.
+
+    Examples:
+        >>> AggregationChoice("best"), [str(rule) for rule in FAMILY]
+        (<AggregationChoice.BEST: 'best'>, ['samples', 'uniform', 'domain'])
+    """
 
     BEST = "best"
 
@@ -181,7 +191,16 @@ def aggregation_weights(
 
 def pick_weights(kind: Aggregation | str, problem, ids: Sequence[str]) -> dict[str, float]:
     """:func:`aggregation_weights` of the picks ``ids`` of a
-    :class:`~selection.problem.SelectionProblem` (their sizes and domains read from it)."""
+    :class:`~selection.problem.SelectionProblem` (their sizes and domains read from it).
+
+    Examples:
+        >>> from selection.example import example_stats
+        >>> from selection.problem import SelectionProblem
+        >>> problem = SelectionProblem.from_stats(example_stats(), k=3)
+        >>> w = pick_weights("domain", problem, ["mnist-0", "mnist-1", "usps-3"])
+        >>> {c: round(v, 3) for c, v in w.items()}
+        {'mnist-0': 0.25, 'mnist-1': 0.25, 'usps-3': 0.5}
+    """
     pos = {c: i for i, c in enumerate(problem.ids)}
     idx = np.array([pos[str(c)] for c in ids], dtype=np.int64)
     return aggregation_weights(kind, ids, problem.n_samples[idx], problem.client_domains[idx])

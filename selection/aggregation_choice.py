@@ -80,6 +80,16 @@ class JointChoice:
             the chosen weights, ``message`` names them.
         rule: the chosen weighting rule.
         answers: each rule's answer (the formulation's optimum over S under that rule).
+
+    Examples:
+        >>> from selection.example import example_stats
+        >>> from selection.solvers.maxmin import MaxminSolver
+        >>> p = SelectionProblem.from_stats(example_stats(), k=5, surrogate="weighted")
+        >>> choice = choose_jointly(MaxminSolver(delta=0.5), p)  # U(S, w) >= U*_J − 0.5
+        >>> str(choice.rule), round(choice.result.objectives["worst"], 2)
+        ('samples', 48.24)
+        >>> {str(r): round(a.objectives["worst"], 2) for r, a in choice.answers.items()}
+        {'samples': 48.24, 'uniform': 45.82, 'domain': 45.12}
     """
 
     result: SolveResult
@@ -342,7 +352,12 @@ def joint_min_gap(
 
 
 def joint_formulations() -> tuple[str, ...]:
-    """The registered formulations that take ``agg=best``, as messages name them."""
+    """The registered formulations that take ``agg=best``, as messages name them.
+
+    Examples:
+        >>> joint_formulations()[:4]
+        ('weighted', 'eps', 'eps-rel', 'maxmin')
+    """
     from selection.solvers.registry import solvers
 
     return tuple(name for name, cls in solvers().items() if joint_form(cls) is not None)
