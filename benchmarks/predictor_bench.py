@@ -112,6 +112,7 @@ def _slug(driver: str) -> str:
 def log_trajectory(driver: str, seed: int, rounds: int, k: int, subsets: int, out: Path) -> str:
     """Train one trajectory and write its two tables; returns a line for the console."""
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
     from fl_oracle.experiments.study.settings import STUDY_ORACLE
     from fl_oracle.sim.config import OracleConfig
     from fl_oracle.sim.oracle import Oracle
@@ -122,8 +123,7 @@ def log_trajectory(driver: str, seed: int, rounds: int, k: int, subsets: int, ou
     oracle = Oracle(OracleConfig(seed=seed, **dict(STUDY_ORACLE, threads=1)))
     logger = LoggingOracle(oracle, k, subsets, seed)
     spec = parse_spec(driver)
-    result = run_training(
-        logger,
+    plan = plan_run(
         make_selector(spec, seed=seed),
         rounds=rounds,
         k=k,
@@ -131,6 +131,7 @@ def log_trajectory(driver: str, seed: int, rounds: int, k: int, subsets: int, ou
         seed=seed,
         stats_mode=spec.run_information(None),
     )
+    result = run_training(logger, plan)
     clients = pd.concat(logger.clients_log, ignore_index=True)
     chosen = {
         (int(r), c)

@@ -193,7 +193,7 @@ class SelectionProblem:
         the probe columns ``table`` holds (``F``, ``B``; ``loss`` stays in :attr:`table`).
 
         What a baseline rule reading no utility chooses on when the driver computes only what
-        the rule reads (``run_training(records=())``): U, U_d and ``cos_g`` are NaN (and so
+        the rule reads (``plan_run(records=())``): U, U_d and ``cos_g`` are NaN (and so
         every predicted objective of a choice), F and B NaN unless given.
 
         Args:

@@ -177,6 +177,7 @@ def train(
     """Train with a selector choosing the K clients of every round."""
     from fl_oracle.cli import interrupt_hint
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
     from fl_oracle.experiments.run_state import load_run_state
     from fl_oracle.experiments.runfolder import claim_run_folder
     from selection.atomic import write_text_atomic
@@ -240,17 +241,15 @@ def train(
                     write_logits(oracle.round_logits(), logits_path(out, oracle.round))
                 return {}
 
+            plan = plan_run(
+                sel, rounds=rounds, k=k, name=selector, seed=seed, stats_mode=stats,
+                privacy=privacy,
+            )  # fmt: skip
             res = run_training(
                 oracle,
-                sel,
-                rounds=rounds,
-                k=k,
-                name=selector,
-                seed=seed,
-                stats_mode=stats,
+                plan,
                 on_round=on_round,
                 before_step=keep_logits,
-                privacy=privacy,
                 state_file=state_file,
                 state_meta=same,
                 resume=state,

@@ -63,47 +63,15 @@ from typing import Any, Protocol
 import pandas as pd
 
 from fl_oracle.experiments.oracle_transport import OracleTransport
-from fl_oracle.experiments.privacy import StatsPrivacy
-from fl_oracle.experiments.round_step import (
-    SelectorLike,
-)
+from fl_oracle.experiments.plan import RECORDS, RunPlan, check_information
 from fl_oracle.experiments.transport import RoundRun, play_round
 from selection.baselines.reads import VectorSource
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
-from selection.information import (
-    RULE,
-    default_information,
-    make_information,
-    parse_information,
-)
+from selection.information import RULE, default_information, make_information
 from selection.selectors import Selector
 
 __all__ = ["RECORDS", "TrainResult", "OracleLike", "run_training", "check_information"]
-
-
-#: the simulator's own records a run may skip (``run_training(records=...)``)
-RECORDS = ("global", "predictions", "local")
-
-
-def check_information(text: str) -> str:
-    """The canonical information model of a run (ValueError naming the valid ones).
-
-    Examples:
-        >>> from fl_oracle.experiments.loop import check_information
-        >>> check_information("pool:3"), check_information("rule")
-        ('pool:3', 'rule')
-        >>> check_information("bogus")
-        Traceback (most recent call last):
-        ...
-        ValueError: stats mode 'bogus': unknown information model 'bogus' (one of fresh, ...)
-    """
-    if text == RULE:
-        return text
-    try:
-        return parse_information(text)  # a spec's parsed model comes back as it is
-    except SelectionError as exc:
-        raise ValueError(f"stats mode {text!r}: {exc}") from None
 
 
 class OracleLike(Protocol):
@@ -157,10 +125,11 @@ class TrainResult:
         >>> from fl_oracle.sim.oracle import small_oracle
         >>> oracle = small_oracle()  # 2 domains x 2 clients of 8 generated images
         >>> from fl_oracle.experiments.loop import run_training
+        >>> from fl_oracle.experiments.plan import plan_run
         >>> def first(table, k):
         ...     return list(table["client_id"][:k])
-        >>> result = run_training(oracle, first, rounds=2, k=3, name="first-3",
-        ...                       stats_mode="stale")
+        >>> result = run_training(oracle, plan_run(first, rounds=2, k=3, name="first-3",
+        ...                                        stats_mode="stale"))
         >>> result.history[["round", "selected", "cost_train_samples"]].values.tolist()
         [[0, 'svhn-0;svhn-1;syn-0', 32], [1, 'svhn-0;svhn-1;syn-0', 24]]
         >>> rows = result.stats.query("round == 1")
@@ -174,63 +143,26 @@ class TrainResult:
 
 def run_training(
     oracle: OracleLike,
-    selector: SelectorLike,
+    plan: RunPlan,
     *,
-    rounds: int,
-    k: int,
-    name: str,
-    seed: int = 0,
-    stats_mode: str = "fresh",
     on_round: Callable[[dict, pd.DataFrame], None] | None = None,
     before_step: Callable[[], Mapping[str, Any]] | None = None,
-    keep_metrics: Sequence[str] = (),
-    measure: Callable[[int], bool] | None = None,
-    rule_view: str = "probe",
-    records: Sequence[str] | None = None,
-    privacy: StatsPrivacy | None = None,
     state_file: str | os.PathLike | None = None,
     state_meta: Mapping[str, Any] | None = None,
     resume: Mapping[str, Any] | None = None,
 ) -> TrainResult:
-    """Train ``rounds`` rounds, each committing exactly the selector's K clients.
+    """Train ``plan.rounds`` rounds, each committing exactly the selector's K clients.
 
     Args:
         oracle: an :class:`fl_oracle.sim.oracle.Oracle` (or an object with the same methods).
-        selector: a :class:`~selection.selectors.Selector` (its spec's surrogate judges
-            the round's problem; its verified picks get the oracle's evaluator) or any
-            callable ``(round_stats, k) -> ids``; an ``aggregation_q`` attribute switches on
-            q-FFL weights.
-        rounds: number of rounds R >= 1.
-        k: clients per round, 1 <= K <= N.
-        name: the selector's spec, written to the ``selector`` column.
-        seed: the run's seed, written to the ``seed`` column.
-        stats_mode: the information model (``fresh``, ``stale``, ``probe``, ``pool:P``,
-            ``predicted``) or ``rule`` (module docstring).
+        plan: the run's checked settings (:func:`fl_oracle.experiments.plan.plan_run`:
+            selector, K, rounds, name, seed, information model, records, privacy, ...); here
+            only what needs the oracle is checked (K against its clients, the methods the
+            selector needs).
         on_round: called after each round with the history row and that round's stats
             (drivers write their files and checkpoints here).
         before_step: called after the selection, before the commit; its items join the
             history row (e.g. global statistics at w_t).
-        keep_metrics: further keys of ``oracle.step``'s result to copy into the row.
-        measure: predicate on the round t; rounds where it is false only train (module
-            docstring; needs ``stats_mode="fresh"`` and an oracle with a ``clients`` table).
-            None = measure every round (and no ``measured`` column).
-        rule_view: what the simulator measures for a baseline rule (``stats_mode="rule"``):
-            ``probe`` (what the rule reads, exactly) or ``fresh`` (every client's true
-            statistics in the stats table, for fronts drawn from the run); the rule's
-            choices and its charge are the same either way.
-        records: the simulator's own records to compute (:data:`RECORDS`), None = all of
-            them. ``global``: ``global_loss`` and ``B_dissimilarity`` of every new model (a
-            probe pass of every client that nothing else may need); ``predictions``: a
-            baseline rule's choice predicted by the probe model (``pred_*``: the probe pass,
-            the server's passes and the picks' statistics, where the rule may read only
-            sizes); ``local``: ``U_local`` of every measured client (a pass over its
-            hold-out; no selector reads it). What is skipped is absent from the row
-            (``global``), from the statistics (``U_local``) or NaN (``pred_*``); the choices,
-            accuracies and costs are the same.
-        privacy: the privacy mode of what clients report (:mod:`.privacy`): their probe
-            fields clipped and noised, the run's ε spent so far in ``dp_epsilon`` (and the
-            noise multiplier in ``dp_z``); secure aggregation refuses the information models
-            that evaluate one client's update at the server. None: off, no columns.
         state_file: after every round, the run's whole state is written here atomically
             (:func:`.run_state.save_run_state`: the oracle's, the selector's and the information model's,
             the history so far, ``state_meta``: what the driver must find again to
@@ -249,8 +181,9 @@ def run_training(
         >>> oracle = small_oracle()  # 2 domains x 2 clients of 8 generated images
         >>> from selection.selectors import make_selector
         >>> from fl_oracle.experiments.loop import run_training
-        >>> result = run_training(oracle, make_selector("stratified", seed=0), rounds=2, k=2,
-        ...                       name="stratified")
+        >>> from fl_oracle.experiments.plan import plan_run
+        >>> plan = plan_run(make_selector("stratified", seed=0), rounds=2, k=2, name="stratified")
+        >>> result = run_training(oracle, plan)
         >>> result.history[["round", "selected", "stats_mode"]].values.tolist()
         [[0, 'svhn-1;syn-0', 'fresh'], [1, 'svhn-0;syn-0', 'fresh']]
         >>> result.history["cost_train_samples"].tolist()  # fresh: all 4 clients train
@@ -258,13 +191,11 @@ def run_training(
         >>> oracle.round, len(result.stats), int(result.stats["chosen"].sum())
         (2, 8, 4)
     """
-    stats_mode = check_information(stats_mode)
-    records = RECORDS if records is None else tuple(records)
-    unknown = sorted(set(records) - set(RECORDS))
-    if unknown:
-        raise ValueError(f"records: {unknown[0]!r} is not one of {', '.join(RECORDS)}")
-    if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
-        raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
+    selector, k, name, seed = plan.selector, plan.k, plan.name, plan.seed
+    stats_mode, rule_view, records, privacy = (
+        plan.stats_mode, plan.rule_view, plan.records, plan.privacy
+    )  # fmt: skip
+    measure = plan.measure
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
     surrogate = selector.surrogate if isinstance(selector, Selector) else DEFAULT_SURROGATE
@@ -276,8 +207,6 @@ def run_training(
         oracle.load_state_dict(resume["oracle"])
         selector, model = resume["selector"], resume["model"]
         history, tables = list(resume["history"]), list(resume["tables"])
-    if measure is not None and not rule and not model.upper_bound:
-        raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
     clients = getattr(oracle, "clients", None)
     if clients is not None:
         model.check_k(len(clients), k)
@@ -320,7 +249,7 @@ def run_training(
         stats_kw={} if "local" in records else {"local": False},
         step_kw={} if "global" in records else {"global_stats": False},
         before_step=before_step,
-        keep_metrics=keep_metrics,
+        keep_metrics=plan.keep_metrics,
         measured_column=measure is not None,
     )
     if isinstance(selector, Selector) and selector.verify:
@@ -332,7 +261,7 @@ def run_training(
         selector.evaluator = evaluate_aggregate
     if resume is not None:
         transport.accountant, transport._logits = resume["accountant"], resume["logits"]
-    for _ in range(int(rounds) - len(history)):
+    for _ in range(plan.rounds - len(history)):
         clocks = (time.perf_counter(), time.process_time())
         t = int(oracle.round)
         measured = measure is None or bool(measure(t))

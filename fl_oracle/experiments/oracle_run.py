@@ -32,6 +32,7 @@ import pandas as pd
 
 from fl_oracle.errors import CheckpointError, OracleError
 from fl_oracle.experiments.loop import run_training
+from fl_oracle.experiments.plan import plan_run
 from fl_oracle.sim.checkpoint import (
     checkpoint_path,
     latest_checkpoint,
@@ -325,16 +326,14 @@ def _run_oracle(
 
     acc_keys = [f"acc_{d}" for d in oracle.domains] + ["acc_pooled", "acc_avg", "acc_worst"]
     n = len(oracle.clients)
-    run_training(
-        oracle,
+    plan = plan_run(
         MeasuringSampler(config.k, config.seed),
         rounds=rounds - start,
         k=n if config.k is None else min(int(config.k), n),
         name="proportional",
         seed=config.seed,
-        on_round=on_round,
-        before_step=before_step,
         keep_metrics=("acc_pooled",),
         measure=measure_round,
     )
+    run_training(oracle, plan, on_round=on_round, before_step=before_step)
     return pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()

@@ -36,16 +36,17 @@ def save_run_state(path, oracle, selector, model, transport, history, tables, me
         >>> import tempfile
         >>> from pathlib import Path
         >>> from fl_oracle.experiments.loop import run_training
+        >>> from fl_oracle.experiments.plan import plan_run
         >>> from fl_oracle.experiments.run_state import load_run_state
         >>> from fl_oracle.sim.oracle import small_oracle
         >>> from selection.selectors import make_selector
         >>> with tempfile.TemporaryDirectory() as d:
         ...     path = Path(d) / "run_state.pt"
-        ...     _ = run_training(small_oracle(), make_selector("random", seed=0), rounds=2, k=2,
-        ...                      name="random", state_file=path, state_meta={"seed": 0})
+        ...     plan = plan_run(make_selector("random", seed=0), rounds=2, k=2, name="random")
+        ...     _ = run_training(small_oracle(), plan, state_file=path, state_meta={"seed": 0})
         ...     state = load_run_state(path, {"seed": 0}, rounds=3)
-        ...     more = run_training(small_oracle(), make_selector("random", seed=0), rounds=3,
-        ...                         k=2, name="random", resume=state)
+        ...     plan = plan_run(make_selector("random", seed=0), rounds=3, k=2, name="random")
+        ...     more = run_training(small_oracle(), plan, resume=state)
         >>> len(state["history"]), list(more.history["round"])
         (2, [0, 1, 2])
     """

@@ -20,6 +20,7 @@ from typing import Any
 
 from fl_oracle.experiments.loop import OracleLike, TrainResult, run_training
 from fl_oracle.experiments.oracle_defaults import DEMO_ORACLE
+from fl_oracle.experiments.plan import plan_run
 from fl_oracle.experiments.privacy import StatsPrivacy
 from selection.selectors import Spec
 
@@ -144,19 +145,18 @@ def run_one(
             tick()
 
     selector = make_selector(task.spec, seed=task.seed)
-    res = run_training(
-        oracle,
+    plan = plan_run(
         selector,
         rounds=task.rounds,
         k=task.k,
         name=task.label,
         seed=task.seed,
         stats_mode=task.spec.information,
-        on_round=on_round,
         rule_view="fresh" if task.truth else "probe",
         records=task.records,
         privacy=task.privacy,
     )
+    res = run_training(oracle, plan, on_round=on_round)
     return res, snap.get("state"), describe_setup(oracle)
 
 

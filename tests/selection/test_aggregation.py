@@ -96,12 +96,15 @@ def test_the_canonical_spec_keeps_agg_last_and_drops_nothing():
 def test_the_loop_commits_and_records_the_weights(spec, kind):
     pytest.importorskip("fl_oracle.experiments.loop")
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
 
     from helpers import fake_oracle as fake
 
     oracle = fake.FakeOracle(0, clients_per_domain=2)
     sel = make_selector(spec, seed=0)
-    h = run_training(oracle, sel, rounds=3, k=3, name=spec, stats_mode=sel.spec.information).history
+    h = run_training(
+        oracle, plan_run(sel, rounds=3, k=3, name=spec, stats_mode=sel.spec.information)
+    ).history
     table = oracle.clients.set_index("client_id")
     for (picked, weights), recorded in zip(oracle.steps, h["agg_weights"], strict=True):
         if kind is None:

@@ -287,6 +287,7 @@ def test_a_surrogate_under_a_rule_travels_to_a_worker_process():
 def test_the_loop_commits_and_records_the_chosen_weights():
     pytest.importorskip("fl_oracle.experiments.loop")
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
 
     from helpers import fake_oracle as fake
 
@@ -301,7 +302,9 @@ def test_the_loop_commits_and_records_the_chosen_weights():
         return w
 
     sel.aggregation_weights = spy
-    h = run_training(oracle, sel, rounds=3, k=3, name="x", stats_mode=sel.spec.information).history
+    h = run_training(
+        oracle, plan_run(sel, rounds=3, k=3, name="x", stats_mode=sel.spec.information)
+    ).history
     table = oracle.clients.set_index("client_id")
     assert len(seen) == len(oracle.steps) == 3
     for (picked, weights), recorded, (ids, rule, w) in zip(

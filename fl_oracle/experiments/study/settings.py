@@ -105,7 +105,7 @@ class StudySettings:
             drawn; empty = five rounds spread over the run.
         bootstrap: bootstrap resamples of the paired intervals.
         records: the simulator's own records the runs compute besides what the verdict and
-            the report read (:data:`fl_oracle.experiments.loop.RECORDS`: ``global``, the
+            the report read (:data:`fl_oracle.experiments.plan.RECORDS`: ``global``, the
             global loss and B-dissimilarity of every new model; ``predictions``, the probe
             model's prediction of a baseline rule's choice); default none.
         dp_epsilon: the privacy mode of the clients' reported statistics: the ε each run
@@ -200,7 +200,7 @@ class StudySettings:
                 raise ValueError(f"study entry {text!r}: {exc}") from None
         specs = dict(parsed)
         object.__setattr__(self, "front_rounds", tuple(int(r) for r in self.front_rounds))
-        from fl_oracle.experiments.loop import RECORDS
+        from fl_oracle.experiments.plan import RECORDS
 
         unknown = [r for r in self.records if r not in RECORDS]
         if unknown:

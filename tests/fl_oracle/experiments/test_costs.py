@@ -10,6 +10,7 @@ import torch
 from scipy.stats import spearmanr
 
 from fl_oracle.experiments.loop import run_training
+from fl_oracle.experiments.plan import plan_run
 from fl_oracle.sim.local import plan_steps
 from fl_oracle.sim.oracle import Oracle
 from fl_oracle.sim.stats import loss_stacked
@@ -29,11 +30,13 @@ def _run(spec: str, rounds: int = 3, k: int = 3, **changes):
     parsed = parse_spec(spec)
     res = run_training(
         o,
-        make_selector(parsed, seed=0),
-        rounds=rounds,
-        k=k,
-        name=spec,
-        stats_mode=parsed.information,
+        plan_run(
+            make_selector(parsed, seed=0),
+            rounds=rounds,
+            k=k,
+            name=spec,
+            stats_mode=parsed.information,
+        ),
     )
     return o, res.history
 

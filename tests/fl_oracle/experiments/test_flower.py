@@ -59,12 +59,12 @@ def data_file(tmp_path_factory):
 
 def _oracle_run(config, data, spec: str, rounds: int, k: int, stats: str = "fresh"):
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
     from fl_oracle.sim.oracle import Oracle
     from selection.selectors import make_selector
 
     oracle = Oracle(config, data=data)
-    return run_training(
-        oracle,
+    plan = plan_run(
         make_selector(spec, seed=config.seed),
         rounds=rounds,
         k=k,
@@ -72,6 +72,7 @@ def _oracle_run(config, data, spec: str, rounds: int, k: int, stats: str = "fres
         seed=config.seed,
         stats_mode=stats,
     )
+    return run_training(oracle, plan)
 
 
 def assert_same_run(flower_hist, flower_stats, ref) -> None:

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from fl_oracle.experiments.loop import run_training
+from fl_oracle.experiments.plan import plan_run
 from fl_oracle.experiments.round_step import domain_metrics, qffl_weights
 from selection.errors import InfeasibleError, SelectionError
 from selection.schema import validate_stats
@@ -25,7 +26,7 @@ def top_u(df: pd.DataFrame, k: int) -> list[str]:
 
 def test_history_columns_and_domain_metrics():
     o = fake.FakeOracle(seed=1)
-    res = run_training(o, top_u, rounds=2, k=3, name="top-u", seed=1)
+    res = run_training(o, plan_run(top_u, rounds=2, k=3, name="top-u", seed=1))
     h = res.history
     expected = [
         "round",
@@ -71,7 +72,7 @@ def test_history_columns_and_domain_metrics():
 
 def test_predicted_values_are_the_linear_model_of_the_round():
     o = fake.FakeOracle(seed=2)
-    res = run_training(o, top_u, rounds=1, k=2, name="top-u")
+    res = run_training(o, plan_run(top_u, rounds=1, k=2, name="top-u"))
     st = res.stats[res.stats["chosen"]]
     ud = st[[f"U_{d}" for d in DOMAINS]].to_numpy().mean(axis=0)
     row = res.history.iloc[0]
@@ -83,7 +84,7 @@ def test_predicted_values_are_the_linear_model_of_the_round():
 
 def test_fresh_mode_measures_all_clients_every_round():
     o = fake.FakeOracle()
-    res = run_training(o, top_u, rounds=3, k=2, name="top-u", stats_mode="fresh")
+    res = run_training(o, plan_run(top_u, rounds=3, k=2, name="top-u", stats_mode="fresh"))
     assert [len(m) for m in o.measured] == [8, 8, 8]
     assert (res.stats["measured_round"] == res.stats["round"]).all()
     validate_stats(res.stats)
@@ -91,7 +92,7 @@ def test_fresh_mode_measures_all_clients_every_round():
 
 def test_stale_mode_sees_each_clients_last_report():
     o = fake.FakeOracle(seed=3)
-    res = run_training(o, top_u, rounds=3, k=3, name="top-u", stats_mode="stale")
+    res = run_training(o, plan_run(top_u, rounds=3, k=3, name="top-u", stats_mode="stale"))
     h, st = res.history, res.stats
     assert len(o.measured[0]) == 8  # round 0: nothing reported yet, every client trains once
     # afterwards only the committed clients are measured, from the updates they train anyway
@@ -123,7 +124,7 @@ class _Infeasible:
 
 def test_failing_selector_falls_back_and_says_so():
     o = fake.FakeOracle(seed=4)
-    res = run_training(o, _Infeasible(), rounds=2, k=3, name="eps:0")
+    res = run_training(o, plan_run(_Infeasible(), rounds=2, k=3, name="eps:0"))
     assert res.history["fallback"].str.contains("selector failed").all()
     assert res.history["fallback"].str.contains("eps=0").all()
     assert [len(s) for s, _ in o.steps] == [3, 3]
@@ -144,7 +145,7 @@ def test_selector_fallback_message_is_logged():
         def __call__(self, df, k):
             return top_u(df, k)
 
-    res = run_training(fake.FakeOracle(), Sel(), rounds=1, k=2, name="eps:0.1")
+    res = run_training(fake.FakeOracle(), plan_run(Sel(), rounds=1, k=2, name="eps:0.1"))
     assert res.history["fallback"].iloc[0] == Sel.fallback
     assert res.history["solve_seconds"].iloc[0] == 0.25
 
@@ -154,7 +155,7 @@ def test_other_selector_errors_are_not_swallowed():
         raise SelectionError("power-of-choice:2: d=2 must be at least k=3")
 
     with pytest.raises(SelectionError, match="d=2"):
-        run_training(fake.FakeOracle(), broken, rounds=1, k=3, name="power-of-choice:2")
+        run_training(fake.FakeOracle(), plan_run(broken, rounds=1, k=3, name="power-of-choice:2"))
 
 
 def test_qffl_weights_follow_loss_power():
@@ -172,20 +173,20 @@ def test_qffl_weights_follow_loss_power():
             return top_u(df, k)
 
     o = fake.FakeOracle()
-    run_training(o, Q(), rounds=1, k=2, name="qffl:2")
+    run_training(o, plan_run(Q(), rounds=1, k=2, name="qffl:2"))
     sel, weights = o.steps[0]
     assert set(weights) == set(sel) and sum(weights.values()) == pytest.approx(1.0)
 
 
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="stats mode"):
-        run_training(fake.FakeOracle(), top_u, rounds=1, k=2, name="x", stats_mode="old")
+        run_training(fake.FakeOracle(), plan_run(top_u, rounds=1, k=2, name="x", stats_mode="old"))
     with pytest.raises(ValueError, match="rounds=0"):
-        run_training(fake.FakeOracle(), top_u, rounds=0, k=2, name="x")
+        run_training(fake.FakeOracle(), plan_run(top_u, rounds=0, k=2, name="x"))
     with pytest.raises(SelectionError, match="k=9"):
-        run_training(fake.FakeOracle(), top_u, rounds=1, k=9, name="x")
+        run_training(fake.FakeOracle(), plan_run(top_u, rounds=1, k=9, name="x"))
     with pytest.raises(SelectionError, match="unknown: nobody"):
-        run_training(fake.FakeOracle(), lambda df, k: ["nobody"], rounds=1, k=1, name="x")
+        run_training(fake.FakeOracle(), plan_run(lambda df, k: ["nobody"], rounds=1, k=1, name="x"))
     with pytest.raises(ValueError, match="acc_syn"):
         domain_metrics({"acc_mnist": 1.0}, ["mnist", "syn"])
 

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from fl_oracle.experiments.loop import run_training
+from fl_oracle.experiments.plan import plan_run
 from fl_oracle.experiments.privacy import FIELDS, RunAccountant, StatsPrivacy
 from selection.selectors import make_selector
 
@@ -120,8 +121,9 @@ def _oracle():
 
 def _run(spec, mode, privacy, rounds=3):
     return run_training(
-        _oracle(), make_selector(spec, seed=0), rounds=rounds, k=3, name=spec,
-        stats_mode=mode, privacy=privacy, records=(),
+        _oracle(),
+        plan_run(make_selector(spec, seed=0), rounds=rounds, k=3, name=spec,
+                 stats_mode=mode, privacy=privacy, records=()),
     ).history  # fmt: skip
 
 

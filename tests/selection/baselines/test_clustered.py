@@ -50,12 +50,15 @@ def test_the_draws_follow_the_distributions():
 def test_it_aggregates_one_kth_each_in_the_loop():
     pytest.importorskip("fl_oracle.experiments.loop")
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
 
     from helpers import fake_oracle as fake
 
     oracle = fake.FakeOracle(0, clients_per_domain=2)
     sel = make_selector("clustered:1", seed=0)
-    h = run_training(oracle, sel, rounds=3, k=3, name="clustered:1", stats_mode="rule").history
+    h = run_training(
+        oracle, plan_run(sel, rounds=3, k=3, name="clustered:1", stats_mode="rule")
+    ).history
     assert len(h) == 3
     for picked, weights in oracle.steps:
         assert len(set(picked)) == 3

@@ -118,13 +118,15 @@ def test_it_is_a_selector_charged_for_its_picks_losses():
 def test_it_trains_in_the_loop_charged_for_its_picks_probe():
     pytest.importorskip("fl_oracle.sim.oracle")
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
     from fl_oracle.experiments.runner import OracleFactory
 
     from helpers import fake_oracle as fake
 
     oracle = OracleFactory(fake.tiny_overrides(), fake.tiny_data())(0)
-    h = run_training(oracle, make_selector("oort:0.9", seed=0), rounds=3, k=3,
-                     name="oort:0.9", stats_mode="rule", records=()).history  # fmt: skip
+    plan = plan_run(make_selector("oort:0.9", seed=0), rounds=3, k=3, name="oort:0.9",
+                    stats_mode="rule", records=())  # fmt: skip
+    h = run_training(oracle, plan).history
     probe = oracle.probe_sizes()
     for row in h.itertuples():
         picks = row.selected.split(";")

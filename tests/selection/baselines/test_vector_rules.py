@@ -148,11 +148,14 @@ def tiny():
 
 def _run(tiny, spec, rounds=2):
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
     from fl_oracle.sim.oracle import Oracle
 
     config, data = tiny
     oracle = Oracle(config(), data=data)
-    h = run_training(oracle, make_selector(spec), rounds=rounds, k=2, name=spec, stats_mode="rule")
+    h = run_training(
+        oracle, plan_run(make_selector(spec), rounds=rounds, k=2, name=spec, stats_mode="rule")
+    )
     return oracle, h.history
 
 
@@ -193,6 +196,7 @@ def test_stale_vectors_are_the_committed_updates(tiny):
 
 def test_vector_rules_refuse_private_statistics(tiny):
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
     from fl_oracle.experiments.privacy import StatsPrivacy
     from fl_oracle.sim.oracle import Oracle
 
@@ -200,10 +204,12 @@ def test_vector_rules_refuse_private_statistics(tiny):
     with pytest.raises(SelectionError, match="private statistics"):
         run_training(
             Oracle(config(), data=data),
-            make_selector("divfl:stale"),
-            rounds=1,
-            k=2,
-            name="divfl:stale",
-            stats_mode="rule",
-            privacy=StatsPrivacy(epsilon=1.0, delta=1e-5, rounds=1),
+            plan_run(
+                make_selector("divfl:stale"),
+                rounds=1,
+                k=2,
+                name="divfl:stale",
+                stats_mode="rule",
+                privacy=StatsPrivacy(epsilon=1.0, delta=1e-5, rounds=1),
+            ),
         )

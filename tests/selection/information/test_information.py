@@ -235,6 +235,7 @@ def toy_information():
 
 def test_a_new_information_model_is_one_class(toy_information, capsys):
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
     from selection.cli import app
     from selection.selectors import make_selector
 
@@ -246,7 +247,9 @@ def test_a_new_information_model_is_one_class(toy_information, capsys):
     out = CliRunner().invoke(app, ["methods"]).output
     assert "half" in out and "the first half of the clients train" in out
     o = fake.FakeOracle(seed=0)
-    res = run_training(o, make_selector("eps:50"), rounds=2, k=2, name="x", stats_mode="half")
+    res = run_training(
+        o, plan_run(make_selector("eps:50"), rounds=2, k=2, name="x", stats_mode="half")
+    )
     assert set(res.stats["client_id"]) <= set(o.clients["client_id"][:4])
     assert list(res.history["stats_mode"]) == ["half", "half"]
 

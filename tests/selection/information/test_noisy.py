@@ -63,13 +63,16 @@ def test_it_is_an_upper_bound_where_every_client_trains():
 def test_the_history_records_the_achieved_quality():
     pytest.importorskip("fl_oracle.experiments.loop")
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
     from selection.selectors import make_selector
 
     from helpers import fake_oracle as fake
 
     oracle = fake.FakeOracle(0, clients_per_domain=3)
     sel = make_selector("eps-rel:0.5@noisy:60", seed=0)
-    h = run_training(oracle, sel, rounds=3, k=3, name="e", stats_mode=sel.spec.information).history
+    h = run_training(
+        oracle, plan_run(sel, rounds=3, k=3, name="e", stats_mode=sel.spec.information)
+    ).history
     assert {"info_rho", "info_mae"} <= set(h.columns)
     assert h["info_rho"].between(-1, 1).all() and (h["info_mae"] >= 0).all()
     assert h["upper_bound"].all()

@@ -185,16 +185,15 @@ def _ensemble():
 
 def test_history_records_the_queues_each_round():
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
 
     from helpers.fake_oracle import FakeOracle
 
     result = run_training(
         FakeOracle(0, clients_per_domain=3),
-        make_selector("eps-lt:2"),
-        rounds=4,
-        k=3,
-        name="eps-lt:2@stale",
-        stats_mode="stale",
+        plan_run(
+            make_selector("eps-lt:2"), rounds=4, k=3, name="eps-lt:2@stale", stats_mode="stale"
+        ),
     )
     h = result.history
     cols = [c for c in h.columns if c.startswith(QUEUE_PREFIX)]

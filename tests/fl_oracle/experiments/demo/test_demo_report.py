@@ -56,8 +56,9 @@ def test_run_demo_covers_every_selector_and_seed(demo_result):
     # the same federation: "top" run of seed 0 replayed alone gives the same history
     o = fake.FakeOracle(seed=0)
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
 
-    alone = run_training(o, simple_selector("top"), rounds=3, k=3, name="top", seed=0)
+    alone = run_training(o, plan_run(simple_selector("top"), rounds=3, k=3, name="top", seed=0))
     got = h[(h["selector"] == "top") & (h["seed"] == 0)].reset_index(drop=True)
     np.testing.assert_allclose(got["acc_avg"], alone.history["acc_avg"])
 
@@ -92,8 +93,9 @@ def test_fronts_put_prediction_next_to_realization(demo_result):
     # realized values: the oracle at the front round aggregating exactly that selection
     o = fake.FakeOracle(seed=0)
     from fl_oracle.experiments.loop import run_training
+    from fl_oracle.experiments.plan import plan_run
 
-    run_training(o, simple_selector("top"), rounds=1, k=3, name="top")
+    run_training(o, plan_run(simple_selector("top"), rounds=1, k=3, name="top"))
     rec = f.iloc[0]
     real = o.evaluate(rec["selected"].split(";"), split="val")
     assert rec["real_utility"] == pytest.approx(real["acc_pooled"])

@@ -1,0 +1,32 @@
+"""Narrow doors (issue 64): the run's entry points take few parameters, and the round probes
+no selector for what it can do."""
+
+from __future__ import annotations
+
+import inspect
+
+from fl_oracle.experiments.flower.strategy import FedselStrategy
+from fl_oracle.experiments.loop import run_training
+
+
+def _count(fn) -> int:
+    return len([p for p in inspect.signature(fn).parameters.values() if p.name != "self"])
+
+
+def test_the_strategy_takes_at_most_ten_parameters_as_flowers_fedavg():
+    assert _count(FedselStrategy.__init__) <= 10
+
+
+def test_flowers_own_fedprox_options_pass_through_and_ks_are_refused():
+    import pytest
+
+    s = FedselStrategy("maxmin:2", k=3, fraction_evaluate=0.25, min_evaluate_nodes=2,
+                       proximal_mu=0.1, weighted_by_key="n")  # fmt: skip
+    assert (s.fraction_evaluate, s.min_evaluate_nodes, s.proximal_mu) == (0.25, 2, 0.1)
+    assert (s.min_train_nodes, s.min_available_nodes, s.weighted_by_key) == (3, 3, "n")
+    with pytest.raises(ValueError, match="min_train_nodes is K's"):
+        FedselStrategy("maxmin:2", k=3, min_train_nodes=5)
+
+
+def test_run_training_is_a_door_of_at_most_eight_parameters():
+    assert _count(run_training) <= 8
