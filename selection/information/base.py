@@ -106,6 +106,8 @@ class InformationModel(ABC):
         remembers: the view shows remembered rows (``stale``): a driver keeps each client's
             logits from the round it last trained.
         order: position in listings.
+        chooses_among_trained: the view shows only the clients that trained before the
+            choice (``pool:P``), so their training is the round's commit.
         server_evaluates: whose update the server evaluates on its own ("" for none): a model
             that reads one client's update is impossible under secure aggregation, where the
             server sees only their sum (the privacy mode refuses it with this reason).
@@ -138,6 +140,7 @@ class InformationModel(ABC):
     #: the view shows remembered rows, so its logits are each row's from its own round
     remembers: ClassVar[bool] = False
     order: ClassVar[int] = 100
+    chooses_among_trained: ClassVar[bool] = False
     server_evaluates: ClassVar[str] = ""
 
     def __init__(self, value: int | None = None, *, seed: int = 0) -> None:

@@ -21,6 +21,7 @@ class Pool(InformationModel):
     arg_example = "10"
     logits = True
     order = 40
+    chooses_among_trained = True
     server_evaluates = "each pool candidate's update, at the server"
 
     def check_k(self, n: int, k: int) -> None:

@@ -43,11 +43,11 @@ def check_flower_selector(selector: Any, spec: Any) -> None:
             f"selector {spec}: verified picks need the true aggregate of candidates evaluated "
             "in-process; run it in fedsel train or fedsel study"
         )
-    if getattr(selector, "reads", None) == Reads.PROBE_GRADIENTS:
+    if getattr(selector, "reads", None) in (Reads.PROBE_GRADIENTS, Reads.PARTIAL_GRADIENTS):
         raise ValueError(
-            f"selector {spec}: it reads every node's probe gradient, which fedsel's Flower "
-            "messages do not carry; use the updates (divfl:stale, divfl:fresh) in Flower, or "
-            "run it in fedsel train or fedsel study"
+            f"selector {spec}: it reads the nodes' gradients at the model they received, "
+            "which fedsel's Flower messages do not carry; use the updates (divfl:updates, "
+            "divfl:fresh) in Flower, or run it in fedsel train or fedsel study"
         )
 
 

@@ -281,9 +281,7 @@ def fedsel_stats_mod(
         gd = np.asarray(msg.content["fedsel-gd"]["g"].numpy(), dtype=np.float64)
         grad = stats.pop("grad")
         if gd.ndim != 2 or gd.shape[1] != grad.size:
-            return _error(
-                msg, f"probe: fedsel-gd is {gd.shape}, the model has {grad.size} values"
-            )
+            return _error(msg, f"probe: fedsel-gd is {gd.shape}, the model has {grad.size} values")
         epochs = ctx.run_config.get("local-epochs", 1) if local_epochs is None else local_epochs
         steps = max(1, int(round(float(epochs) * stats.pop("batches"))))
         ref = gd.sum(0)

@@ -28,7 +28,7 @@ from fl_oracle.experiments.flower.digits import (
     settings_from_run_config,
     strategy_run_config,
 )
-from fl_oracle.experiments.flower.server_side import ServerSide
+from fl_oracle.experiments.flower.server_side import NodePolicy, ServerSide
 from fl_oracle.experiments.flower.strategy import FedselStrategy
 from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.sim.local import plan_steps
@@ -131,7 +131,6 @@ def run_strategy(grid: Grid, run: FlowerRun) -> FlowerResult:
         seed=cfg.seed,
         stats=run.stats,
         proximal_mu=cfg.mu,
-        client_ids=server.client_ids,
         server=ServerSide(
             evaluate_candidates=server.candidate_utilities,
             validation_gradients=server.validation_gradients,
@@ -140,14 +139,17 @@ def run_strategy(grid: Grid, run: FlowerRun) -> FlowerResult:
             max_steps=lambda cid, n: plan_steps(n, cfg.batch_size, cfg.budget(cid))[1],
         ),
         aggregation=cfg.aggregation,
-        timeout=run.timeout,
-        wait_for_nodes=run.wait_for_nodes,
-        train_config={"lr": cfg.lr, "gamma": cfg.gamma},
         on_round=on_round,
-        clip_updates=run.clip_updates,
         # private statistics: no evaluate round (its replies carry a node's loss, F and
         # gradient for the simulator's own records, which the Mod does not noise)
         fraction_evaluate=0.0 if run.privacy is not None and run.privacy.on else 1.0,
+        nodes=NodePolicy(
+            client_ids=server.client_ids,
+            timeout=run.timeout,
+            wait_for_nodes=run.wait_for_nodes,
+            train_config={"lr": cfg.lr, "gamma": cfg.gamma},
+            clip_updates=run.clip_updates,
+        ),
     )
     if run.privacy is not None:
         strategy.prepare_privacy(run.privacy)

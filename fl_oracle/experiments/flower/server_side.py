@@ -9,13 +9,13 @@ the nodes report what the server would have computed, and the checks that need i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ServerSide"]
+__all__ = ["NodePolicy", "ServerSide"]
 
 
 @dataclass(frozen=True)
@@ -60,3 +60,52 @@ class ServerSide:
         ``predicted``, ``boosted``): it needs the validation gradients and the candidates'
         evaluation."""
         return self.validation_gradients is not None and self.evaluate_candidates is not None
+
+
+@dataclass(frozen=True)
+class NodePolicy:
+    """How :class:`~.strategy.FedselStrategy` asks its nodes, and what it does when they fail.
+
+    Attributes:
+        client_ids: fedsel client id of each partition id (default ``str(partition_id)``).
+        timeout: seconds to wait for the replies of one exchange.
+        wait_for_nodes: seconds to wait for K nodes to connect before failing.
+        train_config: extra entries for every train message's config (lr, local epochs, ...).
+        on_missing: what to do when nodes do not report a statistic the selector reads (a
+            stock ClientApp without :func:`~fl_oracle.experiments.flower.mod.fedsel_stats_mod`
+            sends no F and no label histogram): ``"fallback:<spec>"`` selects with that spec
+            in such rounds, ``"error"`` stops the run. Statistics the selector does not read
+            are filled with neutral values (F = 1, B = 0) and the run goes on.
+        clip_updates: scale an update whose norm lies beyond the round's others down to the
+            largest norm within them (it is named either way).
+
+    Examples:
+        >>> from fl_oracle.experiments.flower.server_side import NodePolicy
+        >>> NodePolicy(timeout=30.0, train_config={"lr": 0.05}).on_missing
+        'fallback:proportional'
+        >>> NodePolicy(on_missing="skip")
+        Traceback (most recent call last):
+            ...
+        ValueError: on_missing='skip' must be 'error' or 'fallback:<spec>'
+    """
+
+    client_ids: Sequence[str] | None = None
+    timeout: float = 600.0
+    wait_for_nodes: float = 30.0
+    train_config: Mapping[str, Any] = field(default_factory=dict)
+    on_missing: str = "fallback:proportional"
+    clip_updates: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.timeout > 0 and self.wait_for_nodes >= 0):
+            raise ValueError("timeout must be > 0 and wait_for_nodes >= 0 seconds")
+        if self.on_missing != "error" and not self.on_missing.startswith("fallback:"):
+            raise ValueError(f"on_missing={self.on_missing!r} must be 'error' or 'fallback:<spec>'")
+        ids = None if self.client_ids is None else tuple(str(c) for c in self.client_ids)
+        object.__setattr__(self, "client_ids", ids)
+        object.__setattr__(self, "train_config", dict(self.train_config or {}))
+
+    @property
+    def fallback(self) -> str | None:
+        """The spec selecting in rounds with missing statistics (None: ``error``)."""
+        return self.on_missing.removeprefix("fallback:") if self.on_missing != "error" else None

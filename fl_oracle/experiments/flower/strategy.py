@@ -1,5 +1,10 @@
 """``FedselStrategy``: Flower FedProx whose ``configure_train`` picks K nodes with a fedsel selector.
 
+Why one module past 450 lines: Flower's ``Strategy`` is one class (its configure and
+aggregate steps for training and evaluation, ``summary``, ``start``), and its docstring is the
+contract a Flower user reads; the round itself lives in :mod:`.transport` and
+:mod:`fl_oracle.experiments.transport`.
+
 A drop-in strategy for a Flower ServerApp on the Message API (``flwr.serverapp``)::
 
     strategy = FedselStrategy("maxmin:2", k=5, proximal_mu=0.01,
@@ -7,9 +12,12 @@ A drop-in strategy for a Flower ServerApp on the Message API (``flwr.serverapp``
     strategy.start(grid=grid, initial_arrays=ArrayRecord(model.state_dict()), num_rounds=10)
 
 Every round t (Flower's ``server_round`` = t + 1) is ``fedsel train``'s round
-(:func:`fl_oracle.experiments.transport.play_round`), played inside ``configure_train`` over the
-strategy's transport (:class:`.transport.FlowerTransport`): the strategy supplies only how a
-node is asked. The information model decides who trains before the choice, builds the view the
+(:class:`fl_oracle.experiments.transport.RoundPlay`) over the strategy's transport
+(:class:`.transport.FlowerTransport`): the strategy supplies only how a node is asked. Flower's
+contract holds: ``configure_train`` returns the messages of the exchange that trains the
+round's commit and ``aggregate_train`` aggregates their replies, so Flower's wrappers compose
+with it (e.g. ``DifferentialPrivacyServerSideFixedClipping`` clips the replies it aggregates and
+noises the new model; the replies must then carry the model, as a stock ClientApp's do). The information model decides who trains before the choice, builds the view the
 selector sees and keeps what the committed nodes report, as in the loop:
 
 1. **Measure.** ``stats="fresh"`` (default): every connected node gets a train message with
@@ -64,7 +72,7 @@ nodes, or fewer than K connected after ``wait_for_nodes`` seconds, raise
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -88,12 +96,12 @@ from fl_oracle.experiments.flower.codec import (
 )
 from fl_oracle.experiments.flower.guard import ClaimGuard, ReplyGuard
 from fl_oracle.experiments.flower.probe import Exchange, FlowerRunError
-from fl_oracle.experiments.flower.server_side import ServerSide
+from fl_oracle.experiments.flower.server_side import NodePolicy, ServerSide
 from fl_oracle.experiments.flower.stock import StockClients
 from fl_oracle.experiments.flower.transport import INTERNAL, FlowerTransport
 from fl_oracle.experiments.privacy import RunAccountant
 from fl_oracle.experiments.round_step import GLOBAL_KEYS
-from fl_oracle.experiments.transport import RoundRun, play_round
+from fl_oracle.experiments.transport import RoundPlay, RoundRun
 from fl_oracle.sim.stats import b_dissimilarity
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
@@ -128,33 +136,22 @@ class FedselStrategy(FedProx):
         stats: ``fresh``, ``stale``, ``pool:P``, ``probe`` or ``predicted`` (module
             docstring); None (default): the selector spec's own ``@MODEL``, else ``fresh``.
             One that contradicts the spec's is refused (:func:`flower_information`).
-        proximal_mu: FedProx μ, sent in every train message's config.
-        client_ids: fedsel client id of each partition id (default ``str(partition_id)``).
         server: what the server holds beside the nodes (:class:`.server_side.ServerSide`:
             candidate evaluation, global evaluation, validation gradients, declared sizes,
             planned steps); None: nothing, the nodes report their statistics.
-        aggregation: ``samples`` (α ∝ n) or ``uniform``; q-FFL selectors override it.
-        timeout: seconds to wait for the replies of one exchange.
-        wait_for_nodes: seconds to wait for K nodes to connect before failing.
-        train_config: extra entries for every train message's config (lr, local epochs, ...).
+        nodes: how the nodes are asked and what a failure does
+            (:class:`.server_side.NodePolicy`: client ids, timeouts, the train config, the
+            missing-statistics rule, clipping); None: its defaults.
+        aggregation: ``samples`` (α ∝ n) or ``uniform``; a selector's own weights (q-FFL,
+            a rule's, ``agg=``) override it.
         on_round: called with (history row, stats table) once a round is complete.
-        fraction_evaluate: fraction of nodes asked for their loss at w_{t+1} (0 = none).
         name: the selector's name in the history (default the spec).
-        on_missing: what to do when nodes do not report a statistic the selector reads (a
-            stock ClientApp without :func:`~fl_oracle.experiments.flower.mod.fedsel_stats_mod`
-            sends no F and no label histogram): ``"fallback:<spec>"`` (default
-            ``fallback:proportional``) selects with that spec in such rounds, ``"error"``
-            stops the run. Statistics the selector does not read are filled with neutral
-            values (F = 1, B = 0) and the run goes on.
-        min_evaluate_nodes: as in Flower's FedAvg.
-        weighted_by_key: as in Flower's FedAvg: the key of the weight of the clients' own
-            metrics (a stock client's ``train_loss``, ``eval_loss``, ``eval_acc``).
-        train_metrics_aggr_fn: as in Flower's FedAvg: aggregates the clients' train metrics
-            (default: the mean weighted by ``weighted_by_key``) into the round's
-            ``MetricRecord`` and Flower's ``Result``.
-        evaluate_metrics_aggr_fn: the same for the evaluation metrics.
-        clip_updates: scale an update whose norm lies beyond the round's others down to the
-            largest norm within them (it is named either way).
+        **fedprox: Flower's own FedProx options, as in Flower: ``proximal_mu`` (sent in every
+            train message's config), ``fraction_evaluate`` (default 1.0),
+            ``min_evaluate_nodes`` (default 0), ``weighted_by_key`` (the clients' own
+            metrics' weight, default ``num-examples``), ``train_metrics_aggr_fn``,
+            ``evaluate_metrics_aggr_fn``, ``arrayrecord_key``, ``configrecord_key``. The
+            training fraction and node minimums are K's.
 
     ``start`` returns Flower's ``Result`` with fedsel's per-round ``history`` and ``stats``
     tables attached (``result.fedsel_history``, ``result.fedsel_stats``: DataFrames).
@@ -190,23 +187,17 @@ class FedselStrategy(FedProx):
         *,
         seed: int = 0,
         stats: str | None = None,
-        proximal_mu: float = 0.0,
-        client_ids: Sequence[str] | None = None,
         server: ServerSide | None = None,
+        nodes: NodePolicy | None = None,
         aggregation: str = "samples",
-        timeout: float = 600.0,
-        wait_for_nodes: float = 30.0,
-        train_config: Mapping[str, Any] | None = None,
         on_round: Callable[[dict, pd.DataFrame], None] | None = None,
-        fraction_evaluate: float = 1.0,
         name: str | None = None,
-        on_missing: str = "fallback:proportional",
-        min_evaluate_nodes: int = 0,
-        weighted_by_key: str = "num-examples",
-        train_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
-        evaluate_metrics_aggr_fn: Callable[[list[RecordDict], str], MetricRecord] | None = None,
-        clip_updates: bool = False,
+        **fedprox: Any,
     ) -> None:
+        fixed = sorted(set(fedprox) & {"fraction_train", "min_train_nodes", "min_available_nodes"})
+        if fixed:
+            raise ValueError(f"{fixed[0]} is K's (k={k!r}): FedselStrategy trains K nodes a round")
+        nodes = nodes if nodes is not None else NodePolicy()
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
         text = selector if isinstance(selector, str) else None
@@ -231,41 +222,35 @@ class FedselStrategy(FedProx):
         self.server = server if server is not None else ServerSide()
         if aggregation not in ("samples", "uniform"):
             raise ValueError(f"aggregation {aggregation!r} must be 'samples' or 'uniform'")
-        if not (timeout > 0 and wait_for_nodes >= 0):
-            raise ValueError("timeout must be > 0 and wait_for_nodes >= 0 seconds")
         self.selector = make_selector(spec, seed=seed) if spec is not None else selector
         label = text or (spec.canonical if spec is not None else type(selector).__name__)
         check_flower_selector(self.selector, label)
         self.name = name or label
         super().__init__(
+            **{"min_evaluate_nodes": 0, **fedprox},
             fraction_train=1.0,
-            fraction_evaluate=fraction_evaluate,
             min_train_nodes=int(k),
-            min_evaluate_nodes=int(min_evaluate_nodes),
             min_available_nodes=int(k),
-            weighted_by_key=weighted_by_key,
-            train_metrics_aggr_fn=train_metrics_aggr_fn,
-            evaluate_metrics_aggr_fn=evaluate_metrics_aggr_fn,
-            proximal_mu=float(proximal_mu),
         )
         self.k = int(k)
         self.seed = int(seed)
         self.stats_mode = stats
-        self.client_ids = None if client_ids is None else [str(c) for c in client_ids]
+        #: how the nodes are asked (.server_side.NodePolicy)
+        self.nodes = nodes
+        self.client_ids = None if nodes.client_ids is None else list(nodes.client_ids)
         self.aggregation = aggregation
-        self.timeout = float(timeout)
-        self.wait_for_nodes = float(wait_for_nodes)
-        self.train_config = dict(train_config or {})
+        self.timeout = float(nodes.timeout)
+        self.wait_for_nodes = float(nodes.wait_for_nodes)
+        self.train_config = dict(nodes.train_config)
         self.on_round = on_round
         self.history: list[dict] = []
         self.tables: list[pd.DataFrame] = []
-        if on_missing != "error" and not on_missing.startswith("fallback:"):
-            raise ValueError(f"on_missing={on_missing!r} must be 'error' or 'fallback:<spec>'")
-        self.on_missing = on_missing
-        fallback = None if on_missing == "error" else make_selector(on_missing[9:], seed=seed)
+        self.on_missing = on_missing = nodes.on_missing
+        spec_fallback = nodes.fallback
+        fallback = None if spec_fallback is None else make_selector(spec_fallback, seed=seed)
         # the replies' checks (.guard) and the exchanges with the nodes (.probe)
         guard = ReplyGuard(
-            ClaimGuard(self.server.declared_sizes, clip=clip_updates),
+            ClaimGuard(self.server.declared_sizes, clip=nodes.clip_updates),
             lr=self.train_config.get("lr"),
             max_steps=self.server.max_steps,
         )
@@ -308,7 +293,9 @@ class FedselStrategy(FedProx):
             q=getattr(self.selector, "aggregation_q", None),
             upper_bound=self.model.upper_bound,
         )
-        self._played: int | None = None  # the last round configure_train played
+        self._played: int | None = None  # the last round played to its end
+        #: the round configure_train opened: (t, its play, whether its exchange measures)
+        self._pending: tuple[int, RoundPlay, bool] | None = None
 
     # ------------------------------------------------------------------ Flower API
     def summary(self) -> None:
@@ -343,27 +330,55 @@ class FedselStrategy(FedProx):
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        """Play round t = ``server_round`` − 1 as ``fedsel train`` does
-        (:func:`fl_oracle.experiments.transport.play_round`) over the nodes of ``grid``: its
-        exchanges (measure, probe, commit) happen here, so Flower has no message left to send."""
+        """Round t = ``server_round`` − 1 as ``fedsel train`` plays it
+        (:class:`fl_oracle.experiments.transport.RoundPlay`), up to the exchange that trains
+        the commit, whose messages are returned for Flower to send: every candidate's
+        ``measure`` message where the information model trains them all before the choice
+        (``fresh``, ``pool:P``, ``stale``'s first round; the choice is made on their replies in
+        :meth:`aggregate_train`), else the picks' ``commit`` messages (the probe pass and
+        ``stale``'s first reports of new nodes are exchanged here, before the choice)."""
         clocks = (time.perf_counter(), time.process_time())
         t = int(server_round) - 1
         self.transport.begin(t, grid, arrays, config)
-        row, table = play_round(self.model, self.transport, self._run, t, clocks)
+        play = RoundPlay(self.model, self.transport, self._run, t, clocks)
+        ids = play.to_train()
+        if ids is not None and self._trains_every_candidate(t, ids):
+            self._pending = (t, play, True)
+            return self.transport.measure_messages(t, ids)
+        trained = self.transport.train(t, ids) if ids is not None else None
+        choice = play.choose(trained)
+        self._pending = (t, play, False)
+        return self.transport.commit_messages(t, choice)
+
+    def _trains_every_candidate(self, t: int, ids: list[str]) -> bool:
+        """Whether the exchange before the choice trains every client the selector may pick
+        (then it is the round's training exchange)."""
+        every = set(self.transport.clients(t)["client_id"]) <= set(ids)
+        return every or self.model.chooses_among_trained
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """The round finished on the replies of the exchange :meth:`configure_train` returned:
+        the model it committed (w_t + Σ α_i Δ_i over the selected nodes that replied, None
+        where none did) and the clients' own train metrics."""
+        t, play, measured = self._pending if self._pending is not None else (None, None, False)
+        if t != int(server_round) - 1:
+            raise FlowerRunError(f"aggregate_train of round {server_round} without its selection")
+        self._pending = None
+        transport = self.transport
+        if measured:  # the candidates' updates: the choice is made on them now
+            choice = play.choose(transport.measured_from(t, replies))
+            messages = transport.commit_messages(t, choice)
+            replies = (
+                transport.grid.send_and_receive(messages, timeout=self.timeout) if messages else []
+            )
+        row, table = play.finish(transport.committed_from(t, play.choice, replies))
         self.history.append(row)
         self.tables.append(table)
         self._played = t
         if self.fraction_evaluate == 0.0 and self.on_round is not None:
             self.on_round(row, table)
-        return []
-
-    def aggregate_train(
-        self, server_round: int, replies: Iterable[Message]
-    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """The model the round committed (w_t + Σ α_i Δ_i over the selected nodes that
-        replied, None where none did) and the clients' own train metrics."""
-        if self._played != int(server_round) - 1:
-            raise FlowerRunError(f"aggregate_train of round {server_round} without its selection")
         new_arrays, ok = self.transport.result
         out = self._client_metrics([r.content for r in ok], self.train_metrics_aggr_fn)
         failed = len(self.transport.failures)

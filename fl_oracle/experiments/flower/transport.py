@@ -3,8 +3,13 @@
 :class:`FlowerTransport` implements :class:`fl_oracle.experiments.transport.Transport` over
 Flower's grid, so that the strategy plays the same round as ``fedsel train``
 (:func:`fl_oracle.experiments.transport.play_round`); the strategy supplies only this transport.
-Every exchange is a train message sent with ``grid.send_and_receive`` inside the strategy's
-``configure_train``:
+Every exchange is a train message. The one that trains the round's commit is sent by Flower
+(the strategy's ``configure_train`` returns it, ``aggregate_train`` receives its replies:
+:meth:`~FlowerTransport.measure_messages` / :meth:`~FlowerTransport.measured_from` where the
+information model trains every candidate before the choice, else
+:meth:`~FlowerTransport.commit_messages` / :meth:`~FlowerTransport.committed_from`); an
+exchange before the choice that trains nothing the round commits (the probe pass, ``stale``'s
+first reports of new nodes) is sent by the transport with ``grid.send_and_receive``:
 
 * :meth:`~FlowerTransport.train`: ``fedsel-phase = "measure"`` at w_t to the nodes the
   information model trains before the choice; their updates and statistics come back
@@ -16,6 +21,11 @@ Every exchange is a train message sent with ``grid.send_and_receive`` inside the
   as they are (nobody trains twice); otherwise they get ``fedsel-phase = "commit"`` (and
   FedProx's ``proximal-mu``). The new model is w_t + Σ α_i Δ_i over the updates that arrived.
 
+Why one module past 450 lines: :class:`FlowerTransport` is one object whose exchanges
+(measure, probe, commit, each split into its messages and its replies) share the round's state
+(w_t, the nodes asked, their failures, the statistics rows); split, each part would pass that
+state back and forth.
+
 A node is known by the fedsel client id its replies echo (``partition-id``); one never heard
 from is ``node-<id>`` until it replies. A node's failure (an error, a bad reply, no reply in
 time) leaves it out of that exchange and is listed in the round's history row.
@@ -24,13 +34,13 @@ time) leaves it out of that exchange and is listed in the round's history row.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
-from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, RecordDict
 from flwr.serverapp import Grid
 
 from fl_oracle.experiments.flower.codec import (
@@ -125,6 +135,7 @@ class FlowerTransport:
         self.nodes: list[int] = []
         self.failures: dict[str, str] = {}
         self.measured: dict[str, Reply] = {}  # this round's measured replies
+        self._asked: list[int] | None = None  # the nodes of the exchange in flight
         self._probed: RoundInputs | None = None
         #: the round's outcome for Flower: the new arrays and the replies aggregated
         self.result: tuple[ArrayRecord | None, list[Reply]] = (None, [])
@@ -223,12 +234,17 @@ class FlowerTransport:
 
     def train(self, t: int, ids: Sequence[str]) -> pd.DataFrame:
         """``measure`` messages to ``ids`` at w_t: the round-stats rows of those that replied."""
-        nodes = [self._node(c) for c in ids]
-        replies = self.grid.send_and_receive(
-            self.ex.messages(self.message(Phase.MEASURE, t, None), nodes),
-            timeout=self.ex.timeout,
-        )
-        got = self.ex.collect(replies, nodes, self.w_t, self.failures, self.sizes())
+        messages = self.measure_messages(t, ids)
+        return self.measured_from(t, self.grid.send_and_receive(messages, timeout=self.ex.timeout))
+
+    def measure_messages(self, t: int, ids: Sequence[str]) -> list[Message]:
+        """The ``measure`` messages to ``ids`` at w_t (:meth:`measured_from` reads the replies)."""
+        self._asked = [self._node(c) for c in ids]
+        return self.ex.messages(self.message(Phase.MEASURE, t, None), self._asked)
+
+    def measured_from(self, t: int, replies: Iterable[Message]) -> pd.DataFrame:
+        """The round-stats rows of the nodes that replied to the ``measure`` messages."""
+        got = self.ex.collect(replies, self._asked, self.w_t, self.failures, self.sizes())
         self.ingest(got, t)
         self.measured = {r.client_id: r for r in got}
         # none may have replied: a model that remembers (stale) still shows its last reports;
@@ -292,15 +308,27 @@ class FlowerTransport:
         """The chosen nodes' updates: those measured this round as they are, else trained
         now (``commit`` messages); w_{t+1} over the ones that arrived, evaluated by the
         server where it can."""
+        messages = self.commit_messages(t, choice)
+        replies = self.grid.send_and_receive(messages, timeout=self.ex.timeout) if messages else []
+        return self.committed_from(t, choice, replies)
+
+    def commit_messages(self, t: int, choice: RoundChoice) -> list[Message]:
+        """The ``commit`` messages of ``choice`` ([] where every pick's update was measured
+        this round: those are the commit; :meth:`committed_from` reads the replies)."""
+        if all(c in self.measured for c in choice.ids):
+            self._asked = None
+            return []
+        self._asked = [self.ex.node_of[c] for c in choice.ids]
+        return self.ex.messages(self.message(Phase.COMMIT, t, None), self._asked)
+
+    def committed_from(self, t: int, choice: RoundChoice, replies: Iterable[Message]) -> Committed:
+        """w_{t+1} over the picks' updates that arrived (the replies to :meth:`commit_messages`,
+        or this round's measured updates), evaluated by the server where it can."""
         ids = choice.ids
-        if all(c in self.measured for c in ids):  # the K measured updates are the commit
+        if self._asked is None:  # the K measured updates are the commit
             ok = [self.measured[c] for c in ids]
         else:
-            nodes = [self.ex.node_of[c] for c in ids]
-            replies = self.grid.send_and_receive(
-                self.ex.messages(self.message(Phase.COMMIT, t, None), nodes),
-                timeout=self.ex.timeout,
-            )
+            nodes = self._asked
             got = self.ex.collect(replies, nodes, self.w_t, self.failures, self.sizes())
             chosen = set(ids)
             ok = [r for r in got if r.client_id in chosen]

@@ -13,7 +13,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, Re
 from fl_oracle.experiments.flower.guard import FLOOR, Z_MAX, ClaimGuard, upper_fence
 from fl_oracle.experiments.flower.local_grid import LocalGrid
 from fl_oracle.experiments.flower.mod import fedsel_stats_mod
-from fl_oracle.experiments.flower.server_side import ServerSide
+from fl_oracle.experiments.flower.server_side import NodePolicy, ServerSide
 from fl_oracle.experiments.flower.strategy import FedselStrategy, flatten
 
 from .test_flower import _config
@@ -98,7 +98,7 @@ def _run(*, liars=(), clip: bool = True, selector: str = "all", k: int = N_NODES
     for i, ctx in enumerate(grid.contexts.values()):
         ctx.node_config["domain"] = DOMAINS[i % 2]
     s = FedselStrategy(selector, k=k, server=ServerSide(evaluate_candidates=evaluate_candidates),
-                       wait_for_nodes=0.1, clip_updates=clip)  # fmt: skip
+                       nodes=NodePolicy(wait_for_nodes=0.1, clip_updates=clip))  # fmt: skip
     torch.manual_seed(0)
     result = s.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()), num_rounds=3)
     return s, flatten(result.arrays)
@@ -156,8 +156,8 @@ def test_a_failed_node_is_one_line_however_long_its_error():
     s = FedselStrategy(
         "maxmin:2",
         k=2,
-        wait_for_nodes=0.1,
         server=ServerSide(evaluate_candidates=evaluate_candidates),
+        nodes=NodePolicy(wait_for_nodes=0.1),
     )
     with pytest.raises(Exception, match="fewer than K=2") as err:
         s.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()), num_rounds=1)

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 from fl_oracle.experiments.flower.codec import PHASE_KEY
 from fl_oracle.experiments.flower.local_grid import LocalGrid
 from fl_oracle.experiments.flower.mod import fedsel_stats_mod, quickstart_data
-from fl_oracle.experiments.flower.server_side import ServerSide
+from fl_oracle.experiments.flower.server_side import NodePolicy, ServerSide
 from fl_oracle.experiments.flower.strategy import FedselStrategy, FlowerRunError
 
 N_NODES = 4
@@ -101,9 +101,8 @@ def test_the_tutorials_mod_line_works_on_a_quickstart_shaped_app():
     grid = LocalGrid(app, N_NODES, run_config={"batch-size": 16, "local-epochs": 1})
     for i, ctx in enumerate(grid.contexts.values()):  # --node-config "... domain=<name>"
         ctx.node_config["domain"] = ("a", "b")[i % 2]
-    strategy = FedselStrategy("fisher-topk", k=2, wait_for_nodes=0.1, on_missing="error",
-                              train_config={"lr": 0.05}, fraction_evaluate=0.0,
-                              server=ServerSide(evaluate_candidates=evaluate_candidates))  # fmt: skip
+    strategy = FedselStrategy("fisher-topk", k=2, fraction_evaluate=0.0,
+                              server=ServerSide(evaluate_candidates=evaluate_candidates), nodes=NodePolicy(wait_for_nodes=0.1, on_missing="error", train_config={"lr": 0.05}))  # fmt: skip
     torch.manual_seed(0)
     strategy.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()), num_rounds=2)
     assert len(strategy.history) == 2 and all(r["failed"] == "" for r in strategy.history)
@@ -144,10 +143,9 @@ def _quickstart_grid():
 def test_a_probe_spec_runs_on_the_quickstart_app_with_the_mod_line(spec):
     """The mod serves the probe pass itself (the stock train function would train on it):
     every node answers it every round, nobody falls back, and only the picks train."""
-    strategy = FedselStrategy(spec, k=2, wait_for_nodes=0.1, on_missing="error",
-                              train_config={"lr": 0.05}, fraction_evaluate=0.0,
+    strategy = FedselStrategy(spec, k=2, fraction_evaluate=0.0,
                               server=ServerSide(evaluate_candidates=evaluate_candidates,
-                                                validation_gradients=validation_gradients))  # fmt: skip
+                                                validation_gradients=validation_gradients), nodes=NodePolicy(wait_for_nodes=0.1, on_missing="error", train_config={"lr": 0.05}))  # fmt: skip
     torch.manual_seed(0)
     strategy.start(grid=_quickstart_grid(), initial_arrays=ArrayRecord(Net().state_dict()),
                    num_rounds=2)  # fmt: skip
@@ -199,9 +197,8 @@ def test_a_probe_no_node_can_answer_says_why():
     app = ClientApp(mods=[fedsel_stats_mod(Net, quickstart_data(load_data))])
     app.train()(_train)
     grid = LocalGrid(app, N_NODES, run_config={"batch-size": 16, "local-epochs": 1})
-    strategy = FedselStrategy("maxmin:2@probe", k=2, wait_for_nodes=0.1, on_missing="error",
-                              train_config={"lr": 0.05}, fraction_evaluate=0.0,
+    strategy = FedselStrategy("maxmin:2@probe", k=2, fraction_evaluate=0.0,
                               server=ServerSide(evaluate_candidates=evaluate_candidates,
-                                                validation_gradients=validation_gradients))  # fmt: skip
+                                                validation_gradients=validation_gradients), nodes=NodePolicy(wait_for_nodes=0.1, on_missing="error", train_config={"lr": 0.05}))  # fmt: skip
     with pytest.raises(FlowerRunError, match="no node answered the probe.*no domain"):
         strategy.start(grid=grid, initial_arrays=ArrayRecord(Net().state_dict()), num_rounds=1)

@@ -12,7 +12,7 @@ from torch import nn
 
 from fl_oracle.experiments.flower.local_grid import LocalGrid
 from fl_oracle.experiments.flower.mod import client_statistics, fedsel_stats_mod
-from fl_oracle.experiments.flower.server_side import ServerSide
+from fl_oracle.experiments.flower.server_side import NodePolicy, ServerSide
 from fl_oracle.experiments.flower.strategy import FedselStrategy, FlowerRunError, flatten
 
 DOMAINS = ("bright", "dark")
@@ -122,7 +122,7 @@ def _run(strategy, app, rounds=2):
 
 def test_a_stock_client_joins_a_selector_that_reads_only_u():
     s = _run(FedselStrategy("maxmin:2", k=2, server=ServerSide(evaluate_candidates=evaluate_candidates),
-                            wait_for_nodes=0.1), make_app())  # fmt: skip
+                            nodes=NodePolicy(wait_for_nodes=0.1)), make_app())  # fmt: skip
     assert len(s.history) == 2
     table = s.tables[0]
     assert list(table["client_id"]) == [f"node-{1001 + i}" for i in range(N_NODES)]
@@ -140,19 +140,19 @@ def test_a_stock_client_joins_a_selector_that_reads_only_u():
 def test_a_selector_that_reads_f_falls_back_or_stops_and_says_why(caplog):
     caplog.set_level(logging.WARNING)
     s = _run(FedselStrategy("fisher-topk", k=2, server=ServerSide(evaluate_candidates=evaluate_candidates),
-                            wait_for_nodes=0.1), make_app())  # fmt: skip
+                            nodes=NodePolicy(wait_for_nodes=0.1)), make_app())  # fmt: skip
     assert "selected by proportional" in s.history[0]["fallback"]
     said = [r.getMessage() for r in caplog.records if "reads F" in r.getMessage()]
     assert len(said) == 1 and "fedsel_stats_mod" in said[0] and "6 of 6 nodes" in said[0]
     with pytest.raises(FlowerRunError, match="fisher-topk reads F, which 6 of 6 nodes"):
         _run(FedselStrategy("fisher-topk", k=2, server=ServerSide(evaluate_candidates=evaluate_candidates),
-                            wait_for_nodes=0.1, on_missing="error"), make_app())  # fmt: skip
+                            nodes=NodePolicy(wait_for_nodes=0.1, on_missing="error")), make_app())  # fmt: skip
 
 
 def test_with_the_mod_every_statistic_is_there():
     mod = fedsel_stats_mod(Net, lambda ctx: load_data(int(ctx.node_config["partition-id"])))
     s = _run(FedselStrategy("fisher-topk", k=2, server=ServerSide(evaluate_candidates=evaluate_candidates),
-                            wait_for_nodes=0.1, on_missing="error"), make_app([mod]))  # fmt: skip
+                            nodes=NodePolicy(wait_for_nodes=0.1, on_missing="error")), make_app([mod]))  # fmt: skip
     table = s.tables[0]
     assert list(table["client_id"]) == [str(i) for i in range(N_NODES)]  # partition ids
     assert list(table["domain"]) == [DOMAINS[i % 2] for i in range(N_NODES)]
@@ -178,7 +178,7 @@ def test_with_the_mod_every_statistic_is_there():
 
 def test_stock_metrics_are_aggregated_as_fedavg_and_the_history_is_in_the_result():
     strategy = FedselStrategy("maxmin:2", k=2, server=ServerSide(evaluate_candidates=evaluate_candidates),
-                              wait_for_nodes=0.1)  # fmt: skip
+                              nodes=NodePolicy(wait_for_nodes=0.1))  # fmt: skip
     torch.manual_seed(0)
     result = strategy.start(grid=_grid(make_app()), initial_arrays=ArrayRecord(Net().state_dict()),
                             num_rounds=2)  # fmt: skip
