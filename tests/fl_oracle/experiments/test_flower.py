@@ -494,12 +494,13 @@ def test_strategy_with_a_users_client_and_hand_made_replies():
     grid = LocalGrid(_toy_client, 4)
     w0 = ArrayRecord({"w": Array(np.zeros(3, dtype=np.float32))})
     msgs = list(strategy.configure_train(1, w0, ConfigRecord(), grid))
-    # fresh: the measured updates of the top-U nodes are the commit; nobody trains again
-    assert msgs == []
-    measured = [m for m in grid.sent if m.metadata.message_type == "train"]
-    assert all(m.content["config"]["fedsel-phase"] == "measure" for m in measured)
-    assert all("proximal-mu" in m.content["config"] for m in measured)
+    # fresh: Flower sends every node's measure message (configure_train sent nothing itself);
+    # the choice is made on their replies and the top-U nodes' updates are the commit
+    assert grid.sent == [] and len(msgs) == 4
+    assert all(m.content["config"]["fedsel-phase"] == "measure" for m in msgs)
+    assert all("proximal-mu" in m.content["config"] for m in msgs)
     arrays, metrics = strategy.aggregate_train(1, grid.send_and_receive(msgs))
+    assert len(grid.sent) == 4  # nobody trains again
     # sample-weighted mean of the two updates: (30*3 + 40*4) / 70
     np.testing.assert_allclose(arrays["w"].numpy(), np.full(3, 250 / 70), rtol=1e-6)
     assert metrics["n-aggregated"] == 2
@@ -745,7 +746,7 @@ def test_without_a_project_folder_the_ray_engine_falls_back_to_run_simulation(
     [
         ("random@ensemble", "random is a baseline rule: it reads no surrogate"),
         ("maxmin:2@ensemble+verify", "needs every candidate's validation logits"),
-        ("divfl:probe", "reads every node's probe gradient"),
+        ("divfl:probe", "reads the nodes' gradients at the model they received"),
     ],
 )
 def test_fedsel_flower_refuses_before_flower_starts(tmp_path, spec, needle):
@@ -784,3 +785,29 @@ def test_fedsel_flower_help_says_what_flower_cannot_serve():
 
     text = flower_selector_help()
     assert "Not in Flower" in text and "ensemble, softvote surrogates and verify" in text
+
+
+@pytest.mark.parametrize("spec", ["weighted:1,0,0,0,0", "proportional"])
+def test_flowers_dp_wrapper_composes_with_the_strategy(spec):
+    """Flower's own DifferentialPrivacyServerSideFixedClipping wraps FedselStrategy: the
+    messages configure_train returns are the round's training, the wrapper clips every reply's
+    model to the clipping norm around w_t before fedsel aggregates, then noises the result."""
+    from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping
+
+    inner = FedselStrategy(spec, k=2, fraction_evaluate=0.0)
+    dp = DifferentialPrivacyServerSideFixedClipping(
+        inner, noise_multiplier=0.0, clipping_norm=0.5, num_sampled_clients=2
+    )
+    w0 = ArrayRecord({"w": Array(np.zeros(3, dtype=np.float32))})
+    result = dp.start(grid=LocalGrid(_toy_client, 4), initial_arrays=w0, num_rounds=2)
+    assert len(inner.history) == 2 and all(r["n_aggregated"] == 2 for r in inner.history)
+    # every update (node i moves w by i + 1 in each coordinate) is clipped to norm 0.5, so
+    # each round moves w by at most 0.5 (no noise at multiplier 0)
+    w = result.arrays["w"].numpy()
+    assert np.linalg.norm(w) <= 2 * 0.5 + 1e-5 and np.linalg.norm(w) > 0.5
+    dp_noisy = DifferentialPrivacyServerSideFixedClipping(
+        FedselStrategy(spec, k=2, fraction_evaluate=0.0),
+        noise_multiplier=1.0, clipping_norm=0.5, num_sampled_clients=2,
+    )  # fmt: skip
+    noisy = dp_noisy.start(grid=LocalGrid(_toy_client, 4), initial_arrays=w0, num_rounds=1)
+    assert not np.allclose(noisy.arrays["w"].numpy(), result.arrays["w"].numpy())
