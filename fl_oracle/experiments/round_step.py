@@ -411,7 +411,10 @@ def choose_round(
     if weights is None and q is not None:
         weights = qffl_weights(source, ids, float(q))
     pos = {c: i for i, c in enumerate(problem.ids)}
-    pred = evaluate_objectives(problem, [pos[c] for c in ids])
+    judged = problem  # agg=best: predicted under the weights chosen with the picks
+    if isinstance(selector, Selector) and selector.chosen_aggregation is not None:
+        judged = problem.with_aggregation(selector.chosen_aggregation)
+    pred = evaluate_objectives(judged, [pos[c] for c in ids])
     last = getattr(selector, "last", None)
     route = str(getattr(last, "backend", "") or "")
     return RoundChoice(problem, ids, solve_seconds, fallback, pred, weights, route)

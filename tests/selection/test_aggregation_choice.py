@@ -346,3 +346,20 @@ def test_fedsel_train_runs_a_spec_that_chooses_its_weights(tmp_path, monkeypatch
     for picked, recorded in zip(h["selected"], h["agg_weights"], strict=True):
         w = [float(x) for x in recorded.split(";")]
         assert len(w) == len(picked.split(";")) == 3 and sum(w) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_rounds_predicted_objectives_are_under_the_weights_chosen_with_the_picks():
+    """The history's pred_* of an agg=best round are the solver's own objectives of the pair
+    (S, w) it chose, not those under the default sample weights."""
+    from fl_oracle.experiments.round_step import choose_round
+    from selection.example import example_stats
+    from selection.selectors import make_selector
+
+    stats = example_stats()
+    for spec in ("maxmin:2@weighted+agg=best", "eps:10@weighted+agg=best"):
+        sel = make_selector(spec)
+        choice = choose_round(sel, stats[stats["round"] == 2], 5, name=spec, where="round 2",
+                              surrogate="weighted")  # fmt: skip
+        assert sel.chosen_aggregation is not None
+        for key in ("utility", "worst", "gap"):
+            assert choice.pred[key] == pytest.approx(sel.last.objectives[key], abs=1e-9)
