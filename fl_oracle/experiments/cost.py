@@ -22,10 +22,14 @@ reported yet); ``probe`` and ``predicted`` — every client probes, the K commit
 baseline rule without an information model is charged for what the rule reads
 (``Baseline.reads``): ``proportional``, ``random``, ``stratified``, ``all`` nothing beyond
 the training of their picks; ``fisher-topk`` a probe pass of every client; ``power-of-choice:d``
-the d candidates' losses; ``qffl:q`` and ``oort:eps`` the picks' losses; ``fedcor:W`` a probe
-pass of every client; ``clustered:2`` and ``divfl:stale`` nothing beyond their picks' training
-(the server kept the updates it aggregated); ``divfl:probe`` a probe pass of every client with
-a model-sized gradient upload each; ``divfl:fresh`` the training of every client.
+the d candidates' losses; ``qffl:q`` and ``oort:eps`` the picks' losses; ``fedcor:W`` (as
+published) a probe pass of every client in the rounds that begin or end a loss change its
+Gaussian process keeps (warm-up and update rounds), nothing beyond training otherwise;
+``fedcor-lw:W`` a probe pass of every client every round; ``clustered:2`` and
+``divfl:updates`` nothing beyond their picks' training (the server kept the updates it
+aggregated); ``divfl:stale`` a model-sized gradient at the model received, from every client
+in round 0 and from its picks afterwards; ``divfl:probe`` a probe pass of every client with a
+model-sized gradient upload each; ``divfl:fresh`` the training of every client.
 """
 
 from __future__ import annotations
