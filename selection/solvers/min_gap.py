@@ -92,7 +92,7 @@ def min_gap_rule(f_min: float | None = None, b_max: float | None = None):
 
 
 class _NodeLimitedHighs(HighsBackend):
-    """HiGHS stopped after ``node_limit`` branch-and-bound nodes per solve (kind ``limit``)."""
+    """HiGHS stopped after ``node_limit`` branch-and-bound nodes per solve (``TIME_LIMIT``)."""
 
     node_limit = 2_147_483_647
 
@@ -234,8 +234,8 @@ class _Bounded:
         if s.f_min is None and s.b_max is None:
             start[np.argsort(-self.data.a / self.w, kind="stable")[: self.p.k]] = True
         else:  # a first selection under the rows: max Σ w_i U_i x_i (or proof there is none)
-            kind, start, _ = self._milp(np.r_[self.data.a, 0.0, 0.0], [], None, 0.0)
-            if kind == "infeasible":
+            status, start, _ = self._milp(np.r_[self.data.a, 0.0, 0.0], [], None, 0.0)
+            if status == Status.INFEASIBLE:
                 msg = "no selection satisfies the constraints"
                 return RawResult((), Status.INFEASIBLE, "highs", msg)
             if start is None:
@@ -272,15 +272,15 @@ class _Bounded:
             return best, key, key[0]
         for _ in range(self.steps):
             lam = 0.0 if self.linear else key[0]
-            kind, v, bound = self._milp(np.r_[lam * self.w, -1.0, 1.0], [], best, self.q_gap)
+            status, v, bound = self._milp(np.r_[lam * self.w, -1.0, 1.0], [], best, self.q_gap)
             better = v is not None and self.data.key(v) < key
             if better:
                 best, key = v, self.data.key(v)
             if np.isfinite(bound):  # (hi − lo) − λ·T(x) >= −bound on every selection
                 lower = max(lower, lam - bound / (self.t_max if bound <= 0 else self.t_min))
-            if kind == "optimal" and (self.linear or not better):
+            if status == Status.OPTIMAL and (self.linear or not better):
                 lower = key[0]  # no selection has a smaller gap
-            if kind != "optimal" or self.linear or not better:
+            if status != Status.OPTIMAL or self.linear or not better:
                 break
         return best, key, min(lower, key[0])
 
@@ -293,22 +293,22 @@ class _Bounded:
             tol = 0.5 * self.q_gap if self.q_gap > 0 else 1e-6
             row = ("gap", np.r_[-g * self.w, 1.0, -1.0], -INF, tol)
             c = np.r_[self.data.a - mu * self.w, 0.0, 0.0]  # max Σ w_i U_i x_i − μ·T(x)
-            kind, v, bound = self._milp(c, [row], best, self.q_u)
+            status, v, bound = self._milp(c, [row], best, self.q_u)
             new = self.data.key(v) if v is not None else None
             better = new is not None and new < key and new[0] <= g
             if better:
                 best, key = v, new
             if np.isfinite(bound):  # Σ w_i U_i x_i − μ·T(x) <= bound at every gap <= g
                 up = min(up, mu + bound / (self.t_min if bound >= 0 else self.t_max))
-            if kind == "optimal" and (self.linear or not better):
+            if status == Status.OPTIMAL and (self.linear or not better):
                 up = min(up, max(-key[1], -math.inf if new is None else -new[1]))
-            if kind != "optimal" or self.linear or not better:
+            if status != Status.OPTIMAL or self.linear or not better:
                 break
         return best, key, max(up, -key[1])
 
     def _milp(self, c, extra, best, q):
         """One node-limited HiGHS MILP over (x, hi, lo), warm-started from ``best`` (a mask
-        or None): (kind, its selection as a feasible mask or None, its dual bound)."""
+        or None): (status, its selection as a feasible mask or None, its dual bound)."""
         p, s, data = self.p, self.s, self.data
         n, D = data.A.shape
         rows = [("card", np.r_[np.ones(n), 0.0, 0.0], float(p.k), float(p.k))]
@@ -327,15 +327,15 @@ class _Bounded:
         if best is not None:
             sums = data.A[best].sum(axis=0)
             hint = np.r_[best.astype(float), sums.max(), sums.min()]
-        kind, v, _ = be._optimize(spec.objectives[0], s.time_limit, hint)
-        if kind.startswith("error"):
-            raise SelectionError(f"smallest gap: {kind.partition(':')[2]}")
+        out = be._optimize(spec.objectives[0], s.time_limit, hint)
+        if out.status == Status.ERROR:
+            raise SelectionError(f"smallest gap: {out.message}")
         mask = None
-        if v is not None:
-            mask = np.asarray(v[:n]) > 0.5
+        if out.values is not None:
+            mask = np.asarray(out.values[:n]) > 0.5
             if int(mask.sum()) != p.k or not data.feasible(mask):
                 mask = None
-        return kind, mask, float(be.last_bound)
+        return out.status, mask, float(be.last_bound)
 
 
 def _sel(mask: np.ndarray) -> tuple[int, ...]:

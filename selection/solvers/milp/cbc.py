@@ -39,9 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
+from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.highs import HighsBackend
 from selection.solvers.milp.model import LexBackend
 from selection.solvers.milp.registry import register_backend
+from selection.solvers.result import Status
 
 __all__ = ["CbcBackend"]
 
@@ -188,7 +190,7 @@ class CbcBackend(LexBackend):
             and (os.cpu_count() or 1) >= 2
         )
 
-    def _optimize(self, c, time_limit, hint):
+    def _optimize(self, c, time_limit, hint) -> Answer:
         if not self._races():
             return self._cbc(c, time_limit, hint)
         # a descent question: HiGHS (in a thread; its run releases the GIL) races CBC (a
@@ -200,10 +202,10 @@ class CbcBackend(LexBackend):
         def race() -> None:
             twin._stage = self._stage
             try:
-                kind = twin._optimize(c, time_limit, None, stop=cbc_done)[0]
+                status = twin._optimize(c, time_limit, None, stop=cbc_done).status
             except Exception:  # noqa: BLE001 -- CBC's answer stands alone then
                 return
-            if kind == "infeasible":
+            if status == Status.INFEASIBLE:
                 highs_no.set()
 
         thread = threading.Thread(target=race, name="fedsel-highs-race", daemon=True)
@@ -215,10 +217,10 @@ class CbcBackend(LexBackend):
             thread.join()
         if out is None:  # HiGHS proved it first
             self.race_wins += 1
-            return "infeasible", None, float("nan")
+            return Answer(Status.INFEASIBLE, None, float("nan"))
         return out
 
-    def _cbc(self, c, time_limit, hint, stop: threading.Event | None = None):
+    def _cbc(self, c, time_limit, hint, stop: threading.Event | None = None) -> Answer | None:
         """One CBC run; None when ``stop`` was set before CBC finished (CBC is killed)."""
         pulp = self._pulp
         prob = self._prob
@@ -260,7 +262,8 @@ class CbcBackend(LexBackend):
                 if not _run_cbc(cmd, prob, Path(tmp), warm=hint is not None, stop=stop):
                     return None
             except pulp.PulpSolverError as exc:
-                return f"error:CBC failed: {str(exc).splitlines()[0]}", None, float("nan")
+                msg = f"CBC failed: {str(exc).splitlines()[0]}"
+                return Answer(Status.ERROR, None, float("nan"), msg)
             self.last_bound = _log_bound(Path(tmp) / "cbc.log")
         sol = prob.sol_status
         values = None
@@ -268,14 +271,15 @@ class CbcBackend(LexBackend):
             values = np.array([v.varValue or 0.0 for v in self._vars], dtype=float)
         obj = float(values @ c) if values is not None else float("nan")
         if sol == pulp.LpSolutionOptimal:
-            return "optimal", values, obj
+            return Answer(Status.OPTIMAL, values, obj)
         if sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
-            return "infeasible", None, obj
+            return Answer(Status.INFEASIBLE, None, obj)
         if sol == pulp.LpSolutionIntegerFeasible or (
             sol == pulp.LpSolutionNoSolutionFound and time_limit
         ):
-            return "limit", values, obj
-        return f"error:CBC status {pulp.LpStatus.get(prob.status, prob.status)}", None, obj
+            return Answer(Status.TIME_LIMIT, values, obj)
+        msg = f"CBC status {pulp.LpStatus.get(prob.status, prob.status)}"
+        return Answer(Status.ERROR, None, obj, msg)
 
 
 def _with_parent(args: list[str]) -> list[str]:

@@ -21,9 +21,11 @@ import math
 import numpy as np
 
 from selection.errors import SelectionError
+from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.model import LexBackend
 from selection.solvers.milp.registry import register_backend
 from selection.solvers.milp.spec import MilpSpec
+from selection.solvers.result import Status
 
 __all__ = ["CpSatBackend", "round_data", "exact_at", "DEFAULT_SCALE"]
 
@@ -162,7 +164,7 @@ class CpSatBackend(LexBackend):
         dom.clear()
         dom.extend([int(ilo), int(iup)])
 
-    def _optimize(self, c, time_limit, hint):
+    def _optimize(self, c, time_limit, hint) -> Answer:
         cp = self._cp
         m = self._m
         coefs = np.rint(np.asarray(c, dtype=float) * self._factor)
@@ -202,9 +204,9 @@ class CpSatBackend(LexBackend):
                 "--backend highs, cbc or scip"
             )
         if st == cp.OPTIMAL:
-            return "optimal", values, obj
+            return Answer(Status.OPTIMAL, values, obj)
         if st == cp.INFEASIBLE:
-            return "infeasible", None, obj
+            return Answer(Status.INFEASIBLE, None, obj)
         if st == cp.FEASIBLE or (st == cp.UNKNOWN and time_limit is not None):
-            return "limit", values, obj
-        return f"error:CP-SAT status {solver.status_name(st)}", None, obj
+            return Answer(Status.TIME_LIMIT, values, obj)
+        return Answer(Status.ERROR, None, obj, f"CP-SAT status {solver.status_name(st)}")

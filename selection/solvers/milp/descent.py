@@ -14,7 +14,9 @@ import time
 
 import numpy as np
 
+from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.fixing import best_bound, excluded, fixable, preferred
+from selection.solvers.result import Status
 
 __all__ = ["GapDescent", "DESCENT_STEPS"]
 
@@ -31,8 +33,8 @@ class GapDescent:
 
     def _descend(
         self, best: np.ndarray, time_limit: float | None, fixed: list[np.ndarray]
-    ) -> tuple[str, np.ndarray | None, float]:
-        """The last stage by *gap descent*: (kind, vector, value), as :meth:`_optimize`.
+    ) -> Answer:
+        """The last stage by *gap descent*: an :class:`Answer`, as :meth:`_optimize`'s.
 
         The last stage minimizes a row's value r (the ε model's gap hi − lo, never negative)
         among the selections that keep the earlier stages' values (their rows are fixed by
@@ -66,39 +68,40 @@ class GapDescent:
                 r = -value  # the incumbent's row value, on the q grid
                 target = min(q * (math.floor((r - step) / q + 1e-9) + 0.5), r - 0.5 * q)
                 if target < max(lo0, 0.0):  # no smaller attainable value
-                    return "optimal", cur, value
+                    return Answer(Status.OPTIMAL, cur, value)
                 budget = left()
                 if budget is not None and budget <= 0:
-                    return "limit", cur, value
+                    return Answer(Status.TIME_LIMIT, cur, value)
                 self._bounds(row, lo0, min(up0, target))
                 if core:  # the question's own LP may answer it, or fix more
                     no, cols = self._question_lp(budget)
                     fixed.append(cols)
                     if no:
-                        return "optimal", cur, value
+                        return Answer(Status.OPTIMAL, cur, value)
                 self._stage, self._asking = 0, True
                 try:
-                    kind, v, _ = self._optimize(spec.objectives[0], budget, None)
+                    out = Answer.of(self._optimize(spec.objectives[0], budget, None))
                 finally:
                     self._stage, self._asking = j_last, False
-                if kind == "infeasible":
-                    return "optimal", cur, value
-                if kind.startswith("error"):
-                    return kind, None, math.nan
+                v = out.values
+                if out.status == Status.INFEASIBLE:
+                    return Answer(Status.OPTIMAL, cur, value)
+                if out.status == Status.ERROR:
+                    return Answer(Status.ERROR, None, math.nan, out.message)
                 if v is None or len(self._selection(v)) != spec.k:
-                    return "limit", cur, value
+                    return Answer(Status.TIME_LIMIT, cur, value)
                 cur, value = v, self._value(j_last, list(self._selection(v)), v)
-                if kind == "limit":
-                    return "limit", cur, value
+                if out.status == Status.TIME_LIMIT:
+                    return Answer(Status.TIME_LIMIT, cur, value)
                 if core:  # a better value: the last stage's LP bound excludes more
                     fixed.append(self._refix(value))
         finally:
             self._bounds(row, lo0, up0)
         budget = left()
         if budget is not None and budget <= 0:
-            return "limit", cur, value
-        kind, v, obj = self._optimize(spec.objectives[-1], budget, cur)
-        return kind, (v if v is not None else cur), obj
+            return Answer(Status.TIME_LIMIT, cur, value)
+        out = Answer.of(self._optimize(spec.objectives[-1], budget, cur))
+        return out._replace(values=out.values if out.values is not None else cur)
 
     def _question_lp(self, time_limit: float | None) -> tuple[bool, np.ndarray]:
         """The LP relaxation of a gap-descent question (max U under the earlier stages' rows
@@ -114,10 +117,10 @@ class GapDescent:
         spec = self.spec
         none = np.zeros(0, dtype=np.int64)
         c = spec.objectives[0]
-        kind, y = self._relax(c, time_limit)
-        if kind == "infeasible":
+        status, y = self._relax(c, time_limit)
+        if status == Status.INFEASIBLE:
             return True, none
-        if kind != "optimal" or y is None:
+        if status != Status.OPTIMAL or y is None:
             return False, none
         need = float(self._row_lo[spec.row_index["obj0"]])
         bound, d = best_bound(spec, c, y, self._row_lo, self._row_up, (self._x_lo, self._x_up))

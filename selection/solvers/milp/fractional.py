@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from selection.problem import SelectionProblem
+from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.formulations import model_data
 from selection.solvers.milp.registry import integer_data, make_backend
 from selection.solvers.milp.spec import INF, MilpSpec
@@ -132,12 +133,12 @@ def lex_fractional(
         spec = MilpSpec.build(n_x, k, aux_bounds, rows, [c], groups=groups)
         opts = {"scale": scale} if exact else {}
         be = make_backend(route, spec, seed=seed, threads=threads, **opts)
-        kind, v, _ = be._optimize(spec.objectives[0], left(), None)
-        if kind == "limit":
-            raise _Limit(v if v is not None else hint, "time limit in a stage")
-        if kind.startswith("error"):
-            raise RuntimeError(kind.partition(":")[2])
-        return kind, v
+        out = Answer.of(be._optimize(spec.objectives[0], left(), None))
+        if out.status == Status.TIME_LIMIT:
+            raise _Limit(out.values if out.values is not None else hint, "time limit in a stage")
+        if out.status == Status.ERROR:
+            raise RuntimeError(out.message)
+        return out.status, out.values
 
     def sel_of(v) -> np.ndarray:
         x = np.zeros(n_x)
@@ -146,8 +147,8 @@ def lex_fractional(
 
     try:
         for j, st in enumerate(stages):
-            kind, v = solve(st.num, best_v)  # a first feasible answer (stage value for a ratio)
-            if kind == "infeasible":
+            status, v = solve(st.num, best_v)  # a first feasible answer (stage value for a ratio)
+            if status == Status.INFEASIBLE:
                 if j == 0:
                     return (), Status.INFEASIBLE, "no selection satisfies the constraints", []
                 return _sel(best_v, n_x), Status.TIME_LIMIT, f"stage {j + 1} infeasible", optima
@@ -155,10 +156,10 @@ def lex_fractional(
             if st.den is not None:  # Dinkelbach: improve λ = N0/D0 until max N − λT is 0
                 for _ in range(_MAX_ITER):
                     c = D0 * st.num - N0 * st.den if exact else st.num - (N0 / D0) * st.den
-                    kind, w = solve(c, v)
+                    status, w = solve(c, v)
                     if w is None:  # v is feasible for this step: the backend lost it
                         raise RuntimeError(
-                            f"the {route} backend answered {kind} on a Dinkelbach step whose "
+                            f"the {route} backend answered {status} on a Dinkelbach step whose "
                             "current selection is feasible (numerical trouble); try another "
                             "--backend"
                         )

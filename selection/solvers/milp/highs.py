@@ -33,9 +33,11 @@ import time
 
 import numpy as np
 
+from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.model import LexBackend
 from selection.solvers.milp.registry import register_backend
 from selection.solvers.milp.spec import INF
+from selection.solvers.result import Status
 
 __all__ = ["HighsBackend", "new_highs"]
 
@@ -152,7 +154,7 @@ class HighsBackend(LexBackend):
         to the accumulated time plus the allowance, a limit under either reading (given as the
         limit itself, 1.16 let a second stage run its allowance plus all earlier runs' time,
         well past a point's limit), and an interrupt callback ends the run at the allowance (as
-        ``kInterrupt``, read as ``limit``).
+        ``kInterrupt``, read as ``TIME_LIMIT``).
         """
         h = self._h
         if time_limit is None:
@@ -205,14 +207,14 @@ class HighsBackend(LexBackend):
             h.setOptionValue("solve_relaxation", False)
         st = h.getModelStatus()
         if st == self._hs.HighsModelStatus.kInfeasible:
-            return "infeasible", None
+            return Status.INFEASIBLE, None
         if st != self._hs.HighsModelStatus.kOptimal:
-            return "other", None
-        return "optimal", np.array(h.getSolution().row_dual, dtype=float)
+            return Status.ERROR, None  # no multipliers (stopped, or another status)
+        return Status.OPTIMAL, np.array(h.getSolution().row_dual, dtype=float)
 
-    def _optimize(self, c, time_limit, hint, stop: threading.Event | None = None):
+    def _optimize(self, c, time_limit, hint, stop: threading.Event | None = None) -> Answer:
         """As :meth:`LexBackend._optimize`; a set ``stop`` interrupts the search (another
-        thread's signal: the run then ends as ``limit``). ``run`` releases the GIL."""
+        thread's signal: the run then ends as ``TIME_LIMIT``). ``run`` releases the GIL."""
         hs, h = self._hs, self._h
         h.changeColsCost(self.spec.n_col, self._all, np.asarray(c, dtype=float))
         h.setOptionValue("mip_abs_gap", self.stop_gap())
@@ -229,9 +231,9 @@ class HighsBackend(LexBackend):
         self.last_bound = float(h.getInfo().mip_dual_bound)  # maximizing: an upper bound
         M = hs.HighsModelStatus
         if st == M.kOptimal:
-            return "optimal", v, obj
+            return Answer(Status.OPTIMAL, v, obj)
         if st in (M.kInfeasible, M.kUnboundedOrInfeasible):
-            return "infeasible", None, obj
+            return Answer(Status.INFEASIBLE, None, obj)
         if st in (M.kTimeLimit, M.kInterrupt, M.kSolutionLimit, M.kIterationLimit):
-            return "limit", v, obj
-        return f"error:HiGHS model status {h.modelStatusToString(st)}", None, obj
+            return Answer(Status.TIME_LIMIT, v, obj)
+        return Answer(Status.ERROR, None, obj, f"HiGHS model status {h.modelStatusToString(st)}")

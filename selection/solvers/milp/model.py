@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.descent import GapDescent
 from selection.solvers.milp.fixing import best_bound, core_size, fixable, preferred
 from selection.solvers.milp.registry import (
@@ -172,21 +173,18 @@ class LexBackend(GapDescent, ABC):
         """Change the bounds of one row (±inf allowed)."""
 
     @abstractmethod
-    def _optimize(
-        self, c: np.ndarray, time_limit: float | None, hint: np.ndarray | None
-    ) -> tuple[str, np.ndarray | None, float]:
-        """Maximize ``c·v``; return (kind, full column vector or None, objective value).
-
-        ``kind`` is one of ``optimal``, ``infeasible``, ``limit`` (stopped by the time
-        limit, the vector is the incumbent or None) or ``error:<text>``.
+    def _optimize(self, c: np.ndarray, time_limit: float | None, hint: np.ndarray | None) -> Answer:
+        """Maximize ``c·v``: the backend's native status mapped onto :class:`Status`, the
+        full column vector (the incumbent or None where stopped) and its value, an
+        :class:`Answer` (or the documented triple :meth:`Answer.of` reads).
         """
 
-    def _relax(self, c: np.ndarray, time_limit: float | None) -> tuple[str, np.ndarray | None]:
-        """Solve the LP relaxation of ``max c·v``: (kind, row multipliers). Optional.
+    def _relax(self, c: np.ndarray, time_limit: float | None) -> tuple[Status, np.ndarray | None]:
+        """Solve the LP relaxation of ``max c·v``: (status, row multipliers). Optional.
 
-        ``kind`` is ``optimal`` (with the multipliers), ``infeasible`` (the LP, hence the
-        MILP, has no solution under the current bounds) or anything else (no answer)."""
-        return "error:no LP relaxation", None
+        ``OPTIMAL`` (with the multipliers), ``INFEASIBLE`` (the LP, hence the MILP, has no
+        solution under the current bounds) or ``ERROR`` (no answer: stopped, or none)."""
+        return Status.ERROR, None
 
     def _set_col_bounds(self, cols: np.ndarray, lo: np.ndarray, up: np.ndarray) -> None:
         """Change the bounds of columns ``cols`` (only needed when ``use_core``)."""
@@ -258,20 +256,21 @@ class LexBackend(GapDescent, ABC):
                         return self._limited(best, f"time limit reached in stage {j + 1}")
                 self.last_bound = math.nan
                 if j > 0 and last and self.descends and spec.descent and best is not None:
-                    kind, v, obj = self._descend(best, left, descent_fixed)
+                    out = self._descend(best, left, descent_fixed)
                 else:
-                    kind, v, obj = self._optimize(c, left, best)
-                if j == 0 and kind in ("optimal", "limit"):
+                    out = Answer.of(self._optimize(c, left, best))
+                v, obj = out.values, out.value
+                if j == 0 and out.status in (Status.OPTIMAL, Status.TIME_LIMIT):
                     self._tighten(self.last_bound)
-                if kind == "infeasible":
+                if out.status == Status.INFEASIBLE:
                     if j == 0:
                         return LexOutcome(
                             (), Status.INFEASIBLE, "no selection satisfies the constraints"
                         )
                     return self._limited(best, f"stage {j + 1} reported infeasible; kept stage {j}")
-                if kind.startswith("error"):
-                    return LexOutcome((), Status.ERROR, kind.partition(":")[2])
-                if kind == "limit":
+                if out.status == Status.ERROR:
+                    return LexOutcome((), Status.ERROR, out.message)
+                if out.status == Status.TIME_LIMIT:
                     if j == 0 and not np.isfinite(self._bound1):
                         # no bound from the search: the LP relaxation's, within a short budget
                         self._tighten(self._relaxed_bound(c, RELAX_SECONDS))
@@ -346,8 +345,8 @@ class LexBackend(GapDescent, ABC):
     def _relaxed_bound(self, c: np.ndarray, time_limit: float) -> float:
         """The LP relaxation's bound on ``max c·v`` (a proven bound when the MILP gave none)."""
         spec = self.spec
-        kind, y = self._relax(c, time_limit)
-        if kind != "optimal" or y is None:
+        status, y = self._relax(c, time_limit)
+        if status != Status.OPTIMAL or y is None:
             return math.nan
         return float(best_bound(spec, c, y, self._row_lo, self._row_up)[0])
 
@@ -367,8 +366,8 @@ class LexBackend(GapDescent, ABC):
         c = spec.objectives[j]
         self._lp = None
         t0 = time.perf_counter()
-        kind, y = self._relax(c, time_limit)
-        if kind != "optimal" or y is None:
+        status, y = self._relax(c, time_limit)
+        if status != Status.OPTIMAL or y is None:
             return none, best
         if time_limit is not None:
             time_limit -= time.perf_counter() - t0
@@ -406,13 +405,14 @@ class LexBackend(GapDescent, ABC):
                 self._cols(rest, pref[rest], pref[rest])
             left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
             try:
-                kind, v, _ = self._incumbent(c, left)
+                status, v = Answer.of(self._incumbent(c, left))[:2]
             finally:
                 if len(rest):
                     self._cols(rest, spec.col_lo[rest], spec.col_up[rest])
-            if kind in ("optimal", "limit") and v is not None and len(self._selection(v)) == spec.k:
+            found = status in (Status.OPTIMAL, Status.TIME_LIMIT) and v is not None
+            if found and len(self._selection(v)) == spec.k:
                 return v
-            if kind != "infeasible" or not len(rest):
+            if status != Status.INFEASIBLE or not len(rest):
                 return None
             size *= CORE_GROWTH
         return None
@@ -443,8 +443,8 @@ class LexBackend(GapDescent, ABC):
             self._cols(cols, pref[cols], pref[cols])
         return cols
 
-    def _incumbent(self, c: np.ndarray, time_limit: float | None):
-        """A good (not necessarily proven) answer of ``max c·v``; as :meth:`_optimize`."""
+    def _incumbent(self, c: np.ndarray, time_limit: float | None) -> Answer:
+        """A good (not necessarily proven) answer of ``max c·v``; as :meth:`_optimize`'s."""
         return self._optimize(c, time_limit, None)
 
     def _limited(self, v: np.ndarray | None, msg: str) -> LexOutcome:

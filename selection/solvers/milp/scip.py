@@ -25,11 +25,28 @@ import math
 
 import numpy as np
 
+from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.highs import HighsBackend
 from selection.solvers.milp.model import LexBackend
 from selection.solvers.milp.registry import register_backend
+from selection.solvers.result import Status
 
 __all__ = ["ScipBackend", "scip_available"]
+
+#: SCIP's statuses (``Model.getStatus()``) in the one vocabulary: ``gaplimit`` is a proven
+#: answer within ``mip_gap`` / the absolute gap, the limits keep the incumbent; any other
+#: status is an error that names it
+_STATUS = {
+    "optimal": Status.OPTIMAL,
+    "gaplimit": Status.OPTIMAL,
+    "infeasible": Status.INFEASIBLE,
+    "inforunbd": Status.INFEASIBLE,
+    "timelimit": Status.TIME_LIMIT,
+    "userinterrupt": Status.TIME_LIMIT,
+    "nodelimit": Status.TIME_LIMIT,
+    "sollimit": Status.TIME_LIMIT,
+    "bestsollimit": Status.TIME_LIMIT,
+}
 
 
 def scip_available() -> bool:
@@ -131,7 +148,7 @@ class ScipBackend(LexBackend):
             self._m.chgVarLb(var, float(a))
             self._m.chgVarUb(var, float(b))
 
-    def _optimize(self, c, time_limit, hint):
+    def _optimize(self, c, time_limit, hint) -> Answer:
         m, qs = self._m, self._pyscipopt.quicksum
         self._editable()
         c = np.asarray(c, dtype=float)
@@ -146,18 +163,15 @@ class ScipBackend(LexBackend):
             m.addSol(sol)
         m.optimize()
         st = m.getStatus()
+        status = _STATUS.get(st, Status.ERROR)
         has = m.getNSols() > 0
         values = None
         if has:
             best = m.getBestSol()
             values = np.array([m.getSolVal(best, v) for v in self._vars], dtype=float)
         obj = float(values @ c) if values is not None else float("nan")
-        db = float(m.getDualbound()) if st != "infeasible" else float("nan")
+        db = float(m.getDualbound()) if status != Status.INFEASIBLE else float("nan")
         self.last_bound = db if abs(db) < m.infinity() else float("nan")  # none before the root
-        if st in ("optimal", "gaplimit"):  # gaplimit: within mip_gap / abs_gap
-            return "optimal", values, obj
-        if st in ("infeasible", "inforunbd"):
-            return "infeasible", None, obj
-        if st in ("timelimit", "userinterrupt", "nodelimit", "sollimit", "bestsollimit"):
-            return "limit", values, obj
-        return f"error:SCIP status {st}", None, obj
+        if status == Status.ERROR:
+            return Answer(Status.ERROR, None, obj, f"SCIP status {st}")
+        return Answer(status, None if status == Status.INFEASIBLE else values, obj)

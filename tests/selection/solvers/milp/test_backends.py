@@ -10,6 +10,7 @@ import pytest
 
 from selection.solvers.eps import EpsSolver
 from selection.solvers.maxmin import MaxminSolver
+from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.formulations import eps_spec, model_data
 from selection.solvers.milp.model import LexBackend, MilpSpec
 from selection.solvers.result import Status
@@ -85,7 +86,7 @@ class _Scripted(LexBackend):
         self.bounds[row] = (lo, up)
 
     def _optimize(self, c, time_limit, hint):
-        return self.outcomes.pop(0)
+        return Answer(*self.outcomes.pop(0))
 
 
 @pytest.fixture
@@ -101,7 +102,9 @@ def _vec(spec: MilpSpec, sel):
 
 
 def test_lex_loop_limit_in_stage_two_keeps_stage_one(spec):
-    b = _Scripted(spec, [("optimal", _vec(spec, (1, 4)), 100.0), ("limit", None, np.nan)])
+    b = _Scripted(
+        spec, [(Status.OPTIMAL, _vec(spec, (1, 4)), 100.0), (Status.TIME_LIMIT, None, np.nan)]
+    )
     out = b.solve(time_limit=5.0)
     assert out.status == Status.TIME_LIMIT and out.selected == (1, 4)
     assert "incumbent" in out.message
@@ -109,21 +112,21 @@ def test_lex_loop_limit_in_stage_two_keeps_stage_one(spec):
 
 
 def test_lex_loop_statuses(spec):
-    assert _Scripted(spec, [("infeasible", None, np.nan)]).solve().status == Status.INFEASIBLE
-    out = _Scripted(spec, [("limit", None, np.nan)]).solve(1.0)
+    assert _Scripted(spec, [(Status.INFEASIBLE, None, np.nan)]).solve().status == Status.INFEASIBLE
+    out = _Scripted(spec, [(Status.TIME_LIMIT, None, np.nan)]).solve(1.0)
     assert out.status == Status.TIME_LIMIT and out.selected == ()
-    out = _Scripted(spec, [("error:boom", None, np.nan)]).solve()
+    out = _Scripted(spec, [(Status.ERROR, None, np.nan, "boom")]).solve()
     assert out.status == Status.ERROR and out.message == "boom"
-    two = [("optimal", _vec(spec, (0, 2)), 1.0), ("optimal", _vec(spec, (0, 3)), -1.0)]
+    two = [(Status.OPTIMAL, _vec(spec, (0, 2)), 1.0), (Status.OPTIMAL, _vec(spec, (0, 3)), -1.0)]
     out = _Scripted(spec, two).solve()
     assert out.status == Status.OPTIMAL and out.selected == (0, 3)
-    bad = [("optimal", _vec(spec, (0,)), 1.0), ("optimal", _vec(spec, (0,)), 1.0)]
+    bad = [(Status.OPTIMAL, _vec(spec, (0,)), 1.0), (Status.OPTIMAL, _vec(spec, (0,)), 1.0)]
     assert _Scripted(spec, bad).solve().status == Status.ERROR
 
 
 def test_lex_loop_fixes_stage_one_at_the_exact_value(spec):
     b = _Scripted(
-        spec, [("optimal", _vec(spec, (1, 4)), 123.0), ("optimal", _vec(spec, (1, 4)), 0)]
+        spec, [(Status.OPTIMAL, _vec(spec, (1, 4)), 123.0), (Status.OPTIMAL, _vec(spec, (1, 4)), 0)]
     )
     seen = []
     orig = b._set_row_bounds
@@ -196,8 +199,8 @@ def test_core_bound_is_valid_and_fixing_keeps_every_near_optimal_selection(make_
         if name.startswith("pair"):
             m.set_row_bounds(name, -INF, p.k * eps)
     c = spec.objectives[0]
-    kind, y = m._relax(c, None)
-    assert kind == "optimal"
+    status, y = m._relax(c, None)
+    assert status == Status.OPTIMAL
     bound, d = best_bound(spec, c, y, m._row_lo, m._row_up)
     values = p.U[sels].sum(axis=1)
     ok = gaps <= p.k * eps
@@ -287,10 +290,10 @@ def test_highs_persistent_model_stops_each_run_at_its_own_allowance():
     took = []
     for _ in range(4):
         t0 = time.perf_counter()
-        kind, _, _ = m._optimize(c, 0.4, None)
+        status = m._optimize(c, 0.4, None).status
         took.append(time.perf_counter() - t0)
-        assert kind in ("limit", "optimal")
-    assert kind == "limit"  # hard enough that the allowance decides
+        assert status in (Status.TIME_LIMIT, Status.OPTIMAL)
+    assert status == Status.TIME_LIMIT  # hard enough that the allowance decides
     assert took[-1] < 0.4 + 1.0
 
 

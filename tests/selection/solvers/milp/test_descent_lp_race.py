@@ -16,9 +16,11 @@ from selection.problem import SelectionProblem
 from selection.solvers.eps import EpsSolver
 from selection.solvers.exhaustive import best_eps
 from selection.solvers.milp import model as milp_model
+from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.cbc import CbcBackend, _run_cbc
 from selection.solvers.milp.formulations import eps_spec, model_data
 from selection.solvers.milp.model import INF, make_backend
+from selection.solvers.result import Status
 from selection.synthetic import near_tied_stats
 
 
@@ -70,7 +72,7 @@ def test_restricted_milp_core_grows_until_it_admits_a_selection(make_problem, mo
 
     def spy(self, c, time_limit):
         out = real(self, c, time_limit)
-        calls.append(out[0])
+        calls.append(out.status)
         return out
 
     monkeypatch.setattr(CbcBackend, "_incumbent", spy)
@@ -78,7 +80,7 @@ def test_restricted_milp_core_grows_until_it_admits_a_selection(make_problem, mo
     eps = float(np.quantile(gaps, 0.05)) / p.k
     got = EpsSolver(eps=eps, backend="cbc", enum_limit=0).solve(p)
     want = best_eps(p, eps)
-    assert calls[0] == "infeasible" and len(calls) >= 2
+    assert calls[0] == Status.INFEASIBLE and len(calls) >= 2
     assert got.status == "optimal"
     assert got.objectives["utility"] == pytest.approx(p.U[list(want)].mean(), abs=1e-9)
 
@@ -115,19 +117,19 @@ def test_descent_with_the_lp_fixing_matches_enumeration(make_problem, monkeypatc
 class _FakeTwin:
     """A HiGHS twin whose answer is fixed, to drive the race's two outcomes."""
 
-    def __init__(self, real, kind):
-        self._real, self._kind = real, kind
+    def __init__(self, real, status):
+        self._real, self._status = real, status
         self._stage = 0
 
     def _optimize(self, c, time_limit, hint, stop=None):
-        return self._kind, None, float("nan")
+        return Answer(self._status, None, float("nan"))
 
     def __getattr__(self, name):
         return getattr(self._real, name)
 
 
-@pytest.mark.parametrize("kind", ["infeasible", "limit"])
-def test_race_takes_only_a_no_from_highs(make_problem, monkeypatch, kind):
+@pytest.mark.parametrize("status", [Status.INFEASIBLE, Status.TIME_LIMIT])
+def test_race_takes_only_a_no_from_highs(make_problem, monkeypatch, status):
     """A descent question races the HiGHS twin: its "no" ends CBC and answers; any other
     answer of HiGHS is ignored and CBC's stands."""
     p = make_problem(12, 3, seed=1)
@@ -135,19 +137,19 @@ def test_race_takes_only_a_no_from_highs(make_problem, monkeypatch, kind):
     m = make_backend("cbc", spec)
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     m._lp = (0.0, np.zeros(spec.n_col), False)  # as after the LP fixing
-    m._twin = _FakeTwin(m._twin, kind)
+    m._twin = _FakeTwin(m._twin, status)
     m._asking = True
-    if kind == "infeasible":  # a CBC run that only a stop ends (as a long search would)
+    if status == Status.INFEASIBLE:  # a CBC run that only a stop ends (as a long search would)
         monkeypatch.setattr(
             "selection.solvers.milp.cbc._run_cbc",
             lambda cmd, prob, folder, *, warm, stop: not stop.wait(30.0),
         )
     assert m._races()
     out = m._optimize(spec.objectives[0], 30.0, None)
-    if kind == "infeasible":
-        assert out[0] == "infeasible" and m.race_wins == 1
+    if status == Status.INFEASIBLE:
+        assert out.status == Status.INFEASIBLE and m.race_wins == 1
     else:  # CBC's own answer: the unconstrained max U is feasible
-        assert out[0] == "optimal" and m.race_wins == 0
+        assert out.status == Status.OPTIMAL and m.race_wins == 0
         assert out[1][: p.n].sum() == pytest.approx(p.k)
 
 
