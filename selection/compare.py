@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,9 +27,8 @@ from selection.indicators import (
     reference_front,
 )
 from selection.problem import SelectionProblem
-from selection.progress import ProgressFn, report
+from selection.progress import report
 from selection.solvers.base import SweepOptions
-from selection.solvers.exhaustive import DEFAULT_MAX_COUNT
 from selection.solvers.registry import solvers
 from selection.solvers.result import point_rows
 from selection.solvers.weighted import default_weight_grid
@@ -73,17 +73,9 @@ def run_method(
     eps: Sequence[float] | None = None,
     delta: Sequence[float] | None = None,
     weights: Sequence[Sequence[float]] | None = None,
-    backend: str = "auto",
-    n_jobs: int = 1,
-    time_limit: float | None = None,
-    seed: int = 0,
-    max_count: int = DEFAULT_MAX_COUNT,
-    progress: ProgressFn | None = None,
-    objectives: Sequence[str] = _OBJ,
-    f_min: float | None = None,
-    b_max: float | None = None,
     grids: Mapping[str, Sequence] | None = None,
-    tolerance: float = 0.0,
+    options: SweepOptions | None = None,
+    **settings: Any,
 ) -> pd.DataFrame:
     """One method's front table (:func:`selection.solvers.sweeps.results_to_frame` rows).
 
@@ -96,17 +88,16 @@ def run_method(
         eps: ε grid (percentage points); None = the complete sweep.
         delta: δ grid for ``maxmin`` (percentage points); None = its default.
         weights: weight vectors for ``weighted``; None = :func:`default_weight_grid`.
-        backend, n_jobs, time_limit: passed to the ε/δ sweeps.
-        seed: NSGA-II and MILP seed.
-        max_count: enumeration limit of ``exhaustive`` (TooLargeError above it).
-        progress: ``(done, total, label)`` callback of the sweeps.
-        objectives: the objectives of methods with ``any_objectives`` (nsga2, exhaustive;
-            default utility, gap); the other methods have theirs fixed by their formulation.
-        f_min, b_max: Σ F_z >= f_min and Σ B <= b_max for methods that take them (``eps``).
         grids: a grid per parameter name (``{"alpha": [0, 0.5, 1]}``), for any formulation's
             declared parameter; it takes precedence over ``eps``/``delta``/``weights``.
-        tolerance: the exact routes' absolute gap per point, points (0: proven optimal; see
-            :func:`selection.solvers.sweeps.sweep_eps`).
+        options: the sweep's options (:class:`~selection.solvers.base.SweepOptions`): the
+            route options of every point (``backend``, ``time_limit``, ``seed`` (NSGA-II's
+            too), ``tolerance``, ...), ``n_jobs`` and ``progress`` of the ε/δ sweeps,
+            ``max_count`` (the enumeration limit of ``exhaustive``, TooLargeError above it),
+            ``objectives`` (of the methods with ``any_objectives``, nsga2 and exhaustive;
+            the other methods have theirs fixed by their formulation), ``f_min``/``b_max``
+            (Σ F_z >= f_min and Σ B <= b_max for methods that take them, ``eps``).
+        settings: any of those fields as keywords, over ``options``.
 
     Examples:
         >>> from selection.example import small_problem
@@ -120,25 +111,15 @@ def run_method(
     if method not in known:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(known)}")
     cls = known[method]
+    backend = settings.get("backend", SweepOptions.backend if options is None else options.backend)
     if backend is not None:  # the route's name, as every route checks it
         from selection.solvers.milp.portfolio import check_backend
 
         check_backend(backend, front=True)
     grid = {"eps": eps, "delta": delta, "weights": weights, **(grids or {})}.get(cls.param or "")
-    options = SweepOptions(
-        grid=None if grid is None else list(grid),
-        objectives=tuple(objectives),
-        backend=backend,
-        n_jobs=n_jobs,
-        time_limit=time_limit,
-        seed=seed,
-        max_count=max_count,
-        progress=progress,
-        f_min=f_min,
-        b_max=b_max,
-        tolerance=tolerance,
-    )
-    return cls.sweep_front(problem, options)
+    o = SweepOptions.of(options, **settings)
+    o = replace(o, grid=None if grid is None else list(grid), objectives=tuple(o.objectives))
+    return cls.sweep_front(problem, o)
 
 
 @dataclass(frozen=True)
@@ -189,14 +170,9 @@ def compare_methods(
     eps: Sequence[float] | None = None,
     delta: Sequence[float] | None = None,
     weights: Sequence[Sequence[float]] | None = None,
-    backend: str = "auto",
-    n_jobs: int = 1,
-    time_limit: float | None = None,
-    seed: int = 0,
-    max_count: int = DEFAULT_MAX_COUNT,
-    progress: ProgressFn | None = None,
-    objectives: Sequence[str] = _OBJ,
     grids: Mapping[str, Sequence] | None = None,
+    options: SweepOptions | None = None,
+    **settings: Any,
 ) -> Comparison:
     """Run ``methods`` on ``problem`` and measure each against one reference front.
 
@@ -205,8 +181,9 @@ def compare_methods(
     method with ``gives_exact_front`` when it ran, else the non-dominated union of all methods.
     ``objectives`` is the plane of the comparison (default (utility, gap); e.g. (utility,
     worst), the plane max-min optimizes): methods with ``any_objectives`` (NSGA-II,
-    enumeration) solve in it, and every method's points are judged in it.
-    Arguments as in :func:`run_method`.
+    enumeration) solve in it, and every method's points are judged in it. ``progress`` is
+    told as each method finishes. Arguments as in :func:`run_method` (``options`` and its
+    fields as keywords; backend ``bb``, one formulation's whole front, is refused).
 
     Examples:
         >>> from selection.example import example_stats
@@ -218,21 +195,22 @@ def compare_methods(
         (26, 1.0)
     """
     from selection.objectives import check_objectives
-    from selection.solvers.params import FRONT_ROUTE, check_route_options
+    from selection.solvers.params import FRONT_ROUTE
 
     # every option checked before the first method runs, as each route checks it
+    backend = settings.get("backend", SweepOptions.backend if options is None else options.backend)
     if backend == FRONT_ROUTE:
         raise SelectionError(
             f"backend {FRONT_ROUTE} computes the complete ε front of one formulation (fedsel "
             "sweep --method eps --complete); compare solves every formulation: use auto, enum "
             "or a MILP backend"
         )
-    check_route_options(backend=backend, time_limit=time_limit, seed=seed, n_jobs=n_jobs)
-    if backend is not None:
+    o = SweepOptions.of(options, **settings)
+    if o.backend is not None:
         from selection.solvers.milp.portfolio import check_backend
 
-        check_backend(backend)
-    objs = tuple(check_objectives(list(objectives), at_least=2))
+        check_backend(o.backend)
+    objs = tuple(check_objectives(list(o.objectives), at_least=2))
     known = solvers()
     methods = globals()["methods"]() if methods is None else tuple(methods)
     bad = [m for m in methods if m not in known]
@@ -241,18 +219,9 @@ def compare_methods(
     frames: dict[str, pd.DataFrame] = {}
     notes: list[str] = []
     seconds: dict[str, float] = {}
-    kw = dict(
-        eps=eps,
-        delta=delta,
-        weights=weights,
-        backend=backend,
-        n_jobs=n_jobs,
-        time_limit=time_limit,
-        seed=seed,
-        max_count=max_count,
-        objectives=objs,
-        grids=grids,
-    )
+    # each method's sweep: the options in the comparison's plane, progress told per method here
+    each = replace(o, objectives=objs, progress=None)
+    kw = dict(eps=eps, delta=delta, weights=weights, grids=grids, options=each)
     for i, m in enumerate(methods):
         t0 = time.perf_counter()
         try:
@@ -260,7 +229,7 @@ def compare_methods(
         except TooLargeError as exc:
             notes.append(f"{m} skipped: {exc}")
         seconds[m] = time.perf_counter() - t0
-        report(progress, i + 1, len(methods), f"compare (done: {m})")
+        report(o.progress, i + 1, len(methods), f"compare (done: {m})")
     pts = {m: _points(f, objs) for m, f in frames.items()}
     exact_m = next((m for m in frames if known[m].gives_exact_front), None)
     exact = exact_m is not None

@@ -265,16 +265,14 @@ def sweep_fronts(
     plan: SweepPlan,
     problems: list,
     *,
-    backend: str = "auto",
-    n_jobs: int = 1,
-    time_limit: float | None = None,
-    seed: int = 0,
-    progress=None,
     realize: tuple | None = None,
     per_round: bool = False,
+    **settings,
 ) -> list:
     """One front table per problem (a round), the surrogate recorded; with ``realize``
-    ``(realizer, table, stats path)`` each point's realized value beside it.
+    ``(realizer, table, stats path)`` each point's realized value beside it. ``settings``: the
+    sweep's options the command sets (``backend``, ``n_jobs``, ``time_limit``, ``seed``,
+    ``progress``: fields of :class:`~selection.solvers.base.SweepOptions`), beside the plan's.
 
     Examples:
         >>> from selection.cli.sweep import plan_sweep, sweep_fronts
@@ -295,11 +293,7 @@ def sweep_fronts(
             eps=plan.eps,
             delta=plan.delta,
             weights=plan.weights,
-            backend=backend,
-            n_jobs=n_jobs,
-            time_limit=time_limit,
-            seed=seed,
-            progress=progress,
+            **settings,
             objectives=plan.objectives,
             f_min=plan.fisher_min,
             b_max=plan.b_max,

@@ -12,7 +12,7 @@ from selection.solvers.base import Solver
 from selection.solvers.registry import SOLVERS, make_solver, register
 from selection.solvers.result import SolveResult, Status
 
-_INFRASTRUCTURE = {"base", "result", "registry", "grid", "params", "sweeps", "milp"}
+_INFRASTRUCTURE = {"base", "result", "registry", "grid", "params", "options", "sweeps", "milp"}
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name not in _INFRASTRUCTURE and not _mod.name.startswith("_"):

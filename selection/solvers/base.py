@@ -39,29 +39,35 @@ import pandas as pd
 from selection.errors import SelectionError
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
+from selection.solvers.options import RouteOptions
+from selection.solvers.params import check_int
 from selection.solvers.result import RawResult, SolveResult, Status, results_to_frame
 
 __all__ = ["SweepOptions", "Solver", "solver_options"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class SweepOptions:
-    """Settings of one front sweep (:meth:`Solver.sweep_front`).
+class SweepOptions(RouteOptions):
+    """Settings of one front sweep (:meth:`Solver.sweep_front`): the route options every
+    point takes (:class:`~selection.solvers.options.RouteOptions`, whose fields and defaults it
+    inherits) and the sweep's own.
 
     Attributes:
         grid: values of the solver's sweep parameter; None = its default (for ``eps``: the
             complete sweep).
         objectives: objectives of solvers with ``any_objectives`` (default utility, gap).
-        backend, n_jobs, time_limit: exact routes (MILP backend, parallel grid points,
-            seconds per point).
-        seed: seed of every stochastic piece.
+        n_jobs: parallel grid points.
         max_count: enumeration limit (None = the enumerator's default).
         progress: ``(done, total, label)`` callback, or None.
         f_min, b_max: the optional Σ F_z >= f_min and Σ B <= b_max of solvers that take them
             (``eps``); None = no such constraint.
-        tolerance: the exact routes' absolute gap per point (see
-            :class:`~selection.solvers.milp.exact.ExactSolver`); on the complete ε sweep also
-            its step in the gap (a front certified within ``tolerance`` in both objectives).
+
+    Of the route options: ``backend`` may also be ``bb`` (the complete ε front in one search);
+    ``time_limit`` is seconds per point, kept as given (None: the sweep's default, which the
+    complete ε sweep takes as its per-point budget; inf: none); ``seed`` seeds every
+    stochastic piece; ``tolerance`` is the exact routes' absolute gap per point, on the
+    complete ε sweep also its step in the gap (a front certified within ``tolerance`` in both
+    objectives).
 
     Examples:
         >>> from selection.example import tied_problem
@@ -79,29 +85,21 @@ class SweepOptions:
 
     grid: Sequence | None = None
     objectives: tuple[str, ...] = ("utility", "gap")
-    backend: str = "auto"
     n_jobs: int = 1
-    time_limit: float | None = None
-    seed: int = 0
     max_count: int | None = None
     progress: Callable[[int, int | None, str], None] | None = None
     f_min: float | None = None
     b_max: float | None = None
-    tolerance: float = 0.0
 
-    def __post_init__(self) -> None:
+    whole_front = True
+
+    def _checked(self) -> dict[str, Any]:
         """Every method's sweep refuses bad route options alike, before any point is solved
-        (:func:`~selection.solvers.params.check_route_options`; ``bb`` takes a whole front)."""
-        from selection.solvers.params import check_route_options
-
-        check_route_options(
-            backend=self.backend,
-            time_limit=self.time_limit,
-            tolerance=self.tolerance,
-            seed=self.seed,
-            n_jobs=self.n_jobs,
-            front=True,
-        )
+        (``bb`` takes a whole front); ``time_limit`` is kept as given (the class docstring)."""
+        checked = super()._checked()
+        checked["n_jobs"] = check_int("n_jobs", self.n_jobs)
+        checked["time_limit"] = self.time_limit
+        return checked
 
 
 class _PerValue:
@@ -168,6 +166,9 @@ class Solver(ABC):
     #: without a grid, its sweep walks the whole front point by point (the complete ε sweep),
     #: so a point stopped at a time limit may hide the points near it
     adaptive_front: ClassVar[bool] = False
+    #: the :class:`~selection.solvers.options.RouteOptions` fields the constructor honours,
+    #: given as ``options=`` or as keywords (:meth:`RouteOptions.of`); empty: none
+    route_options: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def gap_bound(self) -> float | None:
@@ -205,7 +206,11 @@ class Solver(ABC):
         """
         from selection.solvers.grid import _run_grid
 
-        kw = {k: v for k, v in _run_options(options).items() if k in solver_options(cls)}
+        taken = solver_options(cls)
+        run = {name: getattr(options, name) for name in (*RouteOptions.names(), "objectives")}
+        kw = {name: value for name, value in run.items() if name in taken}
+        if "objectives" in kw:
+            kw["objectives"] = tuple(kw["objectives"])
         if cls.param is None:
             return results_to_frame(problem, [cls(**kw).solve(problem)])
         grid = options.grid if options.grid is not None else cls.default_grid
@@ -332,7 +337,9 @@ def checked_selection(idx, n: int, k: int | None, who: str) -> tuple[int, ...]:
 
 
 def solver_options(cls: type[Solver]) -> frozenset[str]:
-    """The keyword arguments a solver's constructor takes.
+    """The keyword arguments a solver's constructor takes: its keyword-only parameters and
+    the route options it honours (:attr:`Solver.route_options`; ``options`` itself is not
+    one a command sets by name).
 
     Examples:
         >>> from selection.solvers.base import solver_options
@@ -340,16 +347,6 @@ def solver_options(cls: type[Solver]) -> frozenset[str]:
         >>> sorted(solver_options(solvers()["eps-rel"]))
         ['alpha', 'backend', 'seed', 'time_limit']
     """
-    return frozenset(
-        n for n, p in inspect.signature(cls.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY
-    )
-
-
-def _run_options(options: SweepOptions) -> dict[str, Any]:
-    return {
-        "backend": options.backend,
-        "time_limit": options.time_limit,
-        "seed": options.seed,
-        "objectives": tuple(options.objectives),
-        "tolerance": options.tolerance,
-    }
+    params = inspect.signature(cls.__init__).parameters.items()
+    named = {n for n, p in params if p.kind is p.KEYWORD_ONLY and n != "options"}
+    return frozenset(named | cls.route_options)

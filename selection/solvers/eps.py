@@ -22,6 +22,8 @@ An infeasible ε gives status ``infeasible`` (no exception).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -30,14 +32,13 @@ from selection.problem import SelectionProblem
 from selection.solvers.base import SweepOptions
 from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_eps, eps_rule
-from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import ExactSolver
 from selection.solvers.milp.formulations import eps_spec
 from selection.solvers.milp.fractional import FracStage
 from selection.solvers.milp.model import INF, LexBackend, integer_data
-from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT
 from selection.solvers.milp.registry import milp_backend_class, milp_backends
 from selection.solvers.min_gap import MinGapSolver
+from selection.solvers.options import RouteOptions
 from selection.solvers.params import check_finite, check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult, SolveResult
@@ -53,9 +54,9 @@ class EpsSolver(ExactSolver):
         eps: largest admissible gap, percentage points, >= 0; None or inf: unconstrained.
         f_min: require Σ_{i∈S} F_z,i >= f_min (sum of Fisher z-scores), optional.
         b_max: require Σ_{i∈S} B_i <= b_max (nats), optional.
-        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts,
-            tolerance: see
-            :class:`selection.solvers.milp.exact.ExactSolver`.
+        options: the route options (:class:`~selection.solvers.options.RouteOptions`:
+            ``backend``, ``time_limit``, ``seed``, ``threads``, ``scale``, ``enum_limit``,
+            ``mip_gap``, ``counts``, ``tolerance``); ``route``: any of them as keywords.
 
     Examples:
         >>> from selection.example import tied_problem
@@ -147,27 +148,10 @@ class EpsSolver(ExactSolver):
         eps: float | None = None,
         f_min: float | None = None,
         b_max: float | None = None,
-        backend: str = "auto",
-        time_limit: float | None = None,
-        seed: int = 0,
-        threads: int | None = None,
-        scale: int = DEFAULT_SCALE,
-        enum_limit: int = DEFAULT_ENUM_LIMIT,
-        mip_gap: float = 0.0,
-        counts: str = "auto",
-        tolerance: float = 0.0,
+        options: RouteOptions | None = None,
+        **route: Any,
     ) -> None:
-        super().__init__(
-            backend=backend,
-            time_limit=time_limit,
-            seed=seed,
-            threads=threads,
-            scale=scale,
-            enum_limit=enum_limit,
-            mip_gap=mip_gap,
-            counts=counts,
-            tolerance=tolerance,
-        )
+        super().__init__(options=options, **route)
         self._set_param(eps)
         self.f_min = check_finite("f_min", f_min)
         self.b_max = check_nonneg("b_max", b_max)
@@ -233,7 +217,7 @@ class EpsSolver(ExactSolver):
     def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> RawResult:
         from selection.solvers.milp.fractional import lex_fractional, raw_of, weighted_data
 
-        data = weighted_data(problem, route, self.scale)
+        data = weighted_data(problem, route, self.options.scale)
         nU, nUd, n = data["nU"], data["nUd"], data["n"]
         N, D = nUd.shape
         z = np.zeros(N)
@@ -278,7 +262,7 @@ class EpsSolver(ExactSolver):
         if self.b_max is not None:
             rows.append(("sum_B", -INF, self.b_max + 1e-9))
         goal = Goal((("utility", 1.0), ("gap", -1.0)), tuple(rows))
-        out = search(problem, goal, seed=self.seed, time_limit=self.time_limit)
+        out = search(problem, goal, seed=self.options.seed, time_limit=self.options.time_limit)
         bound = first_bound(problem, "utility", self.eps)
         return answer(out, self._param(), bound, "the ε row (and the Σ F_z / Σ B rows)")
 
@@ -343,10 +327,6 @@ def min_gap_point(
         f_min=solver.f_min,
         b_max=solver.b_max,
         lower=infeasible_eps,
-        backend=solver.backend,
-        enum_limit=solver.enum_limit,
-        seed=solver.seed,
-        threads=solver.threads,
-        time_limit=solver.time_limit,
+        options=solver.options,  # those of its options the smallest-gap route takes
         highest_u=highest_u,
     ).solve(problem)

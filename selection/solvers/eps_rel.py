@@ -14,11 +14,12 @@ utility-optimal one; in between, the ε point at the same relative position ever
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver
 from selection.solvers.eps import EpsSolver, min_gap_point
+from selection.solvers.options import RouteOptions
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult
@@ -32,7 +33,9 @@ class EpsRelSolver(Solver):
 
     Args:
         alpha: position in the round's gap range, 0 <= α <= 1.
-        backend, time_limit, seed: of the underlying ε solves (see EpsSolver).
+        options: the route options of the underlying ε solves (see EpsSolver), of which it
+            takes ``backend``, ``time_limit`` and ``seed`` (:attr:`route_options`); ``route``:
+            any of those as keywords.
     """
 
     name: ClassVar[str] = "eps-rel"
@@ -42,19 +45,18 @@ class EpsRelSolver(Solver):
     default_grid: ClassVar[tuple] = (0.0, 0.25, 0.5, 0.75, 1.0)
     spec_form: ClassVar[str] = "eps-rel:A"
     order: ClassVar[int] = 25
+    route_options = frozenset({"backend", "time_limit", "seed"})
 
     def __init__(
-        self,
-        *,
-        alpha: float = 0.5,
-        backend: str = "auto",
-        time_limit: float | None = None,
-        seed: int = 0,
+        self, *, alpha: float = 0.5, options: RouteOptions | None = None, **route: Any
     ) -> None:
         self.alpha = check_nonneg("alpha", alpha, allow_none=False)
         if self.alpha > 1:
             raise ValueError(f"alpha={alpha!r} must be in [0, 1]")
-        self._eps = EpsSolver(backend=backend, time_limit=time_limit, seed=seed)
+        self.options = RouteOptions.of(
+            options, takes=self.route_options, who=f"{type(self).__name__}.__init__", **route
+        )
+        self._eps = EpsSolver(options=self.options)
 
     @classmethod
     def spec_kwargs(cls, arg: str | None) -> dict:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -38,11 +39,10 @@ from selection.solvers.exhaustive import (
     worst_star_of,
 )
 from selection.solvers.maxmin import MaxminSolver
-from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import ExactSolver
 from selection.solvers.milp.formulations import fisher_fair_spec
 from selection.solvers.milp.model import INF, LexBackend, integer_data
-from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT
+from selection.solvers.options import RouteOptions
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult
@@ -57,9 +57,8 @@ class FisherFairSolver(ExactSolver):
     Args:
         delta: allowed loss of worst-domain utility below worst*, percentage points, >= 0
             (inf: no floor, the top-K by F_z).
-        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts,
-            tolerance: see
-            :class:`selection.solvers.milp.exact.ExactSolver`.
+        options: the route options (:class:`~selection.solvers.options.RouteOptions`);
+            ``route``: any of them as keywords.
     """
 
     max_min = True  # auto: a max-min first stage (milp.portfolio.portfolio)
@@ -77,34 +76,12 @@ class FisherFairSolver(ExactSolver):
     bound_per_client = False
 
     def __init__(
-        self,
-        *,
-        delta: float = 1.0,
-        backend: str = "auto",
-        time_limit: float | None = None,
-        seed: int = 0,
-        threads: int | None = None,
-        scale: int = DEFAULT_SCALE,
-        enum_limit: int = DEFAULT_ENUM_LIMIT,
-        mip_gap: float = 0.0,
-        counts: str = "auto",
-        tolerance: float = 0.0,
+        self, *, delta: float = 1.0, options: RouteOptions | None = None, **route: Any
     ) -> None:
-        options = dict(
-            backend=backend,
-            time_limit=time_limit,
-            seed=seed,
-            threads=threads,
-            scale=scale,
-            enum_limit=enum_limit,
-            mip_gap=mip_gap,
-            counts=counts,
-            tolerance=tolerance,
-        )
-        super().__init__(**options)
+        super().__init__(options=options, **route)
         self._set_param(delta)
         # worst* is solved exactly: a tolerant worst* would widen the fair set itself
-        self._maxmin = MaxminSolver(delta=INF, **{**options, "tolerance": 0.0})
+        self._maxmin = MaxminSolver(delta=INF, options=self.options, tolerance=0.0)
         # K·worst* per problem and route; shared by the copies with_param makes for a δ sweep,
         # so a sweep solves the max-min problem once, not once per point
         self._worst_star: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -153,7 +130,7 @@ class FisherFairSolver(ExactSolver):
             weighted_data,
         )
 
-        data = weighted_data(problem, route, self.scale)
+        data = weighted_data(problem, route, self.options.scale)
         nU, nUd, n, Fz = data["nU"], data["nUd"], data["n"], data["F_z"]
         N, D = nUd.shape
         rows = [("card", np.ones(N), float(problem.k), float(problem.k))]
@@ -197,7 +174,7 @@ class FisherFairSolver(ExactSolver):
                 f"{first_bound(problem, 'worst'):.4g} %)"
             )
         goal = Goal((("sum_Fz", 1.0), ("utility", 1.0)), (("worst", floor, INF),))
-        out = search(problem, goal, seed=self.seed, time_limit=self.time_limit)
+        out = search(problem, goal, seed=self.options.seed, time_limit=self.options.time_limit)
         raw = answer(out, self._param(), first_bound(problem, "sum_Fz"), "worst >= worst* − δ")
         return dataclasses.replace(raw, message=raw.message + note)
 

@@ -14,6 +14,7 @@ vocabulary is the same as ``eps``.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,11 +23,10 @@ from selection.problem import SelectionProblem
 from selection.solvers.base import SweepOptions
 from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import DEFAULT_MAX_COUNT, best_delta, delta_rule, u_star_of
-from selection.solvers.milp.cpsat import DEFAULT_SCALE
 from selection.solvers.milp.exact import ExactSolver
 from selection.solvers.milp.formulations import maxmin_spec, top_k_sum
 from selection.solvers.milp.model import INF, LexBackend, integer_data
-from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT
+from selection.solvers.options import RouteOptions
 from selection.solvers.params import check_nonneg, fmt_param
 from selection.solvers.registry import register
 from selection.solvers.result import RawResult, Status
@@ -40,9 +40,8 @@ class MaxminSolver(ExactSolver):
 
     Args:
         delta: allowed loss of average utility below U*, percentage points, >= 0 (default 0).
-        backend, time_limit, seed, threads, scale, enum_limit, mip_gap, counts,
-            tolerance: see
-            :class:`selection.solvers.milp.exact.ExactSolver`.
+        options: the route options (:class:`~selection.solvers.options.RouteOptions`);
+            ``route``: any of them as keywords.
     """
 
     max_min = True  # auto: a max-min first stage (milp.portfolio.portfolio)
@@ -64,42 +63,12 @@ class MaxminSolver(ExactSolver):
         from selection.solvers.sweeps import sweep_delta
 
         grid = cls.default_grid if options.grid is None else options.grid
-        return sweep_delta(
-            problem,
-            list(grid),
-            backend=options.backend,
-            n_jobs=options.n_jobs,
-            time_limit=options.time_limit,
-            seed=options.seed,
-            progress=options.progress,
-            tolerance=options.tolerance,
-        )
+        return sweep_delta(problem, list(grid), options=options)
 
     def __init__(
-        self,
-        *,
-        delta: float = 0.0,
-        backend: str = "auto",
-        time_limit: float | None = None,
-        seed: int = 0,
-        threads: int | None = None,
-        scale: int = DEFAULT_SCALE,
-        enum_limit: int = DEFAULT_ENUM_LIMIT,
-        mip_gap: float = 0.0,
-        counts: str = "auto",
-        tolerance: float = 0.0,
+        self, *, delta: float = 0.0, options: RouteOptions | None = None, **route: Any
     ) -> None:
-        super().__init__(
-            backend=backend,
-            time_limit=time_limit,
-            seed=seed,
-            threads=threads,
-            scale=scale,
-            enum_limit=enum_limit,
-            mip_gap=mip_gap,
-            counts=counts,
-            tolerance=tolerance,
-        )
+        super().__init__(options=options, **route)
         self._set_param(delta)
 
     def _set_param(self, value: float | None) -> None:
@@ -133,7 +102,7 @@ class MaxminSolver(ExactSolver):
             weighted_data,
         )
 
-        data = weighted_data(problem, route, self.scale)
+        data = weighted_data(problem, route, self.options.scale)
         nU, nUd, n = data["nU"], data["nUd"], data["n"]
         N, D = nUd.shape
         exact = integer_data(route)
@@ -169,7 +138,7 @@ class MaxminSolver(ExactSolver):
         floor, note = -INF, ""
         if self.delta != INF:  # U*: the search's best U stands in for it
             top = search(
-                problem, Goal((("utility", 1.0),)), seed=self.seed, time_limit=self._half()
+                problem, Goal((("utility", 1.0),)), seed=self.options.seed, time_limit=self._half()
             )
             u_hat = -top.rank[1]
             floor = u_hat - self.delta - 1e-9
@@ -178,13 +147,14 @@ class MaxminSolver(ExactSolver):
                 f"{first_bound(problem, 'utility'):.4g} %)"
             )
         goal = Goal((("worst", 1.0), ("utility", 1.0)), (("utility", floor, INF),))
-        out = search(problem, goal, seed=self.seed, time_limit=self._half())
+        out = search(problem, goal, seed=self.options.seed, time_limit=self._half())
         raw = answer(out, self._param(), first_bound(problem, "worst"), "U >= U* − δ")
         return dataclasses.replace(raw, message=raw.message + note)
 
     def _half(self) -> float | None:
         """Half the time limit: the search for U*, then the formulation's own."""
-        return None if self.time_limit is None else self.time_limit / 2
+        limit = self.options.time_limit
+        return None if limit is None else limit / 2
 
     def _rule(self, problem: SelectionProblem):
         return delta_rule(u_star_of(problem), self.delta)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -42,9 +43,10 @@ from selection.solvers.base import Solver
 from selection.solvers.black_box import Goal, answer, first_bound, search
 from selection.solvers.exhaustive import top_selections
 from selection.solvers.milp.highs import HighsBackend
-from selection.solvers.milp.portfolio import DEFAULT_ENUM_LIMIT, route_refusal, value_quantum
+from selection.solvers.milp.portfolio import route_refusal, value_quantum
 from selection.solvers.milp.spec import INF, MilpSpec
-from selection.solvers.params import Route, check_finite, check_int, check_nonneg, check_time_limit
+from selection.solvers.options import RouteOptions
+from selection.solvers.params import Route, check_finite, check_int, check_nonneg
 from selection.solvers.result import RawResult, Status
 from selection.solvers.swap_search import SwapData, swap_search
 from selection.surrogates.base import Structure
@@ -113,13 +115,15 @@ class MinGapSolver(Solver):
         b_max: require Σ_{i∈S} B_i <= b_max (nats), optional.
         lower: a gap every selection is known to exceed (an infeasible ε), percentage points;
             reported as a bound when the MILP's is lower.
-        backend: ``auto`` (enumeration when C(N, K) <= enum_limit, else the bounded route;
-            on a black-box surrogate the ``search`` route of :mod:`.black_box`, whose bound is
-            the surrogate's), ``enum``, or any MILP backend name (the bounded route: HiGHS).
-        enum_limit: largest C(N, K) that ``auto`` enumerates.
-        seed: seeds the local search's kicks and HiGHS.
-        threads: HiGHS threads (default 1: deterministic).
-        time_limit: seconds per MILP besides the node limit (None: the node limit alone).
+        options: the route options (:class:`~selection.solvers.options.RouteOptions`), of
+            which it takes (:attr:`route_options`; ``route``: any of them as keywords):
+            ``backend``: ``auto`` (enumeration when C(N, K) <= enum_limit, else the bounded
+            route; on a black-box surrogate the ``search`` route of :mod:`.black_box`, whose
+            bound is the surrogate's), ``enum``, or any MILP backend name (the bounded route:
+            HiGHS); ``enum_limit``: largest C(N, K) that ``auto`` enumerates; ``seed``: seeds
+            the local search's kicks and HiGHS; ``threads``: HiGHS threads (default 1:
+            deterministic); ``time_limit``: seconds per MILP besides the node limit (None: the
+            node limit alone).
         iterations: kicks of the local search.
         node_limit: branch-and-bound nodes per MILP (None: :func:`default_nodes` of N).
         highest_u: run stage 2 (the highest U at the gap found); False where only the
@@ -128,6 +132,7 @@ class MinGapSolver(Solver):
 
     name = "min-gap"
     summary = "min gap, then max U: the smallest-gap point (bounded above enumeration)"
+    route_options = frozenset({"backend", "enum_limit", "seed", "threads", "time_limit"})
 
     def __init__(
         self,
@@ -135,23 +140,18 @@ class MinGapSolver(Solver):
         f_min: float | None = None,
         b_max: float | None = None,
         lower: float = 0.0,
-        backend: str = "auto",
-        enum_limit: int = DEFAULT_ENUM_LIMIT,
-        seed: int = 0,
-        threads: int | None = None,
-        time_limit: float | None = None,
+        options: RouteOptions | None = None,
         iterations: int = ITERATIONS,
         node_limit: int | None = None,
         highest_u: bool = True,
+        **route: Any,
     ) -> None:
         self.f_min = check_finite("f_min", f_min)
         self.b_max = check_nonneg("b_max", b_max)
         self.lower = check_nonneg("lower", lower, allow_none=False)
-        self.backend = str(backend)
-        self.enum_limit = check_int("enum_limit", enum_limit, lo=0)
-        self.seed = check_int("seed", seed, lo=0)
-        self.threads = check_int("threads", threads)
-        self.time_limit = check_time_limit(time_limit)
+        self.options = RouteOptions.of(
+            options, takes=self.route_options, who=f"{type(self).__name__}.__init__", **route
+        )
         self.iterations = check_int("iterations", iterations, lo=0)
         self.node_limit = check_int("node_limit", node_limit, lo=1)
         self.highest_u = bool(highest_u)
@@ -159,11 +159,12 @@ class MinGapSolver(Solver):
     def route(self, problem: SelectionProblem) -> str:
         """``enum``, ``highs``, or ``search`` (``auto`` on a black-box surrogate above the
         enumeration limit: :mod:`.black_box`): the route this solver takes on ``problem``."""
-        small = math.comb(problem.n, problem.k) <= self.enum_limit
-        if self.backend == Route.ENUM or (self.backend == Route.AUTO and small):
+        backend = self.options.backend
+        small = math.comb(problem.n, problem.k) <= self.options.enum_limit
+        if backend == Route.ENUM or (backend == Route.AUTO and small):
             return Route.ENUM
         black_box = problem.structure == Structure.BLACK_BOX
-        return Route.SEARCH if black_box and self.backend == Route.AUTO else "highs"
+        return Route.SEARCH if black_box and backend == Route.AUTO else "highs"
 
     def _solve(self, problem: SelectionProblem) -> RawResult:
         problem = problem.linear_view()
@@ -190,7 +191,7 @@ class MinGapSolver(Solver):
         if self.b_max is not None:
             rows.append(("sum_B", -INF, self.b_max + 1e-9))
         goal = Goal((("gap", -1.0), ("utility", 1.0)), tuple(rows))
-        out = search(problem, goal, seed=self.seed, time_limit=self.time_limit)
+        out = search(problem, goal, seed=self.options.seed, time_limit=self.options.time_limit)
         raw = answer(out, "", math.nan, "the Σ F_z / Σ B rows")
         if not raw.selected:
             return raw
@@ -240,7 +241,7 @@ class _Bounded:
                 return RawResult((), Status.INFEASIBLE, "highs", msg)
             if start is None:
                 return RawResult((), Status.TIME_LIMIT, "highs", "no first selection found")
-        best, key = swap_search(self.data, start, iterations=s.iterations, seed=s.seed)
+        best, key = swap_search(self.data, start, iterations=s.iterations, seed=s.options.seed)
         best, key, lower = self._stage_gap(best, key)
         u_up = math.nan
         if s.highest_u:
@@ -321,13 +322,13 @@ class _Bounded:
         free = [(-INF, INF), (-INF, INF)]
         spec = MilpSpec.build(n, p.k, free, rows + list(extra), [np.asarray(c, dtype=float)])
         spec.quanta = [float(q)]
-        be = _NodeLimitedHighs(spec, seed=s.seed, threads=s.threads)
+        be = _NodeLimitedHighs(spec, seed=s.options.seed, threads=s.options.threads)
         be.node_limit = self.nodes
         hint = None
         if best is not None:
             sums = data.A[best].sum(axis=0)
             hint = np.r_[best.astype(float), sums.max(), sums.min()]
-        out = be._optimize(spec.objectives[0], s.time_limit, hint)
+        out = be._optimize(spec.objectives[0], s.options.time_limit, hint)
         if out.status == Status.ERROR:
             raise SelectionError(f"smallest gap: {out.message}")
         mask = None

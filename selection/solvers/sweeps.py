@@ -30,6 +30,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,13 +39,8 @@ from selection.problem import SelectionProblem
 from selection.progress import ProgressFn
 from selection.solvers.base import SweepOptions
 from selection.solvers.grid import _Counter, _run_grid
-from selection.solvers.params import (
-    Route,
-    as_float_list,
-    check_int,
-    check_nonneg,
-    check_route_options,
-)
+from selection.solvers.options import RouteOptions
+from selection.solvers.params import Route, as_float_list, check_nonneg
 from selection.solvers.registry import make_solver
 from selection.solvers.result import (
     FRONT_COLUMNS,
@@ -144,8 +140,10 @@ def sweep_eps(
         >>> bool(front.attrs["exact"]), front[["utility", "gap"]].round(2).iloc[0].tolist()
         (True, [68.94, 45.35])
     """
+    # the route options were checked as every route checks them (bb's whole-front limit too)
+    # when the SweepOptions were made
     o = options if options is not None else SweepOptions()
-    backend, n_jobs, time_limit, seed = o.backend, o.n_jobs, o.time_limit, o.seed
+    backend, n_jobs, time_limit = o.backend, o.n_jobs, o.time_limit
     progress, f_min, b_max, tolerance = o.progress, o.f_min, o.b_max, o.tolerance
     if eps is None and o.grid is not None:
         eps = list(o.grid)
@@ -153,11 +151,6 @@ def sweep_eps(
         raise ValueError("sweep_eps: give an eps grid or complete=True, not both")
     if not complete and eps is None:
         raise ValueError("sweep_eps: give an eps grid or complete=True")
-    # the route options, checked as every route checks them (bb's whole-front limit too)
-    n_jobs = check_route_options(
-        backend=backend, time_limit=time_limit, tolerance=tolerance, seed=seed, n_jobs=n_jobs,
-        front=True,
-    )["n_jobs"]  # fmt: skip
     if backend is not None:
         from selection.solvers.milp.portfolio import check_backend
 
@@ -195,16 +188,10 @@ def sweep_eps(
             )
         return front
 
+    point_options = RouteOptions.of(o, time_limit=time_limit, tolerance=tolerance)
+
     def make():
-        return make_solver(
-            "eps",
-            backend=backend,
-            time_limit=time_limit,
-            f_min=f_min,
-            b_max=b_max,
-            seed=seed,
-            tolerance=tolerance,
-        )
+        return make_solver("eps", f_min=f_min, b_max=b_max, options=point_options)
 
     if not complete:
         grid = as_float_list("eps", eps)
@@ -233,7 +220,10 @@ def sweep_eps(
         point = solver.with_param(e)
         if max_seconds is not None:  # the whole sweep's budget also bounds each point
             left = max(1e-3, max_seconds - (time.perf_counter() - t0))
-            point.time_limit = left if point.time_limit is None else min(point.time_limit, left)
+            limit = point.options.time_limit
+            point.options = replace(
+                point.options, time_limit=left if limit is None else min(limit, left)
+            )
         r = point.solve(problem)
         # a backend tolerance may return the last point again: step further each time
         same = bool(results) and r.selected == results[-1].selected
@@ -458,15 +448,18 @@ def sweep_delta(
     problem: SelectionProblem,
     delta: Sequence[float],
     *,
-    backend: str = "auto",
-    n_jobs: int = 1,
-    time_limit: float | None = None,
-    seed: int = 0,
-    progress: ProgressFn | None = None,
-    tolerance: float = 0.0,
+    options: SweepOptions | None = None,
+    **settings: Any,
 ) -> pd.DataFrame:
     """Max-min points (max worst s.t. U >= U* − δ) for each δ of a grid (percentage points);
     each within ``tolerance`` points of its max worst (see :func:`sweep_eps`).
+
+    Args:
+        problem: the round's selection problem.
+        delta: δ values, percentage points (>= 0).
+        options: the sweep's options (:class:`SweepOptions`; its route options for every
+            point, ``n_jobs`` threads and ``progress`` per point); ``settings``: any of its
+            fields as keywords, over ``options``.
 
     Examples:
         >>> from selection.example import tied_problem
@@ -477,14 +470,14 @@ def sweep_delta(
         [['delta=0', 'b0;a1', 72.5, 65.0], ['delta=5', 'a0;b0', 70.0, 70.0]]
     """
     grid = as_float_list("delta", delta)
-    n_jobs = check_int("n_jobs", n_jobs)
+    o = SweepOptions.of(options, **settings)
+    point_options = RouteOptions.of(o)
 
     def make():
-        return make_solver(
-            "maxmin", backend=backend, time_limit=time_limit, seed=seed, tolerance=tolerance
-        )
+        return make_solver("maxmin", options=point_options)
 
-    return results_to_frame(problem, _run_grid(make, problem, grid, n_jobs, progress, "δ sweep"))
+    results = _run_grid(make, problem, grid, o.n_jobs, o.progress, "δ sweep")
+    return results_to_frame(problem, results)
 
 
 def sweep_weighted(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pandas as pd
 
@@ -105,7 +106,7 @@ def _eps_point(problem: SelectionProblem, tolerance: float = 0.0):
         if t < 0:  # no gap is negative
             return None
         point = solver.with_param(t / problem.k)
-        point.time_limit = left
+        point.options = replace(point.options, time_limit=left)
         r = point.solve(problem)
         if r.status == Status.INFEASIBLE:
             return None

@@ -25,11 +25,11 @@ from selection.solvers.milp.answer import Answer
 from selection.solvers.milp.model import LexBackend
 from selection.solvers.milp.registry import register_backend
 from selection.solvers.milp.spec import MilpSpec
+from selection.solvers.options import DEFAULT_SCALE
 from selection.solvers.result import Status
 
 __all__ = ["CpSatBackend", "round_data", "exact_at", "DEFAULT_SCALE"]
 
-DEFAULT_SCALE = 1000
 # The scaled coefficients and bounds are computed in float64 and rounded to integers: beyond
 # 2^53 they are no longer the exact products (a Dinkelbach row D0·num − N0·den at 1e6 samples a
 # client lost its optimum: "stage 2 infeasible"), so the model would not be the problem.

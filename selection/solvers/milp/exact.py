@@ -17,17 +17,17 @@ import math
 import time
 import weakref
 from abc import abstractmethod
+from typing import Any
 
 import numpy as np
 
 from selection.errors import SelectionError
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver
-from selection.solvers.milp.cpsat import DEFAULT_SCALE, exact_at
+from selection.solvers.milp.cpsat import exact_at
 from selection.solvers.milp.formulations import count_groups, model_data
 from selection.solvers.milp.model import LexBackend
 from selection.solvers.milp.portfolio import (
-    DEFAULT_ENUM_LIMIT,
     MAX_WEIGHT_SPREAD,
     check_backend,
     fixing_from,
@@ -43,7 +43,8 @@ from selection.solvers.milp.registry import (
     make_backend,
     milp_backend_class,
 )
-from selection.solvers.params import Route, check_int, check_nonneg, check_route_options
+from selection.solvers.options import Counts, RouteOptions
+from selection.solvers.params import Route
 from selection.solvers.result import RawResult, Status
 from selection.surrogates.base import Structure
 
@@ -51,65 +52,22 @@ __all__ = ["ExactSolver"]
 
 
 class ExactSolver(Solver):
-    """Base of ``eps``, ``maxmin`` and ``fisher-fair``: backend options and the model cache.
+    """Base of ``eps``, ``maxmin`` and ``fisher-fair``: the route options and the model cache.
 
     Args:
-        backend: ``auto`` (enumeration if C(N, K) <= enum_limit, else the measured
-            :func:`portfolio`), ``enum``, ``highs``, ``cbc``, ``cpsat`` or ``scip``.
-        time_limit: seconds per point, the whole solve (building the model on first use,
-            LP fixing and both lexicographic stages together); on expiry the incumbent is
-            returned with status ``time_limit`` (an empty selection when there is none). The
-            deadline is checked between steps, so one step that cannot be interrupted (the
-            model build, HiGHS presolve, writing CBC's model file) may overrun it. Ignored by
-            enumeration.
-        seed: seeds HiGHS and CP-SAT (``random_seed``) and SCIP (``randomseedshift``).
-        threads: CBC threads / CP-SAT workers (default 1, deterministic); SCIP runs on one.
-        scale: CP-SAT integer scaling of the utilities (default 1000: 0.001 % resolution).
-        enum_limit: largest C(N, K) that ``auto`` enumerates.
-        mip_gap: relative MIP gap per stage (default 0: proven optimal). Above 0 the status
-            is ``feasible`` (optimal within the gap), useful on large N.
-        tolerance: absolute MIP gap per stage in the units the first objective is reported
-            in (points of the mean for U and worst, Σ F_z for fisher-fair; the model gets
-            K·tolerance where it sums over the K clients); default 0: proven optimal. Above 0
-            the status is ``feasible`` and ``bound`` is at most the point's value +
-            tolerance: a certified near-optimum, often far faster where proofs are hard.
-        counts: per-domain count columns n_g = Σ_{i in domain g} x_i in the MILP, integer and
-            branched on first (:meth:`.spec.MilpSpec.build`): ``on``, ``off`` or ``auto``
-            (the backend's ``counts_default``: on for SCIP, where branching on them first paid
-            (cross-penalty N = 1,000), off for CBC, HiGHS and CP-SAT, where it did not;
-            measured per family in results/benchmarks/exact_families_200_1000.md).
+        options: how a point is solved (:class:`~selection.solvers.options.RouteOptions`:
+            ``backend``, ``time_limit``, ``seed``, ``threads``, ``scale``, ``enum_limit``,
+            ``mip_gap``, ``counts``, ``tolerance``; ``backend`` one of the registered routes).
+        route: any of those fields as keywords, over ``options``.
     """
 
-    def __init__(
-        self,
-        *,
-        backend: str = "auto",
-        time_limit: float | None = None,
-        seed: int = 0,
-        threads: int | None = None,
-        scale: int = DEFAULT_SCALE,
-        enum_limit: int = DEFAULT_ENUM_LIMIT,
-        mip_gap: float = 0.0,
-        counts: str = "auto",
-        tolerance: float = 0.0,
-    ) -> None:
-        if counts not in ("auto", "on", "off"):
-            raise ValueError(f"counts={counts!r} must be auto, on or off")
-        self.counts = counts
-        self.mip_gap = check_nonneg("mip_gap", mip_gap, allow_none=False)
-        if self.mip_gap >= 1:
-            raise ValueError(f"mip_gap={mip_gap!r} must be a relative gap in [0, 1)")
-        # the options every route takes, checked as every route checks them
-        opts = check_route_options(
-            backend=backend, time_limit=time_limit, tolerance=tolerance, seed=seed
+    route_options = frozenset(RouteOptions.names())
+
+    def __init__(self, *, options: RouteOptions | None = None, **route: Any) -> None:
+        self.options = RouteOptions.of(
+            options, takes=self.route_options, who=f"{type(self).__name__}.__init__", **route
         )
-        self.backend = check_backend(backend)
-        self.tolerance = opts["tolerance"]
-        self.time_limit = opts["time_limit"]
-        self.seed = opts["seed"]
-        self.threads = check_int("threads", threads)
-        self.scale = check_int("scale", scale)
-        self.enum_limit = check_int("enum_limit", enum_limit, lo=0)
+        check_backend(self.options.backend)
         self._models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._routes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._quanta: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -124,11 +82,12 @@ class ExactSolver(Solver):
     def route_choice(self, problem: SelectionProblem) -> tuple[str, str]:
         """(route, why): the backend used on ``problem`` and the reason it was chosen."""
         problem = problem.linear_view()
-        if self.backend != Route.AUTO:
-            return self.backend, "given by --backend"
+        o = self.options
+        if o.backend != Route.AUTO:
+            return o.backend, "given by --backend"
         count = math.comb(problem.n, problem.k)
-        if count <= self.enum_limit:
-            return Route.ENUM, f"C(N, K) = {count:,} <= enum_limit {self.enum_limit:,}: enumeration"
+        if count <= o.enum_limit:
+            return Route.ENUM, f"C(N, K) = {count:,} <= enum_limit {o.enum_limit:,}: enumeration"
         from selection.solvers.exhaustive import DEFAULT_MAX_COUNT
 
         if ill_conditioned(problem) and count <= DEFAULT_MAX_COUNT:
@@ -141,7 +100,7 @@ class ExactSolver(Solver):
             problem.structure == Structure.BLACK_BOX
         ):  # no MILP takes it: selection.solvers.black_box
             return Route.SEARCH, (
-                f"C(N, K) = {count:,} > enum_limit {self.enum_limit:,} and the "
+                f"C(N, K) = {count:,} > enum_limit {o.enum_limit:,} and the "
                 f"{problem.surrogate} surrogate is black-box: swap local search"
             )
         # the portfolio reads the whole table (alignment, grid step): once per problem, shared
@@ -183,20 +142,21 @@ class ExactSolver(Solver):
             raise ValueError("the enum route has no MILP model")
         models = self._models.setdefault(problem, {})
         if route not in models:
-            spec = self._spec(model_data(problem, route, self.scale), problem)
+            o = self.options
+            spec = self._spec(model_data(problem, route, o.scale), problem)
             integer = integer_data(route)
             if not integer:  # integer data: the objectives are integers already
                 spec.quanta = self.objective_quanta(problem)[: len(spec.objectives)]
-            options = {"scale": self.scale} if integer else {}
-            abs_gap = tolerance_gap(self.tolerance, problem.k if self.bound_per_client else 1)
+            scaled = {"scale": o.scale} if integer else {}
+            abs_gap = tolerance_gap(o.tolerance, problem.k if self.bound_per_client else 1)
             backend = make_backend(
                 route,
                 spec,
-                seed=self.seed,
-                threads=self.threads,
-                mip_gap=self.mip_gap,
+                seed=o.seed,
+                threads=o.threads,
+                mip_gap=o.mip_gap,
                 abs_gap=abs_gap,
-                **options,
+                **scaled,
             )
             backend.core_min_n = min(backend.core_min_n, fixing_from(problem))
             models[route] = backend
@@ -204,9 +164,9 @@ class ExactSolver(Solver):
 
     def groups(self, problem: SelectionProblem) -> np.ndarray | None:
         """The count columns' groups on ``problem`` (None: the model has none)."""
-        if self.counts == "off":
+        if self.options.counts == Counts.OFF:
             return None
-        if self.counts == "auto":
+        if self.options.counts == Counts.AUTO:
             route = self.route(problem)
             if route == Route.ENUM or not milp_backend_class(route).counts_default:
                 return None
@@ -214,7 +174,7 @@ class ExactSolver(Solver):
 
     def model_data(self, problem: SelectionProblem) -> dict[str, np.ndarray]:
         """The data the route solves with (CP-SAT: rounded to 1/scale; others: exact)."""
-        return model_data(problem, self.route(problem), self.scale)
+        return model_data(problem, self.route(problem), self.options.scale)
 
     def with_param(self, value: float | None) -> ExactSolver:
         """A copy for another ε/δ that shares this solver's persistent models."""
@@ -262,21 +222,22 @@ class ExactSolver(Solver):
             return self._solve_enum(problem)
         if route == Route.SEARCH:
             return self._solve_search(problem)
+        o = self.options
         refusal = route_refusal(route, problem, fractional=self.fractional)
-        if not refusal and self.tolerance > 0 and integer_data(route):
+        if not refusal and o.tolerance > 0 and integer_data(route):
             if not self.exact_on_cpsat(problem):
                 refusal = (
-                    f"--tolerance {self.tolerance:g}: CP-SAT solves the data rounded to "
-                    f"1/{self.scale}, so its bound certifies nothing about the true problem; "
+                    f"--tolerance {o.tolerance:g}: CP-SAT solves the data rounded to "
+                    f"1/{o.scale}, so its bound certifies nothing about the true problem; "
                     "use --backend highs, cbc, scip or auto for a certified tolerance"
                 )
         if refusal:  # a request this route cannot answer: bad input, not a failed solve
             raise SelectionError(refusal)
         if problem.structure == Structure.LINEAR_FRACTIONAL:  # milp.fractional, fresh models
-            left = None if self.time_limit is None else self.time_limit
+            left = None if o.time_limit is None else o.time_limit
             return self._solve_fractional(problem, route, left)
         model = self.model(problem)  # building the model counts against the time limit
-        left = None if self.time_limit is None else self.time_limit - (time.perf_counter() - t0)
+        left = None if o.time_limit is None else o.time_limit - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             msg = "time limit reached while building the model; no incumbent"
             return RawResult((), Status.TIME_LIMIT, route, msg, self._param())
@@ -309,7 +270,7 @@ class ExactSolver(Solver):
     def exact_on_cpsat(self, problem: SelectionProblem) -> bool:
         """Whether the data this formulation reads are multiples of 1/scale (then CP-SAT's
         rounded model is the true problem)."""
-        return all(exact_at(a, self.scale) for a in self._cpsat_fields(problem))
+        return all(exact_at(a, self.options.scale) for a in self._cpsat_fields(problem))
 
     def _enum_raw(self, selected: tuple[int, ...]) -> RawResult:
         """The enumeration route's answer: ``selected``, or infeasible when it is empty."""
@@ -326,15 +287,14 @@ class ExactSolver(Solver):
         if self.route(problem) != Route.ENUM:
             raise SelectionError(
                 f"{self.name}: verified picks rank candidates by enumeration; C(N, K) = "
-                f"{math.comb(problem.n, problem.k):,} is above enum_limit={self.enum_limit:,}"
+                f"{math.comb(problem.n, problem.k):,} is above enum_limit={self.options.enum_limit:,}"
                 " (or choose backend enum)"
             )
         return top_selections(problem, self._rule(problem), m)
 
     def _frac_options(self, problem: SelectionProblem) -> dict:
-        return dict(
-            seed=self.seed, threads=self.threads, scale=self.scale, groups=self.groups(problem)
-        )
+        o = self.options
+        return dict(seed=o.seed, threads=o.threads, scale=o.scale, groups=self.groups(problem))
 
     def _solve_fractional(self, problem: SelectionProblem, route: str, time_limit) -> RawResult:
         """The formulation on a linear-fractional surrogate (:mod:`.fractional`)."""

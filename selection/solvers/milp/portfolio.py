@@ -16,6 +16,7 @@ import numpy as np
 from selection.problem import SelectionProblem
 from selection.solvers.milp.formulations import count_groups
 from selection.solvers.milp.registry import milp_backends
+from selection.solvers.options import DEFAULT_ENUM_LIMIT
 from selection.solvers.params import Route
 from selection.surrogates.base import Structure
 
@@ -37,7 +38,6 @@ __all__ = [
     "check_backend",
 ]
 
-DEFAULT_ENUM_LIMIT = 200_000
 # The backends stop this share short of the tolerance asked for, so that the reported bound,
 # which may add its own rounding (CBC prints its bound to 3 decimals; where a backend reports
 # none the value + gap gets 1e-7 relative), stays within it

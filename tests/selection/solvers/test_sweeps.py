@@ -164,7 +164,7 @@ def test_complete_sweep_labels_points_stopped_by_the_budget(monkeypatch):
     real = sw.make_solver
 
     def spy(*args, **kwargs):
-        seen.append(kwargs.get("time_limit"))
+        seen.append(kwargs["options"].time_limit)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(sw, "make_solver", spy)
