@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from enum import StrEnum
 from itertools import combinations
 from math import comb
 
@@ -64,6 +65,7 @@ from selection.solvers.result import RawResult, SolveResult, Status
 
 __all__ = [
     "NSGA2Solver",
+    "Pick",
     "PICKS",
     "knee_index",
     "SelectionMOP",
@@ -73,7 +75,22 @@ __all__ = [
     "RowHashDuplicates",
 ]
 
-PICKS = ("knee", "max-utility", "min-gap")
+
+class Pick(StrEnum):
+    """Which front member :meth:`NSGA2Solver.solve` returns (module docstring).
+
+    Examples:
+        >>> from selection.solvers.nsga2 import Pick
+        >>> Pick("max-utility") is Pick.MAX_UTILITY, [str(p) for p in Pick]
+        (True, ['knee', 'max-utility', 'min-gap'])
+    """
+
+    KNEE = "knee"
+    MAX_UTILITY = "max-utility"
+    MIN_GAP = "min-gap"
+
+
+PICKS = tuple(p.value for p in Pick)
 _PLS_BUDGET = 20_000_000  # matrix entries for the final Pareto local search
 _ALIASES = {"U": "utility", "var": "var_d", "mmw": "mean_minus_worst"}
 
@@ -212,7 +229,7 @@ class NSGA2Solver(Solver):
         n_evals: int | None = None,
         seed: int = 0,
         objectives: Sequence[str] = ("utility", "gap"),
-        pick: str = "knee",
+        pick: Pick | str = Pick.KNEE,
         polish: bool = True,
     ) -> None:
         if isinstance(objectives, str):
@@ -224,8 +241,12 @@ class NSGA2Solver(Solver):
             raise SelectionError(f"nsga2: pop_size={pop_size} must be at least 4")
         if int(n_gen) < 1 or (n_evals is not None and int(n_evals) < int(pop_size)):
             raise SelectionError(f"nsga2: n_gen={n_gen} / n_evals={n_evals} too small")
-        if pick not in PICKS:
-            raise SelectionError(f"nsga2: pick={pick!r} must be one of {', '.join(PICKS)}")
+        try:
+            self.pick = Pick(pick)
+        except ValueError:
+            raise SelectionError(
+                f"nsga2: pick={pick!r} must be one of {', '.join(PICKS)}"
+            ) from None
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise SelectionError(f"nsga2: seed={seed!r} must be an integer >= 0")
         self.pop_size = int(pop_size)
@@ -233,7 +254,6 @@ class NSGA2Solver(Solver):
         self.n_evals = None if n_evals is None else int(n_evals)
         self.seed = int(seed)
         self.objectives = objs
-        self.pick = pick
         self.polish = bool(polish)
 
     def _run(self, problem: SelectionProblem) -> tuple[np.ndarray, np.ndarray, float]:
@@ -266,9 +286,9 @@ class NSGA2Solver(Solver):
         return X[order], F[order], time.perf_counter() - t0
 
     def _pick_index(self, problem: SelectionProblem, X: np.ndarray, F: np.ndarray) -> int:
-        if self.pick == "knee":
+        if self.pick == Pick.KNEE:
             return knee_index(F)
-        if self.pick == "max-utility":
+        if self.pick == Pick.MAX_UTILITY:
             key = -OBJECTIVES["utility"](problem, X.astype(float))
         else:
             key = OBJECTIVES["gap"](problem, X.astype(float))
@@ -281,7 +301,7 @@ class NSGA2Solver(Solver):
             selected=tuple(int(j) for j in np.flatnonzero(X[i])),
             status=Status.FEASIBLE,
             backend="pymoo",
-            param=self.pick,
+            param=str(self.pick),
             message=f"{len(X)} front points; seed={self.seed}",
         )
 

@@ -28,7 +28,7 @@ from selection.solvers.fisher_fair import FisherFairSolver
 from selection.solvers.maxmin import MaxminSolver
 from selection.solvers.milp.answer import Answer
 from selection.solvers.min_gap import MinGapSolver
-from selection.solvers.nsga2 import NSGA2Solver
+from selection.solvers.nsga2 import NSGA2Solver, Pick
 from selection.solvers.options import Counts, RouteOptions
 from selection.solvers.registry import solvers
 from selection.solvers.result import Status
@@ -127,6 +127,14 @@ def test_a_backend_written_to_the_documented_words_is_read_in_the_vocabulary():
     assert odd.status is Status.ERROR and "'solved?'" in odd.message
     own = Answer(Status.OPTIMAL, v, 2.0)
     assert Answer.of(own) is own
+
+
+def test_nsga2_pick_is_an_enum_that_prints_as_before(problem):
+    s = NSGA2Solver(pick="min-gap", pop_size=8, n_gen=3)
+    assert s.pick is Pick.MIN_GAP
+    assert s.solve(problem).param == "min-gap"
+    with pytest.raises(ValueError, match="pick='best' must be one of knee, max-utility, min-gap"):
+        NSGA2Solver(pick="best")
 
 
 STATUS_WORDS = {"optimal", "feasible", "time_limit", "limit", "infeasible", "error", "other"}
