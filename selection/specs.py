@@ -526,8 +526,8 @@ def selector_help() -> str:
         f"Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any; NAME one of {names} (ARGS: "
         f"fedsel methods); modifiers joined by +: a surrogate ({mods}), an information model "
         f"({infos}), verify or verify=M, agg=RULE (the picks' weights: "
-        f"{aggregation_forms().replace('|', ', ')}); e.g. eps:5, maxmin:2@probe, "
-        "eps:5@weighted+agg=best."
+        f"{aggregation_forms().replace('|', ', ')}; agg=best with a surrogate of the "
+        "aggregate, e.g. weighted); e.g. eps:5, maxmin:2@probe."
     )
 
 

@@ -1,9 +1,10 @@
-"""One information path (issue 49): both drivers play the same round.
+"""One information path (issue 49, 64): both drivers play the same round.
 
-``fl_oracle.experiments.transport.play_round`` is the one place a measured round is chosen
-(``choose_round``) and written (``history_row``); the in-process loop and the Flower strategy
-only supply its transport. The loop's training-only rounds (no statistics, no information
-model) write their own row. Read from the syntax tree, as the layer contracts read imports.
+``fl_oracle.experiments.transport.RoundPlay`` is the one place a round is chosen
+(``choose_round``) and written (``history_row``), training-only rounds included; the in-process
+loop plays it with :func:`~fl_oracle.experiments.transport.play_round` and the Flower strategy
+step by step around Flower's own exchange (``configure_train`` / ``aggregate_train``); both
+only supply its transport. Read from the syntax tree, as the layer contracts read imports.
 """
 
 from __future__ import annotations
@@ -15,13 +16,11 @@ from helpers import ROOT
 #: who may call each step of the round, and why
 CALLERS = {
     "choose_round": {"fl_oracle/experiments/transport.py"},
-    "history_row": {
-        "fl_oracle/experiments/transport.py",
-        "fl_oracle/experiments/loop.py",  # a training-only round: nothing measured, no model
-    },
-    "play_round": {
-        "fl_oracle/experiments/loop.py",
-        "fl_oracle/experiments/flower/strategy.py",
+    "history_row": {"fl_oracle/experiments/transport.py"},
+    "play_round": {"fl_oracle/experiments/loop.py"},
+    "RoundPlay": {
+        "fl_oracle/experiments/transport.py",  # play_round
+        "fl_oracle/experiments/flower/strategy.py",  # around Flower's exchange
     },
 }
 

@@ -241,7 +241,9 @@ def test_a_spec_that_cannot_choose_its_weights_is_refused_in_one_line(spec, need
 
 
 def test_the_selector_help_names_the_choice():
-    assert "agg=RULE (the picks' weights: samples, uniform, domain, best)" in selector_help()
+    text = selector_help()
+    assert "agg=RULE (the picks' weights: samples, uniform, domain, best;" in text
+    assert "agg=best with a surrogate of the aggregate" in text
 
 
 # ------------------------------------------------------------------ the selector
