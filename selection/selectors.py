@@ -61,7 +61,7 @@ seed from it, so successive rounds differ but the whole sequence repeats for the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -96,6 +96,8 @@ __all__ = [
     "selector_help",
     "split_specs",
     "Selector",
+    "CallableSelector",
+    "as_selector",
     "make_selector",
     "min_gap_point",
     "proportional_sample",
@@ -144,6 +146,13 @@ class Selector:
         >>> pick.fallback
         'eps:1: infeasible (...); fell back to the smallest-gap point (gap 17.3529 pp, ...)'
     """
+
+    #: what a baseline rule reads of the clients (``Baseline.reads``); None: a formulation or
+    #: a plain callable, which read the round's statistics table
+    reads = None
+    #: what a rule's probe pass reports, and the numbers each probed client uploads
+    reports: tuple[str, ...] = ("loss",)
+    probe_floats = 0
 
     def __init__(self, spec: Spec, *, seed: int = 0, aggregation_q: float | None = None) -> None:
         self.spec = spec
@@ -285,6 +294,58 @@ class _SolverSelector(Selector):
             self.chosen_aggregation = choice.rule
             return choice.result
         return solver.solve(problem)
+
+
+class CallableSelector(Selector):
+    """A plain callable ``(round_stats, k) -> ids`` as a :class:`Selector`, wrapped once where
+    a run is planned, so that a round asks every selector the same things (no surrogate of
+    its own: the default; no state; the trainer's sample weights).
+
+    Examples:
+        >>> from selection.example import example_stats
+        >>> from selection.selectors import as_selector
+        >>> def first(table, k):
+        ...     return list(table["client_id"][:k])
+        >>> pick = as_selector(first)
+        >>> pick, pick.reads, pick.state(), pick.surrogate
+        (CallableSelector('first'), None, {}, 'mean')
+        >>> pick(example_stats().query("round == 2"), 2)
+        ['mnist-0', 'usps-0']
+        >>> as_selector(pick) is pick
+        True
+    """
+
+    def __init__(self, fn: Callable[[pd.DataFrame, int], Sequence[str]], name: str | None = None):
+        label = name or getattr(fn, "__name__", None) or type(fn).__name__
+        super().__init__(Spec(name=str(label)))
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"CallableSelector({self.label!r})"
+
+    def __call__(self, round_stats: pd.DataFrame, k: int, logits=None) -> list[str]:
+        return [str(c) for c in self.fn(round_stats, k)]
+
+    def choose(self, problem: SelectionProblem) -> list[str]:
+        """The callable's answer on the problem's table (its ids as given: checked by the
+        round)."""
+        return [str(c) for c in self.fn(problem.table, problem.k)]
+
+
+def as_selector(selector: Selector | Callable, name: str | None = None) -> Selector:
+    """``selector`` itself, or a plain callable wrapped as a :class:`CallableSelector`.
+
+    Examples:
+        >>> from selection.selectors import as_selector, make_selector
+        >>> rule = make_selector("proportional")
+        >>> as_selector(rule) is rule, as_selector(lambda table, k: [], name="none").label
+        (True, 'none')
+    """
+    if isinstance(selector, Selector):
+        return selector
+    if not callable(selector):
+        raise SelectionError(f"selector {selector!r} is neither a Selector nor callable")
+    return CallableSelector(selector, name)
 
 
 class _RuleSelector(Selector):

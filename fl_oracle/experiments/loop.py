@@ -66,7 +66,6 @@ from fl_oracle.experiments.oracle_transport import OracleTransport
 from fl_oracle.experiments.plan import RECORDS, RunPlan, check_information
 from fl_oracle.experiments.transport import RoundRun, play_round
 from selection.baselines.reads import VectorSource
-from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.information import RULE, default_information, make_information
 from selection.selectors import Selector
@@ -198,7 +197,7 @@ def run_training(
     measure = plan.measure
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
-    surrogate = selector.surrogate if isinstance(selector, Selector) else DEFAULT_SURROGATE
+    surrogate = selector.surrogate
     rule = stats_mode == RULE
     if rule and not callable(getattr(oracle, "probe_table", None)):
         rule_view = default_information()  # an oracle without the probe pass (test fakes)
@@ -214,7 +213,7 @@ def run_training(
         privacy.prepare(model)
     # what a rule reads (``Baseline.reads``) when only that is computed: no prediction of its
     # choice, no statistics of its picks (``records=()``); else None
-    reads = None if "predictions" in records else getattr(selector, "reads", None)
+    reads = None if "predictions" in records else selector.reads
     lean = reads if rule and not model.upper_bound else None
     run = RoundRun(
         selector,
@@ -223,7 +222,7 @@ def run_training(
         seed=int(seed),
         stats_mode=stats_mode,
         surrogate=surrogate,
-        q=getattr(selector, "aggregation_q", None),
+        q=selector.aggregation_q,
         upper_bound=model.upper_bound and not rule,
     )
     if run.vector_source is not None:

@@ -95,7 +95,7 @@ class OracleTransport:
         self.lean = lean
         #: the privacy mode of what clients report (None: off) and the fields a rule reports
         self.privacy = privacy
-        self.reports = tuple(getattr(selector, "reports", ("loss",)))
+        self.reports = tuple(selector.reports) if selector is not None else ("loss",)
         self.accountant = RunAccountant(privacy) if privacy is not None else None
         self.stats_kw = dict(stats_kw or {})
         self.step_kw = dict(step_kw or {})
@@ -236,8 +236,8 @@ class OracleTransport:
         before = [] if inputs.measured is None else list(inputs.measured["client_id"])
         all_ids = list(inputs.clients["client_id"])
         down = None
-        if self.rule and hasattr(selector, "probed_ids"):
-            every = getattr(selector, "reads", None) == Reads.FRESH_UPDATES  # all train at w_t
+        if self.rule and selector.reads is not None:  # a baseline rule: charged what it reads
+            every = selector.reads == Reads.FRESH_UPDATES  # all train at w_t
             trained = {c: work[c] for c in (work if every else ids)}
             probed = selector.probed_ids(problem)
             floats = int(selector.probe_floats)

@@ -15,7 +15,7 @@ from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.experiments.round_step import SelectorLike
 from selection.errors import SelectionError
 from selection.information import RULE, make_information, parse_information
-from selection.selectors import Selector
+from selection.selectors import CallableSelector, as_selector
 
 __all__ = ["RECORDS", "RunPlan", "check_information", "plan_run"]
 
@@ -49,7 +49,8 @@ class RunPlan:
     """One run's settings, checked (made by :func:`plan_run`; arguments documented there).
 
     Attributes:
-        selector: a :class:`~selection.selectors.Selector` or a callable
+        selector: a :class:`~selection.selectors.Selector` (a plain callable given to
+            :func:`plan_run` is wrapped once, as a ``CallableSelector``) or a callable
             ``(round_stats, k) -> ids``.
         k: clients per round K >= 1.
         rounds: number of rounds R >= 1.
@@ -168,11 +169,11 @@ def plan_run(
     rule = stats_mode == RULE
     if measure is not None and not rule and not make_information(stats_mode).upper_bound:
         raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
+    selector = as_selector(selector)  # a plain callable wrapped once, here
     if name is None:
-        if isinstance(selector, Selector):
-            name = str(selector.spec.canonical)
-        else:
-            name = getattr(selector, "__name__", type(selector).__name__)
+        name = str(
+            selector.label if isinstance(selector, CallableSelector) else selector.spec.canonical
+        )
     return RunPlan(
         selector,
         k=k,

@@ -22,7 +22,7 @@ from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import InfeasibleError, SelectionError
 from selection.objectives import evaluate as evaluate_objectives
 from selection.problem import SelectionProblem
-from selection.selectors import Selector
+from selection.selectors import CallableSelector, Selector, as_selector
 
 __all__ = [
     "GLOBAL_KEYS",
@@ -146,17 +146,12 @@ def fallback_selection(problem: SelectionProblem) -> tuple[list[str], str]:
     ), f"the smallest-gap point (gap {obj['gap']:.4f} pp, U {obj['utility']:.2f}%)"
 
 
-def _last_solve_info(selector: Any) -> tuple[float | None, str]:
-    """(solve seconds, fallback message) of the selector's last call, where it exposes them.
-
-    :class:`selection.selectors.Selector` keeps ``last`` (a SolveResult with ``seconds``) and
-    ``fallback`` (a message, "" when the solve succeeded).
-    """
-    last = getattr(selector, "last", None)
-    seconds = getattr(last, "seconds", None)
-    message = getattr(selector, "fallback", "")
-    seconds = float(seconds) if isinstance(seconds, (int, float, np.floating)) else None
-    return seconds, message if isinstance(message, str) else ""
+def _last_solve_info(selector: Selector) -> tuple[float | None, str]:
+    """(solve seconds, fallback message) of the selector's last call: its ``last`` SolveResult
+    (None for a rule or callable that solved nothing) and ``fallback`` ("" when the solve
+    succeeded)."""
+    seconds = None if selector.last is None else float(selector.last.seconds)
+    return seconds, selector.fallback
 
 
 def history_row(
@@ -247,8 +242,7 @@ def selector_state(selector: SelectorLike) -> dict[str, float]:
         >>> selector_state(lambda table, k: list(table["client_id"][:k]))
         {}
     """
-    state = getattr(selector, "state", None)
-    return dict(state()) if callable(state) else {}
+    return dict(as_selector(selector).state())
 
 
 def check_selection(
@@ -306,11 +300,12 @@ def run_selector(
         17.3529 pp, U 61.81%)'
     """
     t0 = time.perf_counter()
+    selector = as_selector(selector)
     try:
-        if isinstance(selector, Selector):
-            raw = selector.choose(problem)
-        else:
+        if isinstance(selector, CallableSelector):  # on the table as the round built it
             raw = selector(table, problem.k)
+        else:
+            raw = selector.choose(problem)
         ids = [str(c) for c in raw]
         seconds, message = _last_solve_info(selector)
         return ids, (time.perf_counter() - t0) if seconds is None else seconds, message
@@ -401,20 +396,19 @@ def choose_round(
         problem = SelectionProblem.from_stats(table, k, surrogate=surrogate, logits=logits)
     if vectors is not None:  # a rule reading the clients' update vectors
         problem = problem.with_vectors(*vectors)
+    selector = as_selector(selector)
     ids, solve_seconds, fallback = run_selector(selector, table, problem)
     check_selection(ids, problem.ids, k, name, where, error)
     source = table if weights_table is None else weights_table
-    own = getattr(selector, "aggregation_weights", None)
     # the spec's agg= first, then a rule's own (1/K for Oort, power-of-choice, FedCor,
     # clustered sampling), then q-FFL's q; None: the trainer's sample weights
-    weights = own(problem, ids) if callable(own) else None
+    weights = selector.aggregation_weights(problem, ids)
     if weights is None and q is not None:
         weights = qffl_weights(source, ids, float(q))
     pos = {c: i for i, c in enumerate(problem.ids)}
     judged = problem  # agg=best: predicted under the weights chosen with the picks
-    if isinstance(selector, Selector) and selector.chosen_aggregation is not None:
+    if selector.chosen_aggregation is not None:
         judged = problem.with_aggregation(selector.chosen_aggregation)
     pred = evaluate_objectives(judged, [pos[c] for c in ids])
-    last = getattr(selector, "last", None)
-    route = str(getattr(last, "backend", "") or "")
+    route = "" if selector.last is None else str(selector.last.backend or "")
     return RoundChoice(problem, ids, solve_seconds, fallback, pred, weights, route)

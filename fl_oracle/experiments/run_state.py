@@ -50,7 +50,7 @@ def save_run_state(path, oracle, selector, model, transport, history, tables, me
         >>> len(state["history"]), list(more.history["round"])
         (2, [0, 1, 2])
     """
-    evaluator = getattr(selector, "evaluator", None)
+    evaluator = selector.evaluator
     if evaluator is not None:
         selector.evaluator = None
     try:

@@ -178,7 +178,7 @@ class RoundRun:
 
     @cached_property
     def vector_source(self) -> VectorSource | None:
-        return VECTOR_READS.get(str(getattr(self.selector, "reads", None)))
+        return VECTOR_READS.get(str(self.selector.reads))
 
 
 def play_round(

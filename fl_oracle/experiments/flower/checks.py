@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from selection.baselines.reads import Reads
-from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
 from selection.information import Information
+from selection.selectors import as_selector
 
 __all__ = ["check_flower_selector", "check_stats", "flower_information"]
 
@@ -32,18 +32,19 @@ def check_flower_selector(selector: Any, spec: Any) -> None:
     """
     from selection.surrogates import SurrogateSpec
 
-    sur = SurrogateSpec(getattr(selector, "surrogate", DEFAULT_SURROGATE))  # a spec's, as parsed
+    selector = as_selector(selector)
+    sur = SurrogateSpec(selector.surrogate)  # a spec's, as parsed
     if sur.model.needs_logits:
         raise ValueError(
             f"selector {spec}: the {sur} surrogate needs every candidate's validation logits, "
             "which Flower's replies do not carry; use mean or weighted in Flower"
         )
-    if getattr(selector, "verify", 0):
+    if selector.verify:
         raise ValueError(
             f"selector {spec}: verified picks need the true aggregate of candidates evaluated "
             "in-process; run it in fedsel train or fedsel study"
         )
-    if getattr(selector, "reads", None) in (Reads.PROBE_GRADIENTS, Reads.PARTIAL_GRADIENTS):
+    if selector.reads in (Reads.PROBE_GRADIENTS, Reads.PARTIAL_GRADIENTS):
         raise ValueError(
             f"selector {spec}: it reads the nodes' gradients at the model they received, "
             "which fedsel's Flower messages do not carry; use the updates (divfl:updates, "

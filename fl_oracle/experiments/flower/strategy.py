@@ -103,9 +103,8 @@ from fl_oracle.experiments.privacy import RunAccountant
 from fl_oracle.experiments.round_step import GLOBAL_KEYS
 from fl_oracle.experiments.transport import RoundPlay, RoundRun
 from fl_oracle.sim.stats import b_dissimilarity
-from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
-from selection.selectors import make_selector
+from selection.selectors import as_selector, make_selector
 from selection.specs import Spec, parse_spec
 
 __all__ = [
@@ -223,6 +222,7 @@ class FedselStrategy(FedProx):
         if aggregation not in ("samples", "uniform"):
             raise ValueError(f"aggregation {aggregation!r} must be 'samples' or 'uniform'")
         self.selector = make_selector(spec, seed=seed) if spec is not None else selector
+        self.selector = as_selector(self.selector, name)  # a plain callable wrapped once
         label = text or (spec.canonical if spec is not None else type(selector).__name__)
         check_flower_selector(self.selector, label)
         self.name = name or label
@@ -289,8 +289,8 @@ class FedselStrategy(FedProx):
             name=self.name,
             seed=self.seed,
             stats_mode=stats,
-            surrogate=str(getattr(self.selector, "surrogate", DEFAULT_SURROGATE)),
-            q=getattr(self.selector, "aggregation_q", None),
+            surrogate=str(self.selector.surrogate),
+            q=self.selector.aggregation_q,
             upper_bound=self.model.upper_bound,
         )
         self._played: int | None = None  # the last round played to its end
@@ -307,7 +307,7 @@ class FedselStrategy(FedProx):
             "samples": "num-examples (n_i)",
             "uniform": "uniform",
         }[self.aggregation]
-        if getattr(self.selector, "aggregation_q", None) is not None:
+        if self.selector.aggregation_q is not None:
             weighted = f"q-FFL, n_i·loss_i^{self.selector.aggregation_q:g}"
         log(INFO, "\t├──> fedsel selection: %s, K=%d, stats %s", self.name, self.k, self.stats_mode)
         log(INFO, "\t│\t├── Statistics: %s", type(self.model).summary)

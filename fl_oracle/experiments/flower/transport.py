@@ -333,7 +333,7 @@ class FlowerTransport:
             chosen = set(ids)
             ok = [r for r in got if r.client_id in chosen]
             self.ingest(ok, t)  # the picks' true statistics, from their updates
-        if getattr(self.selector, "reads", None) == Reads.UPDATES:
+        if self.selector.reads == Reads.UPDATES:
             self.committed.update({r.client_id: r.delta for r in ok if r.delta is not None})
         new_arrays, new_w = None, self.w_t
         if ok:

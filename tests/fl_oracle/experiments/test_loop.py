@@ -138,15 +138,21 @@ def test_failing_selector_falls_back_and_says_so():
 
 
 def test_selector_fallback_message_is_logged():
-    class Sel:
-        last = SimpleNamespace(seconds=0.25)
-        fallback = "eps=0.1 infeasible; took the smallest gap"
+    from selection.selectors import CallableSelector
 
-        def __call__(self, df, k):
+    class Sel(CallableSelector):  # a Selector's last solve and fallback reach the history
+        fallback_text = "eps=0.1 infeasible; took the smallest gap"
+
+        def __init__(self):
+            super().__init__(top_u, "eps:0.1")
+
+        def __call__(self, df, k, logits=None):
+            self.last = SimpleNamespace(seconds=0.25, backend="")
+            self.fallback = self.fallback_text
             return top_u(df, k)
 
     res = run_training(fake.FakeOracle(), plan_run(Sel(), rounds=1, k=2, name="eps:0.1"))
-    assert res.history["fallback"].iloc[0] == Sel.fallback
+    assert res.history["fallback"].iloc[0] == Sel.fallback_text
     assert res.history["solve_seconds"].iloc[0] == 0.25
 
 
@@ -166,14 +172,12 @@ def test_qffl_weights_follow_loss_power():
     with pytest.raises(ValueError, match="q=-1"):
         qffl_weights(st, ["a"], -1.0)
 
-    class Q:
-        aggregation_q = 2.0
+    from selection.selectors import CallableSelector
 
-        def __call__(self, df, k):
-            return top_u(df, k)
-
+    q = CallableSelector(top_u, "qffl:2")  # the top-U picks, weighted as q-FFL with q = 2
+    q.aggregation_q = 2.0
     o = fake.FakeOracle()
-    run_training(o, plan_run(Q(), rounds=1, k=2, name="qffl:2"))
+    run_training(o, plan_run(q, rounds=1, k=2, name="qffl:2"))
     sel, weights = o.steps[0]
     assert set(weights) == set(sel) and sum(weights.values()) == pytest.approx(1.0)
 
