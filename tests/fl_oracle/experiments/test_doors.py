@@ -30,3 +30,24 @@ def test_flowers_own_fedprox_options_pass_through_and_ks_are_refused():
 
 def test_run_training_is_a_door_of_at_most_eight_parameters():
     assert _count(run_training) <= 8
+
+
+def test_the_round_probes_no_selector_for_what_it_can_do():
+    """A plain callable is wrapped once (``as_selector``): the run's code reads a selector's
+    attributes and never asks getattr/hasattr whether it has them (issue 64: at most 3)."""
+    import ast
+
+    from helpers import ROOT
+
+    probes = []
+    for path in sorted((ROOT / "fl_oracle" / "experiments").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and node.args
+                and "selector" in ast.unparse(node.args[0])
+            ):
+                probes.append(f"{path.name}:{node.lineno}")
+    assert len(probes) <= 3, probes
