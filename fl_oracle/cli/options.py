@@ -5,7 +5,7 @@
 the data come from, how it is split among clients, the model, local training, evaluation): its
 option, its type and the :class:`~fl_oracle.sim.config.OracleConfig` field it sets. A command
 takes the ones it offers with :func:`federation_options` and receives the flags the user gave
-as one mapping of configuration fields (:func:`fl_oracle.cli.train.make_config` reads it).
+as one mapping of configuration fields (:func:`make_config` reads it).
 Nothing heavy is imported here: ``fedsel --help`` lists the commands without numpy or torch.
 """
 
@@ -38,6 +38,9 @@ __all__ = [
     "FEDERATION",
     "federation_options",
     "parse_sizes",
+    "FLAG_OF",
+    "make_config",
+    "worker_count",
 ]
 
 # the privacy mode of the clients' reported statistics (fl_oracle.experiments.privacy)
@@ -256,3 +259,54 @@ def federation_options(*names: str, **own: Mapping[str, Any]):
         return with_federation
 
     return decorate
+
+
+def make_config(seed: int, federation: Mapping[str, Any] | None = None, **overrides: Any):
+    """An :class:`fl_oracle.sim.config.OracleConfig` for ``seed``: the federation flags the
+    user gave (:func:`fl_oracle.cli.options.federation_options`; None kept, e.g. every sample
+    probed), then the non-None ``overrides``; with ``dataset`` its domains and sizes are
+    filled in from the folder."""
+    from fl_oracle.errors import ConfigError
+
+    try:
+        return _config(seed, federation, overrides)
+    except ConfigError as exc:  # the flag the user typed, not the configuration's field
+        flag = FLAG_OF.get(exc.field)
+        if not flag:
+            raise
+        raise ConfigError(f"{flag} {exc.value}: {exc.why}", field=exc.field, value=exc.value,
+                          why=exc.why) from None  # fmt: skip
+
+
+#: a configuration field -> the flag that sets it (the federation flags, --k and --seed)
+FLAG_OF: dict[str, str] = {
+    **{f.field: f.flag for f in FEDERATION.values()},
+    "k": "--k",
+    "seed": "--seed",
+}
+
+
+def _config(seed: int, federation: Mapping[str, Any] | None, overrides: Mapping[str, Any]):
+    from fl_oracle.sim.config import OracleConfig, dataset_fields
+
+    given = {**(federation or {}), **{k: v for k, v in overrides.items() if v is not None}}
+    if given.get("dataset") is not None:
+        given = dataset_fields(given.pop("dataset"), **given)
+    if isinstance(given.get("samples_per_client"), int):  # one size for every domain
+        domains = given.get("domains") or OracleConfig().domains
+        given["samples_per_client"] = {d: given["samples_per_client"] for d in domains}
+    return OracleConfig(seed=int(seed), **given)
+
+
+def worker_count(workers: int | None, runs: int) -> int:
+    """The worker processes of a multi-run command: the ``--workers`` given, else one per run
+    up to the CPUs and at most 8 (the one rule of train, study and grid).
+
+    Examples:
+        >>> from fl_oracle.cli.options import worker_count
+        >>> worker_count(3, 100), worker_count(None, 1)
+        (3, 1)
+    """
+    import os
+
+    return workers or max(1, min(os.cpu_count() or 1, 8, runs))

@@ -65,7 +65,7 @@ def oracle(
 ) -> None:
     """Train R federated rounds and write DIR/stats.parquet, stats.csv, rounds.csv, logits/,
     checkpoints."""
-    from fl_oracle.cli.train import make_config
+    from fl_oracle.cli.options import make_config
     from fl_oracle.experiments.oracle_run import run_oracle
 
     config = make_config(

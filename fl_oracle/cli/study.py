@@ -8,14 +8,13 @@ with ``--out`` alone) a study continues where it stopped (finished runs are not 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from fl_oracle.cli.options import NO_PROGRESS, federation_options
+from fl_oracle.cli.options import NO_PROGRESS, federation_options, worker_count
 
 __all__ = ["register", "study_factory"]
 
@@ -111,7 +110,7 @@ def study(
     no_progress: bool = NO_PROGRESS,
 ) -> None:
     """Paired multi-seed comparison of selectors in live training; writes report.html."""
-    from fl_oracle.cli.train import make_config
+    from fl_oracle.cli.options import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.assembly import finish_study
     from fl_oracle.experiments.study.settings import StudySettings
@@ -203,7 +202,7 @@ def _run_runs(
     from selection.selectors import make_selector
 
     runs = settings.seeds * len(settings.selectors)
-    n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
+    n_workers = worker_count(workers, runs)
     factory = study_factory(dict(settings.oracle))
     _record_sources(factory, out, added=added, progress=progress)
 
@@ -245,7 +244,7 @@ def _grid(
     """``fedsel study`` on a grid: every cell checked before any run, then
     :func:`~fl_oracle.experiments.study.grid_run.run_grid` with this command's way of running
     one study folder."""
-    from fl_oracle.cli.train import make_config
+    from fl_oracle.cli.options import make_config
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.grid import GridSettings
     from fl_oracle.experiments.study.grid_run import check_stored_grid, run_grid
@@ -295,7 +294,7 @@ def _cell_runner(
         factory = study_factory(overrides)
         _record_sources(factory, folder, progress=False, quiet=True)
         runs = settings.seeds * len(settings.selectors)
-        n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
+        n_workers = worker_count(workers, runs)
         with rich_progress(enabled=progress, transient=False) as bar:
             tick = None
             if bar is not None:

@@ -6,10 +6,8 @@ Thin: parse, build the oracle and the selector, call :mod:`fl_oracle.experiments
 
 from __future__ import annotations
 
-import os
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +16,12 @@ import typer
 from fl_oracle.cli.options import (
     DP_DELTA,
     DP_EPSILON,
-    FEDERATION,
     NO_PROGRESS,
     SECURE_AGGREGATION,
     federation_options,
+    make_config,
     stats_privacy,
+    worker_count,
 )
 from fl_oracle.experiments.demo.settings import DEMO_ORACLE, DemoSettings
 from selection.defaults import DEFAULT_SURROGATE
@@ -32,42 +31,7 @@ _D = DemoSettings()  # the demo's defaults, shown in --help
 
 __all__ = ["register", "make_config", "make_oracle", "demo_factory", "DEMO_ORACLE"]
 
-
-def make_config(seed: int, federation: Mapping[str, Any] | None = None, **overrides: Any):
-    """An :class:`fl_oracle.sim.config.OracleConfig` for ``seed``: the federation flags the
-    user gave (:func:`fl_oracle.cli.options.federation_options`; None kept, e.g. every sample
-    probed), then the non-None ``overrides``; with ``dataset`` its domains and sizes are
-    filled in from the folder."""
-    from fl_oracle.errors import ConfigError
-
-    try:
-        return _config(seed, federation, overrides)
-    except ConfigError as exc:  # the flag the user typed, not the configuration's field
-        flag = FLAG_OF.get(exc.field)
-        if not flag:
-            raise
-        raise ConfigError(f"{flag} {exc.value}: {exc.why}", field=exc.field, value=exc.value,
-                          why=exc.why) from None  # fmt: skip
-
-
-#: a configuration field -> the flag that sets it (the federation flags, --k and --seed)
-FLAG_OF: dict[str, str] = {
-    **{f.field: f.flag for f in FEDERATION.values()},
-    "k": "--k",
-    "seed": "--seed",
-}
-
-
-def _config(seed: int, federation: Mapping[str, Any] | None, overrides: Mapping[str, Any]):
-    from fl_oracle.sim.config import OracleConfig, dataset_fields
-
-    given = {**(federation or {}), **{k: v for k, v in overrides.items() if v is not None}}
-    if given.get("dataset") is not None:
-        given = dataset_fields(given.pop("dataset"), **given)
-    if isinstance(given.get("samples_per_client"), int):  # one size for every domain
-        domains = given.get("domains") or OracleConfig().domains
-        given["samples_per_client"] = {d: given["samples_per_client"] for d in domains}
-    return OracleConfig(seed=int(seed), **given)
+# make_config lives beside the flags it names (fl_oracle.cli.options); re-exported here
 
 
 def make_oracle(config, data: dict | None = None, *, progress=None):
@@ -341,7 +305,7 @@ def demo(
     for entry in settings.entries:  # each information model against N and K, before any data
         entry.spec.run_information(n=config.n_clients, k=settings.k)
     runs = settings.seeds * len(settings.selectors)
-    n_workers = workers or max(1, min(os.cpu_count() or 1, 8, runs))
+    n_workers = worker_count(workers, runs)
     factory = demo_factory(overrides)
     from fl_oracle.cli import command_line, interrupt_hint
     from fl_oracle.experiments.run_record import record_toml, run_record
