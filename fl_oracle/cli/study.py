@@ -114,7 +114,7 @@ def study(
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.assembly import finish_study
     from fl_oracle.experiments.study.settings import StudySettings
-    from fl_oracle.experiments.study.setup import judged_entries, study_settings
+    from fl_oracle.experiments.study.setup import StudyFlags, study_settings
     from selection.selectors import make_selector
 
     if show_defaults:
@@ -129,29 +129,14 @@ def study(
     if not report_only:
         check_address(address)
     dataset = federation.pop("dataset", None)  # the folder's domains and sizes: read below
-    text = ""
-    if config is not None:
-        if not config.is_file():
-            raise ValueError(f"--config {config}: no such file")
-        text = config.read_text(encoding="utf-8")
-    entries = judged_entries(selectors, surrogate)
-    given = [name for name, v in (("--config", config), ("--seeds", seeds), ("--first-seed", first_seed), ("--rounds", rounds),
-             ("--k", k), ("--selectors", selectors), ("--reference", reference),
-             ("--dp-epsilon", dp_epsilon), ("--dp-delta", dp_delta),
-             ("--secure-aggregation", secure_aggregation or None)) if v is not None]  # fmt: skip
-    stored = out / "study.toml"
-    if add is not None:
-        if given:
-            raise ValueError(f"--add keeps the stored settings; drop {', '.join(given)}")
-        if not stored.is_file():
-            raise ValueError(f"--add: {out} holds no study (no study.toml)")
-    if not given and stored.is_file():  # continue (or re-report) the stored study as it is
-        text = stored.read_text(encoding="utf-8")
+    flags = StudyFlags(config=config, seeds=seeds, first_seed=first_seed, rounds=rounds, k=k,
+                       selectors=selectors, surrogate=surrogate, reference=reference,
+                       dp_epsilon=dp_epsilon, dp_delta=dp_delta,
+                       secure_aggregation=secure_aggregation, add=add)  # fmt: skip
+    text = flags.text(out)
+    overrides = flags.overrides()
     from fl_oracle.experiments.study.grid import is_grid
 
-    overrides = dict(seeds=seeds, first_seed=first_seed, rounds=rounds, k=k, selectors=entries,
-                     reference=reference, dp_epsilon=dp_epsilon, dp_delta=dp_delta,
-                     secure_aggregation=secure_aggregation or None)  # fmt: skip
     if is_grid(text):
         if surrogate is not None:
             raise ValueError("--surrogate: give a grid's entries with their @SURROGATE")

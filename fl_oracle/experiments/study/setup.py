@@ -1,13 +1,92 @@
 """The settings a ``fedsel study`` command runs, from its TOML and its options: the work of
-the command's body in functions a test can call (:func:`study_settings`, :func:`judged_entries`).
+the command's body in functions a test can call (:class:`StudyFlags`: which settings the
+command line gives and which text it runs; :func:`study_settings`, :func:`judged_entries`).
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["judged_entries", "study_settings"]
+__all__ = ["StudyFlags", "judged_entries", "study_settings"]
+
+
+@dataclass(frozen=True)
+class StudyFlags:
+    r"""What a ``fedsel study`` command line says of the study's settings (None: not given).
+
+    Its :meth:`text` is the settings the command runs: ``--config``'s, else the study stored in
+    the folder when no setting is given (the same command continues it), else the defaults;
+    :meth:`overrides` the settings the flags set on top.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from fl_oracle.experiments.study.setup import StudyFlags
+        >>> out = Path(tempfile.mkdtemp())
+        >>> (out / "study.toml").write_text("seeds = 2\n")
+        10
+        >>> StudyFlags().text(out), StudyFlags(rounds=3).given, StudyFlags(rounds=3).text(out)
+        ('seeds = 2\n', ['--rounds'], '')
+        >>> StudyFlags(seeds=4, add="eps:5").text(out)
+        Traceback (most recent call last):
+        ...
+        ValueError: --add keeps the stored settings; drop --seeds
+    """
+
+    config: Path | None = None
+    seeds: int | None = None
+    first_seed: int | None = None
+    rounds: int | None = None
+    k: int | None = None
+    selectors: str | None = None
+    surrogate: str | None = None
+    reference: str | None = None
+    dp_epsilon: float | None = None
+    dp_delta: float | None = None
+    secure_aggregation: bool = False
+    add: str | None = None
+
+    @property
+    def given(self) -> list[str]:
+        """The flags given that set the study's settings (``--add`` refuses them)."""
+        flags = (
+            ("--config", self.config), ("--seeds", self.seeds),
+            ("--first-seed", self.first_seed), ("--rounds", self.rounds), ("--k", self.k),
+            ("--selectors", self.selectors), ("--reference", self.reference),
+            ("--dp-epsilon", self.dp_epsilon), ("--dp-delta", self.dp_delta),
+            ("--secure-aggregation", self.secure_aggregation or None),
+        )  # fmt: skip
+        return [name for name, value in flags if value is not None]
+
+    def overrides(self) -> dict[str, Any]:
+        """The settings the flags set over the text's (None: the text's own)."""
+        return dict(
+            seeds=self.seeds, first_seed=self.first_seed, rounds=self.rounds, k=self.k,
+            selectors=judged_entries(self.selectors, self.surrogate), reference=self.reference,
+            dp_epsilon=self.dp_epsilon, dp_delta=self.dp_delta,
+            secure_aggregation=self.secure_aggregation or None,
+        )  # fmt: skip
+
+    def text(self, out: Path) -> str:
+        """The settings text the command runs in the folder ``out`` (ValueError in one line
+        for a missing ``--config`` file or an ``--add`` that cannot keep stored settings)."""
+        text = ""
+        if self.config is not None:
+            if not self.config.is_file():
+                raise ValueError(f"--config {self.config}: no such file")
+            text = self.config.read_text(encoding="utf-8")
+        stored = Path(out) / "study.toml"
+        if self.add is not None:
+            if self.given:
+                raise ValueError(f"--add keeps the stored settings; drop {', '.join(self.given)}")
+            if not stored.is_file():
+                raise ValueError(f"--add: {out} holds no study (no study.toml)")
+        if not self.given and stored.is_file():  # continue (or re-report) the stored study
+            text = stored.read_text(encoding="utf-8")
+        return text
 
 
 def judged_entries(selectors: str | None, surrogate: str | None) -> tuple | None:
