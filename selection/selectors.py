@@ -1,5 +1,10 @@
 """Selectors: the library API live training calls once per round.
 
+Why one module past 450 lines: every kind of selector a round can hold — a formulation's, a
+baseline rule's, a plain callable wrapped once — is one subclass of :class:`Selector` built
+by :func:`make_selector` or :func:`as_selector`, and the round reads them all through the
+base class's attributes; split, the base and its few subclasses would import one another.
+
 A spec string is parsed once, at the edge, into a typed :class:`Spec` (:func:`parse_spec`);
 a selector is built from it (or from the string) by :func:`make_selector` and called as
 ``selector(round_stats, k) -> list[str]``: it takes the round-stats table (when the table holds
