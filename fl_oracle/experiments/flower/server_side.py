@@ -68,7 +68,8 @@ class NodePolicy:
 
     Attributes:
         client_ids: fedsel client id of each partition id (default ``str(partition_id)``).
-        timeout: seconds to wait for the replies of one exchange.
+        timeout: seconds to wait for the replies of one exchange (also the default of
+            ``start(timeout=...)``, which governs the exchange Flower sends).
         wait_for_nodes: seconds to wait for K nodes to connect before failing.
         train_config: extra entries for every train message's config (lr, local epochs, ...).
         on_missing: what to do when nodes do not report a statistic the selector reads (a

@@ -402,6 +402,8 @@ class FedselStrategy(FedProx):
         return MetricRecord({k: v for k, v in merged.items() if k != self.weighted_by_key})
 
     def start(self, *args: Any, **kwargs: Any):  # noqa: D102 - Flower's, plus fedsel's tables
+        if len(args) < 4:  # the exchange Flower sends waits as long as the strategy's own
+            kwargs.setdefault("timeout", self.timeout)
         result = super().start(*args, **kwargs)
         result.fedsel_history = pd.DataFrame(self.history)
         result.fedsel_stats = (

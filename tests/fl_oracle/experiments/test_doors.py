@@ -51,3 +51,29 @@ def test_the_round_probes_no_selector_for_what_it_can_do():
             ):
                 probes.append(f"{path.name}:{node.lineno}")
     assert len(probes) <= 3, probes
+
+
+def test_the_exchange_flower_sends_waits_as_long_as_the_strategys_own():
+    from flwr.serverapp.strategy import FedProx
+
+    from fl_oracle.experiments.flower.server_side import NodePolicy
+
+    seen = {}
+
+    def fake_start(self, *args, **kwargs):
+        seen.update(kwargs)
+        from flwr.serverapp.strategy import Result
+
+        return Result()
+
+    import pytest
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(FedProx, "start", fake_start)
+    try:
+        FedselStrategy("maxmin:2", k=2, nodes=NodePolicy(timeout=7.0)).start(grid=None)
+        assert seen["timeout"] == 7.0
+        FedselStrategy("maxmin:2", k=2).start(grid=None, timeout=3.0)
+        assert seen["timeout"] == 3.0
+    finally:
+        mp.undo()
