@@ -68,7 +68,6 @@ from fl_oracle.experiments.transport import RoundRun, play_round
 from selection.baselines.reads import VectorSource
 from selection.errors import SelectionError
 from selection.information import RULE, default_information, make_information
-from selection.selectors import Selector
 
 __all__ = ["RECORDS", "TrainResult", "OracleLike", "run_training", "check_information"]
 
@@ -251,7 +250,7 @@ def run_training(
         keep_metrics=plan.keep_metrics,
         measured_column=measure is not None,
     )
-    if isinstance(selector, Selector) and selector.verify:
+    if selector.verify:
         evaluate_aggregate = getattr(oracle, "evaluate_aggregate", None)
         if not callable(evaluate_aggregate):
             raise SelectionError(

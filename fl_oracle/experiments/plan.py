@@ -15,7 +15,7 @@ from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.experiments.round_step import SelectorLike
 from selection.errors import SelectionError
 from selection.information import RULE, make_information, parse_information
-from selection.selectors import CallableSelector, as_selector
+from selection.selectors import Selector, as_selector
 
 __all__ = ["RECORDS", "RunPlan", "check_information", "plan_run"]
 
@@ -49,9 +49,9 @@ class RunPlan:
     """One run's settings, checked (made by :func:`plan_run`; arguments documented there).
 
     Attributes:
-        selector: a :class:`~selection.selectors.Selector` (a plain callable given to
-            :func:`plan_run` is wrapped once, as a ``CallableSelector``) or a callable
-            ``(round_stats, k) -> ids``.
+        selector: a :class:`~selection.selectors.Selector` (a plain callable
+            ``(round_stats, k) -> ids`` given to :func:`plan_run` is wrapped once, as a
+            ``CallableSelector``).
         k: clients per round K >= 1.
         rounds: number of rounds R >= 1.
         name: the selector's spec, written to the ``selector`` column.
@@ -70,7 +70,7 @@ class RunPlan:
         (2, 3, 'fresh', ('global', 'predictions', 'local'))
     """
 
-    selector: SelectorLike
+    selector: Selector
     k: int
     rounds: int
     name: str
@@ -169,11 +169,9 @@ def plan_run(
     rule = stats_mode == RULE
     if measure is not None and not rule and not make_information(stats_mode).upper_bound:
         raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
-    selector = as_selector(selector)  # a plain callable wrapped once, here
+    selector = as_selector(selector, name)  # a plain callable wrapped once, here
     if name is None:
-        name = str(
-            selector.label if isinstance(selector, CallableSelector) else selector.spec.canonical
-        )
+        name = str(selector.spec.canonical)
     return RunPlan(
         selector,
         k=k,

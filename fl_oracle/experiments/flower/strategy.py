@@ -221,8 +221,10 @@ class FedselStrategy(FedProx):
         self.server = server if server is not None else ServerSide()
         if aggregation not in ("samples", "uniform"):
             raise ValueError(f"aggregation {aggregation!r} must be 'samples' or 'uniform'")
-        self.selector = make_selector(spec, seed=seed) if spec is not None else selector
-        self.selector = as_selector(self.selector, name)  # a plain callable wrapped once
+        # a plain callable wrapped once
+        self.selector = (
+            make_selector(spec, seed=seed) if spec is not None else as_selector(selector, name)
+        )
         label = text or (spec.canonical if spec is not None else type(selector).__name__)
         check_flower_selector(self.selector, label)
         self.name = name or label
@@ -237,21 +239,15 @@ class FedselStrategy(FedProx):
         self.stats_mode = stats
         #: how the nodes are asked (.server_side.NodePolicy)
         self.nodes = nodes
-        self.client_ids = None if nodes.client_ids is None else list(nodes.client_ids)
         self.aggregation = aggregation
-        self.timeout = float(nodes.timeout)
-        self.wait_for_nodes = float(nodes.wait_for_nodes)
-        self.train_config = dict(nodes.train_config)
         self.on_round = on_round
         self.history: list[dict] = []
         self.tables: list[pd.DataFrame] = []
-        self.on_missing = on_missing = nodes.on_missing
-        spec_fallback = nodes.fallback
-        fallback = None if spec_fallback is None else make_selector(spec_fallback, seed=seed)
+        fallback = None if nodes.fallback is None else make_selector(nodes.fallback, seed=seed)
         # the replies' checks (.guard) and the exchanges with the nodes (.probe)
         guard = ReplyGuard(
             ClaimGuard(self.server.declared_sizes, clip=nodes.clip_updates),
-            lr=self.train_config.get("lr"),
+            lr=nodes.train_config.get("lr"),
             max_steps=self.server.max_steps,
         )
         #: what a round asks of the nodes, and what they answered
@@ -260,8 +256,8 @@ class FedselStrategy(FedProx):
             self.selector,
             exchange=Exchange(
                 self._construct_messages,
-                client_ids=self.client_ids,
-                timeout=self.timeout,
+                client_ids=None if nodes.client_ids is None else list(nodes.client_ids),
+                timeout=nodes.timeout,
                 guard=guard,
             ),
             guard=guard,
@@ -271,16 +267,16 @@ class FedselStrategy(FedProx):
                 name=self.name,
                 seed=self.seed,
                 k=self.k,
-                on_missing=on_missing,
+                on_missing=nodes.on_missing,
                 fallback=fallback,
                 evaluate_candidates=self.server.evaluate_candidates,
             ),
             server=self.server,
             k=self.k,
-            wait_for_nodes=self.wait_for_nodes,
+            wait_for_nodes=nodes.wait_for_nodes,
             aggregation=aggregation,
             proximal_mu=self.proximal_mu,
-            train_config=self.train_config,
+            train_config=nodes.train_config,
             keys=(self.arrayrecord_key, self.configrecord_key),
         )
         self._run = RoundRun(
@@ -293,7 +289,6 @@ class FedselStrategy(FedProx):
             q=self.selector.aggregation_q,
             upper_bound=self.model.upper_bound,
         )
-        self._played: int | None = None  # the last round played to its end
         #: the round configure_train opened: (t, its play, whether its exchange measures)
         self._pending: tuple[int, RoundPlay, bool] | None = None
 
@@ -316,7 +311,7 @@ class FedselStrategy(FedProx):
             INFO, "\t│\t├── Evaluate: fraction %.2f of the nodes, at random", self.fraction_evaluate
         )
         log(INFO, "\t│\t├── Aggregation weighted by: %s", weighted)
-        log(INFO, "\t│\t├── Missing statistics: %s", self.on_missing)
+        log(INFO, "\t│\t├── Missing statistics: %s", self.nodes.on_missing)
         log(INFO, "\t│\t└── Proximal mu: %s", self.proximal_mu)
 
     def prepare_privacy(self, privacy) -> None:
@@ -371,18 +366,19 @@ class FedselStrategy(FedProx):
             choice = play.choose(transport.measured_from(t, replies))
             messages = transport.commit_messages(t, choice)
             replies = (
-                transport.grid.send_and_receive(messages, timeout=self.timeout) if messages else []
+                transport.grid.send_and_receive(messages, timeout=self.nodes.timeout)
+                if messages
+                else []
             )
         row, table = play.finish(transport.committed_from(t, play.choice, replies))
         self.history.append(row)
         self.tables.append(table)
-        self._played = t
         if self.fraction_evaluate == 0.0 and self.on_round is not None:
             self.on_round(row, table)
         new_arrays, ok = self.transport.result
         out = self._client_metrics([r.content for r in ok], self.train_metrics_aggr_fn)
         failed = len(self.transport.failures)
-        out.update({"n-aggregated": len(ok), "n-failed": failed, ROUND_KEY: self._played})
+        out.update({"n-aggregated": len(ok), "n-failed": failed, ROUND_KEY: t})
         return new_arrays, out
 
     def _client_metrics(self, contents: list, aggr) -> MetricRecord:
@@ -403,7 +399,7 @@ class FedselStrategy(FedProx):
 
     def start(self, *args: Any, **kwargs: Any):  # noqa: D102 - Flower's, plus fedsel's tables
         if len(args) < 4:  # the exchange Flower sends waits as long as the strategy's own
-            kwargs.setdefault("timeout", self.timeout)
+            kwargs.setdefault("timeout", self.nodes.timeout)
         result = super().start(*args, **kwargs)
         result.fedsel_history = pd.DataFrame(self.history)
         result.fedsel_stats = (
