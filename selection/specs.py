@@ -37,6 +37,7 @@ __all__ = [
     "spec_number",
     "spec_forms",
     "selector_help",
+    "modifier_help",
     "split_specs",
 ]
 
@@ -505,30 +506,49 @@ def spec_forms() -> tuple[str, ...]:
 
 
 def selector_help() -> str:
-    """The ``--selector`` help text, from the registries: every spec name and the modifiers.
+    """The ``--selector`` help text: the spec's grammar, examples, and where every name is
+    listed (``fedsel methods`` reads the registries; :func:`modifier_help` its modifiers).
 
     Examples:
         >>> from selection.specs import selector_help
         >>> text = selector_help()
         >>> text.split("; ")[0]
-        'Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any'
-        >>> "a surrogate (weighted, ensemble, softvote)" in text, "pool:P" in text
-        (True, True)
+        'Selector spec: NAME or NAME:ARGS, then @MODIFIERS joined by + if any'
+        >>> "fedsel methods" in text
+        True
+    """
+    return (
+        "Selector spec: NAME or NAME:ARGS, then @MODIFIERS joined by + if any; e.g. eps:5, "
+        "fisher-topk, maxmin:2@probe. Every NAME, its ARGS and every modifier: fedsel "
+        "methods."
+    )
+
+
+def modifier_help() -> list[tuple[str, str]]:
+    """What may follow a spec's ``@`` (``fedsel methods`` lists it), from the registries:
+    (form, meaning) pairs.
+
+    Examples:
+        >>> from selection.specs import modifier_help
+        >>> rows = dict(modifier_help())
+        >>> rows["agg=RULE"].split(":")[0], "pool:P" in rows["MODEL"]
+        ("the picks' aggregation weights", True)
     """
     from selection.aggregation import aggregation_forms
     from selection.information import information_models
     from selection.surrogates import surrogates
 
-    names = ", ".join(f.split(":")[0].split("[")[0] for f in spec_forms())
     infos = ", ".join(c.spec_form() for c in information_models().values())
     mods = ", ".join(n for n in surrogates() if n != DEFAULT_SURROGATE)
-    return (
-        f"Selector spec: NAME or NAME:ARGS, then @MODIFIERS if any; NAME one of {names} (ARGS: "
-        f"fedsel methods); modifiers joined by +: a surrogate ({mods}), an information model "
-        f"({infos}), verify or verify=M, agg=RULE (the picks' weights: "
-        f"{aggregation_forms().replace('|', ', ')}; agg=best with a surrogate of the "
-        "aggregate, e.g. weighted); e.g. eps:5, maxmin:2@probe."
-    )
+    return [
+        ("MODEL", f"an information model: {infos} (listed above)"),
+        ("SURROGATE", f"a surrogate of U(S), U_d(S): {mods} (listed below)"),
+        ("verify, verify=M", f"verified picks: the M best candidates measured, the best by "
+         f"the same criterion committed (verify alone: M = {DEFAULT_VERIFY})"),
+        ("agg=RULE", f"the picks' aggregation weights: {aggregation_forms().replace('|', ', ')}"
+         "; agg=best chooses them with the picks (with a surrogate of the aggregate, e.g. "
+         "weighted)"),
+    ]  # fmt: skip
 
 
 def split_specs(text: str) -> list[str]:

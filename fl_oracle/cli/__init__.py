@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click.exceptions import ClickException as _UsageError
 
 from selection.cli import app
+from selection.cli.options import compact_help
 from selection.realize import register_realizer
 
 # `fedsel sweep --realize` replays oracle runs (imported only when a sweep asks for it)
@@ -174,7 +175,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             from selection.env import check_environment
 
             check_environment()  # every variable fedsel reads, as a flag is checked
-        code = cli(args=list(_argv), prog_name="fedsel", standalone_mode=False)
+        command = typer.main.get_command(cli)  # what calling the typer app runs
+        compact_help(command)  # short metavars: --help's columns go to the help texts
+        code = command(args=list(_argv), prog_name="fedsel", standalone_mode=False)
         if code == 130:  # typer turned a KeyboardInterrupt (Ctrl-C, SIGTERM) into this code
             _interrupted()
         if isinstance(code, int) and code:  # click returns typer.Exit(n)'s code here

@@ -47,17 +47,16 @@ __all__ = [
 DP_EPSILON = typer.Option(
     float("inf"),
     "--dp-epsilon",
-    help="Private statistics: the run's epsilon over its rounds (every reported loss, F, B, "
-    "cosine and first-order utility clipped and noised; Opacus' RDP accountant). inf = off.",
+    help="Private statistics: the run's ε over its rounds (every reported statistic clipped "
+    "and noised; Opacus' RDP accountant). inf = off.",
     show_default=False,
 )
 DP_DELTA = typer.Option(1e-5, "--dp-delta", help="The run's delta of --dp-epsilon.")
 SECURE_AGGREGATION = typer.Option(
     False,
     "--secure-aggregation",
-    help="The server sees only the sum of the updates: an information model that evaluates "
-    "one client's update at the server is refused (every one but probe), probe runs "
-    "uncalibrated.",
+    help="The server sees only the sum of the updates (information models but probe refused; "
+    "probe uncalibrated).",
 )
 
 
@@ -94,19 +93,10 @@ def stats_privacy(
 
 
 MODEL_HELP = model_help()
-DATASET_HELP = (
-    "Folder of image folders: one per domain, in it one per class (any image size, classes, "
-    "domains), used instead of Digits-4."
-)
+DATASET_HELP = "Folder of image folders (DOMAIN/CLASS/images) used instead of Digits-4."
 SPLIT_HELP = "CSV path,split fixing the --dataset train/test split (default: 20% test)."
-SIZES_HELP = (
-    "Training samples per client: one number for every domain or domain=n pairs "
-    "(e.g. mnist=600,usps=72)."
-)
-SIZE_SIGMA_HELP = (
-    "Log-normal spread σ of the client sizes (each domain's --samples-per-client is the mean; "
-    "0: every client that size)."
-)
+SIZES_HELP = "Training samples per client: N, or domain=N pairs (mnist=600,usps=72)."
+SIZE_SIGMA_HELP = "Log-normal spread σ of the client sizes around --samples-per-client."
 
 
 def parse_sizes(text: str | None) -> int | dict[str, int] | None:
@@ -182,12 +172,13 @@ FEDERATION: dict[str, FederationFlag] = {
                                 show_default="1% of each Digits-4 set"),
     "dirichlet_alpha": _flag("dirichlet_alpha", float | None, "--dirichlet-alpha",
                              "Label skew.", show_default="none"),
-    "size_sigma": _flag("size_sigma", float | None, "--size-sigma", SIZE_SIGMA_HELP, min=0.0,
-                        max=3.0, show_default="0"),
+    # its bounds (0 ... 3) are the configuration's, named with the flag (a range here would
+    # widen every option's type column in --help)
+    "size_sigma": _flag("size_sigma", float | None, "--size-sigma", SIZE_SIGMA_HELP,
+                        show_default="0"),
     "val_per_domain": _flag("val_per_domain", int | None, "--val-per-domain",
                             "Validation images per domain (the U readings).", min=1,
-                            show_default="500; with --dataset 15% of its smallest domain, at "
-                            "most 500"),
+                            show_default="500; --dataset: 15% of its smallest, ≤ 500"),
     "test_per_domain": _flag("test_per_domain", int | None, "--test-per-domain",
                              "Test images per domain (realized accuracy).", min=1,
                              show_default="the whole test split"),

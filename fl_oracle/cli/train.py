@@ -96,8 +96,7 @@ def train(
     save_logits: bool = typer.Option(
         False,
         "--save-logits",
-        help="Also write each round's validation logits to DIR/logits/ (they are used in "
-        "memory either way).",
+        help="Also write each round's validation logits to --out/logits/.",
     ),
     surrogate: str | None = typer.Option(
         None,
@@ -118,9 +117,8 @@ def train(
     stats: str | None = typer.Option(
         None,
         "--information",
-        help="Information model: fresh (every client trains: the upper bound) | stale (last "
-        "reports) | probe (a probe batch per client) | pool:P | predicted; or @MODEL in the "
-        "spec. Default: fresh for a formulation; a baseline rule reads what it reads.",
+        help="Information model (fedsel methods lists them), as @MODEL in the spec. Default: "
+        "fresh for a formulation; a baseline rule reads what it reads.",
         show_default=False,
     ),
     stats_old: str | None = typer.Option(None, "--stats", hidden=True),  # --information
@@ -130,8 +128,8 @@ def train(
     resume: bool = typer.Option(
         False,
         "--resume",
-        help="Continue the interrupted run in --out (Ctrl-C or kill -9) to the history an "
-        "uninterrupted run writes; the same command and settings, --rounds may grow.",
+        help="Continue the interrupted run in --out to the history an uninterrupted run "
+        "writes (same command; --rounds may grow).",
     ),
     dp_epsilon: float = DP_EPSILON,
     dp_delta: float = DP_DELTA,

@@ -29,6 +29,11 @@ def methods() -> None:
     for name, cls in information_models().items():
         mark = " (the oracle's upper bound)" if cls.upper_bound else ""
         print(f"  {name:<12} {cls.spec_form():<12} {cls.summary}{mark}")
+    from selection.specs import modifier_help
+
+    print("selector spec modifiers (SPEC@MOD+MOD, e.g. maxmin:2@probe+agg=uniform):")
+    for form, meaning in modifier_help():
+        print(f"  {form:<17} {meaning}")
     print("objectives (--objectives):")
     for name, o in OBJECTIVES.items():
         print(f"  {name:<17} {o.sense}  {o.label}")

@@ -38,6 +38,8 @@ __all__ = [
     "backend_help",
     "surrogate_help",
     "parse_floats",
+    "compact_help",
+    "SHORT_METAVARS",
     "parse_grids",
     "parse_weight_grid",
     "parse_objectives",
@@ -295,3 +297,34 @@ def only(method: str, **given) -> None:
     for name, (value, methods) in given.items():
         if value is not None and value is not False and method not in methods:
             raise SelectionError(f"--{name} does not apply to method {method!r}")
+
+
+#: the metavar ``--help`` shows for an option of this click type name (typer's defaults,
+#: ``INTEGER RANGE``, ``FLOAT RANGE``, take a third of an 80-column help and say less than the
+#: range that follows them)
+SHORT_METAVARS = {"integer": "N", "integer range": "N", "float": "X", "float range": "X"}
+
+
+def compact_help(command) -> None:
+    """Give every option of ``command`` and its subcommands that names no metavar of its own a
+    short one (``N`` for integers, ``X`` for numbers; the range stays), so ``--help`` spends
+    its 80 columns on the help texts.
+
+    Examples:
+        >>> import typer
+        >>> from typer.main import get_command
+        >>> from selection.cli.options import compact_help
+        >>> app = typer.Typer()
+        >>> @app.command()
+        ... def go(k: int = typer.Option(1, min=1), lr: float = 0.1, name: str = "a"): ...
+        >>> cmd = get_command(app)
+        >>> compact_help(cmd)
+        >>> [(p.name, p.metavar) for p in cmd.params][:3]
+        [('k', 'N'), ('lr', 'X'), ('name', None)]
+    """
+    for param in getattr(command, "params", ()):
+        short = SHORT_METAVARS.get(getattr(param.type, "name", ""))
+        if param.metavar is None and short and not getattr(param, "is_flag", False):
+            param.metavar = short
+    for child in getattr(command, "commands", {}).values():
+        compact_help(child)

@@ -240,10 +240,14 @@ def test_a_spec_that_cannot_choose_its_weights_is_refused_in_one_line(spec, need
     assert needle in text and "\n" not in text, text
 
 
-def test_the_selector_help_names_the_choice():
-    text = selector_help()
-    assert "agg=RULE (the picks' weights: samples, uniform, domain, best;" in text
-    assert "agg=best with a surrogate of the aggregate" in text
+def test_the_methods_listing_names_the_choice():
+    """--selector's help sends to fedsel methods, whose modifiers name every agg= rule."""
+    from selection.specs import modifier_help
+
+    assert "fedsel methods" in selector_help()
+    text = dict(modifier_help())["agg=RULE"]
+    assert "the picks' aggregation weights: samples, uniform, domain, best;" in text
+    assert "agg=best chooses them with the picks (with a surrogate of the aggregate" in text
 
 
 # ------------------------------------------------------------------ the selector

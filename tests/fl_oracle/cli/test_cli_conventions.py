@@ -87,3 +87,24 @@ def test_the_command_listing_is_the_full_apps_and_loads_nothing_heavy():
     )  # fmt: skip
     listing = lazy.stdout.rsplit("HEAVY", 1)[0]
     assert listing.strip() and listing == full.stdout
+
+
+def test_help_spends_its_columns_on_the_help_texts(monkeypatch, capsys):
+    """At 80 columns no command's --help runs past 120 lines (train's was 207: typer's
+    ``INTEGER RANGE`` metavars left the help texts a 22-column strip, and --selector listed
+    every registered name, which fedsel methods lists)."""
+    from fl_oracle.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERMINAL_WIDTH", "80")
+    lengths = {}
+    for name, _c in _commands():
+        try:
+            main([name, "--help"])
+        except SystemExit:
+            pass
+        out = capsys.readouterr().out
+        lengths[name] = len(out.splitlines())
+        assert "INTEGER RANGE" not in out and "FLOAT RANGE" not in out, name
+    assert max(lengths.values()) <= 120, lengths
+    assert lengths["train"] <= 120
