@@ -581,8 +581,32 @@ def on_page_markdown(markdown, page, **_):
     return link_citations(markdown, page.file.src_uri)
 
 
+_SCREENSHOTS = re.compile(r"<!-- screenshots.*?<!-- /screenshots -->\n*", re.S)
+_IMAGE_LINE = re.compile(r"^!\[[^\]]*\]\([^)\s]+\)\s*$\n?", re.M)
+_RELATIVE = re.compile(r"(?<!!)\[([^\]]+)\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s#]+)(#[^)\s]*)?\)")
+
+
+def wheel_description(readme: str) -> str:
+    """The wheel's long description (DESCRIPTION.md, ``readme`` in pyproject.toml): the README
+    with nothing a package index cannot resolve — a relative link becomes its text and the
+    path it names in the source distribution, the screenshots and their caption are dropped
+    (the images are not in the package), and a note says where the docs are (tests/docs/test_consistency.py)."""
+    text = _IMAGE_LINE.sub("", _SCREENSHOTS.sub("", readme))
+    text = _RELATIVE.sub(lambda m: f"{m[1]} (`{m[2]}` in the source)", text)
+    note = (
+        "\n<!-- the wheel's description: python docs/hooks.py writes it from README.md -->\n"
+        "*The documentation is Markdown under `docs/` in the source distribution "
+        "(`pip download --no-binary :all: --no-deps fedsel`); `make docs` builds the site.*\n"
+    )
+    title, _, rest = text.partition("\n")
+    return f"{title}\n{note}{rest}"
+
+
 if __name__ == "__main__":  # the CLI reference and every page's renderings (python docs/hooks.py)
     (ROOT / "docs" / "reference" / "cli.md").write_text(cli_markdown(), encoding="utf-8")
+    (ROOT / "DESCRIPTION.md").write_text(
+        wheel_description((ROOT / "README.md").read_text(encoding="utf-8")), encoding="utf-8"
+    )
     for page in sorted((ROOT / "docs").rglob("*.md")):
         text = page.read_text(encoding="utf-8")
         fresh = rendered(text)

@@ -80,10 +80,10 @@ def _outside_checkout(path: Path) -> None:
 
 
 def _copy_sources(dest: Path) -> Path:
-    """What the build reads (pyproject, README, the two packages), without caches or a stale
+    """What the build reads (pyproject, README, the description, the two packages), without caches or a stale
     ``build/`` folder that could carry files the checkout no longer has."""
     dest.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "DESCRIPTION.md"):
         shutil.copy2(ROOT / name, dest / name)
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for pkg in ("selection", "fl_oracle"):
@@ -100,6 +100,11 @@ def _check_wheel(wheel: Path) -> None:
     assert re.search(r"^\[console_scripts\]\s*^fedsel = fl_oracle\.cli:main$", scripts, re.M)
     meta = zipfile.ZipFile(wheel).read(entry.replace("entry_points.txt", "METADATA")).decode()
     assert re.search(rf"^Version: {re.escape(VERSION)}$", meta, re.M)
+    # the long description (DESCRIPTION.md) names nothing a package index cannot resolve
+    description = meta.split("\n\n", 1)[1]
+    assert "# fedsel" in description and "make test" in description
+    relative = re.findall(r"\]\((?![a-z][a-z0-9+.-]*:|#)([^)]+)\)", description)
+    assert relative == [], relative
     tops = {n.split("/", 1)[0] for n in names}
     assert tops == {"selection", "fl_oracle", f"fedsel-{VERSION}.dist-info"}, sorted(tops)
 
@@ -269,6 +274,8 @@ def test_the_sdist_holds_the_example_and_builds_the_same_wheel(dist):
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     assert {EXAMPLE, "pyproject.toml", "README.md", "selection/cli/__init__.py"} <= names
+    # the docs the wheel's description sends to
+    assert {"DESCRIPTION.md", "docs/get-started.md", "docs/contract.md"} <= names
     assert not any(n.startswith(("results/", "runs/", "dist/")) for n in names)
     (wheel,) = dist.glob("fedsel-*.whl")
     _check_wheel(wheel)

@@ -194,3 +194,15 @@ def test_source_links_point_the_build_at_the_pages_it_makes(hooks):
     assert "(../assets/results/screenshots/sweep.png)" in out
     assert "(../results/map.md)" in out and "(../results/studies/study.md)" in out
     assert "(other.md)" in out
+
+
+def test_the_wheels_description_is_the_readme_without_unresolvable_links(hooks):
+    """DESCRIPTION.md (the wheel's long description) is what python docs/hooks.py writes from
+    the README: a package index shows no relative link, image or screenshot caption there."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    described = (ROOT / "DESCRIPTION.md").read_text(encoding="utf-8")
+    assert described == hooks.wheel_description(readme)
+    assert not re.search(r"\]\((?![a-z][a-z0-9+.-]*:|#)", described)
+    assert "results/screenshots" not in described and "*Top:" not in described
+    out = hooks.wheel_description("# t\nSee [the contract](docs/contract.md#x), [w](https://a.b).\n")
+    assert "See the contract (`docs/contract.md` in the source), [w](https://a.b)." in out
