@@ -204,5 +204,7 @@ def test_the_wheels_description_is_the_readme_without_unresolvable_links(hooks):
     assert described == hooks.wheel_description(readme)
     assert not re.search(r"\]\((?![a-z][a-z0-9+.-]*:|#)", described)
     assert "results/screenshots" not in described and "*Top:" not in described
-    out = hooks.wheel_description("# t\nSee [the contract](docs/contract.md#x), [w](https://a.b).\n")
+    out = hooks.wheel_description(
+        "# t\nSee [the contract](docs/contract.md#x), [w](https://a.b).\n"
+    )
     assert "See the contract (`docs/contract.md` in the source), [w](https://a.b)." in out
