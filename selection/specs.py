@@ -140,10 +140,11 @@ class Spec:
         return self.base + ("@" + "+".join(mods) if mods else "")
 
     @property
-    def information(self) -> str:
-        """The information model a driver runs: the spec's, else ``fresh`` for a formulation
-        and ``rule`` for a baseline rule (the simulator computes the probe pass, the run is
-        charged for what the rule reads)."""
+    def information(self) -> Information:
+        """The information model a driver runs, parsed: the spec's, else ``fresh`` for a
+        formulation and ``rule`` for a baseline rule (the registered
+        :class:`~selection.information.Rule`: the simulator computes the probe pass, the run
+        is charged for what the rule reads)."""
         if self.stats_mode is not None:
             return self.stats_mode
         from selection.information import RULE, Information, default_information
@@ -243,7 +244,7 @@ class Spec:
         Raises:
             SelectionError: naming the spec, the model and the offending value.
         """
-        from selection.information import RULE, Information, parse_information
+        from selection.information import parse_information
 
         spec = self
         if stats is not None:
@@ -263,12 +264,10 @@ class Spec:
             return info
         if k > n:
             raise SelectionError(f"k={k} exceeds the {n} clients of the federation")
-        if info != RULE:
-            model = Information(info).make()  # parsed once: the spec's own Information
-            try:
-                model.check_k(int(n), int(k))
-            except SelectionError as exc:
-                raise SelectionError(f"selector {spec.canonical}: {exc}") from None
+        try:  # the model's own bounds (a rule's: none)
+            info.make().check_k(int(n), int(k))
+        except SelectionError as exc:
+            raise SelectionError(f"selector {spec.canonical}: {exc}") from None
         return info
 
 

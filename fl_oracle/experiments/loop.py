@@ -67,7 +67,7 @@ from fl_oracle.experiments.plan import RECORDS, RunPlan, check_information
 from fl_oracle.experiments.transport import RoundRun, play_round
 from selection.baselines.reads import VectorSource
 from selection.errors import SelectionError
-from selection.information import RULE, default_information, make_information
+from selection.information import default_information, make_information
 
 __all__ = ["RECORDS", "TrainResult", "OracleLike", "run_training", "check_information"]
 
@@ -197,7 +197,7 @@ def run_training(
     history: list[dict] = []
     tables: list[pd.DataFrame] = []
     surrogate = selector.surrogate
-    rule = stats_mode == RULE
+    rule = stats_mode.model.rule_reads  # a baseline rule's own reads: measured by rule_view
     if rule and not callable(getattr(oracle, "probe_table", None)):
         rule_view = default_information()  # an oracle without the probe pass (test fakes)
     model = make_information(rule_view if rule else stats_mode, seed=seed)

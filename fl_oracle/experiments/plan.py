@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fl_oracle.experiments.privacy import StatsPrivacy
 from fl_oracle.experiments.round_step import SelectorLike
 from selection.errors import SelectionError
-from selection.information import RULE, make_information, parse_information
+from selection.information import Information, driver_information, make_information
 from selection.selectors import Selector, as_selector
 
 __all__ = ["RECORDS", "RunPlan", "check_information", "plan_run"]
@@ -24,22 +24,23 @@ __all__ = ["RECORDS", "RunPlan", "check_information", "plan_run"]
 RECORDS = ("global", "predictions", "local")
 
 
-def check_information(text: str) -> str:
-    """The canonical information model of a run (ValueError naming the valid ones).
+def check_information(text: str) -> Information:
+    """The information model of a run, parsed: a registered model a spec may name, or
+    ``rule`` (:class:`~selection.information.Rule`); ValueError naming the valid ones.
 
     Examples:
         >>> from fl_oracle.experiments.plan import check_information
         >>> check_information("pool:3"), check_information("rule")
         ('pool:3', 'rule')
+        >>> check_information("rule").model.rule_reads
+        True
         >>> check_information("bogus")
         Traceback (most recent call last):
         ...
         ValueError: stats mode 'bogus': unknown information model 'bogus' (one of fresh, ...)
     """
-    if text == RULE:
-        return text
     try:
-        return parse_information(text)  # a spec's parsed model comes back as it is
+        return driver_information(text)  # a spec's parsed model comes back as it is
     except SelectionError as exc:
         raise ValueError(f"stats mode {text!r}: {exc}") from None
 
@@ -55,8 +56,8 @@ class RunPlan:
         k: clients per round K >= 1.
         rounds: number of rounds R >= 1.
         name: the selector's spec, written to the ``selector`` column.
+        stats_mode: the information model, parsed (``rule``: a baseline rule's own reads).
         seed: the run's seed, written to the ``seed`` column.
-        stats_mode: the canonical information model, or ``rule``.
         rule_view: what the simulator measures for a baseline rule.
         records: the simulator's own records to compute (a subset of :data:`RECORDS`).
         privacy: the privacy mode of what clients report; None: off.
@@ -74,8 +75,8 @@ class RunPlan:
     k: int
     rounds: int
     name: str
+    stats_mode: Information
     seed: int = 0
-    stats_mode: str = "fresh"
     rule_view: str = "probe"
     records: tuple[str, ...] = RECORDS
     privacy: StatsPrivacy | None = None
@@ -166,7 +167,7 @@ def plan_run(
         raise ValueError(f"records: {unknown[0]!r} is not one of {', '.join(RECORDS)}")
     if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
         raise ValueError(f"rounds={rounds!r} must be an integer >= 1")
-    rule = stats_mode == RULE
+    rule = stats_mode.model.rule_reads
     if measure is not None and not rule and not make_information(stats_mode).upper_bound:
         raise ValueError("training-only rounds (measure=...) need stats_mode 'fresh' or 'rule'")
     selector = as_selector(selector, name)  # a plain callable wrapped once, here

@@ -185,17 +185,16 @@ class StatsPrivacy:
                     f"selector {spec.canonical} reads the clients' update vectors, which private "
                     "statistics do not cover (--dp-epsilon): run it without them"
                 )
-        self.check_information(str(spec.information if served is None else served))
+        self.check_information(spec.information if served is None else served)
 
     def check_information(self, name: str) -> None:
         """Refuse an information model that secure aggregation makes impossible: one that
         evaluates a single client's update at the server (its ``server_evaluates``); a
         baseline rule's ``rule`` reads what clients report and passes."""
-        from selection.information import RULE, Information
+        from selection.information import driver_information
 
-        if not self.secure_aggregation or name == RULE:
-            return
-        self._refuse(Information(name).model)
+        if self.secure_aggregation:
+            self._refuse(driver_information(name).model)
 
     def _refuse(self, model) -> None:
         """The refusal of a model class (or instance) secure aggregation rules out."""

@@ -34,11 +34,13 @@ __all__ = [
     "RULE",
     "Information",
     "InformationModel",
+    "Rule",
     "RoundInputs",
     "register",
     "information_models",
     "get_information",
     "parse_information",
+    "driver_information",
     "make_information",
     "default_information",
 ]
@@ -111,6 +113,11 @@ class InformationModel(ABC):
         server_evaluates: whose update the server evaluates on its own ("" for none): a model
             that reads one client's update is impossible under secure aggregation, where the
             server sees only their sum (the privacy mode refuses it with this reason).
+        rule_reads: the selector's own reads decide what is measured (:class:`Rule`, a
+            baseline rule whose spec names no model): a driver measures them with its rule
+            view (``rule_view``) and charges the run for what the rule reads.
+        nameable: a spec or ``--information`` may name the model; ``rule`` is the drivers'
+            alone (listings, errors and the spec grammar show only nameable models).
 
     Examples:
         >>> import pandas as pd
@@ -142,6 +149,8 @@ class InformationModel(ABC):
     order: ClassVar[int] = 100
     chooses_among_trained: ClassVar[bool] = False
     server_evaluates: ClassVar[str] = ""
+    rule_reads: ClassVar[bool] = False
+    nameable: ClassVar[bool] = True
 
     def __init__(self, value: int | None = None, *, seed: int = 0) -> None:
         self.value = value
@@ -252,7 +261,8 @@ def register(cls: type[InformationModel]) -> type[InformationModel]:
 
 
 def information_models() -> dict[str, type[InformationModel]]:
-    """Every registered information model, in listing order (installed plugins' included).
+    """Every registered information model a spec may name, in listing order (installed
+    plugins' included; the drivers' :class:`Rule` is not one).
 
     Examples:
         >>> from selection.information.base import information_models
@@ -268,7 +278,12 @@ def information_models() -> dict[str, type[InformationModel]]:
     for cls in plugin_classes("fedsel.information", InformationModel):
         _REGISTRY.setdefault(cls.name, cls)
 
-    return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].order, kv[0])))
+    return dict(
+        sorted(
+            ((name, cls) for name, cls in _REGISTRY.items() if cls.nameable),
+            key=lambda kv: (kv[1].order, kv[0]),
+        )
+    )
 
 
 def get_information(name: str) -> type[InformationModel]:
@@ -334,8 +349,14 @@ class Information(str):
 
 
 def _restore_information(text: str, name: str, arg: int | None) -> Information:
-    out = str.__new__(Information, text)
-    out.model, out.arg = get_information(name), arg
+    cls = _REGISTRY.get(name)
+    return _information_of(get_information(name) if cls is None else cls, arg, text)
+
+
+def _information_of(cls: type[InformationModel], arg: int | None, text: str = "") -> Information:
+    """The parsed :class:`Information` of a registered class (no name looked up)."""
+    out = str.__new__(Information, text or (cls.name if arg is None else f"{cls.name}:{arg}"))
+    out.model, out.arg = cls, arg
     return out
 
 
@@ -374,10 +395,57 @@ def make_information(text: str, *, seed: int = 0) -> InformationModel:
     return Information(text).make(seed=seed)
 
 
-#: the drivers' model of a baseline rule whose spec names none: no registered model (a spec
-#: cannot name it); the simulator computes only what the rule reads (``Baseline.reads``) and
-#: the run is charged for that (``Spec.information``)
-RULE = "rule"
+@register
+class Rule(InformationModel):
+    """The drivers' model of a baseline rule whose spec names none (``rule``): the simulator
+    computes only what the rule reads (``Baseline.reads``), measured by the driver's rule
+    view (``probe``, or ``fresh`` where a run's statistics are kept as ground truth), and the
+    run is charged for that (``Spec.information``). A spec cannot name it (``nameable``).
+
+    Examples:
+        >>> from selection.information import RULE, Rule, driver_information
+        >>> RULE.model is Rule, RULE.model.rule_reads, driver_information("rule") == RULE
+        (True, True, True)
+        >>> from selection.information import information_models, parse_information
+        >>> "rule" in information_models()
+        False
+        >>> parse_information("rule")
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: unknown information model 'rule' (one of fresh, ...)
+    """
+
+    name = "rule"
+    summary = "a baseline rule's own reads, measured by the driver's rule view"
+    rule_reads = True
+    nameable = False
+
+    def view(self, inputs: RoundInputs) -> pd.DataFrame:
+        raise SelectionError(
+            "information model rule has no view of its own: a driver measures what the rule "
+            "reads with its rule view (probe or fresh)"
+        )
+
+
+#: the parsed model of a baseline rule whose spec names none (:class:`Rule`)
+RULE = _information_of(Rule, None)
+
+
+def driver_information(text: str) -> Information:
+    """A run's information model as a driver names it: one a spec may name
+    (:func:`parse_information`) or one of the drivers' own (``rule``).
+
+    Examples:
+        >>> from selection.information import driver_information
+        >>> driver_information("pool:3.0"), driver_information("rule").model.__name__
+        ('pool:3', 'Rule')
+    """
+    if isinstance(text, Information):
+        return text
+    cls = _REGISTRY.get(str(text).strip())
+    if cls is not None and not cls.nameable:
+        return _information_of(cls, None)
+    return Information(text)
 
 
 def default_information() -> str:

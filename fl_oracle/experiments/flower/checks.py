@@ -81,7 +81,7 @@ def flower_information(
             ...
         selection.errors.SelectionError: --information probe contradicts the spec's @stale ...
     """
-    from selection.information import RULE, default_information
+    from selection.information import default_information
     from selection.specs import Spec, parse_spec
 
     if isinstance(selector, str):
@@ -90,7 +90,7 @@ def flower_information(
         info = selector.run_information(stats, n=n, k=k)
     else:
         info = check_stats(default_information() if stats is None else stats)
-    if info != RULE:
+    if not info.model.rule_reads:  # a rule's own reads: measured by fresh, or probe below
         return info
     if privacy is not None and privacy.secure_aggregation:
         return _RULE_VIEW
