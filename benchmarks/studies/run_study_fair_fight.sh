@@ -4,6 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 .venv/bin/fedsel study --config benchmarks/studies/fair_fight.toml --out results/study-fair-fight --workers 2 --no-progress
+# (As run: the study first ran 19 entries; when FedCor became the published rule and DivFL's
+#  stale variant the official partial gradients, their runs were dropped and run again, and
+#  the two agg=best entries were added, by
+#  .venv/bin/python benchmarks/studies/drop_entries.py results/study-fair-fight fedcor:5 divfl:stale
+#  fedsel study --out results/study-fair-fight --add "eps-lt:5@probe+weighted+agg=best,fisher-fair:1@probe+weighted+agg=best"
+#  the other entries' stored runs re-run bit-identically under the new code beforehand (seed 0
+#  of fedavg, eps-lt:5@probe, oort:0.9, fisher-fair:1@probe+agg=domain; timings aside).)
 # 2. held-out seeds 10-19, entries fixed by this rule before step 1 finished (written here
 #    while it ran): every counted baseline, and the three formulation entries that beat the
 #    most counted baselines on both final metrics in step 1 (dominance.csv, paired 95 %
