@@ -12,11 +12,9 @@ import importlib
 import pkgutil
 
 from selection.information.base import (
-    RULE,
     Information,
     InformationModel,
     RoundInputs,
-    Rule,
     default_information,
     driver_information,
     get_information,
@@ -25,6 +23,7 @@ from selection.information.base import (
     parse_information,
     register,
 )
+from selection.information.rule import RULE, Rule
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name != "base" and not _mod.name.startswith("_"):

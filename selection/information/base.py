@@ -31,10 +31,8 @@ import pandas as pd
 from selection.errors import SelectionError
 
 __all__ = [
-    "RULE",
     "Information",
     "InformationModel",
-    "Rule",
     "RoundInputs",
     "register",
     "information_models",
@@ -113,9 +111,10 @@ class InformationModel(ABC):
         server_evaluates: whose update the server evaluates on its own ("" for none): a model
             that reads one client's update is impossible under secure aggregation, where the
             server sees only their sum (the privacy mode refuses it with this reason).
-        rule_reads: the selector's own reads decide what is measured (:class:`Rule`, a
-            baseline rule whose spec names no model): a driver measures them with its rule
-            view (``rule_view``) and charges the run for what the rule reads.
+        rule_reads: the selector's own reads decide what is measured (``rule``, a baseline
+            rule whose spec names no model: :class:`~selection.information.rule.Rule`): a
+            driver measures them with its rule view (``rule_view``) and charges the run for
+            what the rule reads.
         nameable: a spec or ``--information`` may name the model; ``rule`` is the drivers'
             alone (listings, errors and the spec grammar show only nameable models).
 
@@ -262,7 +261,7 @@ def register(cls: type[InformationModel]) -> type[InformationModel]:
 
 def information_models() -> dict[str, type[InformationModel]]:
     """Every registered information model a spec may name, in listing order (installed
-    plugins' included; the drivers' :class:`Rule` is not one).
+    plugins' included; the drivers' ``rule`` is not one).
 
     Examples:
         >>> from selection.information.base import information_models
@@ -393,42 +392,6 @@ def make_information(text: str, *, seed: int = 0) -> InformationModel:
         {}
     """
     return Information(text).make(seed=seed)
-
-
-@register
-class Rule(InformationModel):
-    """The drivers' model of a baseline rule whose spec names none (``rule``): the simulator
-    computes only what the rule reads (``Baseline.reads``), measured by the driver's rule
-    view (``probe``, or ``fresh`` where a run's statistics are kept as ground truth), and the
-    run is charged for that (``Spec.information``). A spec cannot name it (``nameable``).
-
-    Examples:
-        >>> from selection.information import RULE, Rule, driver_information
-        >>> RULE.model is Rule, RULE.model.rule_reads, driver_information("rule") == RULE
-        (True, True, True)
-        >>> from selection.information import information_models, parse_information
-        >>> "rule" in information_models()
-        False
-        >>> parse_information("rule")
-        Traceback (most recent call last):
-        ...
-        selection.errors.SelectionError: unknown information model 'rule' (one of fresh, ...)
-    """
-
-    name = "rule"
-    summary = "a baseline rule's own reads, measured by the driver's rule view"
-    rule_reads = True
-    nameable = False
-
-    def view(self, inputs: RoundInputs) -> pd.DataFrame:
-        raise SelectionError(
-            "information model rule has no view of its own: a driver measures what the rule "
-            "reads with its rule view (probe or fresh)"
-        )
-
-
-#: the parsed model of a baseline rule whose spec names none (:class:`Rule`)
-RULE = _information_of(Rule, None)
 
 
 def driver_information(text: str) -> Information:
