@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selection.schema import read_stats  # noqa: E402
-from selection.synthetic import FAMILIES as GENERATED  # noqa: E402
+from selection.schema import read_stats
+from selection.synthetic import FAMILIES as GENERATED
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ORACLE_DIR = ROOT / "runs" / "bench-oracle"
 ORACLE_ARGS = [

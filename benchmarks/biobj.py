@@ -23,11 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from exact_peers import (  # noqa: E402
+from exact_peers import (
     FAMILIES,
     bounded_ratio,
     identical,
@@ -35,8 +34,10 @@ from exact_peers import (  # noqa: E402
     run_sweep,
 )
 
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.problem import SelectionProblem
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OBJ = ("utility", "gap")
 

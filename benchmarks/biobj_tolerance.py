@@ -31,18 +31,19 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from biobj import FAMILIES  # noqa: E402
-from exact_peers import bounded_ratio  # noqa: E402
+from biobj import FAMILIES
+from exact_peers import bounded_ratio
 
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers import sweeps  # noqa: E402
-from selection.solvers.base import SweepOptions  # noqa: E402
-from selection.solvers.bb.front import bb_search  # noqa: E402
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.problem import SelectionProblem
+from selection.solvers import sweeps
+from selection.solvers.base import SweepOptions
+from selection.solvers.bb.front import bb_search
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(p: SelectionProblem, tau: float, cap: float, backend: str) -> dict:

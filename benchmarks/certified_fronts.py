@@ -33,17 +33,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from exact_peers import FAMILIES
+
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.problem import SelectionProblem
+from selection.solvers.base import SweepOptions
+from selection.solvers.milp.portfolio import domain_share
+from selection.solvers.sweeps import sweep_eps
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from exact_peers import FAMILIES  # noqa: E402
-
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers.base import SweepOptions  # noqa: E402
-from selection.solvers.milp.portfolio import domain_share  # noqa: E402
-from selection.solvers.sweeps import sweep_eps  # noqa: E402
 
 ROUTES = ("auto", "bb", "cbc", "scip", "highs")
 

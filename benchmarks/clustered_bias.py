@@ -23,15 +23,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracle import markdown_table
+
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.baselines.clustered import ClusteredSampling
+from selection.problem import SelectionProblem
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from oracle import markdown_table  # noqa: E402
-
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.baselines.clustered import ClusteredSampling  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
 
 SIZES = {"mnist": 600, "usps": 72, "svhn": 732, "syn": 100}
 

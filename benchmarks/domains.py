@@ -27,9 +27,9 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fl_oracle.sim.data import DOMAINS, load_digits  # noqa: E402
-from fl_oracle.sim.data.generate import generate  # noqa: E402
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
+from fl_oracle.sim.data import DOMAINS, load_digits
+from fl_oracle.sim.data.generate import generate
+from selection.atomic import write_table_atomic, write_text_atomic
 
 
 def small_cnn() -> nn.Module:

@@ -31,20 +31,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.logits import read_run_logits  # noqa: E402
-from selection.objectives import evaluate  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.schema import read_stats  # noqa: E402
-from selection.solvers.black_box import EVALUATIONS, Goal, search  # noqa: E402
-from selection.solvers.eps import EpsSolver  # noqa: E402
-from selection.solvers.exhaustive import exact_front, u_star_of  # noqa: E402
-from selection.solvers.maxmin import MaxminSolver  # noqa: E402
-from selection.solvers.nsga2 import NSGA2Solver  # noqa: E402
-from selection.synthetic_logits import synthetic_logits  # noqa: E402
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.logits import read_run_logits
+from selection.objectives import evaluate
+from selection.problem import SelectionProblem
+from selection.schema import read_stats
+from selection.solvers.black_box import EVALUATIONS, Goal, search
+from selection.solvers.eps import EpsSolver
+from selection.solvers.exhaustive import exact_front, u_star_of
+from selection.solvers.maxmin import MaxminSolver
+from selection.solvers.nsga2 import NSGA2Solver
+from selection.synthetic_logits import synthetic_logits
+
+ROOT = Path(__file__).resolve().parents[1]
 
 EPS, DELTA = 5.0, 2.0
 ORACLE_RUNS = ROOT / "runs" / "bench-oracle"

@@ -27,18 +27,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _families import FAMILIES
+
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.objectives import evaluate
+from selection.problem import SelectionProblem
+from selection.progress import plain_progress
+from selection.solvers.eps import EpsSolver
+from selection.solvers.milp.portfolio import aligned
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from _families import FAMILIES  # noqa: E402
-
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.objectives import evaluate  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.progress import plain_progress  # noqa: E402
-from selection.solvers.eps import EpsSolver  # noqa: E402
-from selection.solvers.milp.portfolio import aligned  # noqa: E402
 
 ROUTES = (
     ("cbc", "off"), ("cbc", "on"), ("highs", "off"), ("highs", "on"),

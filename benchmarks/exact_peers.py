@@ -59,15 +59,14 @@ import pandas as pd
 import pulp
 from rich.progress import Progress, TextColumn
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.indicators import nondominated  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.schema import DEFAULT_DOMAINS  # noqa: E402
-from selection.solvers.sweeps import sweep_eps  # noqa: E402
-from selection.synthetic import (  # noqa: E402
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.indicators import nondominated
+from selection.problem import SelectionProblem
+from selection.schema import DEFAULT_DOMAINS
+from selection.solvers.sweeps import sweep_eps
+from selection.synthetic import (
     cross_penalty_stats,
     hetero6_stats,
     near_tied_stats,
@@ -75,9 +74,11 @@ from selection.synthetic import (  # noqa: E402
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _families import oracle_stats  # noqa: E402
+from _families import oracle_stats
 
-from selection.solvers.base import SweepOptions  # noqa: E402
+from selection.solvers.base import SweepOptions
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OBJ = ("utility", "gap")
 PEERS_PY = ROOT / ".venv-peers" / "bin" / "python"

@@ -35,10 +35,11 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
+from selection.atomic import write_table_atomic, write_text_atomic
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "results" / "benchmarks"
 PAIRS = {20: 5, 100: 10, 200: 20, 500: 25, 1000: 50}

@@ -28,14 +28,15 @@ import pandas as pd
 import torch
 from torch import nn
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fl_oracle.sim.config import OracleConfig  # noqa: E402
-from fl_oracle.sim.data.shapes import write_shapes  # noqa: E402
-from fl_oracle.sim.local import SampleStream, plan_steps  # noqa: E402
-from fl_oracle.sim.model import unflatten  # noqa: E402
-from fl_oracle.sim.oracle import Oracle  # noqa: E402
+from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.data.shapes import write_shapes
+from fl_oracle.sim.local import SampleStream, plan_steps
+from fl_oracle.sim.model import unflatten
+from fl_oracle.sim.oracle import Oracle
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class DigitCNN(nn.Module):

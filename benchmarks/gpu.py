@@ -32,13 +32,14 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracle import markdown_table
+
+from selection.atomic import write_table_atomic, write_text_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from oracle import markdown_table  # noqa: E402
-
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 
 ENTRIES = ("proportional", "maxmin:2@probe")
 

@@ -46,17 +46,17 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fl_oracle.experiments.cost import round_cost  # noqa: E402
-from fl_oracle.experiments.run_record import cpu_model  # noqa: E402
-from fl_oracle.experiments.study.settings import STUDY_ORACLE  # noqa: E402
-from fl_oracle.sim.config import OracleConfig  # noqa: E402
-from fl_oracle.sim.loading import load_federation_data  # noqa: E402
-from fl_oracle.sim.oracle import Oracle  # noqa: E402
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.baselines.sampling import proportional_sample  # noqa: E402
-from selection.information import RoundInputs, make_information  # noqa: E402
-from selection.information.probe import Calibrated  # noqa: E402
-from selection.progress import rich_progress  # noqa: E402
+from fl_oracle.experiments.cost import round_cost
+from fl_oracle.experiments.run_record import cpu_model
+from fl_oracle.experiments.study.settings import STUDY_ORACLE
+from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.loading import load_federation_data
+from fl_oracle.sim.oracle import Oracle
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.baselines.sampling import proportional_sample
+from selection.information import RoundInputs, make_information
+from selection.information.probe import Calibrated
+from selection.progress import rich_progress
 
 OUT = Path("results/benchmarks")
 MODELS = ("fresh", "stale", "probe", "pool:10", "predicted")

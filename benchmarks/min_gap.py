@@ -25,16 +25,17 @@ from pathlib import Path
 
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _families import FAMILIES
+
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.problem import SelectionProblem
+from selection.solvers.eps import EpsSolver, min_gap_point
+from selection.solvers.min_gap import default_nodes
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from _families import FAMILIES  # noqa: E402
-
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers.eps import EpsSolver, min_gap_point  # noqa: E402
-from selection.solvers.min_gap import default_nodes  # noqa: E402
 
 CASES = (
     ("synthetic", 200, 20),

@@ -22,15 +22,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers.eps import EpsSolver  # noqa: E402
-from selection.solvers.exhaustive import best_eps, exact_front  # noqa: E402
-from selection.solvers.milp.portfolio import value_quantum  # noqa: E402
-from selection.synthetic import FAMILIES  # noqa: E402
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.problem import SelectionProblem
+from selection.solvers.eps import EpsSolver
+from selection.solvers.exhaustive import best_eps, exact_front
+from selection.solvers.milp.portfolio import value_quantum
+from selection.synthetic import FAMILIES
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cases(offset: float) -> list[tuple[str, SelectionProblem, float, float | None]]:

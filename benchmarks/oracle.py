@@ -58,17 +58,18 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fl_oracle.errors import OracleError  # noqa: E402
-from fl_oracle.sim.config import OracleConfig  # noqa: E402
-from fl_oracle.sim.loading import load_federation_data  # noqa: E402
-from fl_oracle.sim.local import SampleStream, plan_steps  # noqa: E402
-from fl_oracle.sim.model import IMAGE_SHAPE, N_CLASSES, Arch, unflatten  # noqa: E402
-from fl_oracle.sim.oracle import Oracle  # noqa: E402
-from fl_oracle.sim.runtime import resolve_device  # noqa: E402
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
+from fl_oracle.errors import OracleError
+from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.loading import load_federation_data
+from fl_oracle.sim.local import SampleStream, plan_steps
+from fl_oracle.sim.model import IMAGE_SHAPE, N_CLASSES, Arch, unflatten
+from fl_oracle.sim.oracle import Oracle
+from fl_oracle.sim.runtime import resolve_device
+from selection.atomic import write_table_atomic, write_text_atomic
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "results" / "benchmarks"
 GEMM_SIZES = (256, 512, 1024, 2048, 3072)

@@ -20,14 +20,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracle import markdown_table
+
+from fl_oracle.experiments.study.runs import read_history
+from selection.atomic import write_table_atomic, write_text_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from oracle import markdown_table  # noqa: E402
-
-from fl_oracle.experiments.study.runs import read_history  # noqa: E402
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 
 BOOT = 10000
 PAIRS = (

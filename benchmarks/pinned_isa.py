@@ -30,14 +30,15 @@ from pathlib import Path
 
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracle import markdown_table
+
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.progress import rich_progress
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from oracle import markdown_table  # noqa: E402
-
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.progress import rich_progress  # noqa: E402
 
 PINS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"}
 MODES = ("unpinned", "pinned")

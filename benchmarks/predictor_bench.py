@@ -49,14 +49,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracle import markdown_table
+
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.information import RoundInputs, make_information
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from oracle import markdown_table  # noqa: E402
-
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.information import RoundInputs, make_information  # noqa: E402
 
 OUT = ROOT / "results" / "benchmarks"
 LOG = ROOT / "runs" / "predictor-bench"

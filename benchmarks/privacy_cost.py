@@ -28,13 +28,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracle import machine_facts, markdown_table
+
+from selection.atomic import write_table_atomic, write_text_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from oracle import machine_facts, markdown_table  # noqa: E402
-
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 
 OUT = ROOT / "results" / "benchmarks"
 ENTRIES = ("fisher-topk", "qffl:1", "maxmin:2@probe", "fisher-fair:1@probe")

@@ -25,15 +25,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracle import markdown_table
+
+from fl_oracle.experiments.study import racing
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.progress import rich_progress
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from oracle import markdown_table  # noqa: E402
-
-from fl_oracle.experiments.study import racing  # noqa: E402
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.progress import rich_progress  # noqa: E402
 
 MEANS = {"a": (80.0, 85.0), "b": (80.0, 84.0), "c": (79.5, 85.0), "d": (78.0, 83.0),
          "e": (72.0, 80.0)}  # fmt: skip

@@ -51,16 +51,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _families import oracle_stats
+
+from selection.atomic import atomic_path, write_table_atomic, write_text_atomic
+from selection.indicators import nondominated
+from selection.problem import SelectionProblem
+from selection.solvers import make_solver
+from selection.solvers.base import SweepOptions
+from selection.solvers.sweeps import sweep_eps
+from selection.synthetic import cross_penalty_stats, synthetic_stats
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from selection.atomic import atomic_path, write_table_atomic, write_text_atomic  # noqa: E402
-from selection.indicators import nondominated  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers import make_solver  # noqa: E402
-from selection.solvers.sweeps import sweep_eps  # noqa: E402
-from selection.synthetic import cross_penalty_stats, synthetic_stats  # noqa: E402
-
 SIZES_FRONT = (20, 50, 100, 200, 500)
 SIZES_EPS = (1000, 2000, 5000, 10000, 20000, 50000)
 OBJ = ("utility", "gap")
@@ -78,11 +82,6 @@ def _near_tied(n: int) -> pd.DataFrame:
     spec.loader.exec_module(mod)
     return mod.near_tied(n)
 
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from _families import oracle_stats  # noqa: E402
-
-from selection.solvers.base import SweepOptions  # noqa: E402
 
 FAMILIES = {
     "synthetic": lambda n: synthetic_stats(n, seed=0),

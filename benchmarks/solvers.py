@@ -30,19 +30,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.objectives import gap  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers import make_solver  # noqa: E402
-from selection.solvers.base import SweepOptions  # noqa: E402
-from selection.solvers.exhaustive import exact_front  # noqa: E402
-from selection.solvers.milp.formulations import eps_spec, model_data  # noqa: E402
-from selection.solvers.milp.model import make_backend  # noqa: E402
-from selection.solvers.sweeps import sweep_eps  # noqa: E402
-from selection.synthetic import synthetic_stats  # noqa: E402
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.objectives import gap
+from selection.problem import SelectionProblem
+from selection.solvers import make_solver
+from selection.solvers.base import SweepOptions
+from selection.solvers.exhaustive import exact_front
+from selection.solvers.milp.formulations import eps_spec, model_data
+from selection.solvers.milp.model import make_backend
+from selection.solvers.sweeps import sweep_eps
+from selection.synthetic import synthetic_stats
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SIZES = [(20, 5), (100, 10), (1000, 100), (5000, 500)]
 FRACTIONS = (0.9, 0.7, 0.5, 0.35, 0.2)

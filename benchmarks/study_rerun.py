@@ -23,14 +23,15 @@ from pathlib import Path
 
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracle import machine_facts, markdown_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fl_oracle.experiments.study.runs import read_history
+from selection.atomic import write_table_atomic, write_text_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from oracle import machine_facts, markdown_table  # noqa: E402
-
-sys.path.insert(0, str(ROOT))
-from fl_oracle.experiments.study.runs import read_history  # noqa: E402
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
 
 COMMITTED = ROOT / "results" / "study-costs"
 OUT = ROOT / "results" / "benchmarks"

@@ -48,15 +48,15 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fl_oracle.experiments.run_record import cpu_model  # noqa: E402
-from fl_oracle.experiments.study.settings import STUDY_ORACLE  # noqa: E402
-from fl_oracle.sim.config import OracleConfig  # noqa: E402
-from fl_oracle.sim.loading import load_federation_data  # noqa: E402
-from fl_oracle.sim.oracle import Oracle  # noqa: E402
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.selectors import make_selector  # noqa: E402
-from selection.surrogates import get_surrogate, surrogates  # noqa: E402
+from fl_oracle.experiments.run_record import cpu_model
+from fl_oracle.experiments.study.settings import STUDY_ORACLE
+from fl_oracle.sim.config import OracleConfig
+from fl_oracle.sim.loading import load_federation_data
+from fl_oracle.sim.oracle import Oracle
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.problem import SelectionProblem
+from selection.selectors import make_selector
+from selection.surrogates import get_surrogate, surrogates
 
 OUT = Path("results/benchmarks")
 # scoring every selection is measured up to this many (C(20, 10) = 184,756 is); beyond it the
