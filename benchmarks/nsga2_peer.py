@@ -35,14 +35,13 @@ from pymoo.operators.mutation.bitflip import BitflipMutation
 from pymoo.operators.sampling.rnd import BinaryRandomSampling
 from pymoo.optimize import minimize
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selection.atomic import write_table_atomic, write_text_atomic  # noqa: E402
-from selection.indicators import Normalization, hypervolume_ratio, reference_front  # noqa: E402
-from selection.problem import SelectionProblem  # noqa: E402
-from selection.solvers.exhaustive import exact_front  # noqa: E402
-from selection.solvers.nsga2 import (  # noqa: E402
+from selection.atomic import write_table_atomic, write_text_atomic
+from selection.indicators import Normalization, hypervolume_ratio, reference_front
+from selection.problem import SelectionProblem
+from selection.solvers.exhaustive import exact_front
+from selection.solvers.nsga2 import (
     KSubsetCrossover,
     KSubsetSampling,
     NSGA2Solver,
@@ -50,8 +49,10 @@ from selection.solvers.nsga2 import (  # noqa: E402
     SelectionMOP,
     SwapMutation,
 )
-from selection.solvers.sweeps import sweep_eps  # noqa: E402
-from selection.synthetic import synthetic_stats  # noqa: E402
+from selection.solvers.sweeps import sweep_eps
+from selection.synthetic import synthetic_stats
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OBJ = ("utility", "gap")
 
