@@ -18,7 +18,7 @@ import pandas as pd
 
 from selection.html_page import PALETTE, palette_colors
 from selection.objectives import OBJECTIVES
-from selection.solvers.result import point_rows
+from selection.solvers.result import Status, point_rows
 
 __all__ = [
     "PLOT_COLUMNS",
@@ -68,7 +68,7 @@ def _hover(row: pd.Series, dcols: list[str], extra: list[str]) -> str:
         f"U = {row['utility']:.3f} %, gap = {row['gap']:.3f} pp, worst = {row['worst']:.3f} %",
         ", ".join(f"{e(c)} = {row[c]:.2f}" for c in dcols),
     ]
-    if str(row.get("status", "optimal")) == "time_limit":
+    if str(row.get("status", Status.OPTIMAL)) == Status.TIME_LIMIT:
         lines.append("<i>stopped by the time limit: best found, not proven optimal</i>")
         b = row.get("bound", float("nan"))
         if b == b:

@@ -33,7 +33,7 @@ from selection.front_plot import (
 )
 from selection.html_page import html_table, page
 from selection.plotly_js import plotly_head
-from selection.solvers.result import point_rows
+from selection.solvers.result import Status, point_rows
 
 __all__ = [
     # the plot data (:mod:`selection.front_plot`), re-exported
@@ -213,14 +213,15 @@ def render_front_html(
         if labelled
         else (" Hover a point for its parameter." if len(data) else "")
     ) + "</p>"
-    n_tl = int((front["status"].astype(str) == "time_limit").sum()) if "status" in front else 0
+    status = front["status"].astype(str) if "status" in front else None
+    n_tl = 0 if status is None else int((status == str(Status.TIME_LIMIT)).sum())
     if n_tl:
         note += (
             f"<p class='note'>{n_tl} point(s) stopped by the time limit: the best selection "
             "found, not a proven optimum (a complete sweep may miss front points near them)."
             f" {certified_note(front, y)}</p>"
         )
-    elif "status" in front and (front["status"].astype(str) == "feasible").any():
+    elif status is not None and (status == str(Status.FEASIBLE)).any():
         # points solved within a tolerance (--tolerance): proven near-optima, with bounds
         note += (
             "<p class='note'>Points solved within a tolerance (status feasible), not to proven "

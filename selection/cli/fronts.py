@@ -73,6 +73,7 @@ def certificate(
 ) -> str:
     """The guarantee a front with time-limited or tolerant points still carries (its
     ``bound`` column); with ``tolerance`` on the complete sweep, also in the gap."""
+    from selection.solvers.result import Status
     from selection.solvers.sweeps import max_off
 
     obj = cls.bound_objective
@@ -85,13 +86,13 @@ def certificate(
     where = "at any ε the sweep passed" if whole else "at any of its points"
     last = front.iloc[-1] if len(front) else None
     if whole and last is not None and not str(last.get("selected", "") or ""):
-        if str(last.get("status")) == "time_limit":  # stopped with no incumbent: below, nothing
+        if str(last.get("status")) == Status.TIME_LIMIT:  # stopped, no incumbent: nothing below
             where = f"down to {last['param']} (nothing is known below it)"
     text = (
         f"fedsel: certified: {where}, the exact front's {obj} is at most {off:.4g}{unit} above "
         "this front's (front.csv: bound)"
     )
-    stopped = (front["status"].astype(str) == "time_limit").any() if len(front) else False
+    stopped = (front["status"].astype(str) == str(Status.TIME_LIMIT)).any() if len(front) else False
     if whole and tolerance > 0 and finished and not stopped:
         text += (
             f"; every exact front point (U*, gap*) has a point here with U >= U* - {off:.4g} pp "

@@ -180,6 +180,8 @@ def solve_record(
         >>> out["status"], out["selected"], out["objectives"]["gap"], out["bound"], hint
         ('optimal', ['a', 'c'], 0.0, 75.0, '')
     """
+    from selection.solvers.result import Status
+
     out = {
         "method": r.method,
         "param": r.param,
@@ -196,7 +198,7 @@ def solve_record(
         "message": r.message,
     }
     hint = ""
-    infeasible = str(r.status) == "infeasible"
+    infeasible = r.status == Status.INFEASIBLE
     rng = cls.reachable(problem, f_min=f_min, b_max=b_max) if infeasible else None
     if rng is not None:  # the formulation tells what its parameter can reach
         out["reachable"] = rng
@@ -222,6 +224,7 @@ def solve_notes(cls: type, r, objs: Sequence[str], *, verbose: bool = False) -> 
     """
     from selection.objectives import OBJECTIVES
     from selection.solvers.params import Route
+    from selection.solvers.result import Status
 
     line = f"{r.method} {r.param}: {r.status}".replace("  ", " ")
     if r.objectives:
@@ -239,9 +242,10 @@ def solve_notes(cls: type, r, objs: Sequence[str], *, verbose: bool = False) -> 
     if verbose and r.backend:
         said = f" ({r.route_reason})" if r.route_reason else ""
         notes[1] = f"fedsel: route {r.backend}{said}"
-    proven = r.status in ("time_limit", "feasible") and r.bound == r.bound
+    proven = r.status in (Status.TIME_LIMIT, Status.FEASIBLE) and r.bound == r.bound
     if r.ids and proven and cls.bound_objective:
-        why = "stopped at the time limit" if r.status == "time_limit" else "within --tolerance"
+        stopped = r.status == Status.TIME_LIMIT
+        why = "stopped at the time limit" if stopped else "within --tolerance"
         if r.backend == Route.SEARCH:  # a heuristic's answer: the bound is all that is proven
             why = "a local search's answer"
         notes.append(

@@ -341,7 +341,7 @@ def sweep_report(
 ) -> list[str]:
     """What ``fedsel sweep`` says on stderr: the points written, the routes (``verbose``),
     time-limited points, the certificate, and the reachable range of an infeasible ε."""
-    from selection.solvers.result import point_rows
+    from selection.solvers.result import Status, point_rows
 
     cls = plan.cls
     lines = []
@@ -355,7 +355,7 @@ def sweep_report(
     )
     if verbose:
         lines += route_lines(front)
-    n_tl = int((front["status"].astype(str) == "time_limit").sum())
+    n_tl = int((front["status"].astype(str) == str(Status.TIME_LIMIT)).sum())
     whole = cls.adaptive_front and plan.eps is None
     if n_tl:
         lines.append(
