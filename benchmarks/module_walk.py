@@ -176,7 +176,7 @@ def main() -> None:
     args = ap.parse_args()
     trees = [t.resolve() for t in (args.tree or [ROOT])]
     labels = args.label or []
-    rows = []
+    rows, walks = [], []
     for i, tree in enumerate(trees):
         got = measure(tree)
         walk = got["walk"]
@@ -187,6 +187,7 @@ def main() -> None:
         }
         label = labels[i] if i < len(labels) else _commit(tree)
         rows.append((label, _commit(tree), part))
+        walks.append(list(dict.fromkeys(walk)))
         print(f"{label}: {part}", file=sys.stderr)
         if args.verbose:
             print("\n".join(dict.fromkeys(walk)), file=sys.stderr)
@@ -219,6 +220,15 @@ def main() -> None:
                 f"| {label} | {commit} | {name} | {n['calls']} | {n['visits']} | {n['modules']} "
                 f"| {n['re-entries']} |"
             )
+    for i in range(1, len(rows)):
+        added = [m for m in walks[i] if m not in walks[i - 1]]
+        gone = [m for m in walks[i - 1] if m not in walks[i]]
+        lines += [
+            "",
+            f"{rows[i][0]} against {rows[i - 1][0]}, the whole walk's modules: added "
+            f"{', '.join(f'`{m}`' for m in added) or 'none'}; gone "
+            f"{', '.join(f'`{m}`' for m in gone) or 'none'}.",
+        ]
     args.md.parent.mkdir(parents=True, exist_ok=True)
     args.md.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.md}", file=sys.stderr)
