@@ -55,8 +55,8 @@ DP_DELTA = typer.Option(1e-5, "--dp-delta", help="The run's delta of --dp-epsilo
 SECURE_AGGREGATION = typer.Option(
     False,
     "--secure-aggregation",
-    help="The server sees only the sum of the updates (information models but probe refused; "
-    "probe uncalibrated).",
+    help="The server sees only the sum of the updates (every information model but probe "
+    "refused; probe uncalibrated).",
 )
 
 

@@ -120,6 +120,9 @@ def assert_same_run(flower_hist, flower_stats, ref) -> None:
         ("qffl:1", {"gamma": 0.9, "local_epochs": 2.0}),  # q-FFL weights, γ-inexact stops
         ("random", {}),
         ("divfl:fresh", {}),  # every node's update of the round, read by the rule
+        # aggregation weights as a decision: chosen with the picks, or fixed to 1/K
+        ("maxmin:2@weighted+agg=best", {}),
+        ("eps-rel:0.5@agg=uniform", {}),
     ],
 )
 def test_flower_apps_match_the_in_process_loop(data_file, spec, changes):
@@ -131,6 +134,9 @@ def test_flower_apps_match_the_in_process_loop(data_file, spec, changes):
     assert_same_run(hist, stats, _oracle_run(config, data, spec, 3, 5))
     assert (hist["engine"] == "flower").all() and (hist["failed"] == "").all()
     assert (hist["n_aggregated"] == 5).all()
+    if "agg=" in spec:  # Flower commits the weights the loop commits, and records them
+        ref = _oracle_run(config, data, spec, 3, 5).history
+        assert list(hist["agg_weights"]) == list(ref["agg_weights"])
 
 
 def test_a_rule_reading_the_aggregated_updates_sees_the_loops(data_file):

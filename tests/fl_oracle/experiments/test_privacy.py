@@ -190,7 +190,7 @@ def test_the_secure_aggregation_help_names_what_the_models_declare():
 
     left = [name for name, model in information_models().items() if not model.server_evaluates]
     assert left == ["probe"]
-    assert "every one but probe" in SECURE_AGGREGATION.help
+    assert "every information model but probe refused" in SECURE_AGGREGATION.help
 
 
 @pytest.mark.parametrize("epsilon", [1e12, 1e50, 1e308])

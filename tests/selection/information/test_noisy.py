@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import spearmanr
 
 from selection.errors import SelectionError
 from selection.information.base import RoundInputs, make_information
-from scipy.stats import spearmanr
-
 from selection.information.noisy import calibrated_scale, noise_scale
 
 DOMAINS = ("mnist", "usps", "svhn", "syn")
