@@ -39,6 +39,7 @@ __all__ = [
     "surrogate_help",
     "parse_floats",
     "compact_help",
+    "shown_type",
     "SHORT_METAVARS",
     "parse_grids",
     "parse_weight_grid",
@@ -299,32 +300,56 @@ def only(method: str, **given) -> None:
             raise SelectionError(f"--{name} does not apply to method {method!r}")
 
 
-#: the metavar ``--help`` shows for an option of this click type name (typer's defaults,
-#: ``INTEGER RANGE``, ``FLOAT RANGE``, take a third of an 80-column help and say less than the
-#: range that follows them)
+#: the type ``--help`` shows for an option of this value type (typer's defaults, ``INTEGER
+#: RANGE`` before typer 0.29 and ``<int range>`` after, take a third of an 80-column help and say
+#: less than the range that follows them; a flag shows none, not ``<bool>``)
 SHORT_METAVARS = {"integer": "N", "integer range": "N", "float": "X", "float range": "X"}
+_SHORT_TYPES = {int: "N", float: "X", str: "TEXT"}
+
+
+def shown_type(param) -> str | None:
+    """The type ``--help`` shows for ``param`` after :func:`compact_help` (None: none), under
+    either of typer's help renderers (click's types before typer 0.29, its own after)."""
+    if hasattr(param, "type_descriptor"):
+        return param.display_type_rich(ctx=None)
+    return param.metavar
 
 
 def compact_help(command) -> None:
     """Give every option of ``command`` and its subcommands that names no metavar of its own a
-    short one (``N`` for integers, ``X`` for numbers; the range stays), so ``--help`` spends
-    its 80 columns on the help texts.
+    short type (``N`` for integers, ``X`` for numbers; the range stays; a flag none), so
+    ``--help`` spends its 80 columns on the help texts. Typer renders help with click's types
+    before 0.29 and with its own after; both are handled (the test suite runs one of them).
 
     Examples:
         >>> import typer
         >>> from typer.main import get_command
-        >>> from selection.cli.options import compact_help
+        >>> from selection.cli.options import compact_help, shown_type
         >>> app = typer.Typer()
         >>> @app.command()
-        ... def go(k: int = typer.Option(1, min=1), lr: float = 0.1, name: str = "a"): ...
+        ... def go(k: int = typer.Option(1, min=1), lr: float = 0.1, on: bool = False): ...
         >>> cmd = get_command(app)
         >>> compact_help(cmd)
-        >>> [(p.name, p.metavar) for p in cmd.params][:3]
-        [('k', 'N'), ('lr', 'X'), ('name', None)]
+        >>> [(p.name, shown_type(p)) for p in cmd.params][:3]
+        [('k', 'N'), ('lr', 'X'), ('on', None)]
     """
     for param in getattr(command, "params", ()):
-        short = SHORT_METAVARS.get(getattr(param.type, "name", ""))
-        if param.metavar is None and short and not getattr(param, "is_flag", False):
-            param.metavar = short
+        if getattr(param, "metavar", None) is not None:
+            continue
+        if hasattr(param, "type_descriptor"):  # typer >= 0.29: its own types, shown by it
+            desc = param.type_descriptor
+            if getattr(param, "is_flag", False) or desc.annotation is bool:
+                short = None
+            elif desc.annotation in _SHORT_TYPES:
+                short = _SHORT_TYPES[desc.annotation]
+            elif getattr(desc, "is_path", False):
+                short = "PATH"
+            else:
+                continue
+            param.display_type_rich = lambda ctx=None, _short=short: _short
+        else:  # click's types, their metavar shown
+            short = SHORT_METAVARS.get(getattr(getattr(param, "type", None), "name", ""))
+            if short and not getattr(param, "is_flag", False):
+                param.metavar = short
     for child in getattr(command, "commands", {}).values():
         compact_help(child)
