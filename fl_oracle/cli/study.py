@@ -110,7 +110,7 @@ def study(
 ) -> None:
     """Paired multi-seed comparison of selectors in live training; writes report.html."""
     from fl_oracle.cli import command_line, interrupt_hint
-    from fl_oracle.cli.options import make_config
+    from fl_oracle.cli.options import FLAG_OF, make_config
     from fl_oracle.experiments.study.command import CommandSide, StudyRunning, run_study_command
     from fl_oracle.experiments.study.settings import StudySettings
     from fl_oracle.experiments.study.setup import StudyFlags
@@ -133,7 +133,7 @@ def study(
                            report_only=report_only, progress=not no_progress, grow=grow)  # fmt: skip
     side = CommandSide(make_factory=study_factory, check_oracle=make_config,
                        worker_count=worker_count, command=command_line(),
-                       interrupt_hint=interrupt_hint)  # fmt: skip
+                       interrupt_hint=interrupt_hint, flag_of=FLAG_OF)  # fmt: skip
     run_study_command(flags, out, running, side, federation=federation, dataset=dataset)
 
 

@@ -14,8 +14,8 @@ typed, and where an interruption's hint goes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,8 @@ class CommandSide:
         worker_count: ``(workers, runs) -> processes``.
         command: the command as typed, written to ``sources.toml``.
         interrupt_hint: takes a callable saying, when an interruption comes, how to go on.
+        flag_of: an ``[oracle]`` setting -> the flag that sets it (a refused setting is named
+            as the user typed it).
     """
 
     make_factory: Callable[[dict[str, Any]], Any]
@@ -66,6 +68,7 @@ class CommandSide:
     worker_count: Callable[[int | None, int], int]
     command: str = ""
     interrupt_hint: Callable[[Callable[[], str]], None] = _no_hint
+    flag_of: Mapping[str, str] = field(default_factory=dict)
 
 
 def run_study_command(
@@ -89,6 +92,25 @@ def run_study_command(
         federation: the federation flags given (configuration fields), ``dataset`` aside.
         dataset: the image-folder dataset whose domains and sizes the settings take.
     """
+    from fl_oracle.experiments.study.settings import SettingError
+    from fl_oracle.experiments.study.setup import as_typed
+
+    try:
+        _run_study_command(flags, out, running, side, federation=federation, dataset=dataset)
+    except SettingError as exc:  # named as typed: --k 30, or k = 30 in my.toml
+        fed = dict(federation, **({"dataset": dataset} if dataset is not None else {}))
+        raise as_typed(exc, flags, out, federation=fed, flag_of=dict(side.flag_of)) from None
+
+
+def _run_study_command(
+    flags: StudyFlags,
+    out: Path,
+    running: StudyRunning,
+    side: CommandSide,
+    *,
+    federation: dict[str, Any],
+    dataset: str | None = None,
+) -> None:
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.assembly import finish_study
     from fl_oracle.experiments.study.grid import is_grid

@@ -10,6 +10,7 @@ the swept formulations (:data:`DEFAULT_SELECTORS`).
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, fields
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_SELECTORS",
     "STUDY_ORACLE",
     "Entry",
+    "SettingError",
     "StudySettings",
     "dataset_oracle",
     "entry_slug",
@@ -62,6 +64,24 @@ DEFAULT_SELECTORS: tuple[str, ...] = (
 # Oracle settings of the study's embedded default: the demo's (20 clients, local step 0.1 for
 # two epochs, small evaluation sets, 32 Fisher probes, one torch thread per run process).
 STUDY_ORACLE: dict[str, Any] = dict(DEMO_ORACLE)
+
+
+class SettingError(ValueError):
+    """One study setting refused: its ``key`` (``section`` ``"oracle"`` for an ``[oracle]``
+    key), the ``value`` given and ``why``, so that ``fedsel study`` can name it as the user
+    typed it (``--k 30``, ``k = 30 in my.toml``) instead of as the settings hold it."""
+
+    def __init__(self, message: str, *, key: str, value: Any, why: str, section: str = ""):
+        super().__init__(message)
+        self.key, self.value, self.why, self.section = key, value, why, section
+
+
+def _refused(key: str, value: Any, why: str, *, eq: str = "=", section: str = "") -> SettingError:
+    """``study: key=value: why`` (``[oracle] key`` in its section) as a :class:`SettingError`."""
+    where = f"[{section}] {key}" if section else key
+    sep = " " if why.startswith(("must", "is ", "outside")) else ": "
+    return SettingError(f"study: {where}{eq}{value!r}{sep}{why}", key=key, value=value, why=why,
+                        section=section)  # fmt: skip
 
 
 def _parse_entry(entry: str | Spec) -> tuple[str, Spec]:
@@ -148,10 +168,10 @@ class StudySettings:
         for name in ("seeds", "rounds", "k", "bootstrap"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"study: {name}={v!r} must be an integer >= 1")
+                raise _refused(name, v, "must be an integer >= 1")
         v = self.first_seed
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"study: first_seed={v!r} must be an integer >= 0")
+            raise _refused("first_seed", v, "must be an integer >= 0")
         for name, kind in (("selectors", (str, Spec)), ("front_rounds", int), ("records", str)):
             v = getattr(self, name)
             if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
@@ -160,20 +180,20 @@ class StudySettings:
                 what = "int" if name == "front_rounds" else "str"
                 raise ValueError(f"study: {name} = {v!r} must list {what}s")
         if not isinstance(self.race, bool):
-            raise ValueError(f"study: race = {self.race!r} must be true or false")
+            raise _refused("race", self.race, "must be true or false", eq=" = ")
         for name in ("race_first", "race_batch"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 2:
-                raise ValueError(f"study: {name}={v!r} must be an integer >= 2")
+                raise _refused(name, v, "must be an integer >= 2")
         for name, lo, hi in (("race_delta", 0.0, 100.0), ("race_alpha", 0.0, 1.0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo < v < hi:
-                raise ValueError(f"study: {name} = {v!r} must be a number in ({lo:g}, {hi:g})")
+                raise _refused(name, v, f"must be a number in ({lo:g}, {hi:g})", eq=" = ")
         t = self.target_worst
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 100:
-            raise ValueError(f"study: target_worst = {t!r} must be a number in [0, 100] (%)")
+            raise _refused("target_worst", t, "must be a number in [0, 100] (%)", eq=" = ")
         if not isinstance(self.reference, str):
-            raise ValueError(f"study: reference = {self.reference!r} must be an entry's spec")
+            raise _refused("reference", self.reference, "must be an entry's spec", eq=" = ")
         if not isinstance(self.oracle, dict):
             raise ValueError("study: oracle must be a table of oracle settings")
         from fl_oracle.errors import ConfigError
@@ -185,10 +205,10 @@ class StudySettings:
             raise ValueError(f"study: [oracle]: {exc}") from None
         except ConfigError as exc:
             if exc.field == "k":  # the study's own k (--k, or k in study.toml)
-                raise ValueError(f"study: k={self.k}: {exc.why}") from None
+                raise _refused("k", self.k, exc.why) from None
             if not exc.field:
                 raise ValueError(f"study: [oracle]: {exc}") from None
-            raise ValueError(f"study: [oracle] {exc.field}={exc.value!r}: {exc.why}") from None
+            raise _refused(exc.field, exc.value, exc.why, section="oracle") from None
         except ValueError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
         parsed = [(e.text, e.spec) for e in self.entries]  # each entry parsed once, here
@@ -215,7 +235,10 @@ class StudySettings:
                 f"study: secure_aggregation = {self.secure_aggregation!r} must be true or false"
             )
         if not self.selectors or len(specs) != len(self.selectors):
-            raise ValueError("study: selectors must be a non-empty list without repeats")
+            raise SettingError(
+                "study: selectors must be a non-empty list without repeats", key="selectors",
+                value=list(self.selectors), why="must be a non-empty list without repeats",
+            )  # fmt: skip
         seen: dict[str, str] = {}
         for entry in self.selectors:
             canon = specs[entry].canonical
@@ -233,10 +256,10 @@ class StudySettings:
                 )
             object.__setattr__(self, "reference", found[0])
         if self.reference not in self.selectors:
-            raise ValueError(f"study: reference {self.reference!r} is not among the selectors")
+            raise _refused("reference", self.reference, "is not among the selectors", eq=" ")
         bad = [r for r in self.front_rounds if not 0 <= r < self.rounds]
         if bad:
-            raise ValueError(f"study: front_rounds {bad} outside 0..{self.rounds - 1}")
+            raise _refused("front_rounds", bad, f"outside 0..{self.rounds - 1}", eq=" ")
         privacy = self.privacy  # the values checked now
         if privacy is not None:
             for text, spec in parsed:  # every entry before any run (a rule's vectors too)
@@ -259,6 +282,11 @@ class StudySettings:
                 secure_aggregation=self.secure_aggregation,
             )
         except ValueError as exc:
+            said = re.match(r"privacy: (epsilon|delta)=\S+ (.*)", str(exc))
+            if said:  # the study's dp_epsilon or dp_delta
+                key = "dp_" + said[1]
+                raise SettingError(f"study: {exc}", key=key, value=getattr(self, key),
+                                   why=said[2]) from None  # fmt: skip
             raise ValueError(f"study: {exc}") from None
         return p if p.on or p.secure_aggregation else None
 

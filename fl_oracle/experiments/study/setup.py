@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StudyFlags", "judged_entries", "study_settings"]
+__all__ = ["StudyFlags", "as_typed", "judged_entries", "study_settings"]
+
+#: a study setting -> the ``fedsel study`` flag that sets it
+STUDY_FLAGS: dict[str, str] = {
+    "seeds": "--seeds", "first_seed": "--first-seed", "rounds": "--rounds", "k": "--k",
+    "selectors": "--selectors", "reference": "--reference", "dp_epsilon": "--dp-epsilon",
+    "dp_delta": "--dp-delta", "secure_aggregation": "--secure-aggregation",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -162,3 +169,59 @@ def study_settings(
             oracle = dataset_oracle(oracle, dataset)
         settings = replace(settings, oracle=oracle)  # checked again as it is built
     return settings, added
+
+
+def as_typed(
+    exc: ValueError,
+    flags: StudyFlags,
+    out: Path,
+    *,
+    federation: dict[str, Any],
+    flag_of: dict[str, str],
+) -> ValueError:
+    """A refused study setting named as the user typed it: the flag given (``--k 30: exceeds
+    the 20 clients``), else the key of the ``--config`` file or the stored ``study.toml`` that
+    holds it (``k = 30 in my.toml: ...``); any other error as it is.
+
+    ``federation``: the ``[oracle]`` settings the command's flags gave; ``flag_of``: an
+    ``[oracle]`` setting -> its flag.
+
+    Examples:
+        >>> from pathlib import Path
+        >>> from fl_oracle.experiments.study.settings import StudySettings
+        >>> from fl_oracle.experiments.study.setup import StudyFlags, as_typed
+        >>> try:
+        ...     StudySettings(k=30)
+        ... except ValueError as exc:
+        ...     str(exc), str(as_typed(exc, StudyFlags(k=30), Path("out"), federation={}, flag_of={}))
+        ('study: k=30: exceeds the 20 clients', '--k 30: exceeds the 20 clients')
+    """
+    import tomllib
+
+    from fl_oracle.experiments.study.settings import SettingError
+    from selection.toml_text import toml_value
+
+    if not isinstance(exc, SettingError):
+        return exc
+    key, why = exc.key, exc.why
+    if exc.section == "oracle":
+        if key in federation and key in flag_of:
+            return ValueError(f"{flag_of[key]} {federation[key]}: {why}")
+    elif key in STUDY_FLAGS and getattr(flags, key, None) not in (None, False):
+        given = getattr(flags, key)
+        shown = "" if given is True else f" {given}"
+        return ValueError(f"{STUDY_FLAGS[key]}{shown}: {why}")
+    files = [flags.config] if flags.config is not None else []
+    if not flags.given:
+        files.append(Path(out) / "study.toml")  # the stored study the command continues
+    for path in files:
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        if exc.section:
+            table = table.get(exc.section, {}) if isinstance(table.get(exc.section), dict) else {}
+        if key in table:
+            where = f"[{exc.section}] {key}" if exc.section else key
+            return ValueError(f"{where} = {toml_value(table[key])} in {path}: {why}")
+    return exc

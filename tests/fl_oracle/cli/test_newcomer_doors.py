@@ -13,7 +13,9 @@ from helpers.cli import run_fedsel as run
     ("argv", "said"),
     [
         (["train", "--selector", "random", "--k", "30", "--rounds", "1"], "--k 30: exceeds the 20 clients"),
-        (["study", "--k", "30", "--rounds", "1", "--seeds", "1"], "study: k=30: exceeds the 20 clients"),
+        (["study", "--k", "30", "--rounds", "1", "--seeds", "1"], "--k 30: exceeds the 20 clients"),
+        (["study", "--reference", "foo", "--seeds", "1"], "--reference foo: is not among the selectors"),
+        (["study", "--model", "resnet19", "--seeds", "1"], "--model resnet19: must be one of"),
         (["train", "--selector", "random", "--clients-per-domain", "1", "--k", "5", "--rounds", "1"],
          "--k 5: exceeds the 4 clients"),
     ],
@@ -24,6 +26,30 @@ def test_the_error_names_what_was_typed(argv, said, tmp_path, capsys):
     line = err.strip().splitlines()[-1]
     assert said in line and "config field" not in line and "[oracle]" not in line
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        ("k = 30\n", "k = 30 in {config}: exceeds the 20 clients"),
+        ("seeds = 2\nreference = 'foo'\n", 'reference = "foo" in {config}: is not among'),
+        ("[oracle]\nmodel = 'resnet19'\n", '[oracle] model = "resnet19" in {config}: must be'),
+    ],
+)  # fmt: skip
+def test_a_refused_setting_of_a_config_names_its_key_and_file(toml, said, tmp_path, capsys):
+    """A setting refused in --config's TOML is named by its key and the file (it was the
+    settings' "study: k=30", which names neither), and one of a flag by the flag; a stored
+    study continued with --out alone names its study.toml."""
+    config = tmp_path / "my.toml"
+    config.write_text(toml)
+    code, _, err = run(["study", "--config", config, "--out", tmp_path / "out"], capsys)
+    assert code == 2 and said.format(config=config) in err.strip().splitlines()[-1], err
+    assert not (tmp_path / "out").exists()
+    stored = tmp_path / "stored"
+    stored.mkdir()
+    (stored / "study.toml").write_text(toml)
+    code, _, err = run(["study", "--out", stored], capsys)
+    assert code == 2 and said.format(config=stored / "study.toml") in err, err
 
 
 def test_train_builds_its_federation_under_a_progress_bar(monkeypatch):
