@@ -130,18 +130,22 @@ def plane_figure(res: StudyResult, zoom: bool = False) -> dict:
             {
                 "type": "scatter", "mode": "lines+markers" if len(xs) > 1 else "markers",
                 "x": xs, "y": ys, "name": fam if len(entries) > 1 else entries[0],
-                "legendgroup": fam, "text": labels,
-                "hovertemplate": "%{text}<br>avg %{x:.2f} %, worst %{y:.2f} %<extra></extra>",
-                "error_x": {"type": "data", "array": ex, "thickness": 1, "width": 0},
-                "error_y": {"type": "data", "array": ey, "thickness": 1, "width": 0},
+                "legendgroup": fam, "text": labels, "_half": (ex, ey),  # bars: cut to the axes
+                "hovertemplate": "%{text}<br>avg %{x:.2f} %, worst %{y:.2f} %%{customdata}"
+                                 "<extra></extra>",
                 "marker": {"color": colors[fam], "size": 9,
                            "symbol": [_SYMBOLS[i % len(_SYMBOLS)] for i in range(len(xs))]
                            if len(xs) > 1 else ("diamond" if rule else "circle")},
                 "line": {"color": colors[fam], "width": 1.5},
             }
         )  # fmt: skip
-    pad = lambda v: (min(v) - 0.04 * (max(v) - min(v) or 1), max(v) + 0.04 * (max(v) - min(v) or 1))  # noqa: E731
-    # the axes hold every seed's point and every mean's interval (2 seeds: wide t intervals)
+
+    def pad(v: list[float]) -> tuple[float, float]:  # 4 % margins, within 0..100 %
+        span = max(v) - min(v) or 1
+        return _on_scale(min(v) - 0.04 * span, max(v) + 0.04 * span)
+
+    # the axes hold every seed's point and every mean's interval (2 seeds: wide t intervals),
+    # within the accuracy scale [0, 100]: a bar reaching past it is cut at the axis
     xs_all += [q[0] + s * q[2] for q in means for s in (-1, 1)]
     ys_all += [q[1] + s * q[3] for q in means for s in (-1, 1)]
     xr, yr = pad(xs_all), pad(ys_all)
@@ -155,6 +159,9 @@ def plane_figure(res: StudyResult, zoom: bool = False) -> dict:
             for q in means
             if xr[0] <= q[0] <= xr[1] and yr[0] <= q[1] <= yr[1]
         ]
+    for t in traces:
+        if "_half" in t:
+            _cut_bars(t, xr, yr)
     layout = {
         "xaxis": {"title": {"text": "final average test accuracy over domains (%)"}, "range": list(xr)},
         "yaxis": {"title": {"text": "final worst-domain test accuracy (%)"}, "range": list(yr)},
@@ -166,6 +173,33 @@ def plane_figure(res: StudyResult, zoom: bool = False) -> dict:
         ]),
     }  # fmt: skip
     return {"data": traces, "layout": layout}
+
+
+def _on_scale(lo: float, hi: float) -> tuple[float, float]:
+    """An accuracy axis' range kept within [0, 100] (%)."""
+    return max(lo, 0.0), min(hi, 100.0)
+
+
+def _cut_bars(trace: dict, xr: tuple[float, float], yr: tuple[float, float]) -> None:
+    """A means trace's 95 % interval bars drawn only within the axes ``xr``, ``yr`` (a bar
+    that reaches past one stops at it), each interval given in full on hover, with a note
+    where its bar is cut."""
+    ex, ey = trace.pop("_half")
+    notes, bars = [], {}
+    for axis, centres, halves, (lo, hi) in (("x", trace["x"], ex, xr), ("y", trace["y"], ey, yr)):
+        shown = [(c, h if lo <= c <= hi else 0.0) for c, h in zip(centres, halves, strict=True)]
+        up = [min(c + h, hi) - c for c, h in shown]  # a mean off the axes (zoomed): no bar
+        down = [c - max(c - h, lo) for c, h in shown]
+        bars[axis] = {"type": "data", "symmetric": False, "array": up, "arrayminus": down,
+                      "thickness": 1, "width": 0}  # fmt: skip
+        notes.append([(c - h, c + h, c - h < lo or c + h > hi)
+                      for c, h in zip(centres, halves, strict=True)])  # fmt: skip
+    trace["error_x"], trace["error_y"] = bars["x"], bars["y"]
+    trace["customdata"] = [
+        f"<br>95 %: avg [{ax:.1f}, {bx:.1f}], worst [{ay:.1f}, {by:.1f}]"
+        + (" (bar cut at the axis)" if cx or cy else "")
+        for (ax, bx, cx), (ay, by, cy) in zip(*notes, strict=True)
+    ]
 
 
 def forest_figure(res: StudyResult, metric: str) -> dict:
@@ -207,7 +241,8 @@ def curves_figure(res: StudyResult, column: str, title: str) -> dict:
         vis = True if e in shown else "legendonly"
         traces.append(
             {"type": "scatter", "x": r + r[::-1],
-             "y": (mean + half).tolist() + (mean - half).tolist()[::-1],
+             "y": (mean + half).clip(upper=100.0).tolist()
+                  + (mean - half).clip(lower=0.0).tolist()[::-1],  # accuracy: 0..100 %
              "fill": "toself", "fillcolor": c, "opacity": 0.15, "line": {"width": 0},
              "legendgroup": e, "showlegend": False, "hoverinfo": "skip", "visible": vis}
         )  # fmt: skip

@@ -114,9 +114,11 @@ def _plane(res: StudyResult) -> Section:
 <p class="note">Faint dots: one seed each. Large markers: mean over seeds with 95 % t-intervals;
 a formulation's swept points are joined in parameter order and labelled by their parameter
 (ε, δ: percentage points; α: position in the round's gap range; w: (w_U, w_R)). Diamonds:
-baselines.</p><div id="plane"></div>
+baselines. The axes stay within 0–100 %: an interval reaching past an axis (few seeds give wide
+ones) is cut there, and given in full on hover.</p><div id="plane"></div>
 <p class="note">The same plane fitted to the leading half of the entries (mean final worst-domain
-accuracy at or above the median), every mean inside it labelled.</p><div id="plane_zoom"></div>""",
+accuracy at or above the median), every mean inside it labelled; intervals reaching past its
+axes are cut there (in full on hover).</p><div id="plane_zoom"></div>""",
         {"plane": plane_figure(res), "plane_zoom": plane_figure(res, zoom=True)},
     )
 
@@ -147,7 +149,8 @@ BCa 95 % interval. Green: interval above zero; red: below.</p>
 def _curves(res: StudyResult) -> Section:
     return Section(
         """<h2>3. Curves over rounds (mean, 95 % band over seeds)</h2>
-<p class="note">Click legend entries to show the other selectors.</p>
+<p class="note">Click legend entries to show the other selectors. Bands stay within
+0–100 %.</p>
 <div id="curve_worst"></div><div id="curve_avg"></div>""",
         {
             "curve_worst": curves_figure(res, "acc_worst", "worst-domain test accuracy (%)"),

@@ -78,8 +78,52 @@ def test_the_plane_marks_baselines_alone_with_diamonds_and_keeps_every_interval(
     assert set(means) == {"proportional", "maxmin:2"}
     assert means["proportional"]["marker"]["symbol"] == "diamond"
     assert means["maxmin:2"]["marker"]["symbol"] == "circle"
+    _bars_within_axes(fig)
+
+
+def _bars_within_axes(fig) -> list[dict]:
+    """Every means trace's drawn interval bars inside the axes, the axes inside 0..100 %."""
     (x0, x1), (y0, y1) = fig["layout"]["xaxis"]["range"], fig["layout"]["yaxis"]["range"]
-    for t in means.values():
-        for x, hx, y, hy in zip(t["x"], t["error_x"]["array"], t["y"], t["error_y"]["array"],
-                                strict=True):  # fmt: skip
-            assert x0 <= x - hx and x + hx <= x1 and y0 <= y - hy and y + hy <= y1
+    assert 0 <= x0 < x1 <= 100 and 0 <= y0 < y1 <= 100, (x0, x1, y0, y1)
+    means = [t for t in fig["data"] if "name" in t]
+    for t in means:
+        ex, ey = t["error_x"], t["error_y"]
+        for x, up, down in zip(t["x"], ex["array"], ex["arrayminus"], strict=True):
+            assert x0 - 1e-9 <= x - down and x + up <= x1 + 1e-9
+        for y, up, down in zip(t["y"], ey["array"], ey["arrayminus"], strict=True):
+            assert y0 - 1e-9 <= y - down and y + up <= y1 + 1e-9
+    return means
+
+
+def test_two_seed_intervals_are_cut_at_accuracy_axes_that_stay_within_0_100():
+    """Two seeds far apart give t intervals of about -55..135 %: the plane's axes stayed
+    fitted to them (-50..140 on an accuracy axis) and the zoomed plane's bars ran past both
+    axes. The axes now stay within 0..100, every bar is drawn within them, and the hover
+    gives the interval in full, saying the bar is cut; the curves' bands stay within 0..100."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from fl_oracle.experiments.study.figures import curves_figure, plane_figure
+
+    s = StudySettings(seeds=2, rounds=2, k=3, selectors=("proportional", "random", "eps:5"))
+    rows = [(e, seed, avg, worst) for e, lo, hi in (("proportional", 20, 80), ("random", 45, 55),
+                                                     ("eps:5", 5, 95))
+            for seed, avg, worst in ((0, lo, lo), (1, hi, hi))]  # fmt: skip
+    metrics = pd.DataFrame(rows, columns=["entry", "seed", "final_avg", "final_worst"])
+    history = pd.DataFrame(
+        [(e, seed, r, v, v) for e, seed, _, v in rows for r in range(2)],
+        columns=["entry", "seed", "round", "acc_worst", "acc_avg"],
+    )
+    res = SimpleNamespace(settings=s, metrics=metrics, history=history)
+    for zoom in (False, True):
+        fig = plane_figure(res, zoom=zoom)
+        means = _bars_within_axes(fig)
+        hover = [h for t in means for h in t["customdata"]]
+        assert any("cut at the axis" in h for h in hover), hover
+        eps = next(t for t in means if t["name"] == "eps:5")
+        lo, hi = eps["customdata"][0].split("worst [")[1].split("]")[0].split(", ")
+        assert float(lo) < -200 and float(hi) > 300  # the full t interval, said on hover
+    bands = [y for t in curves_figure(res, "acc_worst", "worst")["data"] if t.get("fill")
+             for y in t["y"]]  # fmt: skip
+    assert bands and 0 <= min(bands) and max(bands) <= 100
