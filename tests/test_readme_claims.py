@@ -220,3 +220,46 @@ def test_the_fair_fight_confirmation_sentence_is_the_committed_study():
     assert f"by {ci(topk, 'final_worst')} points" in flat
     assert f"({ci(topk, 'final_avg')} and {ci(poc, 'final_avg')})" in flat
     assert topk["final_avg_ci_lo"] < 0 < topk["final_avg_ci_hi"]
+
+
+def test_the_fair_fights_published_rules_and_joint_weights_are_the_committed_study():
+    """The fair fight's sentences on FedCor and DivFL as published and on weights chosen with
+    the picks (README and the baselines page): paired differences from the committed study's
+    paired.csv (against FedAvg) and pairs table, final accuracies from its summary, the beaten
+    count from its dominance table."""
+    from fl_oracle.experiments.study.settings import is_baseline
+    from selection.specs import parse_spec
+
+    flat = " ".join(README.split())
+    page = " ".join((ROOT / "docs/results/baselines.md").read_text(encoding="utf-8").split())
+    folder = ROOT / "results" / "study-fair-fight"
+    paired = pd.read_csv(folder / "paired.csv").set_index(["entry", "metric"])
+    summary = pd.read_csv(folder / "summary.csv").set_index("entry")
+
+    def vs_fedavg(entry):
+        r = paired.loc[(entry, "final_worst")]
+        return f"{r['diff']:+.1f} [{r['ci_lo']:+.1f}, {r['ci_hi']:+.1f}]".replace("-", "−")
+
+    for entry in ("fedcor:5", "divfl:stale"):
+        final = f"{summary.loc[entry, 'final_worst_mean']:.1f} %"
+        assert f"at {final}" in page, entry
+        assert vs_fedavg(entry) in page, entry
+    pairs = pd.read_csv(ROOT / "results/benchmarks/fair_fight_pairs.csv").set_index(["A", "B"])
+
+    def said(a, b, metric):
+        r = pairs.loc[(a, b)]
+        d, lo, hi = r[f"acc_{metric}_diff"], r[f"acc_{metric}_lo"], r[f"acc_{metric}_hi"]
+        return f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]".replace("-", "−")
+
+    best = ("fisher-fair:1@probe+weighted+agg=best", "fisher-fair:1@probe+agg=uniform")
+    assert f"({said(*best, 'worst')} on the worst domain" in flat
+    assert f"({said(*best, 'worst')} on the worst domain, {said(*best, 'avg')} on average)" in page
+    r = pairs.loc[best]
+    assert r["acc_worst_lo"] < 0 < r["acc_worst_hi"]  # "not shown better"
+    lt = said("eps-lt:5@probe+weighted+agg=best", "eps-lt:5@probe", "worst")
+    assert f"beats none ({lt} on the worst domain" in page
+    d = pd.read_csv(folder / "dominance.csv")
+    counted = {e for e in summary.index if is_baseline(parse_spec(e))}
+    beats = d[d["baseline"].isin(counted)].groupby("entry")["beats"].sum()
+    assert int(beats["fisher-fair:1@probe+weighted+agg=best"]) == 7 and "beats 7 of the 13" in page
+    assert int(beats["eps-lt:5@probe+weighted+agg=best"]) == 0

@@ -32,4 +32,6 @@ top = sorted(forms, key=lambda e: (-int(beats.get(e, 0)), -float(worst.get(e, 0.
 print(",".join(base + top))
 PY
 )
+# (As run: after the rerun of step 1 the rule chose the same entries; the confirmation's
+#  fedcor:5 and divfl:stale runs were dropped the same way and run again.)
 .venv/bin/fedsel study --config benchmarks/studies/fair_fight.toml --out results/study-fair-fight-confirm --first-seed 10 --seeds 10 --workers 2 --no-progress --selectors "$ENTRIES"
