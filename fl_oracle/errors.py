@@ -6,7 +6,13 @@ and exit code 2, and callers that do not know fedsel can still catch it.
 
 from __future__ import annotations
 
-__all__ = ["OracleError", "ConfigError", "CheckpointError", "UnknownClientError"]
+__all__ = [
+    "OracleError",
+    "ConfigError",
+    "CheckpointError",
+    "UnknownClientError",
+    "hinted_why",
+]
 
 
 class OracleError(ValueError):
@@ -30,3 +36,25 @@ class CheckpointError(OracleError):
 
 class UnknownClientError(OracleError):
     """A selection names a client id that is not part of the federation."""
+
+
+def hinted_why(exc: ConfigError) -> str:
+    """A :class:`ConfigError`'s ``why`` with the closest choice where it lists them (``must be
+    one of a, b or c``) and the value is a mistyped one of them.
+
+    Examples:
+        >>> from fl_oracle.errors import ConfigError, hinted_why
+        >>> exc = ConfigError("bad", field="model", value="resnet19",
+        ...                   why="must be one of cnn, resnet18 or module:factory")
+        >>> hinted_why(exc)
+        "must be one of cnn, resnet18 or module:factory; did you mean 'resnet18'?"
+    """
+    import re
+
+    from selection.errors import did_you_mean
+
+    head = "must be one of "
+    if not exc.why.startswith(head) or not isinstance(exc.value, str):
+        return exc.why
+    choices = [c for c in re.split(r", | or ", exc.why[len(head) :]) if c]
+    return exc.why + did_you_mean(exc.value, choices)

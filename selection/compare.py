@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from selection.errors import SelectionError, TooLargeError
+from selection.errors import SelectionError, TooLargeError, unknown_name
 from selection.indicators import (
     Normalization,
     hypervolume_ratio,
@@ -109,7 +109,7 @@ def run_method(
     """
     known = solvers()
     if method not in known:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(known)}")
+        raise SelectionError(unknown_name("method", method, known))
     cls = known[method]
     backend = settings.get("backend", SweepOptions.backend if options is None else options.backend)
     if backend is not None:  # the route's name, as every route checks it
@@ -215,6 +215,8 @@ def compare_methods(
     methods = globals()["methods"]() if methods is None else tuple(methods)
     bad = [m for m in methods if m not in known]
     if bad or not methods:
+        if len(bad) == 1:
+            raise SelectionError(unknown_name("method", bad[0], known))
         raise ValueError(f"unknown method(s) {bad}; choose from {', '.join(known)}")
     frames: dict[str, pd.DataFrame] = {}
     notes: list[str] = []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from selection.defaults import DEFAULT_SURROGATE
-from selection.errors import SelectionError
+from selection.errors import SelectionError, unknown_name
 from selection.verify import DEFAULT_VERIFY
 
 if TYPE_CHECKING:
@@ -251,7 +251,13 @@ class Spec:
             try:
                 given = parse_information(stats)
             except SelectionError as exc:
-                raise SelectionError(f"--information {stats!r}: {exc}") from None
+                from selection.information import information_models
+
+                name, models = str(stats).partition(":")[0].strip(), information_models()
+                why = (
+                    str(exc) if name in models else unknown_name("information model", name, models)
+                )
+                raise SelectionError(f"--information {stats!r}: {why}") from None
             if self.stats_mode is not None and self.stats_mode != given:
                 raise SelectionError(
                     f"--information {given} contradicts the spec's @{self.stats_mode} "

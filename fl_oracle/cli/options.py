@@ -257,7 +257,7 @@ def make_config(seed: int, federation: Mapping[str, Any] | None = None, **overri
     user gave (:func:`fl_oracle.cli.options.federation_options`; None kept, e.g. every sample
     probed), then the non-None ``overrides``; with ``dataset`` its domains and sizes are
     filled in from the folder."""
-    from fl_oracle.errors import ConfigError
+    from fl_oracle.errors import ConfigError, hinted_why
 
     try:
         return _config(seed, federation, overrides)
@@ -265,8 +265,9 @@ def make_config(seed: int, federation: Mapping[str, Any] | None = None, **overri
         flag = FLAG_OF.get(exc.field)
         if not flag:
             raise
-        raise ConfigError(f"{flag} {exc.value}: {exc.why}", field=exc.field, value=exc.value,
-                          why=exc.why) from None  # fmt: skip
+        why = hinted_why(exc)  # --model resnet19: ...; did you mean 'resnet18'?
+        raise ConfigError(f"{flag} {exc.value}: {why}", field=exc.field, value=exc.value,
+                          why=why) from None  # fmt: skip
 
 
 #: a configuration field -> the flag that sets it (the federation flags, --k and --seed)

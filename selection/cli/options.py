@@ -14,7 +14,7 @@ import sys
 import typer
 
 from selection.defaults import DEFAULT_SURROGATE
-from selection.errors import SelectionError
+from selection.errors import SelectionError, unknown_name
 
 __all__ = [
     "METHOD_HELP",
@@ -102,7 +102,20 @@ ROUND = typer.Option(
     None, "--round", help="Round to take.", show_default="the last round in the file"
 )
 SEED = typer.Option(0, "--seed", help="Seed of NSGA-II and the MILP solvers.")
-BACKEND = typer.Option("auto", "--backend", help=backend_help())
+
+
+def _known_backend(backend: str) -> str:
+    """``--backend`` checked as it is parsed: a route name, else one line with the closest."""
+    from selection.solvers.milp.portfolio import backends
+    from selection.solvers.params import FRONT_ROUTE
+
+    allowed = tuple(dict.fromkeys((*backends(), FRONT_ROUTE)))
+    if backend not in allowed:
+        raise SelectionError(f"--backend: {unknown_name('backend', backend, allowed)}")
+    return backend
+
+
+BACKEND = typer.Option("auto", "--backend", help=backend_help(), callback=_known_backend)
 VERBOSE = typer.Option(
     False, "--verbose", "-v", help="Say which route solved the points and why (stderr)."
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from selection.defaults import DEFAULT_SURROGATE
-from selection.errors import SelectionError
+from selection.errors import SelectionError, unknown_name
 
 __all__ = ["solver_class", "default_plane", "load_problem", "default_logits"]
 
@@ -18,7 +18,7 @@ def solver_class(method: str):
 
     known = solvers()
     if method not in known:
-        raise SelectionError(f"unknown method {method!r}; choose one of {', '.join(known)}")
+        raise SelectionError(unknown_name("method", method, known))
     return known[method]
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from selection.aggregation import Aggregation, block_weights
 from selection.defaults import DEFAULT_SURROGATE  # re-exported: the registry names it
-from selection.errors import SelectionError
+from selection.errors import SelectionError, unknown_name
 
 if TYPE_CHECKING:
     from selection.problem import SelectionProblem
@@ -353,11 +353,11 @@ def get_surrogate(name: str) -> Surrogate:
         >>> get_surrogate("median")
         Traceback (most recent call last):
         ...
-        selection.errors.SelectionError: unknown surrogate 'median'; choose one of mean, ...
+        selection.errors.SelectionError: unknown surrogate 'median'; did you mean 'mean'? (choose one of mean, ...
     """
     known = surrogates()
     if name not in known:
-        raise SelectionError(f"unknown surrogate {name!r}; choose one of {', '.join(known)}")
+        raise SelectionError(unknown_name("surrogate", name, known))
     if name not in _INSTANCES:
         _INSTANCES[name] = known[name]()
     return _INSTANCES[name]
@@ -379,7 +379,7 @@ class SurrogateSpec(str):
         >>> SurrogateSpec("median")
         Traceback (most recent call last):
         ...
-        selection.errors.SelectionError: unknown surrogate 'median'; choose one of mean, ...
+        selection.errors.SelectionError: unknown surrogate 'median'; did you mean 'mean'? (choose one of mean, ...
     """
 
     model: Surrogate

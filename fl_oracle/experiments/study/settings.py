@@ -196,7 +196,7 @@ class StudySettings:
             raise _refused("reference", self.reference, "must be an entry's spec", eq=" = ")
         if not isinstance(self.oracle, dict):
             raise ValueError("study: oracle must be a table of oracle settings")
-        from fl_oracle.errors import ConfigError
+        from fl_oracle.errors import ConfigError, hinted_why
         from fl_oracle.sim.config import OracleConfig
 
         try:  # every oracle value checked now, not after the runs
@@ -208,7 +208,7 @@ class StudySettings:
                 raise _refused("k", self.k, exc.why) from None
             if not exc.field:
                 raise ValueError(f"study: [oracle]: {exc}") from None
-            raise _refused(exc.field, exc.value, exc.why, section="oracle") from None
+            raise _refused(exc.field, exc.value, hinted_why(exc), section="oracle") from None
         except ValueError as exc:
             raise ValueError(f"study: [oracle]: {exc}") from None
         parsed = [(e.text, e.spec) for e in self.entries]  # each entry parsed once, here

@@ -171,3 +171,37 @@ def test_every_where_i_wrote_line_goes_to_stderr():
             if "wrote" in text and not any(k.arg == "file" for k in node.keywords):
                 bad.append(f"{path.name}:{node.lineno}")
     assert bad == [], f"'wrote' lines on stdout: {bad}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "near"),
+    [
+        (["solve", "-s", "{stats}", "-k", "3", "--method", "maxmn"], "maxmin"),
+        (["sweep", "-s", "{stats}", "-k", "3", "--method", "maxmn", "-o", "{out}"], "maxmin"),
+        (["solve", "-s", "{stats}", "-k", "3", "--method", "eps", "--eps", "5",
+          "--surrogate", "ensembl"], "ensemble"),
+        (["solve", "-s", "{stats}", "-k", "3", "--method", "eps", "--eps", "5",
+          "--backend", "higs"], "highs"),
+        (["compare", "-s", "{stats}", "-k", "3", "--backend", "higs", "-o", "{out}"], "highs"),
+        (["train", "--selector", "random", "--information", "stael", "--k", "3", "--rounds", "1",
+          "-o", "{out}"], "stale"),
+        (["train", "--selector", "random", "--model", "resnet19", "--k", "3", "--rounds", "1",
+          "-o", "{out}"], "resnet18"),
+        (["study", "--model", "resnet19", "-o", "{out}"], "resnet18"),
+        (["study", "--selectors", "proportional,eps:5", "--surrogate", "ensembl", "-o", "{out}"],
+         "ensemble"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_name_gets_a_did_you_mean(argv, near, tmp_path, capsys):
+    """A typo of --method, --surrogate, --backend, --information or --model is one line, exit
+    2, naming the closest choice (only selector specs did)."""
+    from selection.example import example_stats
+
+    stats = tmp_path / "s.csv"
+    example_stats().to_csv(stats, index=False)
+    argv = [a.format(stats=stats, out=tmp_path / "out") for a in argv]
+    code, _, err = run(argv, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert f"did you mean {near!r}?" in lines[0], err
+    assert not (tmp_path / "out").exists()
