@@ -76,7 +76,7 @@ import pandas as pd
 from selection.aggregation import Aggregation
 from selection.baselines.sampling import proportional_sample, stratified_sample
 from selection.defaults import DEFAULT_SURROGATE
-from selection.errors import SelectionError
+from selection.errors import SelectionError, did_you_mean
 from selection.objectives import evaluate
 from selection.problem import SelectionProblem
 from selection.solvers.base import Solver
@@ -403,7 +403,8 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
         seed: seed of the selector's own random generator.
 
     Raises:
-        SelectionError: unknown or malformed spec (the message lists the valid forms).
+        SelectionError: unknown or malformed spec (one line: the offending part, the
+            selector's form, a did-you-mean where one is close; ``fedsel methods`` lists every form).
 
     Examples:
         >>> from selection.example import example_stats
@@ -449,7 +450,8 @@ def make_selector(spec: str | Spec, *, seed: int = 0) -> Selector:
             raise bad_spec(text, f"{name} needs a value, e.g. {name}:{rule.arg_example}")
         if rule.choices:
             if arg not in rule.choices:
-                raise bad_spec(text, f"{rule.arg} is one of {', '.join(rule.choices)}")
+                hint = did_you_mean(arg, rule.choices)
+                raise bad_spec(text, f"{rule.arg} is one of {', '.join(rule.choices)}{hint}")
             return _RuleSelector(parsed, rule(text, arg), seed=seed)
         value = spec_number(text, arg, integer=rule.integer)
         if value < rule.minimum:

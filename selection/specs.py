@@ -328,7 +328,6 @@ def parse_spec(text: str) -> Spec:
         ...
         selection.errors.SelectionError: bad selector spec 'eps:5@median': unknown modifier ...
     """
-    from selection.aggregation import aggregation_forms
     from selection.information import information_models, parse_information
     from selection.surrogates import surrogates
 
@@ -365,15 +364,14 @@ def parse_spec(text: str) -> Spec:
                     f"bad selector spec {text!r}: unknown modifier {mod!r}; did you mean "
                     f"{near[0]!r}? (fedsel methods lists the information models and surrogates)"
                 )
-            raise bad_spec(
-                text,
-                f"unknown modifier {mod!r} (an information model: "
-                f"{', '.join(c.spec_form() for c in infos.values())}; verify, verify=M; "
-                f"agg={aggregation_forms()}; or a "
-                f"surrogate: {', '.join(surrogates())})",
+            said = f"unknown modifier {mod!r}" if mod else "an empty modifier after '@' or '+'"
+            raise SelectionError(
+                f"bad selector spec {text!r}: {said}: not an information model, surrogate, "
+                "verify or agg= (see fedsel methods)"
             )
         if kind in seen:
-            raise bad_spec(text, f"two {kind.replace('_', ' ')} modifiers")
+            said = {"stats_mode": "information model"}.get(kind, kind)
+            raise bad_spec(text, f"two {said} modifiers")
         seen.add(kind)
         if kind == "verify":
             m = DEFAULT_VERIFY if not eq else int(spec_number(text, val, integer=True))
@@ -477,9 +475,22 @@ def _models_that(has) -> str:
 
 
 def bad_spec(spec: str, why: str) -> SelectionError:
-    return SelectionError(
-        f"bad selector spec {spec!r}: {why}; valid forms: {', '.join(spec_forms())}"
-    )
+    """A refused spec in one short line: the offending part, the form of the selector it
+    names (where it names a registered one) and where every form is listed.
+
+    Examples:
+        >>> from selection.specs import bad_spec
+        >>> print(bad_spec("eps:abc", "'abc' is not a number"))
+        bad selector spec 'eps:abc': 'abc' is not a number; its form: eps:E (see fedsel methods)
+    """
+    head, at, _ = str(spec).partition("@")
+    name = head.partition(":")[0].strip()
+    form = next((f for f in spec_forms() if f.partition(":")[0].partition("[")[0] == name), None)
+    # the selector's form, where the fault is in its name:argument (not in a modifier, and
+    # not already listing the choices)
+    plain = not at and "one of" not in why and bool(form) and form not in why
+    said = f"; its form: {form}" if plain and form and form != name else ""
+    return SelectionError(f"bad selector spec {spec!r}: {why}{said} (see fedsel methods)")
 
 
 def spec_number(spec: str, text: str, *, integer: bool = False) -> float:

@@ -99,7 +99,7 @@ def test_spec_information_defaults_and_canonical_spelling():
     )
     with pytest.raises(SelectionError, match="needs the trained clients' validation logits"):
         parse_spec("eps:5@probe+ensemble")
-    with pytest.raises(SelectionError, match="two stats mode"):
+    with pytest.raises(SelectionError, match="two information model modifiers"):
         parse_spec("eps:5@probe+stale")
     assert parse_spec("eps:5@stale+ensemble").information == "stale"
     for spec in ("eps:5@probe+verify", "eps:5@stale+ensemble+verify", "eps:5@predicted+verify"):
