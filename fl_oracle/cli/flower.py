@@ -234,8 +234,9 @@ def _run(out, settings, config, selector, k, rounds, num_supernodes, stats, time
     note = f", {failed} round(s) with failed nodes (see failures)" if failed else ""
     print(
         f"{selector} on Flower ({engine}): {rounds} rounds, final avg {last['acc_avg']:.2f}% "
-        f"worst {last['acc_worst']:.2f}%{note} -> {out}"
+        f"worst {last['acc_worst']:.2f}%{note}"
     )
+    print(f"wrote {out / 'history.csv'}, stats.parquet, config.toml", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:

@@ -221,8 +221,9 @@ def train(
     fb = int((res.history["fallback"] != "").sum())
     print(
         f"{selector}: {rounds} rounds, final avg {last['acc_avg']:.2f}% worst "
-        f"{last['acc_worst']:.2f}%{f', {fb} fallback round(s)' if fb else ''} -> {out}"
+        f"{last['acc_worst']:.2f}%{f', {fb} fallback round(s)' if fb else ''}"
     )
+    print(f"wrote {out / 'history.csv'}, stats.parquet, config.toml", file=sys.stderr)
 
 
 def _resume_hint(out: Path) -> str:

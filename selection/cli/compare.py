@@ -123,6 +123,7 @@ def compare(
     Console(width=max(Console().width, 110)).print(table)
     for note in c.notes:
         print(note, file=sys.stderr)
+    print(f"wrote {out / 'compare.csv'}, compare.html, fronts.csv", file=sys.stderr)
     if verbose:
         say_routes(c.fronts)
 

@@ -168,9 +168,43 @@ def test_every_where_i_wrote_line_goes_to_stderr():
                 continue
             first = node.args[0] if node.args else None
             text = ast.unparse(first) if first is not None else ""
-            if "wrote" in text and not any(k.arg == "file" for k in node.keywords):
+            where = "wrote" in text or "-> {out" in text  # train and flower said "... -> DIR"
+            if where and not any(k.arg == "file" for k in node.keywords):
                 bad.append(f"{path.name}:{node.lineno}")
     assert bad == [], f"'wrote' lines on stdout: {bad}"
+
+
+def _said_on_stderr(path) -> bool:
+    """Whether a command module prints a "wrote ..." line to stderr."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "print" and node.args:
+            if "wrote" in ast.unparse(node.args[0]) and any(k.arg == "file" for k in node.keywords):
+                return True
+    return False
+
+
+@pytest.mark.parametrize("module", ["selection/cli/compare.py", "fl_oracle/cli/train.py",
+                                    "fl_oracle/cli/flower.py", "selection/cli/analyze.py"])  # fmt: skip
+def test_every_writing_command_says_where_it_wrote(module):
+    """compare said nothing of where it wrote; train and flower said it on stdout."""
+    from helpers import ROOT
+
+    assert _said_on_stderr(ROOT / module), module
+
+
+def test_compare_says_where_it_wrote_on_stderr(tmp_path, capsys):
+    from selection.example import example_stats
+
+    stats = tmp_path / "s.csv"
+    example_stats().to_csv(stats, index=False)
+    out = tmp_path / "cmp"
+    code, stdout, err = run(["compare", "-s", stats, "-k", "5", "-o", out, "--no-progress",
+                             "--backend", "enum"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert f"wrote {out / 'compare.csv'}, compare.html, fronts.csv" in err
+    assert "wrote" not in stdout
 
 
 @pytest.mark.parametrize(
