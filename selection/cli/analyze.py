@@ -8,7 +8,13 @@ from pathlib import Path
 
 import typer
 
+from selection.cli.options import OVERWRITE, refuse_earlier
+
 __all__ = ["analyze", "register"]
+
+#: what an analysis writes in its folder (an earlier one is refused without --overwrite)
+WRITTEN = ("per_round.csv", "statement.csv", "analysis.csv", "sample_weights.csv",
+           "analysis.json", "analysis.html")  # fmt: skip
 
 
 def analyze(
@@ -16,6 +22,7 @@ def analyze(
     out: Path = typer.Option(..., "--out", "-o", help="Output folder."),
     boot: int = typer.Option(1000, "--boot", min=0, help="Bootstrap resamples (0 = none)."),
     boot_seed: int = typer.Option(0, "--boot-seed", min=0, help="Seed of the resampling."),
+    overwrite: bool = OVERWRITE,
 ) -> None:
     """Per round and U reading: Spearman rho(F,U), rho(F,U|B), rho(F,B) with bootstrap 95%
     intervals; the pooled value beside its warning; the problem statement's numbers; figures per round."""
@@ -23,6 +30,7 @@ def analyze(
     from selection.analysis_report import write_analysis
     from selection.schema import read_stats
 
+    refuse_earlier(out, WRITTEN, "analyze", overwrite)  # before any work: nothing earlier lost
     result = write_analysis(read_stats(stats), out, n_boot=boot, seed=boot_seed)
     per = result.per_round
 

@@ -346,6 +346,20 @@ def test_a_report_writer_keeps_an_earlier_run_unless_told(stats, tmp_path, capsy
     assert run([*args, "--overwrite"], capsys)[0] == 0
 
 
+def test_analyze_keeps_an_earlier_analysis_unless_told(stats, tmp_path, capsys):
+    """fedsel analyze replaced an earlier analysis in --out silently (exit 0); it refuses as
+    sweep and compare do, before any work, and replaces with --overwrite."""
+    out = tmp_path / "an"
+    args = ["analyze", "--stats", stats, "--out", out, "--boot", 0]
+    assert run(args, capsys)[0] == 0
+    before = (out / "analysis.json").read_bytes()
+    code, _, err = run(args, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "holds per_round.csv from an earlier fedsel analyze; pass --overwrite" in err
+    assert (out / "analysis.json").read_bytes() == before
+    assert run([*args, "--overwrite"], capsys)[0] == 0
+
+
 def test_highs_prints_no_banner(stats):
     """A fresh process solving on HiGHS writes no copyright banner on either stream."""
     import os
