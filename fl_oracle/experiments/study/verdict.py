@@ -190,6 +190,9 @@ def verdict_summary(settings: StudySettings, paired: pd.DataFrame, doms) -> str:
     if sub.empty:
         return head
     best = sub.sort_values("diff", ascending=False).iloc[0]
+    tie = _tie(settings.reference, sub, float(best["diff"]))
+    if tie:
+        return f"{head} {tie}"
     if best["diff"] < 0:  # the reference itself ends highest (paired holds the others only)
         return (
             f"{head} Highest final worst-domain accuracy: {settings.reference}, the reference; "
@@ -200,6 +203,31 @@ def verdict_summary(settings: StudySettings, paired: pd.DataFrame, doms) -> str:
         f"{head} Highest final worst-domain accuracy: {best['entry']} "
         f"({best['diff']:+.1f} points over {settings.reference}, 95 % interval "
         f"[{best['ci_lo']:+.1f}, {best['ci_hi']:+.1f}])."
+    )
+
+
+#: differences this close (points) are a tie in the headline (it prints one decimal)
+TIE_POINTS = 0.05
+
+
+def _tie(reference: str, sub: pd.DataFrame, top: float) -> str:
+    """The headline's sentence where several entries (the reference among them when the top
+    paired difference is about zero) share the highest final worst-domain accuracy; "" where
+    one entry leads."""
+    if top < -TIE_POINTS:
+        return ""
+    tied = list(sub.loc[top - sub["diff"] < TIE_POINTS, "entry"])
+    if abs(top) < TIE_POINTS:
+        tied.append(f"{reference} (the reference)")
+    if len(tied) < 2:
+        return ""
+    names = ", ".join(tied[:-1]) + f" and {tied[-1]}"
+    at = ""
+    if "mean" in sub:
+        at = f" at {float(sub.loc[sub['entry'] == tied[0], 'mean'].iloc[0]):.2f} %"
+    return (
+        f"Highest final worst-domain accuracy: a tie{at} between {names} (mean paired "
+        f"differences within {TIE_POINTS:g} points)."
     )
 
 

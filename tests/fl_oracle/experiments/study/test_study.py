@@ -467,6 +467,31 @@ def test_the_verdict_opens_with_a_takeaway_and_a_table(tmp_path):
     assert "a, ends -9.7 points from it" in said
 
 
+def test_a_tie_at_the_top_is_said_to_be_one():
+    """Three entries at 14.29 % final worst (the reference among them) were headlined
+    "fisher-topk (+0.0 points over fedavg ...)"; the headline says it is a tie and names them."""
+    from fl_oracle.experiments.study.verdict import verdict_summary
+
+    s = StudySettings(**SMALL)
+    dom = pd.DataFrame({"entry": ["a"], "baseline": ["x"], "beats": False, "beats_fw": False})
+    paired = pd.DataFrame({"entry": ["fisher-topk", "random", "eps:5"], "metric": "final_worst",
+                           "mean": [14.29, 14.29, 10.0], "diff": [0.0, 0.0, -4.29],
+                           "ci_lo": [0.0, 0.0, -6.0], "ci_hi": [0.0, 0.0, -2.0]})  # fmt: skip
+    said = verdict_summary(s, paired, {"final": dom, "auc": dom})
+    assert (f"Highest final worst-domain accuracy: a tie at 14.29 % between fisher-topk, random "
+            f"and {s.reference} (the reference)") in said, said  # fmt: skip
+    assert "+0.0 points" not in said
+    # two entries tied above the reference: named both, the reference not
+    above = paired.assign(diff=[2.0, 2.0, -1.0], mean=[16.29, 16.29, 13.29])
+    said = verdict_summary(s, above, {"final": dom, "auc": dom})
+    assert "a tie at 16.29 % between fisher-topk and random (mean" in said, said
+    # one leader: as before
+    one = paired.assign(diff=[2.0, 1.0, -1.0])
+    assert "Highest final worst-domain accuracy: fisher-topk (+2.0 points" in verdict_summary(
+        s, one, {"final": dom, "auc": dom}
+    )
+
+
 def test_a_study_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path, capsys):
     """A model factory that fails, an address without a port or with nothing listening: one
     line, exit 2, and no study.toml or sources.toml in a folder that held nothing."""
