@@ -242,9 +242,22 @@ class ExactSolver(Solver):
             msg = "time limit reached while building the model; no incumbent"
             return RawResult((), Status.TIME_LIMIT, route, msg, self._param())
         self._apply(model, problem)
-        out = model.solve(left)
+        out = model.solve(left, start=self._start_of(problem))
         bound = self._bound_units(out.bound, problem, route)
         return RawResult(out.selected, out.status, route, out.message, self._param(), bound)
+
+    #: client ids of a selection the MILP routes give stage 1 as a starting solution (e.g.
+    #: the previous round's choice), where the model takes one and it is feasible; None: none.
+    #: The answer is the same optimum (results/benchmarks/eps_warm_start.md measures the time).
+    start: tuple[str, ...] | None = None
+
+    def _start_of(self, problem: SelectionProblem) -> list[int] | None:
+        """:attr:`start` as indices into ``problem`` (None where a client is not in it)."""
+        if self.start is None:
+            return None
+        where = {str(c): i for i, c in enumerate(problem.ids)}
+        idx = [where.get(str(c)) for c in self.start]
+        return None if any(i is None for i in idx) else idx
 
     #: whether the first stage's objective is a sum over the K selected (U, worst: divided
     #: by K into the reported mean) or reported as the sum itself (Σ F_z)

@@ -107,6 +107,7 @@ def eps_spec(
     if not second_stage:
         objectives, values = objectives[:1], values[:1]
     spec = MilpSpec.build(n, k, [(0.0, top), (0.0, top)], rows, objectives, values, groups)
+    spec.aux_of = lambda x: np.r_[np.max(x @ Ud), np.min(x @ Ud)]  # hi, lo at the selection
     if second_stage and descent_step > 0:
         spec.descent = ("gap", float(descent_step))
     return spec

@@ -229,11 +229,17 @@ class LexBackend(GapDescent, ABC):
         x = np.asarray(v[: self.spec.n_x])
         return tuple(int(i) for i in np.flatnonzero(x > 0.5))
 
-    def solve(self, time_limit: float | None = None) -> LexOutcome:
-        """Maximize the objectives lexicographically under the current row bounds."""
+    def solve(self, time_limit: float | None = None, start=None) -> LexOutcome:
+        """Maximize the objectives lexicographically under the current row bounds.
+
+        ``start``: indices of a selection given to stage 1 as its starting solution where it
+        satisfies the current bounds (:meth:`MilpSpec.start_columns`; ignored otherwise). The
+        answer is the same optimum; only the search may be shorter."""
         t0 = time.perf_counter()
         spec = self.spec
         best: np.ndarray | None = None
+        if start is not None:
+            start = spec.start_columns(start, self._row_lo, self._row_up, self._x_lo, self._x_up)
         fixed: list[int] = []
         cols = np.zeros(0, dtype=np.int64)
         descent_fixed: list[np.ndarray] = []  # columns the gap descent fixes (restored below)
@@ -258,7 +264,8 @@ class LexBackend(GapDescent, ABC):
                 if j > 0 and last and self.descends and spec.descent and best is not None:
                     out = self._descend(best, left, descent_fixed)
                 else:
-                    out = Answer.of(self._optimize(c, left, best))
+                    hint = start if j == 0 and best is None else best
+                    out = Answer.of(self._optimize(c, left, hint))
                 v, obj = out.values, out.value
                 if j == 0 and out.status in (Status.OPTIMAL, Status.TIME_LIMIT):
                     self._tighten(self.last_bound)

@@ -50,6 +50,9 @@ class MilpSpec:
             q > 0): the second stage may then be answered by :meth:`.model.LexBackend.solve`'s
             *gap descent* (:meth:`.descent.GapDescent._descend`). None: the stage is solved as
             it stands.
+        aux_of: the auxiliary columns (those between the binaries and the count columns) a
+            selection x (0/1, shape (N,)) takes at its best, for a starting solution
+            (:meth:`start_columns`); None: the model takes no start.
     """
 
     n_x: int
@@ -67,6 +70,7 @@ class MilpSpec:
     n_counts: int = 0
     descent: tuple[str, float] | None = None
     quanta: list[float] = field(default_factory=list)
+    aux_of: Callable[[np.ndarray], np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         n = self.n_col
@@ -83,6 +87,55 @@ class MilpSpec:
     def count_cols(self) -> np.ndarray:
         """Positions of the per-group count columns (empty without groups)."""
         return np.arange(self.n_col - self.n_counts, self.n_col)
+
+    def start_columns(
+        self,
+        selected,
+        row_lo: np.ndarray,
+        row_up: np.ndarray,
+        x_lo: np.ndarray,
+        x_up: np.ndarray,
+    ) -> np.ndarray | None:
+        """The full column vector of the selection ``selected`` (indices), a starting
+        solution for a backend, or None where the model takes no start (no ``aux_of``), the
+        selection is not K distinct binaries, or it breaks a row or column bound under the
+        given bounds (1e-9 of slack, the backends' own feasibility tolerance).
+
+        Examples:
+            >>> import numpy as np
+            >>> from selection.solvers.milp.formulations import eps_spec
+            >>> Ud = np.array([[1.0, 2.0], [3.0, 1.0], [2.0, 2.0]])
+            >>> spec = eps_spec({"U": Ud.mean(1), "Ud": Ud}, 2, None, None)
+            >>> free = (spec.row_lo, spec.row_up, spec.col_lo[:3], spec.col_up[:3])
+            >>> spec.start_columns((1, 2), *free).tolist()  # x, then hi and lo (sum units)
+            [0.0, 1.0, 1.0, 5.0, 3.0]
+            >>> spec.start_columns((0,), *free) is None  # not K clients
+            True
+        """
+        sel = np.unique(np.asarray(selected, dtype=np.int64))
+        if self.aux_of is None or len(sel) != self.k or len(sel) != len(selected):
+            return None
+        if sel[0] < 0 or sel[-1] >= self.n_x:
+            return None
+        x = np.zeros(self.n_x)
+        x[sel] = 1.0
+        v = np.zeros(self.n_col)
+        v[: self.n_x] = x
+        aux = np.asarray(self.aux_of(x), dtype=float)
+        v[self.n_x : self.n_col - self.n_counts] = aux
+        for j, col in enumerate(self.count_cols):  # n_g: the binaries of row cnt<g>
+            row = self.A.getrow(self.row_index[f"cnt{j}"])
+            on = row.indices < self.n_x
+            v[col] = float(row.data[on] @ x[row.indices[on]])
+        lo = np.r_[x_lo, self.col_lo[self.n_x :]]
+        up = np.r_[x_up, self.col_up[self.n_x :]]
+        act = self.A @ v
+
+        def slack(b: np.ndarray) -> np.ndarray:
+            return 1e-9 * (1.0 + np.abs(np.where(np.isfinite(b), b, 0.0)))
+
+        inside = np.all(act >= row_lo - slack(row_lo)) and np.all(act <= row_up + slack(row_up))
+        return v if inside and np.all(v >= lo - slack(lo)) and np.all(v <= up + slack(up)) else None
 
     @classmethod
     def build(
