@@ -244,6 +244,11 @@ def test_the_fair_fights_published_rules_and_joint_weights_are_the_committed_stu
         final = f"{summary.loc[entry, 'final_worst_mean']:.1f} %"
         assert f"at {final}" in page, entry
         assert vs_fedavg(entry) in page, entry
+    held = pd.read_csv(ROOT / "results/study-fair-fight-confirm/paired.csv")
+    held = held[held["metric"] == "final_worst"].set_index("entry")
+    both = [f"{held.loc[e, 'diff']:+.1f} [{held.loc[e, 'ci_lo']:+.1f}, {held.loc[e, 'ci_hi']:+.1f}]"
+            for e in ("fedcor:5", "divfl:stale")]  # fmt: skip
+    assert f"{both[0]} and {both[1]} over FedAvg".replace("-", "−") in page
     pairs = pd.read_csv(ROOT / "results/benchmarks/fair_fight_pairs.csv").set_index(["A", "B"])
 
     def said(a, b, metric):
