@@ -34,6 +34,7 @@ from selection.front_plot import (
 from selection.html_page import html_table, page
 from selection.plotly_js import plotly_head
 from selection.solvers.result import Status, point_rows
+from selection.words import counted
 
 __all__ = [
     # the plot data (:mod:`selection.front_plot`), re-exported
@@ -310,7 +311,7 @@ def render_rounds_html(
     )
     n_bad = int((~point_rows(front)).sum())
     note = (
-        f"<p>{len(rounds)} rounds, one front each ({int(point_rows(front).sum())} feasible points"
+        f"<p>{counted(len(rounds), 'round')}, one front each ({int(point_rows(front).sum())} feasible points"
         + (f", {n_bad} infeasible/failed, not plotted" if n_bad else "")
         + "). Early rounds dark, late rounds yellow: how the trade-off moves as training goes "
         "on. front.csv holds every point with its round.</p>"

@@ -25,6 +25,7 @@ from fl_oracle.cli.options import (
     stats_privacy,
 )
 from selection.selectors import selector_help
+from selection.words import counted
 
 __all__ = ["register", "make_settings", "flower"]
 
@@ -56,8 +57,8 @@ def _config(seed: int, num_supernodes: int, **overrides: Any):
         n_dom = len(scan_dataset(dataset).domains)
     if num_supernodes % n_dom:
         raise typer.BadParameter(
-            f"{num_supernodes} nodes: the federation has one node per client, "
-            f"{n_dom} domains x clients per domain, so a multiple of {n_dom}",
+            f"{counted(num_supernodes, 'node')}: the federation has one node per client, "
+            f"{counted(n_dom, 'domain')} x clients per domain, so a multiple of {n_dom}",
             param_hint="--num-supernodes",
         )
     kw.update(seed=int(seed), clients_per_domain=num_supernodes // n_dom, device="cpu")
@@ -148,7 +149,9 @@ def flower(
     stats = renamed("--stats", "--information", stats_old, stats)
     _check_choice("--engine", engine, _ENGINES)
     if k > num_supernodes:
-        raise typer.BadParameter(f"K={k} exceeds the {num_supernodes} nodes", param_hint="--k")
+        raise typer.BadParameter(
+            f"K={k} exceeds the {counted(num_supernodes, 'node')}", param_hint="--k"
+        )
     # an unknown spec, or one Flower cannot serve, fails here, before anything starts; the
     # information model (--information or the spec's @MODEL) is checked against the nodes and K
     spec = parse_spec(selector)
@@ -233,7 +236,7 @@ def _run(out, settings, config, selector, k, rounds, num_supernodes, stats, time
     failed = int((history["failed"] != "").sum())
     note = f", {failed} round(s) with failed nodes (see failures)" if failed else ""
     print(
-        f"{selector} on Flower ({engine}): {rounds} rounds, final avg {last['acc_avg']:.2f}% "
+        f"{selector} on Flower ({engine}): {counted(rounds, 'round')}, final avg {last['acc_avg']:.2f}% "
         f"worst {last['acc_worst']:.2f}%{note}"
     )
     print(f"wrote {out / 'history.csv'}, stats.parquet, config.toml", file=sys.stderr)

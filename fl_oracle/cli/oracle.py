@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from fl_oracle.cli.options import NO_PROGRESS, federation_options
+from selection.words import counted
 
 __all__ = ["register"]
 
@@ -108,7 +109,7 @@ def oracle(
         )
     n_rounds = table["round"].nunique() if len(table) else 0
     print(
-        f"wrote {len(table)} rows over {n_rounds} measured rounds to {out / 'stats.parquet'}",
+        f"wrote {counted(len(table), 'row')} over {counted(n_rounds, 'measured round')} to {out / 'stats.parquet'}",
         file=sys.stderr,
     )
 

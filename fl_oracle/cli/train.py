@@ -26,6 +26,7 @@ from fl_oracle.cli.options import (
 from fl_oracle.experiments.demo.settings import DEMO_ORACLE, DemoSettings
 from selection.defaults import DEFAULT_SURROGATE
 from selection.selectors import selector_help
+from selection.words import counted
 
 _D = DemoSettings()  # the demo's defaults, shown in --help
 
@@ -220,7 +221,7 @@ def train(
     last = res.history.iloc[-1]
     fb = int((res.history["fallback"] != "").sum())
     print(
-        f"{selector}: {rounds} rounds, final avg {last['acc_avg']:.2f}% worst "
+        f"{selector}: {counted(rounds, 'round')}, final avg {last['acc_avg']:.2f}% worst "
         f"{last['acc_worst']:.2f}%{f', {fb} fallback round(s)' if fb else ''}"
     )
     print(f"wrote {out / 'history.csv'}, stats.parquet, config.toml", file=sys.stderr)

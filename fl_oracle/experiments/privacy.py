@@ -40,6 +40,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from selection.words import counted
+
 __all__ = ["FIELDS", "StatsPrivacy", "RunAccountant", "reported_fields"]
 
 #: reported field -> (low, high) box it is clipped to, in its own units (log F for F)
@@ -156,7 +158,7 @@ class StatsPrivacy:
             return float(z)
         except ValueError:
             raise ValueError(
-                f"privacy: epsilon={self.epsilon!r} over {self.rounds} rounds at delta="
+                f"privacy: epsilon={self.epsilon!r} over {counted(self.rounds, 'round')} at delta="
                 f"{self.delta!r} is too small for the accountant's largest noise"
             ) from None
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from fl_oracle.errors import CheckpointError
 from fl_oracle.sim.checkpoint import load_checkpoint, save_checkpoint
+from selection.words import counted
 
 __all__ = ["RUN_STATE_FORMAT", "load_run_state", "save_run_state"]
 
@@ -100,6 +101,6 @@ def load_run_state(path: str | Path, same: dict[str, Any], rounds: int) -> dict 
     done = len(state["history"])
     if done > rounds:
         raise CheckpointError(
-            f"cannot resume {path.parent}: it has run {done} rounds, more than --rounds {rounds}"
+            f"cannot resume {path.parent}: it has run {counted(done, 'round')}, more than --rounds {rounds}"
         )
     return state

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fl_oracle.errors import CheckpointError
+from selection.words import counted
 
 __all__ = [
     "RUN_FILES",
@@ -145,7 +146,9 @@ def _describe(folder: Path, kind: str) -> str:
     if (folder / "run_state.pt").exists():  # a train run that may have stopped early
         done, asked = history_rounds(folder), cfg.get("selection", {}).get("rounds")
         parts.append(
-            f"{done} of {asked} rounds done" if isinstance(asked, int) else f"{done} rounds"
+            f"{done} of {counted(asked, 'round')} done"
+            if isinstance(asked, int)
+            else f"{counted(done, 'round')}"
         )
     return f"a run ({', '.join(parts)})"
 

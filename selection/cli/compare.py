@@ -34,6 +34,7 @@ from selection.cli.options import (
 from selection.cli.resolve import load_problem
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
+from selection.words import counted
 
 __all__ = ["compare", "register"]
 
@@ -114,7 +115,7 @@ def compare(
     write_report(page, out / "compare.html")
     write_table_atomic(record_surrogate(c.table.copy(), problem), out / "compare.csv")
     ref = "the exact front" if c.exact else "the non-dominated union of all methods"
-    table = Table(title=f"{title} (reference: {ref}, {len(c.reference)} points)")
+    table = Table(title=f"{title} (reference: {ref}, {counted(len(c.reference), 'point')})")
     for col in c.table.columns:
         just = "left" if col in ("method", "reference") else "right"
         table.add_column(col, justify=just, no_wrap=True, min_width=len(col))

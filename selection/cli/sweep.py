@@ -51,6 +51,7 @@ from selection.cli.reach import range_hint
 from selection.cli.resolve import default_logits, default_plane, load_problem, solver_class
 from selection.defaults import DEFAULT_SURROGATE
 from selection.errors import SelectionError
+from selection.words import counted
 
 __all__ = [
     "sweep",
@@ -324,7 +325,7 @@ def front_page(plan: SweepPlan, problems: list, fronts: list, stats_name: str, *
         return front, render_front_html(front, title, x=x, y=y)
     title = (
         f"fedsel sweep: {plan.method}{judged} on {stats_name}, rounds {p0.round}.."
-        f"{problems[-1].round} ({len(problems)} fronts), K={p0.k}"
+        f"{problems[-1].round} ({counted(len(problems), 'front')}), K={p0.k}"
     )
     return front, render_rounds_html(front, title, x=x, y=y)
 
@@ -348,9 +349,9 @@ def sweep_report(
     finished = all(bool(f.attrs.get("complete")) for f in fronts)
     slack = max(float(f.attrs.get("gap_slack", 0.0)) for f in fronts)
     n_ok = int(point_rows(front).sum())
-    where = f" over {len(problems)} rounds" if per_round else ""
+    where = f" over {counted(len(problems), 'round')}" if per_round else ""
     lines.append(
-        f"{plan.method}: {len(front)} points{where} ({n_ok} feasible) -> {out / 'front.csv'}, "
+        f"{plan.method}: {counted(len(front), 'point')}{where} ({n_ok} feasible) -> {out / 'front.csv'}, "
         "front.html"
     )
     if verbose:
@@ -359,7 +360,7 @@ def sweep_report(
     whole = cls.adaptive_front and plan.eps is None
     if n_tl:
         lines.append(
-            f"fedsel: {n_tl} of {len(front)} points stopped at the time limit: each holds the "
+            f"fedsel: {n_tl} of {counted(len(front), 'point')} stopped at the time limit: each holds the "
             "best selection found, not a proven optimum"
             + (", and the front may miss points near them" if whole else "")
             + "; raise --time-limit (inf for none) to prove them"

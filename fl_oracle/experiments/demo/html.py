@@ -14,6 +14,7 @@ from plotly.subplots import make_subplots
 from selection.analysis_report import scatter_figure
 from selection.html_page import html_table, page, palette_colors, plotly_palette
 from selection.plotly_js import plotly_head
+from selection.words import counted
 
 __all__ = ["render_html"]
 
@@ -333,12 +334,12 @@ def render_html(data: dict) -> str:
     parts = [
         "<h1>fedsel demo: client selectors compared in live training</h1>",
         f"<p class='takeaway'>{html.escape(demo_takeaway(data))}</p>",
-        f"<p class='caveat'>A showcase, not evidence: {setup.get('seeds')} seed(s) × "
-        f"{setup.get('rounds')} rounds, and floating-point differences between machines, "
+        f"<p class='caveat'>A showcase, not evidence: {counted(setup.get('seeds'), 'seed')} × "
+        f"{counted(setup.get('rounds'), 'round')}, and floating-point differences between machines, "
         "amplified by training, change the ranking. Claims come from a paired study with "
         "intervals (<code>fedsel study</code>).</p>",
-        f"<p class='note'>{setup.get('seeds')} seed(s) × {len(data['selectors'])} selectors, "
-        f"{setup.get('rounds')} rounds, K = {setup.get('k')} of {setup.get('n_clients', '?')} "
+        f"<p class='note'>{counted(setup.get('seeds'), 'seed')} × {counted(len(data['selectors']), 'selector')}, "
+        f"{counted(setup.get('rounds'), 'round')}, K = {setup.get('k')} of {setup.get('n_clients', '?')} "
         "clients. Values are mean ± std over seeds; the best value per column is marked.</p>",
         "<h2>1. Accuracy per round and final table</h2>",
         fig_html(_fig_curves(data, colors)),

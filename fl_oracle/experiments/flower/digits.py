@@ -44,6 +44,7 @@ from fl_oracle.sim.runtime import stream_seed
 from fl_oracle.sim.stats import correct_stacked, probe_stats
 from fl_oracle.sim.utilities import candidate_utilities
 from selection.schema import F_FLOOR
+from selection.words import counted
 
 __all__ = [
     "DigitsSettings",
@@ -478,7 +479,7 @@ def settings_from_run_config(run_config: Any, num_partitions: int | None = None)
         n_dom = len(OracleConfig().domains) if dataset is None else len(_domains_of(dataset))
         if num_partitions % n_dom:
             raise ValueError(
-                f"{num_partitions} nodes: the federation has {n_dom} domains, one node per "
+                f"{counted(num_partitions, 'node')}: the federation has {counted(n_dom, 'domain')}, one node per "
                 f"client, so it needs a multiple of {n_dom}"
             )
         kw["clients_per_domain"] = num_partitions // n_dom

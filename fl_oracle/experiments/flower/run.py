@@ -18,6 +18,7 @@ import os
 from fl_oracle.experiments.flower.client_app import make_client_app
 from fl_oracle.experiments.flower.local_grid import LocalGrid
 from fl_oracle.experiments.flower.server_app import FlowerResult, FlowerRun, run_strategy
+from selection.words import counted
 
 __all__ = ["ENGINES", "run_flower"]
 
@@ -57,7 +58,7 @@ def run_flower(
             f"--num-supernodes {num_supernodes} must equal the federation's {n_clients} clients"
         )
     if run.k > num_supernodes:
-        raise ValueError(f"K={run.k} exceeds the {num_supernodes} nodes")
+        raise ValueError(f"K={run.k} exceeds the {counted(num_supernodes, 'node')}")
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r} must be one of {', '.join(ENGINES)}")
     client_app = make_client_app(run.settings, getattr(run, "privacy", None))
@@ -153,8 +154,9 @@ def _run_flwr(
         if proc.returncode != 0 or len(run.result.history) < run.rounds:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
             raise RuntimeError(
-                f"the Flower simulation ended after {len(run.result.history)} of {run.rounds} "
-                f"rounds (flwr run exit {proc.returncode}): {' | '.join(tail)}"
+                f"the Flower simulation ended after {len(run.result.history)} of "
+                f"{counted(run.rounds, 'round')} (flwr run exit {proc.returncode}): "
+                f"{' | '.join(tail)}"
             )
     return run.result
 
@@ -202,7 +204,7 @@ def _run_simulation(
         )
     if len(run.result.history) < run.rounds:
         raise RuntimeError(
-            f"the Flower simulation ended after {len(run.result.history)} of {run.rounds} rounds"
+            f"the Flower simulation ended after {len(run.result.history)} of {counted(run.rounds, 'round')}"
         )
     return run.result
 

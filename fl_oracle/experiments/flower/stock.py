@@ -25,6 +25,7 @@ from fl_oracle.experiments.flower.codec import Reply
 from fl_oracle.experiments.flower.probe import FlowerRunError
 from fl_oracle.experiments.round_step import run_selector
 from selection.problem import SelectionProblem
+from selection.words import counted
 
 __all__ = ["BACK", "StockClients"]
 
@@ -117,7 +118,7 @@ class StockClients:
             return neutral, self.selector, ""
         what = "/".join(reads)
         line = (
-            f"fedsel: {self.name} reads {what}, which {len(lack)} of {len(table)} nodes do not "
+            f"fedsel: {self.name} reads {what}, which {len(lack)} of {counted(len(table), 'node')} do not "
             f"report ({', '.join(lack[:5])}{', ...' if len(lack) > 5 else ''}): add "
             "mods=[fedsel_stats_mod(...)] (fl_oracle.experiments.flower.mod) to their ClientApp"
         )

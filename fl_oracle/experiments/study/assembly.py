@@ -41,6 +41,7 @@ from fl_oracle.experiments.study.verdict import (
 )
 from selection.atomic import write_table_atomic, write_text_atomic
 from selection.plotly_js import write_report
+from selection.words import counted
 
 __all__ = ["StudyResult", "finish_study", "fronts_over_rounds", "training_mix"]
 
@@ -191,8 +192,8 @@ def race_lines(
         f"every claim below holds together with probability ≥ {1 - race.alpha:.2f} "
         f"(comparisons with the best, Bonferroni over {len(looks)} looks, "
         f"{len(race.metrics)} metrics and {len(settings.selectors) - 1} comparisons); "
-        f"{runs} runs spent of the {len(settings.selectors) * settings.seeds} a full design "
-        f"of {settings.seeds} seeds would run."
+        f"{counted(runs, 'run')} spent of the {len(settings.selectors) * settings.seeds} a full design "
+        f"of {counted(settings.seeds, 'seed')} would run."
     ]
     for metric, g in v.groupby("metric", sort=False):
         best = g[g["status"].isin(["best", "tied"])]
@@ -208,7 +209,7 @@ def race_lines(
             + (
                 "; unresolved: "
                 + ", ".join(
-                    f"{e} (±{h:.2f} at {n} seeds)"
+                    f"{e} (±{h:.2f} at {counted(n, 'seed')})"
                     for e, h, n in zip(unres["entry"], unres["half_width"], unres["n"], strict=True)
                 )  # fmt: skip
                 if len(unres)
@@ -265,7 +266,9 @@ def finish_study(settings: StudySettings, out: str | Path) -> StudyResult:
         lines += race[1]
         write_table_atomic(race[0], out / "race_verdict.csv")
     if missing:
-        lines.insert(0, f"PARTIAL: {len(missing)} of {settings.seeds * len(order)} runs missing.")
+        lines.insert(
+            0, f"PARTIAL: {len(missing)} of {counted(settings.seeds * len(order), 'run')} missing."
+        )
     res = StudyResult(
         settings, history, metrics, summary, paired, dom, fronts, surrogate, lines, missing, mix,
         doms["auc"], table, costs, race[1] if race is not None else [],

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fl_oracle.experiments.study.setup import StudyFlags, study_settings
+from selection.words import counted
 
 __all__ = ["CommandSide", "StudyRunning", "check_address", "run_study_command"]
 
@@ -213,8 +214,9 @@ def _grid(
             raise ValueError(f"grid cell {cell.label}: {exc}") from None
     s = grid.base
     print(
-        f"fedsel: grid of {len(grid.cells)} cells x {len(s.selectors)} entries x {s.seeds} "
-        f"seeds ({len(grid.cells) * len(s.selectors) * s.seeds} screen runs)",
+        f"fedsel: grid of {counted(len(grid.cells), 'cell')} x "
+        f"{counted(len(s.selectors), 'entry')} x {counted(s.seeds, 'seed')} "
+        f"({counted(len(grid.cells) * len(s.selectors) * s.seeds, 'screen run')})",
         file=sys.stderr,
     )
     with claim_run_folder(out, "study", resume=True, committed="study.toml"):
@@ -247,8 +249,8 @@ def _cell_runner(running: StudyRunning, side: CommandSide):
             if bar is not None:
 
                 def tick(done, total, what, bar=bar):
-                    bar(done, total, f"grid {label}: {len(settings.selectors)} entries x "
-                                     f"{settings.seeds} seeds, {what.split(': ', 1)[-1]}")  # fmt: skip
+                    bar(done, total, f"grid {label}: {counted(len(settings.selectors), 'entry')} x "
+                                     f"{counted(settings.seeds, 'seed')}, {what.split(': ', 1)[-1]}")  # fmt: skip
 
             run_study(
                 settings, folder, make_oracle=factory, make_selector=make_selector,

@@ -34,6 +34,7 @@ import pandas as pd
 
 from fl_oracle.experiments.study.cost import BUDGET
 from fl_oracle.experiments.study.settings import is_baseline
+from selection.words import counted
 
 if TYPE_CHECKING:
     from fl_oracle.experiments.study.assembly import StudyResult
@@ -206,8 +207,8 @@ def grid_verdict(grid: GridSettings, table: pd.DataFrame) -> list[str]:
     """The map in sentences: per panel, where a formulation leads, where it is confirmed."""
     s = grid.base
     lines = [
-        f"{len(table)} cells x {len(s.selectors)} entries, screened on seeds "
-        f"{s.first_seed}-{s.first_seed + s.seeds - 1} ({s.rounds} rounds); a cell whose leading "
+        f"{counted(len(table), 'cell')} x {counted(len(s.selectors), 'entry')}, screened on seeds "
+        f"{s.first_seed}-{s.first_seed + s.seeds - 1} ({counted(s.rounds, 'round')}); a cell whose leading "
         f"formulation (within {BUDGET:g}x {s.reference}'s compute per round) is ahead of the best "
         f"baseline on the screen is confirmed on held-out seeds {grid.confirm_first_seed}-"
         f"{grid.confirm_first_seed + grid.confirm_seeds - 1} against every counted baseline."
@@ -220,7 +221,7 @@ def grid_verdict(grid: GridSettings, table: pd.DataFrame) -> list[str]:
         conf = table[table[col] == "confirmed"]
         lines.append(
             f"{words.capitalize()}: a formulation leads the best baseline on the screen in "
-            f"{len(ahead)} of {len(table)} cells"
+            f"{len(ahead)} of {counted(len(table), 'cell')}"
             + (f" ({', '.join(ahead['cell'])})" if len(ahead) else "")
             + "; confirmed on held-out seeds against every baseline in "
             + (
@@ -313,7 +314,7 @@ def map_html(grid: GridSettings, table: pd.DataFrame, verdict: list[str]) -> str
         return "", html.escape(str(v))
 
     body = (
-        f"<h1>fedsel map: {len(grid.cells)} federations × {len(s.selectors)} entries</h1>"
+        f"<h1>fedsel map: {counted(len(grid.cells), 'federation')} × {counted(len(s.selectors), 'entry')}</h1>"
         f"<p class='takeaway'>{html.escape(verdict[0])}</p>"
         + "".join(f"<p>{html.escape(v)}</p>" for v in verdict[1:])
         + "<p class='note'>Each cell: the leading formulation within "

@@ -27,6 +27,7 @@ from fl_oracle.experiments.study.figures import (
 )
 from selection.html_page import html_table, page
 from selection.plotly_js import plotly_head
+from selection.words import counted
 
 if TYPE_CHECKING:
     from fl_oracle.experiments.study.assembly import StudyResult
@@ -85,8 +86,8 @@ def _beats_table(res: StudyResult) -> pd.DataFrame:
 def _title(res: StudyResult) -> Section:
     s = res.settings
     return Section(
-        f"<h1>fedsel study: {len(s.selectors)} selectors × {s.seeds} seeds × {s.rounds} "
-        f"rounds, K={s.k}</h1>"
+        f"<h1>fedsel study: {counted(len(s.selectors), 'selector')} × "
+        f"{counted(s.seeds, 'seed')} × {counted(s.rounds, 'round')}, K={s.k}</h1>"
     )
 
 

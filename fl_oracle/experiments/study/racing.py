@@ -40,6 +40,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from selection.words import counted
+
 __all__ = ["Race", "mcb", "look_table", "race_verdict", "RACED", "STATUS"]
 
 #: the metrics a race compares (columns of :func:`fl_oracle.experiments.study.stats.run_metrics`)
@@ -163,7 +165,9 @@ def look_table(
     for metric in race.metrics:
         wide = sub.pivot(index="seed", columns="entry", values=metric)[list(entries)]
         if wide.isna().any().any() or len(wide) != len(seeds):
-            raise ValueError(f"race: the look at {len(seeds)} seeds lacks runs of {metric}")
+            raise ValueError(
+                f"race: the look at {counted(len(seeds), 'seed')} lacks runs of {metric}"
+            )
         t = mcb(wide, race.level(m))
         t["status"] = [_status(r, race.delta) for _, r in t.iterrows()]
         rows.append(t.rename_axis("entry").reset_index().assign(metric=metric, n=len(seeds)))

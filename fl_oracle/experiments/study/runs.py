@@ -50,6 +50,7 @@ from fl_oracle.experiments.runner import RunTask, run_all
 from fl_oracle.experiments.study.settings import StudySettings, entry_slug
 from selection.atomic import write_table_atomic, write_text_atomic
 from selection.progress import ProgressFn, report
+from selection.words import counted
 
 __all__ = [
     "entry_slug",
@@ -184,7 +185,7 @@ def _execute(
     label: str = "",
 ) -> None:
     """Run ``todo`` (locally or on Ray) and write each finished run's file atomically."""
-    label = label or f"study: {len(todo)} runs left"
+    label = label or f"study: {counted(len(todo), 'run')} left"
     report(progress, done, total, label)
 
     def tick() -> None:
@@ -241,7 +242,9 @@ def _race(settings: StudySettings, out: Path, progress: ProgressFn | None, run: 
         present = sum(run_path(out, e, s).is_file() for e in settings.selectors for s in seeds)
         damaged = sum(run_path(out, e, t.seed).is_file() for e, t in todo)
         spent = (present - damaged) * settings.rounds
-        label = f"race: look {j}/{len(looks)} ({n} seeds, {len(running)} entries)"
+        label = (
+            f"race: look {j}/{len(looks)} ({counted(n, 'seed')}, {counted(len(running), 'entry')})"
+        )
         _execute(settings, out, todo, progress, spent, total, run, label)
         history = load_history(settings, out)
         metrics = run_metrics(history, target_worst=settings.target_worst, rounds=settings.rounds)
@@ -328,7 +331,7 @@ def run_file_problem(p: Path, entry: str, seed: int, rounds: int) -> str:
             return why
     r = pd.to_numeric(h["round"]).astype(int).tolist()
     if r != list(range(rounds)):
-        return f"holds rounds {r[:3]}{'...' if len(r) > 3 else ''} ({len(r)} rows), not 0..{rounds - 1}"
+        return f"holds rounds {r[:3]}{'...' if len(r) > 3 else ''} ({counted(len(r), 'row')}), not 0..{rounds - 1}"
     wrong = h["entry"].astype(str) != entry
     if wrong.any():
         return f"row {int(wrong.to_numpy().argmax()) + 2}: entry is {h['entry'].iloc[int(wrong.to_numpy().argmax())]!r}, not {entry!r}"

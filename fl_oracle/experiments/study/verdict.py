@@ -13,6 +13,7 @@ import pandas as pd
 
 from fl_oracle.experiments.study.settings import StudySettings
 from fl_oracle.experiments.study.stats import METRICS
+from selection.words import counted
 
 __all__ = ["PLANES", "levelling_down", "verdict", "verdict_summary", "verdict_table"]
 
@@ -33,8 +34,8 @@ def _holm_floor(n: int, m: int) -> str:
     if m < 1 or p_min * m < 0.05:
         return ""
     return (
-        f"With {n} seeds the smallest two-sided Wilcoxon p is {p_min:.4f}, so Holm's correction "
-        f"over {m} entries (first threshold 0.05/{m} = {0.05 / m:.4f}) cannot reject at 5 %: "
+        f"With {counted(n, 'seed')} the smallest two-sided Wilcoxon p is {p_min:.4f}, so Holm's correction "
+        f"over {counted(m, 'entry')} (first threshold 0.05/{m} = {0.05 / m:.4f}) cannot reject at 5 %: "
         "here the claims rest on the paired bootstrap intervals; more seeds would let the test "
         "confirm them."
     )
@@ -47,7 +48,7 @@ def verdict(
     Wilcoxon test also survives Holm's correction are marked ``*``."""
     ref = settings.reference
     lines = [
-        f"Paired over {settings.seeds} seeds x {settings.rounds} rounds, K={settings.k}: every "
+        f"Paired over {counted(settings.seeds, 'seed')} x {counted(settings.rounds, 'round')}, K={settings.k}: every "
         f"difference below is an entry minus {ref} on the same seed, with a bootstrap 95 % "
         "interval; * marks a Wilcoxon signed-rank test that also passes Holm's correction "
         "across entries (p_holm < 0.05)."
@@ -84,7 +85,7 @@ def verdict(
         what = _PLANE_WORDS[plane]
         beats_all = [e for e, g in dom.groupby("entry", sort=False) if bool(g["beats"].all())]
         n_base = dom["baseline"].nunique()
-        fam = f"{n_base} baselines × 2 metrics, per entry"
+        fam = f"{counted(n_base, 'baseline')} × 2 metrics, per entry"
         n_sw = 2 * len(dom)
         if beats_all:
             fw = [e for e in beats_all if bool(dom[dom["entry"] == e]["beats_fw"].all())]
@@ -110,7 +111,9 @@ def verdict(
             lines.append(
                 f"On {what}: no formulation beats every baseline on both with intervals "
                 "excluding zero; the closest: "
-                + ", ".join(f"{e} ({int(n)}/{n_base} baselines)" for e, n in best.items())
+                + ", ".join(
+                    f"{e} ({int(n)}/{counted(n_base, 'baseline')})" for e, n in best.items()
+                )
                 + "."
             )
     return lines
@@ -253,6 +256,6 @@ def levelling_down(settings: StudySettings, mix: pd.DataFrame, threshold: float 
     return (
         f"Levelling down: on {best}, the domain {settings.reference} ends best on "
         f"({ref[f'final_{best}']:.1f} %, {ref[f'picks_{best}']:.2f} of its clients picked per "
-        f"round), {len(low)} of {len(mix) - 1} entries end more than {threshold:g} points lower "
+        f"round), {len(low)} of {counted(len(mix) - 1, 'entry')} end more than {threshold:g} points lower "
         f"(mean over seeds, paired): {fmt(low)}. Within {threshold:g} points: {fmt(kept)}."
     )

@@ -189,7 +189,7 @@ def test_fedsel_flower_starts_a_superlink_of_its_own_on_free_ports(monkeypatch):
         result=types.SimpleNamespace(history=[], tables=[]),
     )  # fmt: skip
     for _ in range(2):
-        with pytest.raises(RuntimeError, match="ended after 0 of 1 rounds"):
+        with pytest.raises(RuntimeError, match="ended after 0 of 1 round "):
             flower_run._run_flwr(fake, 4, num_cpus=1, client_cpus=1.0)
     ports = [
         int(env[key])
@@ -240,7 +240,7 @@ def test_fedsel_flower_completes_beside_a_foreign_superlinks_ports(tmp_path):
         for s in held:
             s.close()
     assert r.returncode == 0, r.stderr[-2000:]
-    assert (out / "history.csv").is_file() and "1 rounds" in r.stdout + r.stderr
+    assert (out / "history.csv").is_file() and "1 round," in r.stdout + r.stderr
 
 
 # ------------------------------------------- statistics that contradict the update or the model
