@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from selection.analysis_report import scatter_figure
 from selection.html_page import html_table, page, palette_colors, plotly_palette
 from selection.plotly_js import plotly_head
-from selection.words import counted
+from selection.words import counted, signed
 
 __all__ = ["render_html"]
 
@@ -290,7 +290,7 @@ def demo_takeaway(data: dict) -> str:
 
     def who(r, col: str) -> str:
         return f"{r['selector']} ({r[col]:.1f} ± {r[col.replace('_mean', '_std')]:.1f} %" + (
-            f", {r[col] - ref[col]:+.1f} against {ref['selector']})"
+            f", {signed(r[col] - ref[col], 1)} against {ref['selector']})"
             if r["selector"] != ref["selector"]
             else ")"
         )

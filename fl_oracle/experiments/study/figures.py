@@ -16,6 +16,7 @@ from fl_oracle.experiments.study.settings import StudySettings
 from fl_oracle.experiments.study.stats import METRICS
 from selection.html_page import long_palette, palette_colors
 from selection.selectors import Spec
+from selection.words import signed
 
 if TYPE_CHECKING:
     from fl_oracle.experiments.study.assembly import StudyResult
@@ -213,7 +214,7 @@ def forest_figure(res: StudyResult, metric: str) -> dict:
         "error_x": {"type": "data", "symmetric": False,
                     "array": (sub["ci_hi"] - sub["diff"]).tolist(),
                     "arrayminus": (sub["diff"] - sub["ci_lo"]).tolist()},
-        "hovertext": [f"{r.entry}: {r.diff:+.2f} [{r.ci_lo:+.2f}, {r.ci_hi:+.2f}], p_holm={r.p_holm:.3g}"
+        "hovertext": [f"{r.entry}: {signed(r.diff)} [{signed(r.ci_lo)}, {signed(r.ci_hi)}], p_holm={r.p_holm:.3g}"
                       for r in sub.itertuples()], "hoverinfo": "text",
     }  # fmt: skip
     layout = {

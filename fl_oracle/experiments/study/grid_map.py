@@ -34,7 +34,7 @@ import pandas as pd
 
 from fl_oracle.experiments.study.cost import BUDGET
 from fl_oracle.experiments.study.settings import is_baseline
-from selection.words import counted
+from selection.words import counted, signed
 
 if TYPE_CHECKING:
     from fl_oracle.experiments.study.assembly import StudyResult
@@ -268,8 +268,8 @@ def _heatmap(grid: GridSettings, table: pd.DataFrame, panel: str) -> dict:
             n = str(r[f"{panel}_beats"]).split("/")[-1]
             held += f": {int(r[f'{panel}_confirm_beats'])}/{n} beaten"
         text[i][j] = (
-            f"{r[f'{panel}_leader']}<br>{r[f'{panel}_diff']:+.1f} "
-            f"[{r[f'{panel}_ci_lo']:+.1f}, {r[f'{panel}_ci_hi']:+.1f}]<br>{held}"
+            f"{r[f'{panel}_leader']}<br>{signed(r[f'{panel}_diff'], 1)} "
+            f"[{signed(r[f'{panel}_ci_lo'], 1)}, {signed(r[f'{panel}_ci_hi'], 1)}]<br>{held}"
         )
     vals = [abs(v) for row in z for v in row if v is not None]
     bound = max(vals) if vals else 1.0

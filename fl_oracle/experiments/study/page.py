@@ -54,13 +54,21 @@ class Section:
     figures: dict[str, dict] = field(default_factory=dict)
 
 
+#: columns whose tiny values are shown in 2 significant digits (p-values), not as 0
+_P_COLUMNS = frozenset({"p", "p_holm"})
+
+
 def _table(df: pd.DataFrame, digits: int = 2) -> str:
-    """A study table: numbers right-aligned (``digits`` decimals; tiny ones in 2 significant
-    digits), text escaped."""
+    """A study table: numbers right-aligned (``digits`` decimals, a value that rounds to zero
+    as 0, never -0.00 or float noise such as -1.4e-14; tiny p-values in 2 significant digits),
+    text escaped."""
 
     def cell(column: str, v, record: dict) -> tuple[str, str]:
         if isinstance(v, (float, np.floating)):
-            return " class='n'", f"{v:.{digits}f}" if abs(v) >= 1e-3 or v == 0 else f"{v:.2g}"
+            if column in _P_COLUMNS and 0 < abs(v) < 1e-3:
+                return " class='n'", f"{v:.2g}"
+            text = f"{v:.{digits}f}"
+            return " class='n'", text.lstrip("-") if float(text) == 0 else text
         return "", html.escape(str(v))
 
     return html_table(df, cell, sections=True)

@@ -140,6 +140,16 @@ def _interval(d: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+#: decimals paired differences are kept to (accuracy points): far below any reported digit,
+#: far above float noise (an interval's end at -1.4e-14 read as "worse" and printed so)
+DECIMALS = 9
+
+
+def _denoised(x: np.ndarray) -> np.ndarray:
+    """``x`` rounded to :data:`DECIMALS`, with -0.0 as 0.0."""
+    return np.round(np.asarray(x, dtype=float), DECIMALS) + 0.0
+
+
 def _wilcoxon(d: np.ndarray) -> float:
     if len(d) == 0 or np.all(d == 0):
         return 1.0
@@ -178,7 +188,8 @@ def paired_differences(
             if not seeds:
                 continue
             d = cur.loc[seeds, metric].to_numpy(float) - ref.loc[seeds, metric].to_numpy(float)
-            lo, hi = _interval(d, resamples, seed)
+            d = _denoised(d)  # equal accuracies differ by 0, not by float noise
+            lo, hi = (float(v) for v in _denoised(np.array(_interval(d, resamples, seed))))
             block.append(
                 {
                     "entry": entry,
@@ -186,7 +197,7 @@ def paired_differences(
                     "n": len(seeds),
                     "mean_ref": float(ref.loc[seeds, metric].mean()),
                     "mean": float(cur.loc[seeds, metric].mean()),
-                    "diff": float(d.mean()),
+                    "diff": float(_denoised(d.mean())),
                     "ci_lo": lo,
                     "ci_hi": hi,
                     "p": _wilcoxon(d),

@@ -13,7 +13,7 @@ import pandas as pd
 
 from fl_oracle.experiments.study.settings import StudySettings
 from fl_oracle.experiments.study.stats import METRICS
-from selection.words import counted
+from selection.words import counted, signed
 
 __all__ = ["PLANES", "levelling_down", "verdict", "verdict_summary", "verdict_table"]
 
@@ -67,8 +67,8 @@ def verdict(
 
         def fmt(df: pd.DataFrame) -> str:
             return "; ".join(
-                f"{r.entry}{'*' if r.p_holm < 0.05 else ''} {r.diff:+.2f} "
-                f"[{r.ci_lo:+.2f}, {r.ci_hi:+.2f}]"
+                f"{r.entry}{'*' if r.p_holm < 0.05 else ''} {signed(r.diff)} "
+                f"[{signed(r.ci_lo)}, {signed(r.ci_hi)}]"
                 for r in df.sort_values("diff", ascending=False).itertuples()
             )
 
@@ -148,7 +148,7 @@ def verdict_table(
                 continue
             r = r.iloc[0]
             mark = "*" if r["p_holm"] < 0.05 else ""
-            row[col] = f"{r['diff']:+.2f} [{r['ci_lo']:+.2f}, {r['ci_hi']:+.2f}]{mark}"
+            row[col] = f"{signed(r['diff'])} [{signed(r['ci_lo'])}, {signed(r['ci_hi'])}]{mark}"
         for plane, label in (("final", "beats (final)"), ("auc", "beats (run)")):
             dom = doms.get(plane, pd.DataFrame())
             mine = dom[dom["entry"] == entry] if not dom.empty else dom
@@ -199,13 +199,13 @@ def verdict_summary(settings: StudySettings, paired: pd.DataFrame, doms) -> str:
     if best["diff"] < 0:  # the reference itself ends highest (paired holds the others only)
         return (
             f"{head} Highest final worst-domain accuracy: {settings.reference}, the reference; "
-            f"the closest other, {best['entry']}, ends {best['diff']:+.1f} points from it (95 % "
-            f"interval [{best['ci_lo']:+.1f}, {best['ci_hi']:+.1f}])."
+            f"the closest other, {best['entry']}, ends {signed(best['diff'], 1)} points from it "
+            f"(95 % interval [{signed(best['ci_lo'], 1)}, {signed(best['ci_hi'], 1)}])."
         )
     return (
         f"{head} Highest final worst-domain accuracy: {best['entry']} "
-        f"({best['diff']:+.1f} points over {settings.reference}, 95 % interval "
-        f"[{best['ci_lo']:+.1f}, {best['ci_hi']:+.1f}])."
+        f"({signed(best['diff'], 1)} points over {settings.reference}, 95 % interval "
+        f"[{signed(best['ci_lo'], 1)}, {signed(best['ci_hi'], 1)}])."
     )
 
 
@@ -249,7 +249,7 @@ def levelling_down(settings: StudySettings, mix: pd.DataFrame, threshold: float 
 
     def fmt(df: pd.DataFrame) -> str:
         return ", ".join(
-            f"{r['entry']} {r[f'diff_{best}']:+.1f} ({r[f'picks_{best}']:.2f} picks/round)"
+            f"{r['entry']} {signed(r[f'diff_{best}'], 1)} ({r[f'picks_{best}']:.2f} picks/round)"
             for _, r in df.iterrows()
         )
 

@@ -62,7 +62,7 @@ def test_damaged_run_files_are_named_and_never_counted(tmp_path):
     )  # fmt: skip
     cases = {
         "ok": (good, ""),
-        "cut": (good.iloc[:1], "holds rounds [0] (1 rows), not 0..2"),
+        "cut": (good.iloc[:1], "holds rounds [0] (1 row), not 0..2"),
         "header": (good.iloc[:0], "holds rounds [] (0 rows)"),
         "dup": (pd.concat([good, good.iloc[[2]]]), "(4 rows)"),
         "relabel": (good.assign(entry=["eps:5", "eps:9", "eps:5"]), "row 3: entry is 'eps:9'"),
@@ -94,3 +94,41 @@ def test_study_settings_are_checked_before_any_run():
     for text, msg in cases.items():
         with pytest.raises(ValueError, match=msg.replace("?", r"\?")):
             StudySettings.from_toml(text)
+
+
+def test_float_noise_is_no_difference_and_prints_as_zero():
+    """Accuracies equal up to float noise gave ci_hi = -1.4e-14 in the paired table (and
+    counted it 'worse': the interval 'excluded' zero) and '[-10.35, -0.00]' in the verdict: the
+    differences are kept to 1e-9 points, -0 is 0, and the report prints 0.00."""
+
+    from fl_oracle.experiments.study.page import _table
+    from fl_oracle.experiments.study.settings import StudySettings
+    from fl_oracle.experiments.study.stats import paired_differences
+    from fl_oracle.experiments.study.verdict import verdict, verdict_table
+
+    acc = np.array([100 / 7, 200 / 7, 300 / 7, 400 / 7])  # 14.29 %, ... as the runs give them
+    noisy = np.array([1 / 7 * 100, (1 / 7 + 1 / 7) * 100, 3 * (1 / 7) * 100, (4 / 7) * 100])
+    assert not np.array_equal(acc, noisy)  # the same accuracies, as float arithmetic has them
+    rows = []
+    for entry, values in (("ref", acc), ("same", noisy), ("lower", noisy - [20.7, 0, 10.35, 0])):
+        rows += [{"entry": entry, "seed": s, **dict.fromkeys(METRICS, v)}
+                 for s, v in enumerate(values)]  # fmt: skip
+    paired = paired_differences(pd.DataFrame(rows), "ref", resamples=500)
+    for col in ("diff", "ci_lo", "ci_hi"):
+        v = paired[col].to_numpy(float)
+        assert not ((v != 0) & (np.abs(v) < 1e-9)).any(), (col, v)
+        assert not np.signbit(v[v == 0]).any(), (col, v)  # no -0.0
+    same = paired[paired["entry"] == "same"]
+    assert (same["diff"] == 0).all() and not same["worse"].any() and not same["better"].any()
+    # what the report prints of an interval ending at float noise below zero
+    row = paired[(paired["entry"] == "lower") & (paired["metric"] == "final_worst")]
+    noise = row.assign(ci_hi=-1.4e-14, diff=-10.35, ci_lo=-20.7, p=1.5e-5, p_holm=3e-5)
+    s = StudySettings(seeds=4, rounds=2, k=3, selectors=("proportional", "lower"),
+                      reference="proportional")  # fmt: skip
+    cell = verdict_table(s, noise, {}).iloc[0]["final worst"]
+    assert cell.startswith("-10.35 [-20.70, 0.00]"), cell
+    said = " ".join(verdict(s, noise.assign(worse=True), {}))
+    assert "[-20.70, 0.00]" in said and "-0.00" not in said
+    html = _table(noise[["entry", "ci_hi", "p", "p_holm"]], 3)
+    assert "e-14" not in html and "-0.000" not in html and ">0.000<" in html
+    assert "1.5e-05" in html  # a tiny p-value keeps its two significant digits
