@@ -115,9 +115,14 @@ def _run_study_command(
     from fl_oracle.experiments.runfolder import claim_run_folder
     from fl_oracle.experiments.study.assembly import finish_study
     from fl_oracle.experiments.study.grid import is_grid
+    from fl_oracle.experiments.study.runs import check_stored
     from selection.selectors import make_selector
 
     if not running.report_only:
+        if running.executor == "ray":  # before anything is written (no folder, no lock)
+            from fl_oracle.experiments.study.ray_runs import check_ray
+
+            check_ray()
         check_address(running.address)
     text = flags.text(out)
     overrides = flags.overrides()
@@ -138,6 +143,8 @@ def _run_study_command(
     side.check_oracle(0, **settings.oracle)
     with claim_run_folder(out, "study", resume=True, committed="study.toml"):
         if not running.report_only:
+            # a folder holding another study: refused before any data is loaded or printed
+            check_stored(settings, out, grow=added is not None)
             _run_runs(settings, out, added, running, side)
         res = finish_study(settings, out)
     for line in res.terminal(str(out / "verdict.md")):

@@ -22,7 +22,18 @@ from typing import Any
 
 from fl_oracle.experiments.runner import _ORACLES, RunTask, run_one
 
-__all__ = ["run_all_ray"]
+__all__ = ["check_ray", "run_all_ray"]
+
+_NO_RAY = "--executor ray needs Ray (installed with fedsel[flower]): pip install 'ray>=2.9'"
+
+
+def check_ray() -> None:
+    """Ray importable here (ValueError in one line otherwise): checked before a study writes
+    anything, so a study that cannot run on Ray leaves no folder behind."""
+    try:
+        import ray  # noqa: F401 - imported here anyway when the runs start
+    except ImportError:
+        raise ValueError(_NO_RAY) from None
 
 
 def _ray_run(make_oracle, make_selector, task: RunTask) -> tuple:
@@ -44,9 +55,7 @@ def run_all_ray(
     try:
         import ray
     except ModuleNotFoundError:
-        raise ValueError(
-            "--executor ray needs Ray (installed with fedsel[flower]): pip install 'ray>=2.9'"
-        ) from None
+        raise ValueError(_NO_RAY) from None
     started = not ray.is_initialized()
     if started:
         try:

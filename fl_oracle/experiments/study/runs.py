@@ -56,6 +56,7 @@ __all__ = [
     "entry_slug",
     "run_path",
     "run_study",
+    "check_stored",
     "grown",
     "run_file_problem",
     "load_history",
@@ -136,18 +137,8 @@ def run_study(
     """
     out = Path(out)
     cfg = out / "study.toml"
-    if cfg.is_file():
-        stored = StudySettings.from_toml(cfg.read_text(encoding="utf-8"))
-        if grow and stored != settings:
-            check_growth(stored, settings, out)
-            write_text_atomic(settings.to_toml(), cfg)
-        elif stored != settings:
-            diff = _differing(stored, settings)
-            raise ValueError(
-                f"{out} holds a study with other {', '.join(diff)}; run it with the same "
-                "settings to continue it, or choose another --out"
-            )
-    else:
+    stored = check_stored(settings, out, grow=grow)
+    if stored != settings:  # none yet, or grown
         write_text_atomic(settings.to_toml(), cfg)
     restore_runs(settings, out)
     run = dict(make_oracle=make_oracle, make_selector=make_selector, workers=workers,
@@ -158,6 +149,28 @@ def run_study(
     total = settings.seeds * len(settings.selectors) * settings.rounds
     _execute(settings, out, todo, progress, total - len(todo) * settings.rounds, total, run)
     return load_history(settings, out)
+
+
+def check_stored(
+    settings: StudySettings, out: str | Path, *, grow: bool = False
+) -> StudySettings | None:
+    """The settings the folder's ``study.toml`` holds (None: none yet), refused (ValueError in
+    one line) where ``settings`` cannot continue them: other settings, or with ``grow`` more
+    than appended entries and seeds. Writes nothing, so a command checks it before loading
+    any data."""
+    cfg = Path(out) / "study.toml"
+    if not cfg.is_file():
+        return None
+    stored = StudySettings.from_toml(cfg.read_text(encoding="utf-8"))
+    if grow and stored != settings:
+        check_growth(stored, settings, Path(out))
+    elif stored != settings:
+        diff = _differing(stored, settings)
+        raise ValueError(
+            f"{out} holds a study with other {', '.join(diff)}; run it with the same "
+            "settings to continue it, or choose another --out"
+        )
+    return stored
 
 
 def _unfinished(settings: StudySettings, out: Path, tasks) -> list[tuple[str, RunTask]]:

@@ -239,3 +239,37 @@ def test_a_mistyped_name_gets_a_did_you_mean(argv, near, tmp_path, capsys):
     assert code == 2 and len(lines) == 1, err
     assert f"did you mean {near!r}?" in lines[0], err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_holding_another_study_is_refused_before_any_data(monkeypatch, tmp_path, capsys):
+    """fedsel study --out DIR, DIR holding a study with other selectors, printed four 'data
+    ...' provenance lines (the data loaded) before refusing; it refuses first."""
+    from fl_oracle.experiments.study.settings import StudySettings
+
+    from helpers.cli import forbid_data
+
+    out = tmp_path / "st"
+    out.mkdir()
+    stored = StudySettings(seeds=1, rounds=1, k=2, selectors=("proportional", "random"))
+    (out / "study.toml").write_text(stored.to_toml())
+    forbid_data(monkeypatch, "the data were loaded before the refusal")
+    code, _, err = run(["study", "--out", out, "--seeds", "1", "--rounds", "1", "--k", "2",
+                        "--selectors", "proportional,eps:5", "--no-progress"], capsys)  # fmt: skip
+    assert code == 2 and "holds a study with other selectors" in err, err
+    assert err.strip().count("\n") == 0, err  # the refusal alone: no data lines before it
+    assert (out / "study.toml").read_text() == stored.to_toml()
+    assert not (out / "sources.toml").exists()
+
+
+def test_a_study_on_ray_without_ray_leaves_nothing_behind(monkeypatch, tmp_path, capsys):
+    """--executor ray without Ray installed exited 2 but left study.toml, sources.toml and
+    .fedsel.lock; Ray is checked before anything is written."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray: ImportError, as without it
+    out = tmp_path / "st"
+    code, _, err = run(["study", "--out", out, "--executor", "ray", "--seeds", "1", "--rounds",
+                        "1", "--k", "2", "--selectors", "proportional,random", "--no-progress"],
+                       capsys)  # fmt: skip
+    assert code == 2 and "--executor ray needs Ray" in err, err
+    assert not out.exists()
