@@ -283,7 +283,18 @@ def parse_objectives(
 
 
 def parse_rounds(text: str, available: list[int]) -> list[int]:
-    """``all``, ``3-7`` or ``0,4,8`` -> the rounds of the table it names (SelectionError else)."""
+    """``all``, ``3-7`` or ``0,4,8`` -> the rounds of the table it names (SelectionError else:
+    a round the table lacks, or a range reaching past its first or last round).
+
+    Examples:
+        >>> from selection.cli.options import parse_rounds
+        >>> parse_rounds("1-2", [0, 1, 2]), parse_rounds("0,2", [0, 1, 2])
+        ([1, 2], [0, 2])
+        >>> parse_rounds("0-9", [0, 1, 2])
+        Traceback (most recent call last):
+        ...
+        selection.errors.SelectionError: --per-round '0-9': round(s) [9] not in the stats table (rounds 0, 1, 2)
+    """
     t = str(text).strip().lower()
     if t == "all":
         return list(available)
@@ -292,11 +303,20 @@ def parse_rounds(text: str, available: list[int]) -> list[int]:
             a, b = (int(v) for v in t.split("-", 1))
             want = [r for r in available if a <= r <= b]
         else:
+            a = b = None
             want = sorted({int(v) for v in t.split(",") if v.strip()})
     except ValueError:
         raise SelectionError(
             f"--per-round {text!r}: give all, a range such as 2-8, or rounds such as 0,4,8"
         ) from None
+    if a is not None and available:  # a range reaching past the table: refused as a round is
+        past = [r for r in (a, b) if not min(available) <= r <= max(available)]
+        if past or a > b:
+            raise SelectionError(
+                f"--per-round {text!r}: "
+                + (f"round(s) {past} not in the stats table" if past else f"{a} is after {b}")
+                + f" (rounds {', '.join(map(str, available))})"
+            )
     missing = [r for r in want if r not in available]
     if missing or not want:
         raise SelectionError(

@@ -93,6 +93,12 @@ def test_bad_table_is_one_line_exit_2_and_no_front(case, table, tmp_path, capsys
         (["--k", K, "--method", "maxmin", "--fisher-min", "1"], "--fisher-min does not apply"),
         (["--k", K, "--method", "eps", "--per-round", "0-1", "--round", "1"], "not both"),
         (["--k", K, "--method", "eps", "--per-round", "7-9"], "--per-round"),
+        # a range reaching past the table's rounds (0, 1) was clipped silently, exit 0
+        (
+            ["--k", K, "--method", "eps", "--per-round", "0-9"],
+            "--per-round '0-9': round(s) [9] not in the stats table (rounds 0, 1)",
+        ),
+        (["--k", K, "--method", "eps", "--per-round", "1-0"], "1 is after 0"),
         (["--k", K, "--method", "eps", "--backend", "gurobi"], "unknown backend 'gurobi'"),
     ],
 )
