@@ -140,6 +140,9 @@ def flower(
     dp_epsilon: float = DP_EPSILON,
     dp_delta: float = DP_DELTA,
     secure_aggregation: bool = SECURE_AGGREGATION,
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Show Flower's INFO log too (stderr); else warnings only."
+    ),
 ) -> None:
     """Train with a selector choosing the K nodes of every round, on Flower's simulation engine."""
     from fl_oracle.experiments.flower.checks import check_flower_selector, flower_information
@@ -170,6 +173,7 @@ def flower(
         import ray  # noqa: F401 - the simulation engine
 
         from fl_oracle.experiments.flower.digits import federation as load_federation
+        from fl_oracle.experiments.flower.run import flower_log
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("flwr", "ray"):
             raise ValueError(
@@ -177,6 +181,7 @@ def flower(
                 "pip install 'fedsel[flower]'"
             ) from exc
         raise
+    flower_log(verbose)  # Flower's INFO lines only when asked; no colour codes off a terminal
     config = _config(seed, num_supernodes, **federation)
     if config.threads is None:  # every node computes with this process's torch threads, as
         import torch  # fedsel train would: kernels round differently with other thread counts

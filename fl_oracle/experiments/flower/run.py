@@ -20,7 +20,7 @@ from fl_oracle.experiments.flower.local_grid import LocalGrid
 from fl_oracle.experiments.flower.server_app import FlowerResult, FlowerRun, run_strategy
 from selection.words import counted
 
-__all__ = ["ENGINES", "run_flower"]
+__all__ = ["ENGINES", "flower_log", "run_flower"]
 
 ENGINES = ("ray", "local")
 _RAY_QUIET = {
@@ -30,6 +30,34 @@ _RAY_QUIET = {
     "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0",
     "TOKENIZERS_PARALLELISM": "false",
 }
+
+
+class _Noise:
+    """Flower's notes that say nothing to a fedsel user (FedselStrategy is FedProx with the
+    run's mu; mu = 0, fedsel's FedAvg, draws Flower's 'equivalent to FedAvg' warning)."""
+
+    def filter(self, record) -> bool:
+        return "initialized with `proximal_mu=0.0`" not in str(record.getMessage())
+
+
+def flower_log(verbose: bool = False) -> None:
+    """Flower's console log as fedsel shows it: warnings and errors only (its INFO lines, about
+    48 per run, with ``verbose``, or at the level Flower's own ``FLWR_LOG_LEVEL`` names), in
+    colour only where its stream is a terminal (no raw ANSI codes in a log file or a pipe)."""
+    import logging
+
+    from flwr.common.logger import LOGGER_NAME, ConsoleHandler
+
+    for handler in logging.getLogger(LOGGER_NAME).handlers:
+        if not isinstance(handler, ConsoleHandler):
+            continue
+        if not os.getenv("FLWR_LOG_LEVEL"):
+            handler.setLevel(logging.INFO if verbose else logging.WARNING)
+        isatty = getattr(getattr(handler, "stream", None), "isatty", None)
+        handler.colored = bool(isatty and isatty())
+        handler.filters = [f for f in handler.filters if not isinstance(f, _Noise)]
+        if not verbose:
+            handler.addFilter(_Noise())
 
 
 def run_flower(

@@ -817,3 +817,33 @@ def test_flowers_dp_wrapper_composes_with_the_strategy(spec):
     )  # fmt: skip
     noisy = dp_noisy.start(grid=LocalGrid(_toy_client, 4), initial_arrays=w0, num_rounds=1)
     assert not np.allclose(noisy.arrays["w"].numpy(), result.arrays["w"].numpy())
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_fedsel_flower_keeps_flowers_info_log_quiet_and_uncoloured_off_a_terminal(
+    flower_cli, tmp_path, verbose
+):
+    """fedsel flower --engine local wrote about 48 lines of Flower's INFO log, with raw ANSI
+    colour codes, to a stderr that was no terminal: warnings only unless --verbose, and no
+    colour codes where the stream is not a terminal."""
+    import io
+    import logging
+
+    from flwr.common.logger import LOGGER_NAME, ConsoleHandler
+
+    run, _ = flower_cli
+    [handler] = [
+        h for h in logging.getLogger(LOGGER_NAME).handlers if isinstance(h, ConsoleHandler)
+    ]
+    log = io.StringIO()  # a pipe or a log file: not a terminal
+    old = handler.setStream(log)
+    try:
+        run("--selector", "proportional", "--k", "4", "--rounds", "1", "--num-supernodes", "20",
+            "--engine", "local", *(["--verbose"] if verbose else []), out=tmp_path)  # fmt: skip
+    finally:
+        handler.setStream(old)
+    text = log.getvalue()
+    assert "\x1b[" not in text
+    assert ("INFO" in text) == verbose, text[:500]
+    if not verbose:
+        assert "proximal_mu=0.0" not in text and len(text.splitlines()) <= 2, text
