@@ -212,7 +212,11 @@ class GridSettings:
                 oracle = dataset_oracle(keep, oracle["dataset"])
             return replace(self.base, k=values.get("k", self.base.k), oracle=oracle)
         except ValueError as exc:
-            raise ValueError(f"grid cell {where}: {exc}") from None
+            from fl_oracle.experiments.study.settings import SettingError
+
+            if isinstance(exc, SettingError) and exc.key in values:  # the cell's own value
+                raise ValueError(f"grid cell {where}: {exc.why}") from None
+            raise ValueError(f"grid cell {where}: {str(exc).removeprefix('study: ')}") from None
 
     @classmethod
     def from_toml(
