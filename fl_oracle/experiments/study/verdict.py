@@ -211,6 +211,7 @@ def verdict_summary(settings: StudySettings, paired: pd.DataFrame, doms) -> str:
 
 #: differences this close (points) are a tie in the headline (it prints one decimal)
 TIE_POINTS = 0.05
+MEAN = "mean"  # the paired table's column of an entry's own mean (not a surrogate's name)
 
 
 def _tie(reference: str, sub: pd.DataFrame, top: float) -> str:
@@ -225,9 +226,8 @@ def _tie(reference: str, sub: pd.DataFrame, top: float) -> str:
     if len(tied) < 2:
         return ""
     names = ", ".join(tied[:-1]) + f" and {tied[-1]}"
-    at = ""
-    if "mean" in sub:
-        at = f" at {float(sub.loc[sub['entry'] == tied[0], 'mean'].iloc[0]):.2f} %"
+    means = sub.get(MEAN)  # the entries' own means (paired_differences' column)
+    at = "" if means is None else f" at {float(means[sub['entry'] == tied[0]].iloc[0]):.2f} %"
     return (
         f"Highest final worst-domain accuracy: a tie{at} between {names} (mean paired "
         f"differences within {TIE_POINTS:g} points)."
