@@ -248,7 +248,10 @@ class ExactSolver(Solver):
 
     #: client ids of a selection the MILP routes give stage 1 as a starting solution (e.g.
     #: the previous round's choice), where the model takes one and it is feasible; None: none.
-    #: The answer is the same optimum (results/benchmarks/eps_warm_start.md measures the time).
+    #: The answer is the same optimum; among selections tied in both stages (on the data the
+    #: route solves: CP-SAT's rounded data tie more often) a start, like the seed, may pick
+    #: another. Not used by the selectors: on the study's rounds it saved no backend time
+    #: (results/benchmarks/eps_warm_start.md).
     start: tuple[str, ...] | None = None
 
     def _start_of(self, problem: SelectionProblem) -> list[int] | None:
