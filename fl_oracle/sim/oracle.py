@@ -49,6 +49,7 @@ from fl_oracle.sim.stats import (
     logits_stacked,
     probe_stats,
     probe_stats_vmap,
+    segment_grads,
 )
 from fl_oracle.sim.store import ClientImages, Paired
 from fl_oracle.sim.utilities import accuracy_metrics, candidate_utilities
@@ -493,9 +494,8 @@ class Oracle:
                     for j, d in enumerate(self.domains)
                 ]
             )
-            self._val_grad = self._probe_method(
-                self.arch, self._w, x, y, seg, len(self.domains)
-            ).grad
+            # the domains' mean gradients alone (no Fisher trace): ordinary backward passes
+            self._val_grad = segment_grads(self.arch, self._w, x, y, seg, len(self.domains)).grad
             self.timings["fisher"] += time.perf_counter() - t0
         ids = list(fed.client_ids)
         steps = np.array(

@@ -106,3 +106,36 @@ def test_probe_stats_over_many_clients_sum_each_chunks_own():
     parts = probe_stats(arch, w, x, y, full, 4, chunk=3)  # over each chunk's 3
     torch.testing.assert_close(whole.grad, parts.grad, rtol=1e-4, atol=1e-6)
     torch.testing.assert_close(whole.fisher, parts.fisher, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("name", ["cnn", "cnn-large"])
+def test_segment_grads_equal_the_probe_pass(name):
+    """The validation gradients' pass (ordinary backward per segment, chunks of its own)
+    gives the probe pass's loss and mean gradient; no Fisher trace."""
+    from fl_oracle.sim.stats import segment_grads
+
+    arch = ARCHS[name]
+    g = torch.Generator().manual_seed(5)
+    w = init_params(arch, g)
+    x = torch.randn(13, 3, 32, 32, generator=g)
+    y = torch.randint(0, 10, (13,), generator=g)
+    seg = torch.tensor([1, 1, 0, 0, 0, 3, 3, 3, 3, 1, 0, 3, 3])  # unsorted; segment 2 empty
+    ref = probe_stats_vmap(arch, w, x, y, seg, 4)
+    for chunk in (2, 5, 64):
+        got = segment_grads(arch, w, x, y, seg, 4, chunk=chunk)
+        torch.testing.assert_close(got.loss, ref.loss, rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(got.grad, ref.grad, rtol=1e-4, atol=1e-6)
+        assert got.grad[2].abs().sum() == 0 and torch.isnan(got.fisher).all()
+
+
+@pytest.mark.parametrize(("c", "k", "pad", "size"), [(3, 3, 1, 16), (16, 3, 1, 8), (6, 5, 0, 14)])
+def test_patches_are_unfold_in_channels_last_order(c, k, pad, size):
+    from fl_oracle.sim.stats import _patches
+
+    a = torch.randn(4, c, size, size).contiguous(memory_format=torch.channels_last)
+    ref = F.unfold(a, k, padding=pad)  # (n, c*k*k, L), columns (c, kh, kw)
+    got = _patches(a, k, pad)  # (n, L, k*k*c), columns (kh, kw, c)
+    n, L = got.shape[:2]
+    reordered = got.view(n, L, k, k, c).permute(0, 4, 2, 3, 1).reshape(n, c * k * k, L)
+    assert torch.equal(reordered, ref)
+    assert torch.equal(_patches(a.contiguous(), k, pad), got)  # any layout
