@@ -230,7 +230,7 @@ def test_a_spec_with_agg_best_parses_and_prints_canonically():
         ("eps:5@ensemble+verify+agg=best", "verify measures one weighting's candidates"),
         ("eps-lt:5@ensemble+agg=best", "eps-lt needs a linear or linear-fractional surrogate"),
         ("eps:5@agg=bets", "one of samples, uniform, domain, best"),
-        ("eps:5@weighted+xyz", "agg=samples|uniform|domain|best"),
+        ("eps:5@weighted+xyz", "not an information model, surrogate, verify or agg="),
     ],
 )  # fmt: skip
 def test_a_spec_that_cannot_choose_its_weights_is_refused_in_one_line(spec, needle):

@@ -34,7 +34,7 @@ def run(argv) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def _no_incumbent(self, time_limit=None):
+def _no_incumbent(self, time_limit=None, start=None):
     return LexOutcome((), Status.TIME_LIMIT, "time limit in stage 1; no incumbent")
 
 
