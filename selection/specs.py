@@ -186,14 +186,11 @@ class Spec:
         cls = _registered(self.name)
         if cls is not None:
             return cls
-        import difflib
-
         from selection.baselines import baselines
+        from selection.errors import did_you_mean
         from selection.solvers.registry import solvers
 
-        names = [*solvers(), *ALIASES, *baselines()]
-        near = difflib.get_close_matches(self.name, names, n=1, cutoff=0.6)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
+        hint = did_you_mean(self.name, [*solvers(), *ALIASES, *baselines()])
         raise SelectionError(
             f"bad selector spec {self.selector_spec!r}: unknown selector {self.name!r}{hint} "
             "(fedsel methods lists every selector)"
@@ -355,14 +352,14 @@ def parse_spec(text: str) -> Spec:
             else None
         )
         if kind is None:
-            import difflib
+            from selection.errors import did_you_mean
 
             words = [*infos, *surrogates(), "verify", "agg"]
-            near = difflib.get_close_matches(key.partition(":")[0].strip(), words, n=1, cutoff=0.6)
-            if near:
+            hint = did_you_mean(key.partition(":")[0].strip(), words)
+            if hint:
                 raise SelectionError(
-                    f"bad selector spec {text!r}: unknown modifier {mod!r}; did you mean "
-                    f"{near[0]!r}? (fedsel methods lists the information models and surrogates)"
+                    f"bad selector spec {text!r}: unknown modifier {mod!r}{hint} "
+                    "(fedsel methods lists the information models and surrogates)"
                 )
             said = f"unknown modifier {mod!r}" if mod else "an empty modifier after '@' or '+'"
             raise SelectionError(

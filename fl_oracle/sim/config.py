@@ -430,10 +430,9 @@ class OracleConfig:
         names = {f.name for f in fields(cls) if not f.name.startswith("_")}
         unknown = sorted(set(raw) - names)
         if unknown:
-            import difflib
+            from selection.errors import did_you_mean
 
-            near = difflib.get_close_matches(unknown[0], sorted(names), n=1)
-            hint = f"; did you mean {near[0]!r}?" if near else ""
+            hint = did_you_mean(unknown[0], sorted(names))
             raise ConfigError(f"config TOML has unknown field(s): {', '.join(unknown)}{hint}")
         if not isinstance(unset, list) or any(not isinstance(u, str) for u in unset):
             raise ConfigError(f"config TOML: unset = {unset!r} must be a list of field names")

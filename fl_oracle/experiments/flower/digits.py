@@ -460,11 +460,10 @@ def settings_from_run_config(run_config: Any, num_partitions: int | None = None)
     """
     unknown = sorted(set(run_config) - set(RUN_CONFIG_FIELDS) - set(RUN_CONFIG_STRATEGY))
     if unknown:
-        import difflib
+        from selection.errors import did_you_mean
 
         known = sorted({*RUN_CONFIG_FIELDS, *RUN_CONFIG_STRATEGY})
-        near = difflib.get_close_matches(unknown[0], known, n=1)
-        hint = f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(known)}"
+        hint = did_you_mean(unknown[0], known) or f"; known: {', '.join(known)}"
         raise ValueError(f"run config key {unknown[0]!r} is not one fedsel reads{hint}")
     if run_config.get("config-file"):  # the whole configuration, as fedsel flower passes it
         text = Path(str(run_config["config-file"])).read_text(encoding="utf-8")

@@ -394,10 +394,9 @@ def dataset_oracle(oracle: dict[str, Any], dataset: str) -> dict[str, Any]:
 
 
 def _did_you_mean(key: str, known) -> str:
-    import difflib
+    from selection.errors import did_you_mean
 
-    near = difflib.get_close_matches(key, sorted(known), n=1)
-    return f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(sorted(known))}"
+    return did_you_mean(key, sorted(known)) or f"; known: {', '.join(sorted(known))}"
 
 
 def _oracle_keys() -> set[str]:
