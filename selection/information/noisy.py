@@ -100,11 +100,14 @@ def calibrated_scale(x: np.ndarray, rho: float, *, draws: int = CALIBRATION_DRAW
     gap = lambda log_s: expected_spearman(x, math.exp(log_s), z) - rho  # noqa: E731
     guess = math.log(max(noise_scale(x.std(), rho), 1e-9))
     lo, hi = guess - 1.0, guess + 1.0
-    while gap(lo) < 0 and lo > guess - 40:
+    g_lo, g_hi = gap(lo), gap(hi)
+    while g_lo < 0 and lo > guess - 40:
         lo -= 2.0
-    while gap(hi) > 0 and hi < guess + 40:
+        g_lo = gap(lo)
+    while g_hi > 0 and hi < guess + 40:
         hi += 2.0
-    if gap(lo) < 0 or gap(hi) > 0:  # ρ out of reach (a column of heavy ties): the closed form
+        g_hi = gap(hi)
+    if g_lo < 0 or g_hi > 0:  # ρ out of reach (a column of heavy ties): the closed form
         return math.exp(guess)
     return math.exp(brentq(gap, lo, hi, xtol=1e-3))
 

@@ -107,4 +107,3 @@ def test_help_spends_its_columns_on_the_help_texts(monkeypatch, capsys):
         lengths[name] = len(out.splitlines())
         assert "INTEGER RANGE" not in out and "FLOAT RANGE" not in out, name
     assert max(lengths.values()) <= 120, lengths
-    assert lengths["train"] <= 120

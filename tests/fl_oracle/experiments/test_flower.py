@@ -131,12 +131,12 @@ def test_flower_apps_match_the_in_process_loop(data_file, spec, changes):
     run = FlowerRun(DigitsSettings.of(config, path), spec, 5, 3)
     res = run_flower(run, 20, engine="local")
     hist, stats = res.frames()
-    assert_same_run(hist, stats, _oracle_run(config, data, spec, 3, 5))
+    ref = _oracle_run(config, data, spec, 3, 5)
+    assert_same_run(hist, stats, ref)
     assert (hist["engine"] == "flower").all() and (hist["failed"] == "").all()
     assert (hist["n_aggregated"] == 5).all()
     if "agg=" in spec:  # Flower commits the weights the loop commits, and records them
-        ref = _oracle_run(config, data, spec, 3, 5).history
-        assert list(hist["agg_weights"]) == list(ref["agg_weights"])
+        assert list(hist["agg_weights"]) == list(ref.history["agg_weights"])
 
 
 def test_a_rule_reading_the_aggregated_updates_sees_the_loops(data_file):
